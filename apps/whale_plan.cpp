@@ -1,0 +1,74 @@
+// File: whale_plan.cpp
+// whale-plan: searches the fastest hybrid plan of a model on a cluster with the simulator,
+// prints it (text or JSON) with the baseline / upper-bound comparison, and writes the plan.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <unistd.h>
+
+#include "whale/plan/error.h"
+#include "whale/plan/planner.h"
+#include "whale/plan/timeline.h"
+#include "whale/sim/report.h"
+#include "whale/sim/simulator.h"
+#include "whale/sim/svg_timeline.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"whale-plan: find the fastest hybrid-parallel plan on a heterogeneous cluster"};
+  std::string cluster_path, model_path, profiles_dir, hints_path, out_path, format = "text", trace_path, svg_path;
+  whale::plan::PlannerOptions options;
+  app.add_option("--cluster", cluster_path, "cluster YAML file")->required();
+  app.add_option("--model", model_path, "model YAML file")->required();
+  app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");
+  app.add_option("--global-batch", options.global_batch, "samples per step (default: the model's)");
+  app.add_option("--hints", hints_path, "planner hints YAML (docs/hints.md)");
+  app.add_option("--out", out_path, "write the best plan here (self-contained YAML)");
+  app.add_option("--top", options.top_k, "alternatives to show besides the best")->check(CLI::NonNegativeNumber);
+  app.add_option("--format", format, "output format")->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--trace", trace_path, "write the best plan's predicted timeline as Chrome trace JSON");
+  app.add_option("--svg", svg_path, "write the best plan's timeline as an SVG picture");
+  app.add_option("--time-limit", options.time_limit_s, "seconds; return the best plan found so far")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", options.threads, "simulator threads")->check(CLI::PositiveNumber);
+  app.add_option("--max-evaluations", options.max_evaluations,
+                 "analytic layouts per search at most (0: no cap)")->check(CLI::NonNegativeNumber);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
+    const whale::plan::Model model = whale::plan::load_model(model_path);
+    if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);
+    if (isatty(STDERR_FILENO)) {
+      options.progress = [](const whale::plan::Progress& p) {
+        std::fprintf(stderr, "\r%-40s %ld/%ld   ", p.phase.c_str(), p.done, p.total);
+        std::fflush(stderr);
+      };
+    }
+    const whale::sim::Simulator simulator;
+    whale::plan::PlanResult result = whale::plan::search_plans(cluster, model, simulator, options);
+    if (options.progress) std::fprintf(stderr, "\r%-60s\r", "");
+    const whale::plan::RankedPlan& best = result.best();
+    whale::plan::EvaluateOptions eval;
+    eval.timeline = !trace_path.empty() || !svg_path.empty();
+    const whale::plan::Estimate estimate = eval.timeline ? simulator.evaluate(best.plan, eval) : best.estimate;
+    if (format == "json") {
+      std::cout << whale::plan::format_planner_json(result);
+    } else {
+      std::cout << "best plan: " << best.label << "\n" << whale::plan::describe_plan(best.plan)
+                << whale::sim::format_text_report(best.plan, estimate) << whale::plan::format_planner_text(result);
+    }
+    if (!out_path.empty()) whale::plan::save_plan(best.plan, out_path, /*embed=*/true);
+    if (!trace_path.empty()) {
+      std::vector<std::string> labels;
+      for (const whale::plan::Device& d : best.plan.cluster.devices) {
+        labels.push_back("dev " + std::to_string(d.id) + " " + d.model);
+      }
+      whale::plan::write_chrome_trace_file(trace_path, estimate.timeline, labels);
+    }
+    if (!svg_path.empty()) whale::sim::write_svg_timeline_file(svg_path, best.plan, estimate);
+  } catch (const whale::Error& e) {
+    std::cerr << "whale-plan: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,126 @@
+// File: whale_profile.cpp
+// whale-profile: measures a device (--device cpu|cuda:N) into a profile YAML, or, under mpirun,
+// the links between ranks (--links) into the link section of a cluster YAML; --check validates
+// a profile file. Errors in the input: one line on stderr, exit 2.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "whale/exec/mpi_communicator.h"
+#include "whale/exec/profile_device_prober.h"
+#include "whale/exec/profile_links.h"
+#include "whale/exec/profile_output.h"
+#include "whale/plan/error.h"
+
+namespace {
+
+using namespace whale::exec;
+
+struct Args {
+  std::string device = "cpu";
+  std::string out;
+  std::string check;
+  std::string link_kind;
+  bool quick = false;
+  bool links = false;
+};
+
+void progress_line(const std::string& line) { std::cerr << "whale-profile: " << line << "\n"; }
+
+std::string op_table(const std::vector<OpTiming>& timings, const std::string& source) {
+  std::string text = "op timings (" + source + "):\n";
+  for (const OpTiming& t : timings) {
+    char row[256];
+    std::snprintf(row, sizeof row, "  %6d calls  median %10.3f us  total %10.3f us  %s\n",
+                  t.calls, t.median_s * 1e6, t.total_s * 1e6, t.name.c_str());
+    text += row;
+  }
+  return text;
+}
+
+int run_device(const Args& args) {
+  const DeviceSpec spec = parse_device_spec(args.device);
+  if (!args.out.empty()) check_writable(args.out);
+  std::unique_ptr<DeviceProber> prober = make_device_prober(spec);
+  ProbeOptions options;
+  options.quick = args.quick;
+  options.name = args.out.empty() ? prober->default_name() : profile_name_for(args.out);
+  const std::string out = args.out.empty() ? options.name + ".yaml" : args.out;
+  check_writable(out);
+  progress_line("measuring " + prober->description() + (args.quick ? " (quick)" : ""));
+  const ProbeResult result = prober->measure(options, progress_line);
+  const whale::plan::DeviceProfile loaded = write_validated_profile(result.profile, out);
+  progress_line("wrote " + out + " (loaded back and validated)");
+  std::cout << summarize_profile(loaded);
+  if (!result.op_timings.empty()) std::cout << op_table(result.op_timings, result.op_timing_source);
+  return 0;
+}
+
+int run_links(const Args& args) {
+  const DeviceSpec spec = parse_device_spec(args.device);
+  MpiSession mpi;
+  std::unique_ptr<LinkEndpoint> endpoint = make_link_endpoint(spec);
+  Communicator& comm = endpoint->communicator();
+  if (!args.out.empty()) {
+    try {
+      check_writable_on_rank0(args.out);
+    } catch (const whale::Error&) {
+      if (comm.rank() == 0) throw;
+      return 2;  // rank 0 reports it
+    }
+  }
+  LinkSweepOptions options;
+  options.quick = args.quick;
+  LinkReport report = measure_links(*endpoint, options, progress_line);
+  if (comm.rank() != 0) return 0;
+  if (!args.link_kind.empty()) report.link_kind = args.link_kind;
+  std::cout << link_table(report);
+  const std::string yaml = link_section_yaml(report);
+  if (args.out.empty()) {
+    std::cout << yaml;
+  } else {
+    std::ofstream(args.out) << yaml;
+    progress_line("wrote " + args.out);
+  }
+  return 0;
+}
+
+int run_check(const Args& args) {
+  std::cout << summarize_profile(whale::plan::load_device_profile(args.check));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"whale-profile: measure a device or the links between ranks for whale-plan"};
+  Args args;
+  app.add_option("--device", args.device, "cpu or cuda:N (default cpu)");
+  app.add_option("--out", args.out,
+                 "output YAML: a device profile (default NAME.yaml), or with --links the link "
+                 "section of a cluster (default: stdout)");
+  app.add_flag("--quick", args.quick, "a smaller sweep that runs in a few seconds");
+  app.add_flag("--links", args.links, "time ping-pong and all-reduce between MPI ranks");
+  app.add_option("--link-kind", args.link_kind, "the link kind written with --links");
+  app.add_option("--check", args.check, "load and validate a profile YAML, print its summary");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "whale-profile: error: " << e.what() << " (hint: see --help)\n";
+    return 2;
+  }
+  try {
+    if (!args.check.empty()) return run_check(args);
+    return args.links ? run_links(args) : run_device(args);
+  } catch (const whale::Error& e) {
+    std::cerr << "whale-profile: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "whale-profile: failed: " << e.what() << "\n";
+    return 1;
+  }
+}

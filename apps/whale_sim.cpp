@@ -1,0 +1,51 @@
+// File: whale_sim.cpp
+// whale-sim: evaluates one plan with the simulator and prints a text or JSON report; optionally
+// writes the predicted timeline as Chrome trace JSON and as an SVG picture.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <string>
+
+#include "whale/plan/error.h"
+#include "whale/plan/plan.h"
+#include "whale/plan/timeline.h"
+#include "whale/sim/report.h"
+#include "whale/sim/simulator.h"
+#include "whale/sim/svg_timeline.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"whale-sim: simulate one training step of a hybrid-parallel plan"};
+  std::string plan_path, profiles_dir, format = "text", trace_path, svg_path;
+  app.add_option("plan", plan_path, "plan YAML file")->required();
+  app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");
+  app.add_option("--format", format, "report format")->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--trace", trace_path, "write the predicted timeline as Chrome trace JSON");
+  app.add_option("--svg", svg_path, "write the pipeline timeline as an SVG picture");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "whale-sim: error: " << e.what() << " (hint: whale-sim --help)\n";
+    return 2;
+  }
+  try {
+    const whale::plan::Plan plan = whale::plan::load_plan(plan_path, profiles_dir);
+    whale::plan::EvaluateOptions options;
+    options.timeline = !trace_path.empty() || !svg_path.empty();
+    const whale::plan::Estimate estimate = whale::sim::Simulator().evaluate(plan, options);
+    std::cout << (format == "json" ? whale::sim::format_json_report(plan, estimate)
+                                   : whale::sim::format_text_report(plan, estimate));
+    if (!trace_path.empty()) {
+      std::vector<std::string> labels;
+      for (const whale::plan::Device& d : plan.cluster.devices) {
+        labels.push_back("dev " + std::to_string(d.id) + " " + d.model);
+      }
+      whale::plan::write_chrome_trace_file(trace_path, estimate.timeline, labels);
+    }
+    if (!svg_path.empty()) whale::sim::write_svg_timeline_file(svg_path, plan, estimate);
+  } catch (const whale::Error& e) {
+    std::cerr << "whale-sim: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

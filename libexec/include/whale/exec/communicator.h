@@ -1,0 +1,35 @@
+// File: communicator.h
+// Communicator: collectives and point-to-point among a fixed group of ranks. MPI implements
+// it for CPU tensors (and bootstrap); NCCL will implement it for GPU tensors.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace whale::exec {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  /// This process's rank within the communicator, 0..size()-1.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// In-place element-wise sum over all members. Every member calls it with the same count.
+  virtual void all_reduce_sum(float* data, std::size_t count) = 0;
+  /// input holds size()*count_per_rank floats; output gets this rank's block of the sum.
+  virtual void reduce_scatter_sum(const float* input, float* output,
+                                  std::size_t count_per_rank) = 0;
+  /// Gathers count_per_rank floats from every member into output (size()*count_per_rank),
+  /// in rank order.
+  virtual void all_gather(const float* input, float* output, std::size_t count_per_rank) = 0;
+  /// Blocking send to `peer` (a rank of this communicator); returns once `data` may be reused.
+  virtual void send(const float* data, std::size_t count, int peer, int tag) = 0;
+  /// Blocking receive of exactly `count` floats from `peer` with `tag`.
+  virtual void recv(float* data, std::size_t count, int peer, int tag) = 0;
+  /// A communicator over `members` (ranks of this communicator; new rank i = members[i]).
+  /// Called only by the members themselves.
+  virtual std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) = 0;
+};
+
+}  // namespace whale::exec

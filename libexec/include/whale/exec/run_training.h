@@ -1,0 +1,37 @@
+// File: run_training.h
+// whale-run's job: load the plan and data, check them against the MPI world, train for a
+// number of steps with the Executor, and write logs, metrics, checkpoints and the trace.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace whale::exec {
+
+struct RunOptions {
+  std::string plan_file;
+  std::string data_file;            // text (byte-level tokens) or a binary token file
+  int64_t steps = 20;               // total steps; a resumed run continues up to it
+  double learning_rate = 1e-3;
+  uint64_t seed = 1234;             // parameters and data order
+  std::string checkpoint_dir;       // "" = no checkpoints
+  int64_t checkpoint_every = 0;     // 0 = only at the end (and on SIGINT/SIGTERM)
+  bool resume = false;              // continue from <checkpoint_dir>/latest
+  std::string metrics_file;         // JSON lines, one object per step
+  std::string trace_file;           // Chrome trace of the last step
+  std::string dump_params_file;     // per-parameter summary after training
+  int64_t log_every = 1;            // 0 = no per-step log lines
+};
+
+/// Trains as `options` says on every rank of MPI_COMM_WORLD (MPI must be initialised).
+/// Every input is checked before any output file is opened, so bad input overwrites nothing.
+/// Throws whale::Error on bad input; rank 0 writes the log to `log`.
+void run_training(const RunOptions& options, std::ostream& log);
+
+/// whale-run's error boundary: runs run_training and returns 0, or prints
+/// "whale-run: error: [rank R: ]WHAT" as one line to stderr and, when other ranks exist,
+/// ends them all with MPI_Abort; returns 2 for whale::Error and 1 for other failures.
+int run_training_main(const RunOptions& options);
+
+}  // namespace whale::exec

@@ -1,0 +1,80 @@
+// File: stage_module.h
+// StageModule: the layers [first_layer, end_layer) of a GPT-family model as one tensor-parallel
+// shard, with forward, backward (optionally recomputing), gradients and parameters.
+// The executor drives it by the schedule program; it knows nothing of pipelines or dp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "whale/plan/model.h"
+#include "whale/plan/plan.h"
+
+namespace whale::exec {
+
+class Communicator;
+
+/// The tokens of the samples one replica processes in one micro-batch.
+struct MicroBatchTokens {
+  int samples = 0;                 // samples of this replica in this micro-batch
+  std::vector<int32_t> inputs;     // [samples, sequence]
+  std::vector<int32_t> targets;    // [samples, sequence]: inputs shifted by one
+};
+
+/// A flat float buffer of one parameter tensor (this shard's part) and its gradient.
+struct ParameterView {
+  std::string name;      // e.g. "layers.3.attn.qkv.weight"
+  float* value = nullptr;
+  float* gradient = nullptr;
+  std::size_t count = 0;
+  bool tp_replicated = false;  // identical on every tp rank (layernorm, row-parallel bias)
+};
+
+class StageModule {
+ public:
+  virtual ~StageModule() = default;
+
+  /// Floats per sample of the activation entering first_layer ([sequence, hidden]);
+  /// 0 when first_layer is the embedding (its input is tokens).
+  virtual std::size_t input_floats_per_sample() const = 0;
+  /// Floats per sample of the activation leaving end_layer-1; 0 for the head (it yields loss).
+  virtual std::size_t output_floats_per_sample() const = 0;
+
+  /// Forward of micro-batch `micro_batch`. `input` holds tokens.samples * input floats (ignored
+  /// for the embedding stage); `output` receives tokens.samples * output floats. Returns the
+  /// summed token cross-entropy of these samples when the stage holds the head, else 0.
+  /// Keeps what backward needs (only the input under full recomputation).
+  virtual double forward(int micro_batch, const MicroBatchTokens& tokens, const float* input,
+                         float* output) = 0;
+  /// Backward of micro-batch `micro_batch`; `output_gradient` is ignored for the head stage,
+  /// whose loss gradient is scaled by `loss_scale` (1 / tokens in the global batch, so that the
+  /// summed gradients equal single-device training). Writes the input gradient (ignored for the
+  /// embedding stage) and ACCUMULATES parameter gradients. Frees the micro-batch's activations.
+  virtual void backward(int micro_batch, const float* output_gradient, float* input_gradient,
+                        double loss_scale) = 0;
+
+  virtual std::vector<ParameterView> parameters() = 0;
+  virtual void zero_gradients() = 0;
+};
+
+struct StageModuleOptions {
+  int first_layer = 0;
+  int end_layer = 0;
+  int tp_rank = 0;
+  int tp_size = 1;
+  plan::Recompute recompute = plan::Recompute::none;
+  uint64_t seed = 0;        // initial parameters depend on (seed, layer, name) only, never on
+                            // tp/pp/dp, so every plan starts from the same model
+  double slowdown_factor = 1.0;  // emulated slow device: compute time is stretched by this
+};
+
+/// Builds the stage of a gpt-family model (layer indices as plan::Model::layers:
+/// 0 = embedding, 1..num_layers = blocks, num_layers+1 = head). `tp_comm` is the tensor group
+/// (size tp_size), unused when tp_size == 1. Throws whale::Error for other families.
+std::unique_ptr<StageModule> make_gpt_stage(const plan::Model& model,
+                                            const StageModuleOptions& options,
+                                            Communicator* tp_comm);
+
+}  // namespace whale::exec

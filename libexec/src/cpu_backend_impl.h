@@ -1,0 +1,75 @@
+// File: cpu_backend_impl.h
+// Private: the CpuBackend class (its ops are defined in cpu_*.cpp, one group per file) and the
+// Eigen map types they share.
+#pragma once
+
+#include <Eigen/Dense>
+
+#include "whale/exec/backend.h"
+
+namespace whale::exec::cpu {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixMap = Eigen::Map<RowMatrix>;
+using ConstMatrixMap = Eigen::Map<const RowMatrix>;
+/// A row-major view whose rows are `stride` floats apart (a head's columns inside qkv).
+using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+
+/// dst (C) += column sums of src (N, C), each summed over the rows in double.
+void add_column_sums(float* dst, const float* src, int rows, int channels);
+
+class CpuBackend : public Backend {
+ public:
+  const char* name() const override { return "cpu"; }
+
+  float* allocate(std::size_t count) override;
+  void release(float* data) override;
+  void upload(float* device, const float* host, std::size_t count) override;
+  void download(float* host, const float* device, std::size_t count) override;
+  void copy(float* dst, const float* src, std::size_t count) override;
+  void fill_zero(float* data, std::size_t count) override;
+  void synchronize() override {}
+
+  void matmul(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+              float* c, bool accumulate) override;
+  void linear_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      int rows, int in_channels, int out_channels) override;
+  void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int rows, int in_channels,
+                       int out_channels) override;
+  void bias_add_forward(float* out, const float* bias, int rows, int channels) override;
+  void bias_add_backward(float* dbias, const float* dout, int rows, int channels) override;
+  void add_forward(float* out, const float* a, const float* b, std::size_t count) override;
+  void add_backward(float* da, float* db, const float* dout, std::size_t count) override;
+
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int rows,
+                         int channels) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int rows, int channels) override;
+  void gelu_forward(float* out, const float* inp, std::size_t count) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout,
+                     std::size_t count) override;
+
+  void attention_forward(float* out, float* probs, const float* qkv, int batch, int sequence,
+                         int heads, int head_size) override;
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
+                          int batch, int sequence, int heads, int head_size) override;
+
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                         int batch, int sequence, int channels) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          int batch, int sequence, int channels) override;
+  double cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
+                               int vocabulary) override;
+  void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets,
+                              int rows, int vocabulary, double scale) override;
+
+  void adamw_update(float* param, const float* grad, float* m, float* v, std::size_t count,
+                    double lr, double beta1, double beta2, double eps, double weight_decay,
+                    int step) override;
+};
+
+}  // namespace whale::exec::cpu

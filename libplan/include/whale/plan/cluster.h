@@ -1,0 +1,58 @@
+// File: cluster.h
+// Cluster: nodes, their devices (global ids 0..N-1 in file order) and the links between them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "whale/plan/device_profile.h"
+#include "whale/plan/units.h"
+
+namespace whale::plan {
+
+/// A link: alpha-beta, time(bytes) = latency_s + bytes / bandwidth_bytes_per_s.
+struct Link {
+  std::string kind;                           // "nvlink", "pcie", "infiniband", "ethernet", "shm", ...
+  BytesPerSecond bandwidth_bytes_per_s = 0;   // YAML: bandwidth_gbps (gigabits per second)
+  Seconds latency_s = 0;                      // YAML: latency_us
+  Seconds time_for(Bytes bytes) const { return latency_s + bytes / bandwidth_bytes_per_s; }
+};
+
+struct Device {
+  int id = 0;           // global id, dense, in file order
+  int node = 0;         // index into Cluster::nodes
+  int local_index = 0;  // index within its node
+  std::string model;    // profile name
+};
+
+struct Node {
+  std::string name;
+  Link intra_link;               // between devices of this node
+  Link network;                  // this node's NIC to the rest of the cluster
+  std::vector<int> device_ids;   // global ids of its devices, ascending
+};
+
+struct Cluster {
+  std::string name;
+  std::string source_file;                       // "" when built in code
+  std::vector<Node> nodes;
+  std::vector<Device> devices;
+  std::map<std::string, DeviceProfile> profiles;  // every model that appears in devices
+
+  const DeviceProfile& profile_of(int device_id) const;
+  /// The link two distinct devices talk over: their node's intra_link when they share a node,
+  /// otherwise the slower (bandwidth, then latency) of the two nodes' networks.
+  Link link_between(int a, int b) const;
+  /// Distinct device model names, in order of first appearance.
+  std::vector<std::string> device_models() const;
+};
+
+/// Loads and validates a cluster file; profiles are read from `profiles_dir`
+/// (default_profiles_dir() when empty). Throws whale::Error on bad input, including an unknown
+/// device model (the hint lists the available profiles).
+Cluster load_cluster(const std::string& path, const std::string& profiles_dir = "");
+/// Writes the cluster in the schema load_cluster reads (one node entry per node).
+void save_cluster(const Cluster& cluster, const std::string& path);
+
+}  // namespace whale::plan

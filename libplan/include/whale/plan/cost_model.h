@@ -1,0 +1,61 @@
+// File: cost_model.h
+// CostModel: evaluate(plan) -> estimate. libplan declares it; libsim implements it, so the
+// planner never depends on the simulator.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "whale/plan/plan.h"
+#include "whale/plan/timeline.h"
+#include "whale/plan/units.h"
+
+namespace whale::plan {
+
+struct DeviceEstimate {
+  int id = 0;
+  std::string model;
+  Bytes peak_memory_bytes = 0;
+  Bytes capacity_bytes = 0;
+  Seconds busy_s = 0;              // compute stream busy time in the step
+  double achieved_tflops = 0;      // model flops it executed (no recompute) / step time / 1e12
+};
+
+/// Where the step's time goes, summed over devices and divided by the device count
+/// (the average device's step).
+struct TimeBreakdown {
+  Seconds compute_s = 0;       // forward + backward + optimizer
+  Seconds recompute_s = 0;
+  Seconds tp_comm_s = 0;       // tensor-parallel all-reduces (exposed or not)
+  Seconds pp_comm_s = 0;       // pipeline sends and bridges
+  Seconds dp_comm_s = 0;       // data-parallel gradient reduction
+  Seconds exposed_comm_s = 0;  // communication the compute stream waited for
+  Seconds idle_s = 0;          // compute stream idle (bubbles)
+};
+
+struct Estimate {
+  Seconds step_time_s = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;                 // model flops (no recompute) / step time / sum of peaks
+  double bubble_fraction = 0;     // idle share of the compute stream, averaged over devices
+  bool fits = true;               // every device's peak memory <= capacity
+  Flops model_flops_per_step = 0; // 3 * forward flops * global batch
+  std::vector<DeviceEstimate> devices;   // one per device in the plan, by ascending id
+  TimeBreakdown breakdown;
+  std::vector<TimelineEvent> timeline;   // filled only when asked for
+};
+
+struct EvaluateOptions {
+  bool timeline = false;   // record every event (slower)
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  /// Estimates one training step of a validated plan. Deterministic: the same plan gives the
+  /// same estimate. Does not throw for plans that do not fit; it sets fits = false.
+  virtual Estimate evaluate(const Plan& plan, const EvaluateOptions& options) const = 0;
+};
+
+}  // namespace whale::plan

@@ -1,0 +1,76 @@
+// File: device_profile.h
+// DeviceProfile: what one device model can do (capacity, peaks, achieved-efficiency curves).
+// Loaded from profiles/<name>.yaml; whale-profile writes the same schema.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "whale/plan/precision.h"
+#include "whale/plan/units.h"
+
+namespace whale::plan {
+
+/// One measured point: at problem `size` the device achieves `efficiency` (0..1] of its peak.
+struct EfficiencyPoint {
+  double size = 0;        // GEMM: flops of one GEMM (2*m*n*k); memory ops: bytes moved
+  double efficiency = 0;  // fraction of the peak
+};
+
+/// Achieved efficiency as a function of problem size: piecewise linear in log(size),
+/// clamped to the first and last point outside the measured range. Points are sorted by size.
+class EfficiencyCurve {
+ public:
+  EfficiencyCurve() = default;
+  explicit EfficiencyCurve(std::vector<EfficiencyPoint> points);
+  /// Efficiency at `size`; 1.0 when the curve is empty.
+  double at(double size) const;
+  const std::vector<EfficiencyPoint>& points() const { return points_; }
+  bool empty() const { return points_.empty(); }
+
+ private:
+  std::vector<EfficiencyPoint> points_;
+};
+
+struct DeviceProfile {
+  std::string name;          // device model name, e.g. "a100-sxm4-80gb"; the file stem
+  std::string kind;          // "gpu" or "cpu"
+  std::string source;        // where the figures come from (datasheet, measured by whale-profile)
+  Bytes memory_bytes = 0;    // usable device memory (YAML: memory_gib)
+  BytesPerSecond memory_bandwidth_bytes_per_s = 0;  // YAML: memory_bandwidth_gbytes_per_s
+  std::map<Precision, FlopsPerSecond> peak_flops_per_s;   // YAML: peak_tflops.{fp32,...}
+  std::map<Precision, EfficiencyCurve> gemm_efficiency;   // YAML: gemm_efficiency.{bf16,...}
+  EfficiencyCurve memory_efficiency;                      // YAML: memory_efficiency
+  Seconds kernel_launch_s = 0;                            // YAML: kernel_launch_us
+  /// Emulated slowdown (>= 1): whale-run stretches every compute op of a device with this
+  /// profile by this factor, and the peaks above already describe the slowed device.
+  double slowdown_factor = 1.0;                           // YAML: slowdown_factor (optional)
+  /// Measured effective bandwidth of op classes that are compute-bound on this device (a CPU
+  /// core evaluates tanh, exp and sqrt far slower than it streams memory), keyed by a class
+  /// name that a model's memory op names contain ("gelu", "layernorm", "softmax", ...) or
+  /// "adamw" for the optimizer step. Bytes are counted as the model counts them (the op's
+  /// reads plus writes, forward); the figure covers forward and backward on average.
+  std::map<std::string, BytesPerSecond> op_bandwidth_bytes_per_s;  // YAML: op_bandwidth_gbytes_per_s (optional)
+
+  /// Peak of `p`; falls back to fp16 for bf16 and fp32 for tf32 when missing.
+  /// Throws whale::Error when neither is present.
+  FlopsPerSecond peak(Precision p) const;
+  /// The GEMM efficiency curve of `p`, with the same fallbacks; an empty curve if none.
+  const EfficiencyCurve& gemm_curve(Precision p) const;
+  /// The op_bandwidth_bytes_per_s of the first class (in key order) that `op_name` contains;
+  /// 0 when none does (the op is then memory-bound: bandwidth x memory_efficiency).
+  BytesPerSecond op_bandwidth(const std::string& op_name) const;
+};
+
+/// Loads and validates one profile file. Throws whale::Error naming the file and field.
+DeviceProfile load_device_profile(const std::string& path);
+/// Writes `profile` in exactly the schema load_device_profile reads. Throws whale::Error if the
+/// path cannot be written.
+void save_device_profile(const DeviceProfile& profile, const std::string& path);
+
+/// Finds profiles by model name in a directory: `<dir>/<name>.yaml`.
+/// The default directory is the shipped profiles/ folder of the source tree.
+std::string default_profiles_dir();
+
+}  // namespace whale::plan

@@ -1,0 +1,94 @@
+// File: model.h
+// Model: an ordered list of layers with their costs, generated from a family (gpt, bert,
+// llama) and its hyperparameters, or listed layer by layer; plus the training setup.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "whale/plan/precision.h"
+#include "whale/plan/units.h"
+
+namespace whale::plan {
+
+enum class LayerKind { embedding, transformer, head, custom };
+
+/// One GEMM of a layer's forward pass for ONE sample at tensor-parallel degree 1:
+/// `count` independent products C[m,n] = A[m,k] * B[k,n]. Flops = 2*m*n*k*count.
+/// A tp-split GEMM is divided across the tp shards (n or k is split, and `count` heads are).
+struct GemmOp {
+  std::string name;
+  double m = 0, n = 0, k = 0;
+  double count = 1;
+  bool tp_split = true;
+};
+
+/// One memory-bound op (layernorm, GELU, softmax, dropout, residual add, ...) of the forward
+/// pass for ONE sample at tp 1: the bytes it reads plus writes.
+struct MemoryOp {
+  std::string name;
+  Bytes bytes = 0;
+  bool tp_split = false;
+};
+
+struct Layer {
+  std::string name;
+  LayerKind kind = LayerKind::custom;
+  std::vector<GemmOp> gemms;          // forward, one sample, tp 1
+  std::vector<MemoryOp> memory_ops;   // forward, one sample, tp 1
+  double parameters = 0;              // all parameters of the layer
+  double parameters_replicated = 0;   // the part every tp shard holds whole (norms, some biases)
+  // Activations kept for the backward pass, per sample, without recomputation:
+  Bytes activation_bytes_replicated = 0;  // not divided by tp (e.g. layernorm inputs)
+  Bytes activation_bytes_split = 0;       // divided by tp, kept under selective recomputation
+  Bytes activation_bytes_attention = 0;   // divided by tp, dropped by selective recomputation
+                                          // (softmax input/output, attention dropout mask)
+  Bytes input_bytes = 0;              // per sample: the layer's input, all that full
+                                      // recomputation keeps
+  Bytes output_bytes = 0;             // per sample: the tensor that crosses to the next layer
+  Bytes tp_allreduce_bytes = 0;       // per sample: bytes all-reduced across tp per forward pass
+                                      // (the same again in backward)
+
+  /// Forward flops for one sample at tp 1 (sum over gemms of 2*m*n*k*count).
+  Flops forward_flops() const;
+  /// Activation bytes kept per sample at tp degree `tp` without recomputation.
+  Bytes activation_bytes(int tp) const;
+};
+
+struct Training {
+  int global_batch = 0;           // samples per optimizer step
+  Precision precision = Precision::bf16;
+  std::string optimizer = "adamw";
+};
+
+struct Model {
+  std::string name;
+  std::string source_file;   // "" when built in code
+  std::string family;        // "gpt", "bert", "llama" or "listed"
+  // Family hyperparameters (0 for a listed model):
+  int num_layers = 0;        // transformer blocks
+  int hidden = 0;
+  int heads = 0;
+  int ffn_hidden = 0;        // default 4*hidden (gpt, bert)
+  int kv_heads = 0;          // llama grouped-query attention: key/value heads (0 = heads)
+  int sequence = 0;          // tokens per sample
+  int vocabulary = 0;
+  Training training;
+  /// Layers in execution order. For a family model: [embedding, block 0..L-1, head].
+  std::vector<Layer> layers;
+
+  /// Forward flops of one sample through every layer.
+  Flops forward_flops_per_sample() const;
+  double parameter_count() const;
+};
+
+/// Builds the layers of a family model from its hyperparameters at `precision`.
+/// Sets `model.layers`; throws whale::Error for an unknown family.
+void generate_layers(Model& model, Precision precision);
+
+/// Loads and validates a model file. Throws whale::Error on bad input.
+Model load_model(const std::string& path);
+/// Writes the model (hyperparameters for a family model, the layer list for a listed one).
+void save_model(const Model& model, const std::string& path);
+
+}  // namespace whale::plan

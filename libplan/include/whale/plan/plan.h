@@ -1,0 +1,96 @@
+// File: plan.h
+// Plan: the parallel strategy of one training step, the contract between whale-plan, whale-sim
+// and whale-run. The model is shared/DESIGN.md's "plan model" (Whale's TaskGraphs).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "whale/plan/cluster.h"
+#include "whale/plan/model.h"
+#include "whale/plan/precision.h"
+
+namespace whale::plan {
+
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, wave };
+/// "gpipe", "1f1b", "interleaved-1f1b", "wave".
+const char* to_string(ScheduleKind k);
+bool parse_schedule_kind(const std::string& text, ScheduleKind* out);
+
+enum class Recompute { none, full, selective };
+/// "none", "full", "selective".
+const char* to_string(Recompute r);
+bool parse_recompute(const std::string& text, Recompute* out);
+
+/// A pipeline stage: a contiguous range of layers run by a device group of dp x tp devices.
+/// devices are replica-major: replica r holds devices[r*tp .. r*tp + tp).
+struct Stage {
+  int first_layer = 0;          // index into Model::layers
+  int end_layer = 0;            // one past the last layer (YAML: layers: [first, last], inclusive)
+  std::vector<int> devices;     // global device ids
+  int tp = 1;
+  std::vector<int> shares;      // samples of each micro-batch per replica; sum = micro_batch_size
+  Recompute recompute = Recompute::none;
+  bool shard_optimizer = false; // ZeRO-1: optimizer state sharded across the dp replicas
+
+  int dp() const { return static_cast<int>(devices.size()) / tp; }
+  /// Devices of replica r, in tp-rank order.
+  std::vector<int> replica_devices(int r) const;
+  /// First sample (within a micro-batch) of replica r: the sum of shares before r.
+  int first_sample(int r) const;
+};
+
+/// The schedule. `chunks` is the number of stages per device group (model chunks per device)
+/// for interleaved-1f1b and wave; 1 otherwise.
+struct Schedule {
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  int chunks = 1;
+};
+
+struct Plan {
+  std::string source_file;    // "" when built in code
+  std::string cluster_file;   // as referenced by the plan ("" when embedded)
+  std::string model_file;     // as referenced by the plan ("" when embedded)
+  Cluster cluster;
+  Model model;
+  Precision precision = Precision::bf16;
+  int micro_batch_size = 1;   // samples per micro-batch
+  int micro_batches = 1;      // micro-batches per step
+  Schedule schedule;
+  /// Stages in model order. With chunks v over p device groups there are p*v stages;
+  /// interleaved-1f1b places stage s on group s % p; wave places chunk c = s / p on group
+  /// s % p going down for even c and p-1 - s % p going up for odd c (Hanayo's V).
+  std::vector<Stage> stages;
+
+  int global_batch() const { return micro_batch_size * micro_batches; }
+  /// Number of distinct device groups (pipeline depth p) = stages.size() / chunks.
+  int pipeline_groups() const;
+  /// The device group (0..p-1) that runs stage s, by the placement rule above.
+  int group_of_stage(int s) const;
+};
+
+/// Where a plan's group placement rule puts stage s, for p groups and `chunks` chunks.
+int group_of_stage(ScheduleKind kind, int groups, int chunks, int stage);
+
+/// Loads a plan; its cluster and model are read from the referenced files (relative to the
+/// plan's folder) or from the embedded mappings. `profiles_dir` overrides the default.
+/// Validates it (validate_plan) and throws whale::Error on bad input.
+Plan load_plan(const std::string& path, const std::string& profiles_dir = "");
+/// Checks every rule of a plan: layer ranges cover the model without overlap or gap, devices
+/// exist in the cluster and are used by one group only, tp divides heads and the group size,
+/// shares are positive integers summing to micro_batch_size, stage placement follows the
+/// schedule, precision is known to every device. Throws whale::Error naming `plan.source_file`.
+void validate_plan(const Plan& plan);
+/// Writes the plan. With `embed`, the cluster and model are written inline so the file is
+/// self-contained; otherwise they are referenced by cluster_file / model_file.
+void save_plan(const Plan& plan, const std::string& path, bool embed);
+/// The plan as YAML text (same as save_plan writes).
+std::string plan_to_yaml(const Plan& plan, bool embed);
+
+/// Parses "0-7,12,14-15" into ascending-as-written ids. Throws whale::Error(file, yaml_path).
+std::vector<int> parse_device_list(const std::string& text, const std::string& file,
+                                   const std::string& yaml_path);
+/// The compact form of a device list, e.g. "0-7,12".
+std::string format_device_list(const std::vector<int>& ids);
+
+}  // namespace whale::plan

@@ -1,0 +1,113 @@
+// File: planner.h
+// The planner: searches the space of search_space.h for the fastest plan of a model on a
+// cluster, honouring hints, and compares it with the heterogeneity-unaware baseline and
+// HetHub's upper bound. It ranks through a CostModel (the simulator) it is handed.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "whale/plan/cost_model.h"
+#include "whale/plan/hints.h"
+#include "whale/plan/plan.h"
+
+namespace whale::plan {
+
+/// A progress report, given to PlannerOptions::progress now and then.
+struct Progress {
+  std::string phase;          // "search", "simulate", "baseline", "upper bound <model>"
+  long done = 0;
+  long total = 0;
+  double best_samples_per_s = 0;
+};
+
+struct PlannerOptions {
+  int global_batch = 0;        // 0: the model's training.global_batch
+  Hints hints;
+  int top_k = 3;               // alternatives kept besides the best
+  double time_limit_s = 0;     // 0: none; when reached, the best plan found so far is returned
+  /// Candidates ranked by the simulator, the best by the analytic estimate; 0 chooses
+  /// automatically. Spaces with at most `exhaustive_below` candidates are simulated whole.
+  int simulate_budget = 0;
+  int exhaustive_below = 400;
+  /// Layouts built per search at most (the items with the lowest bounds first): keeps huge
+  /// spaces (1024 devices of 3 models) within seconds. 0 = no cap.
+  long max_evaluations = 5000;
+  int threads = 1;             // simulator calls in parallel (the CostModel must be const-safe)
+  bool compare = true;         // also find the baseline and the upper bound
+  std::function<void(const Progress&)> progress;
+};
+
+/// One simulated plan.
+struct RankedPlan {
+  Plan plan;
+  Estimate estimate;
+  Seconds analytic_s = 0;     // the planner's quick estimate, for reference
+  std::string label;          // how its structure was built, e.g. "p2 tp[a100:1,v100:1]"
+};
+
+struct SearchStats {
+  long structures = 0;             // pipelines of device groups considered
+  long structures_pruned = 0;      // skipped by the analytic bound
+  long candidates_evaluated = 0;   // layouts built and estimated analytically
+  long candidates_simulated = 0;   // simulator calls
+  Seconds wall_s = 0;
+  bool timed_out = false;
+  bool capped = false;             // stopped at max_evaluations
+};
+
+/// HetHub's upper bound: the sum over device models of the best throughput of that model's
+/// devices planned alone (a homogeneous cluster).
+struct UpperBound {
+  double samples_per_s = 0;
+  std::vector<std::pair<std::string, double>> per_model;   // in cluster order
+};
+
+struct PlanResult {
+  std::vector<RankedPlan> ranked;     // best first: the best plan, then up to top_k alternatives
+  SearchStats stats;                  // of the main search
+  bool has_comparison = false;
+  RankedPlan baseline;                // the best uniform, heterogeneity-unaware plan
+  bool baseline_found = false;
+  UpperBound upper_bound;
+  double speedup_vs_baseline = 0;     // best / baseline samples per second
+  double fraction_of_upper_bound = 0; // best / upper bound samples per second
+
+  const RankedPlan& best() const { return ranked.front(); }
+};
+
+/// Searches for the best plan. Deterministic for the same inputs and options (threads and
+/// time limits aside: a time limit may stop it early). Throws whale::Error when: the cluster
+/// has no usable device; the global batch is not a positive number that some micro-batching
+/// can divide; the hints contradict each other or cannot be met (naming the hint); or no plan
+/// fits in memory (saying by how much at the closest plan and what would help).
+PlanResult search_plans(const Cluster& cluster, const Model& model, const CostModel& cost,
+                        const PlannerOptions& options);
+
+/// The best uniform plan, as Megatron-LM or DeepSpeed would run it: the same (dp, tp) in every
+/// stage over all usable devices in id order, an even split of the transformer layers, even
+/// shares, 1f1b, one recomputation setting for all. `found` is false when none fits.
+RankedPlan search_baseline(const Cluster& cluster, const Model& model, const CostModel& cost,
+                           const PlannerOptions& options, bool* found);
+
+/// HetHub's upper bound over the usable devices.
+UpperBound search_upper_bound(const Cluster& cluster, const Model& model, const CostModel& cost,
+                              const PlannerOptions& options);
+
+/// The plan in words, one line per stage: layers, devices and their model, dp x tp, shares,
+/// recomputation and optimizer sharding; headed by the schedule and micro-batching.
+std::string describe_plan(const Plan& plan);
+
+/// The planner's text summary: the alternatives, the comparison and the search figures (the
+/// best plan's own report is printed by the caller before it). Ends with a newline.
+std::string format_planner_text(const PlanResult& result);
+
+/// The planner's JSON object: best {label, schedule, chunks, micro_batch_size, micro_batches,
+/// step_time_s, samples_per_s, tokens_per_s, mfu, stages[...]}, alternatives[...], baseline,
+/// upper_bound, speedup_vs_baseline, fraction_of_upper_bound, device_models,
+/// search {candidates_evaluated, candidates_simulated, structures, wall_s, timed_out}.
+/// Ends with a newline.
+std::string format_planner_json(const PlanResult& result);
+
+}  // namespace whale::plan

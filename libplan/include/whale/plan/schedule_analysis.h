@@ -1,0 +1,50 @@
+// File: schedule_analysis.h
+// A quick run of a ScheduleProgram with unit costs: the planner's cheap bound and the tests'
+// referee. It checks that the program is valid and deadlock-free and measures its bubbles.
+#pragma once
+
+#include <vector>
+
+#include "whale/plan/schedule_program.h"
+#include "whale/plan/units.h"
+
+namespace whale::plan {
+
+/// The cost of one forward and one backward of any stage. Communication, gradient reduction
+/// and the optimizer step cost nothing.
+struct UnitCosts {
+  Seconds forward_s = 1.0;
+  Seconds backward_s = 1.0;
+};
+
+struct ScheduleAnalysis {
+  Seconds makespan_s = 0;                  // when the last group finishes its program
+  std::vector<Seconds> group_busy_s;       // index = group: its forwards and backwards
+  /// Idle share of all groups over the makespan: 1 - sum(group_busy_s) / (groups * makespan).
+  double bubble_fraction = 0;
+  /// index = stage: most micro-batches forwarded and not yet backwarded on that stage at once.
+  std::vector<int> peak_in_flight_per_stage;
+  /// index = group: most (stage, micro-batch) pairs in flight on the group's stages at once.
+  std::vector<int> peak_in_flight_per_group;
+};
+
+/// Executes `program` as every device would: each group runs its instructions in order; a
+/// receive blocks until the matching send has run (sends are buffered and never block); a
+/// compute starts when its group is free. With m = 1 + the largest micro-batch index and the
+/// stages listed in the groups' `stages`, the program is valid when:
+///  - every stage belongs to exactly one group and the stages are 0 .. S-1;
+///  - every (stage, micro-batch) has exactly one forward and one backward, on the stage's
+///    group, the forward first;
+///  - a forward has its input: stage 0, or stage-1's forward earlier on the same group, or a
+///    receive of stage-1's sent activation earlier; a backward likewise has stage+1's gradient;
+///  - a send follows the compute whose result it sends; reduce_gradients of a stage follows all
+///    its backwards, and optimizer_step follows reduce_gradients;
+///  - no group is left waiting forever (deadlock).
+/// Throws whale::Error(file "", yaml_path "schedule", ...) naming the group, the instruction and
+/// the broken rule (or every blocked group for a deadlock). Never loops forever.
+ScheduleAnalysis analyze_schedule(const ScheduleProgram& program, const UnitCosts& costs = {});
+
+/// The validity check of analyze_schedule alone; throws the same errors.
+void check_schedule(const ScheduleProgram& program);
+
+}  // namespace whale::plan

@@ -1,0 +1,97 @@
+// File: search_estimate.h
+// AnalyticModel: the planner's quick closed-form costs (compute roofline with the profiles'
+// efficiency curves, alpha-beta communication, Megatron-style memory). It only orders and
+// prunes candidates; the final ranking always comes from the CostModel (the simulator).
+#pragma once
+
+#include <map>
+#include <unordered_map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "whale/plan/cluster.h"
+#include "whale/plan/model.h"
+#include "whale/plan/plan.h"
+
+namespace whale::plan {
+
+/// Memory of one device, split by what holds it.
+struct MemoryNeed {
+  Bytes state_bytes = 0;        // weights, gradients and optimizer state
+  Bytes activation_bytes = 0;   // activations kept for backward, all micro-batches in flight
+  Bytes total() const { return state_bytes + activation_bytes; }
+};
+
+/// Per-device allowance for framework, allocator and kernel workspace (the simulator's default).
+constexpr Bytes kWorkspaceBytes = 2.0 * kBytesPerGiB;
+
+/// Compute seconds of one replica (device model, tp, share) as prefix sums over the layers.
+struct ComputeTable {
+  std::vector<double> forward_s;     // forward seconds of layers [0, i)
+  std::vector<double> backward_s;    // backward seconds of layers [0, i)
+  std::vector<double> selective_s;   // attention-core seconds (what selective recomputes)
+  Seconds forward(int first, int end) const { return forward_s[end] - forward_s[first]; }
+  Seconds backward(int first, int end) const { return backward_s[end] - backward_s[first]; }
+  /// Extra backward seconds that recomputation `r` costs.
+  Seconds recompute(int first, int end, Recompute r) const {
+    return r == Recompute::none ? 0.0
+           : r == Recompute::full ? forward(first, end)
+                                  : selective_s[end] - selective_s[first];
+  }
+};
+
+class AnalyticModel {
+ public:
+  /// Keeps references: `cluster` and `model` must outlive it. Not thread-safe (it caches).
+  AnalyticModel(const Cluster& cluster, const Model& model);
+
+  /// The compute table of one replica; the reference stays valid while this model lives.
+  const ComputeTable& table(const std::string& device_model, int tp, int share);
+  /// Forward compute seconds of layers [first, end) for `share` samples on one replica of
+  /// `device_model` at tensor-parallel degree tp (no communication).
+  Seconds forward_s(const std::string& device_model, int tp, int share, int first, int end);
+  /// Backward compute seconds (GEMMs twice, memory ops once), without recomputation.
+  Seconds backward_s(const std::string& device_model, int tp, int share, int first, int end);
+  /// Extra backward seconds that recomputation `r` costs.
+  Seconds recompute_s(const std::string& device_model, int tp, int share, int first, int end,
+                      Recompute r);
+  /// Tensor-parallel all-reduce seconds of one forward pass (the same again in backward) over
+  /// `link` (a ring inside the replica's node).
+  Seconds tp_comm_s(const Link& link, int tp, int share, int first, int end) const;
+  /// Data-parallel gradient reduction seconds of layers [first, end) over `link` (a ring).
+  Seconds dp_comm_s(const Link& link, int tp, int dp, int first, int end) const;
+  /// Bytes of the activation that leaves layer `end - 1`, per sample.
+  Bytes boundary_bytes(int end) const;
+  /// Memory of one device of a stage holding layers [first, end) at (tp, dp), with `share`
+  /// samples per micro-batch and `in_flight` micro-batches of activations kept.
+  MemoryNeed memory(int first, int end, int tp, int dp, int share, int in_flight, Recompute r,
+                    bool shard_optimizer) const;
+  /// Seconds of the optimizer step of layers [first, end) on one device (memory bound).
+  Seconds optimizer_s(const std::string& device_model, int first, int end, int tp, int dp,
+                      bool shard_optimizer) const;
+  /// Usable memory of a device model (capacity minus a fixed workspace reserve).
+  Bytes usable_bytes(const std::string& device_model) const;
+
+  int layers() const { return static_cast<int>(model_.layers.size()); }
+  const Cluster& cluster() const { return cluster_; }
+  const Model& model() const { return model_; }
+
+ private:
+  static double range(const std::vector<double>& p, int first, int end) { return p[end] - p[first]; }
+
+  const Cluster& cluster_;
+  const Model& model_;
+  Precision precision_;
+  std::vector<std::string> model_names_;                    // index of a device model
+  std::unordered_map<unsigned long long, ComputeTable> cache_;  // (model index, tp, share)
+  // Model-only prefix sums over layers:
+  std::vector<double> params_split_, params_replicated_, tp_bytes_, tp_ops_;
+  std::vector<double> act_replicated_, act_split_, act_attention_, act_input_;
+  // Sparse table of the largest single-layer activation (tp 1): level k holds the max over
+  // layers [i, i + 2^k).
+  std::vector<std::vector<double>> act_max_;
+  double act_max_range(int first, int end) const;
+};
+
+}  // namespace whale::plan

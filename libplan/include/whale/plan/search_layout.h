@@ -1,0 +1,66 @@
+// File: search_layout.h
+// From a structure and a choice to concrete stages: shares per replica, the layer partition,
+// stage-aware recomputation and optimizer sharding, with the analytic step-time estimate.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "whale/plan/plan.h"
+#include "whale/plan/search_estimate.h"
+#include "whale/plan/search_space.h"
+
+namespace whale::plan {
+
+/// Memory-saving rungs, cheapest first: 0 none, 1 sharded optimizer, 2 selective
+/// recomputation (+ sharding), 3 full recomputation (+ sharding). Sharding applies when dp > 1.
+constexpr int kMaxRung = 3;
+Recompute rung_recompute(int rung);
+bool rung_shards(int rung, int dp);
+
+struct LayoutRules {
+  std::vector<int> fixed_boundaries;  // non-empty: stage s holds [b[s], b[s+1]) (from hints)
+  bool even_layers = false;           // baseline: even split of the transformer layers
+  bool even_shares = false;           // baseline: even shares, no speed weighting
+  bool uniform_rung = false;          // baseline: one recomputation/sharding rung for all stages
+  std::vector<int> min_rung;          // per group: the lowest rung allowed (empty = 0)
+};
+
+/// The per-device memory gap of a layout that does not fit, at its most frugal rung.
+struct Shortfall {
+  Bytes need_bytes = 0;
+  Bytes usable_bytes = 0;
+  Bytes state_bytes = 0;          // of need: weights, gradients, optimizer state
+  int device = -1;                // one device that overflows
+  std::string device_model;
+  Bytes gap() const { return need_bytes - usable_bytes; }
+};
+
+struct Layout {
+  bool fits = false;               // false: no split fits (see shortfall)
+  std::vector<Stage> stages;       // filled when fits
+  std::vector<int> rungs;          // per group
+  Seconds estimate_s = 0;          // analytic step time
+  Shortfall shortfall;             // when !fits
+};
+
+/// Builds the layout of one candidate. Deterministic; never throws.
+Layout build_layout(AnalyticModel& analytic, const Structure& structure, const Choice& choice,
+                    const LayoutRules& rules);
+
+/// A lower bound of build_layout(...).estimate_s over every choice of `structure` with this
+/// micro-batch size: the global batch over the summed per-sample speed of the replicas, each
+/// at the largest share it could get, times the least pipeline bubble (1 + (p - 1) / (4 m)).
+Seconds structure_bound_s(AnalyticModel& analytic, const Structure& structure, int micro_batch_size,
+                          int global_batch);
+
+/// How much of the model's state (weights, gradients, sharded optimizer state) the structure
+/// can hold: the sum over groups of the fraction each could hold alone (capped at 1). Below 1
+/// no layout of the structure fits.
+double structure_hold_fraction(AnalyticModel& analytic, const Structure& structure);
+
+/// Writes `choice` and `layout` into `plan` (stages, micro-batching, schedule, precision);
+/// keeps its cluster and model.
+void apply_layout(Plan& plan, const Choice& choice, const Layout& layout);
+
+}  // namespace whale::plan

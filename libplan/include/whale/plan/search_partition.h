@@ -1,0 +1,42 @@
+// File: search_partition.h
+// Layer partition across heterogeneous stages (min-max compute under memory limits) and integer
+// per-replica shares in proportion to device speed (largest remainder).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+namespace whale::plan {
+
+/// Cost of stage s holding layers [first, end): must not decrease when the range grows.
+using RangeCost = std::function<double(int stage, int first, int end)>;
+/// Whether stage s can hold layers [first, end) in memory: must stay false once false when the
+/// range grows.
+using RangeFits = std::function<bool(int stage, int first, int end)>;
+
+/// Splits layers [0, layers) into `stages` contiguous non-empty ranges minimising the largest
+/// stage cost, every range fitting its stage. Returns the boundaries b[0] = 0 < b[1] < ... <
+/// b[stages] = layers, or an empty vector when no split fits. Exact (to a relative 1e-6 of the
+/// bottleneck): a parametric search over the bottleneck with a fast greedy feasibility test
+/// (each stage takes the longest prefix within the bound), confirmed by an exact reachability
+/// test over positions in O(stages * layers) cost calls.
+/// `upper` (> 0) bounds the cost of every range that fits (costs may be infinite for ranges
+/// that do not); 0 takes the largest cost(s, 0, layers).
+std::vector<int> partition_layers(int layers, int stages, const RangeCost& cost,
+                                  const RangeFits& fits, double upper = 0);
+
+/// The same problem solved by dynamic programming in O(stages * layers^2); the reference the
+/// tests hold partition_layers to. Returns the optimal bottleneck (infinity when none fits).
+double partition_bottleneck_dp(int layers, int stages, const RangeCost& cost,
+                               const RangeFits& fits);
+
+/// Integer shares of `total` samples over replicas in proportion to `speeds` (> 0), summing to
+/// `total`, each at least 1 (requires total >= speeds.size()): floors of the exact quotas, then
+/// the leftover samples one each to the largest remainders (ties to the lower index); a replica
+/// whose floor is 0 is raised to 1 by taking from the largest share.
+std::vector<int> proportional_shares(int total, const std::vector<double>& speeds);
+
+/// Even shares: total / n each, the first total % n replicas one more.
+std::vector<int> even_shares(int total, int n);
+
+}  // namespace whale::plan

@@ -1,0 +1,54 @@
+// File: cluster.cpp
+// Cluster queries: the profile of a device, the link between two devices, the models present.
+#include "whale/plan/cluster.h"
+
+#include <algorithm>
+
+#include "whale/plan/error.h"
+
+namespace whale::plan {
+namespace {
+
+const Device& device_at(const Cluster& cluster, int id) {
+  if (id < 0 || id >= static_cast<int>(cluster.devices.size())) {
+    throw Error(cluster.source_file, "", "device " + std::to_string(id) + " is not in cluster '" +
+                cluster.name + "'", "valid ids are 0.." + std::to_string(static_cast<int>(cluster.devices.size()) - 1));
+  }
+  return cluster.devices[id];
+}
+
+// True when `a` is the slower link: lower bandwidth, or equal bandwidth and higher latency.
+bool slower(const Link& a, const Link& b) {
+  if (a.bandwidth_bytes_per_s != b.bandwidth_bytes_per_s) return a.bandwidth_bytes_per_s < b.bandwidth_bytes_per_s;
+  return a.latency_s > b.latency_s;
+}
+
+}  // namespace
+
+const DeviceProfile& Cluster::profile_of(int device_id) const {
+  const Device& device = device_at(*this, device_id);
+  auto it = profiles.find(device.model);
+  if (it == profiles.end()) {
+    throw Error(source_file, "", "no profile loaded for device model '" + device.model + "'");
+  }
+  return it->second;
+}
+
+Link Cluster::link_between(int a, int b) const {
+  const Device& da = device_at(*this, a);
+  const Device& db = device_at(*this, b);
+  if (da.node == db.node) return nodes[da.node].intra_link;
+  const Link& na = nodes[da.node].network;
+  const Link& nb = nodes[db.node].network;
+  return slower(nb, na) ? nb : na;
+}
+
+std::vector<std::string> Cluster::device_models() const {
+  std::vector<std::string> models;
+  for (const Device& device : devices) {
+    if (std::find(models.begin(), models.end(), device.model) == models.end()) models.push_back(device.model);
+  }
+  return models;
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,160 @@
+// File: cluster_yaml.cpp
+// Reads and writes configs/clusters/<name>.yaml (schema: docs/cluster.md).
+#include <set>
+
+#include "spec_yaml.h"
+#include "whale/plan/error.h"
+#include "yaml_writer.h"
+
+namespace whale::plan {
+namespace {
+
+constexpr double kSecondsPerUs = 1e-6;
+
+Link parse_link(const YamlField& field) {
+  field.expect_keys({"kind", "bandwidth_gbps", "latency_us"});
+  Link link;
+  link.kind = field.get("kind").text();
+  link.bandwidth_bytes_per_s = gbps_to_bytes_per_s(field.get("bandwidth_gbps").positive_number());
+  link.latency_s = field.get("latency_us").non_negative_number() * kSecondsPerUs;
+  return link;
+}
+
+void emit_link(YAML::Emitter& out, const std::string& key, const Link& link) {
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+  emit_text_field(out, "kind", link.kind);
+  emit_number_field(out, "bandwidth_gbps", bytes_per_s_to_gbps(link.bandwidth_bytes_per_s));
+  emit_number_field(out, "latency_us", link.latency_s / kSecondsPerUs);
+  out << YAML::EndMap;
+}
+
+bool same_link(const Link& a, const Link& b) {
+  return a.kind == b.kind && a.bandwidth_bytes_per_s == b.bandwidth_bytes_per_s && a.latency_s == b.latency_s;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// Loads the profile of `model` once; an unknown model fails at `field` listing what exists.
+void ensure_profile(Cluster& cluster, const YamlField& field, const std::string& model,
+                    const std::string& profiles_dir) {
+  if (cluster.profiles.count(model)) return;
+  const std::vector<std::string> known = available_profiles(profiles_dir);
+  bool found = false;
+  for (const std::string& name : known) found = found || name == model;
+  if (!found) {
+    field.fail("unknown device model '" + model + "' (no " + profiles_dir + "/" + model + ".yaml)",
+               "available profiles: " + (known.empty() ? std::string("none") : join(known)));
+  }
+  cluster.profiles[model] = load_device_profile(profiles_dir + "/" + model + ".yaml");
+}
+
+// Appends one node entry (count copies of it) to the cluster.
+void parse_node(Cluster& cluster, const YamlField& entry, const Link* default_network,
+                const std::string& profiles_dir, std::set<std::string>& names) {
+  entry.expect_keys({"name", "count", "devices", "intra_link", "network"});
+  const YamlField name_field = entry.get("name");
+  const std::string name = name_field.text();
+  const bool expand = entry.has("count");
+  const int copies = expand ? entry.get("count").positive_integer() : 1;
+  const Link intra = parse_link(entry.get("intra_link"));
+  if (!entry.has("network") && default_network == nullptr) {
+    entry.get("network");  // fails: "missing field"
+  }
+  const Link network = entry.has("network") ? parse_link(entry.get("network")) : *default_network;
+  std::vector<std::pair<std::string, int>> groups;  // (model, count) in order
+  const YamlField devices = entry.get("devices");
+  if (devices.elements().empty()) devices.fail("expected at least one device entry");
+  for (const YamlField& group : devices.elements()) {
+    group.expect_keys({"model", "count"});
+    const YamlField model = group.get("model");
+    ensure_profile(cluster, model, model.text(), profiles_dir);
+    groups.emplace_back(model.text(), group.positive_integer_or("count", 1));
+  }
+  for (int copy = 0; copy < copies; ++copy) {
+    Node node;
+    node.name = expand ? name + "-" + std::to_string(copy) : name;
+    if (!names.insert(node.name).second) {
+      name_field.fail("node name '" + node.name + "' is used twice", "give every node a distinct name");
+    }
+    node.intra_link = intra;
+    node.network = network;
+    const int node_index = static_cast<int>(cluster.nodes.size());
+    for (const auto& [model, count] : groups) {
+      for (int i = 0; i < count; ++i) {
+        Device device;
+        device.id = static_cast<int>(cluster.devices.size());
+        device.node = node_index;
+        device.local_index = static_cast<int>(node.device_ids.size());
+        device.model = model;
+        node.device_ids.push_back(device.id);
+        cluster.devices.push_back(device);
+      }
+    }
+    cluster.nodes.push_back(node);
+  }
+}
+
+}  // namespace
+
+Cluster parse_cluster(const YamlField& root, const std::string& profiles_dir) {
+  root.expect_keys({"name", "network", "nodes"});
+  Cluster cluster;
+  cluster.source_file = root.file();
+  cluster.name = root.get("name").text();
+  Link network;
+  const bool has_network = root.has("network");
+  if (has_network) network = parse_link(root.get("network"));
+  const std::string dir = profiles_dir.empty() ? default_profiles_dir() : profiles_dir;
+  const YamlField nodes = root.get("nodes");
+  if (nodes.elements().empty()) nodes.fail("expected at least one node");
+  std::set<std::string> names;
+  for (const YamlField& entry : nodes.elements()) {
+    parse_node(cluster, entry, has_network ? &network : nullptr, dir, names);
+  }
+  return cluster;
+}
+
+Cluster load_cluster(const std::string& path, const std::string& profiles_dir) {
+  return parse_cluster(load_yaml_file(path), profiles_dir);
+}
+
+void emit_cluster(YAML::Emitter& out, const Cluster& cluster) {
+  out << YAML::BeginMap;
+  emit_text_field(out, "name", cluster.name);
+  const Link* common = cluster.nodes.empty() ? nullptr : &cluster.nodes.front().network;
+  if (common != nullptr) emit_link(out, "network", *common);
+  out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+  for (const Node& node : cluster.nodes) {
+    out << YAML::BeginMap;
+    emit_text_field(out, "name", node.name);
+    out << YAML::Key << "devices" << YAML::Value << YAML::BeginSeq;
+    // Consecutive devices of one model form one {model, count} entry.
+    for (std::size_t i = 0; i < node.device_ids.size();) {
+      const std::string& model = cluster.devices[node.device_ids[i]].model;
+      std::size_t j = i;
+      while (j < node.device_ids.size() && cluster.devices[node.device_ids[j]].model == model) ++j;
+      out << YAML::Flow << YAML::BeginMap;
+      emit_text_field(out, "model", model);
+      emit_number_field(out, "count", static_cast<double>(j - i));
+      out << YAML::EndMap;
+      i = j;
+    }
+    out << YAML::EndSeq;
+    emit_link(out, "intra_link", node.intra_link);
+    if (!same_link(node.network, *common)) emit_link(out, "network", node.network);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+}
+
+void save_cluster(const Cluster& cluster, const std::string& path) {
+  YAML::Emitter out;
+  emit_cluster(out, cluster);
+  write_text_file(path, std::string(out.c_str()) + "\n");
+}
+
+}  // namespace whale::plan

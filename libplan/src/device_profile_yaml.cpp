@@ -1,0 +1,157 @@
+// File: device_profile_yaml.cpp
+// Reads and writes profiles/<name>.yaml (schema: docs/profile.md).
+#include <algorithm>
+#include <filesystem>
+
+#include "spec_yaml.h"
+#include "whale/plan/error.h"
+#include "yaml_writer.h"
+
+namespace whale::plan {
+namespace {
+
+constexpr double kFlopsPerGflop = 1e9;
+constexpr double kFlopsPerTflop = 1e12;
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+constexpr double kSecondsPerUs = 1e-6;
+
+const std::vector<Precision> kPrecisions = {Precision::fp32, Precision::tf32, Precision::fp16,
+                                            Precision::bf16};
+
+Precision precision_key(const YamlField& parent, const std::string& key) {
+  Precision p;
+  if (!parse_precision(key, &p)) {
+    throw Error(parent.file(), parent.key_path(key), "unknown precision '" + key + "'",
+                "use fp32, tf32, fp16 or bf16");
+  }
+  return p;
+}
+
+// A list of {<size_key>: size, efficiency: e}; sizes strictly increasing, efficiency in (0, 1].
+EfficiencyCurve parse_curve(const YamlField& list, const std::string& size_key, double unit) {
+  std::vector<EfficiencyPoint> points;
+  for (const YamlField& item : list.elements()) {
+    item.expect_keys({size_key, "efficiency"});
+    EfficiencyPoint point;
+    point.size = item.get(size_key).positive_number() * unit;
+    const YamlField eff = item.get("efficiency");
+    point.efficiency = eff.positive_number();
+    if (point.efficiency > 1) eff.fail("expected an efficiency in (0, 1], got " + format_number(point.efficiency));
+    if (!points.empty() && point.size <= points.back().size) {
+      item.get(size_key).fail("expected sizes in increasing order", "sort the points by " + size_key);
+    }
+    points.push_back(point);
+  }
+  return EfficiencyCurve(std::move(points));
+}
+
+void emit_curve(YAML::Emitter& out, const EfficiencyCurve& curve, const std::string& size_key,
+                double unit) {
+  out << YAML::BeginSeq;
+  for (const EfficiencyPoint& point : curve.points()) {
+    out << YAML::Flow << YAML::BeginMap;
+    emit_number_field(out, size_key, point.size / unit);
+    emit_number_field(out, "efficiency", point.efficiency);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
+}  // namespace
+
+DeviceProfile parse_device_profile(const YamlField& root, const std::string& expected_name) {
+  root.expect_keys({"name", "kind", "source", "memory_gib", "memory_bandwidth_gbytes_per_s",
+                    "peak_tflops", "kernel_launch_us", "gemm_efficiency", "memory_efficiency",
+                    "slowdown_factor", "op_bandwidth_gbytes_per_s"});
+  DeviceProfile profile;
+  const YamlField name = root.get("name");
+  profile.name = name.text();
+  if (!expected_name.empty() && profile.name != expected_name) {
+    name.fail("expected name '" + expected_name + "' (the file name), got '" + profile.name + "'",
+              "rename the file or the profile");
+  }
+  const YamlField kind = root.get("kind");
+  profile.kind = kind.text();
+  if (profile.kind != "gpu" && profile.kind != "cpu") kind.fail("expected gpu or cpu, got '" + profile.kind + "'");
+  profile.source = root.get("source").text();
+  profile.memory_bytes = root.get("memory_gib").positive_number() * kBytesPerGiB;
+  profile.memory_bandwidth_bytes_per_s =
+      gbytes_per_s_to_bytes_per_s(root.get("memory_bandwidth_gbytes_per_s").positive_number());
+  const YamlField peaks = root.get("peak_tflops");
+  peaks.expect_keys({"fp32", "tf32", "fp16", "bf16"});
+  peaks.get("fp32");  // required: every device computes in fp32
+  for (const std::string& key : peaks.keys()) {
+    profile.peak_flops_per_s[precision_key(peaks, key)] =
+        peaks.get(key).positive_number() * kFlopsPerTflop;
+  }
+  profile.kernel_launch_s = root.get("kernel_launch_us").non_negative_number() * kSecondsPerUs;
+  const YamlField gemm = root.get("gemm_efficiency");
+  gemm.expect_keys({"fp32", "tf32", "fp16", "bf16"});
+  for (const std::string& key : gemm.keys()) {
+    profile.gemm_efficiency[precision_key(gemm, key)] = parse_curve(gemm.get(key), "gflop", kFlopsPerGflop);
+  }
+  profile.memory_efficiency = parse_curve(root.get("memory_efficiency"), "mib", kBytesPerMiB);
+  if (root.has("slowdown_factor")) {
+    const YamlField slow = root.get("slowdown_factor");
+    profile.slowdown_factor = slow.positive_number();
+    if (profile.slowdown_factor < 1) slow.fail("expected a slowdown_factor >= 1");
+  }
+  if (root.has("op_bandwidth_gbytes_per_s")) {
+    const YamlField ops = root.get("op_bandwidth_gbytes_per_s");
+    for (const std::string& key : ops.keys()) {
+      profile.op_bandwidth_bytes_per_s[key] = gbytes_per_s_to_bytes_per_s(ops.get(key).positive_number());
+    }
+  }
+  return profile;
+}
+
+DeviceProfile load_device_profile(const std::string& path) {
+  return parse_device_profile(load_yaml_file(path), file_stem(path));
+}
+
+void save_device_profile(const DeviceProfile& profile, const std::string& path) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  emit_text_field(out, "name", profile.name);
+  emit_text_field(out, "kind", profile.kind);
+  emit_text_field(out, "source", profile.source);
+  emit_number_field(out, "memory_gib", profile.memory_bytes / kBytesPerGiB);
+  emit_number_field(out, "memory_bandwidth_gbytes_per_s", profile.memory_bandwidth_bytes_per_s / 1e9);
+  out << YAML::Key << "peak_tflops" << YAML::Value << YAML::BeginMap;
+  for (Precision p : kPrecisions) {
+    auto it = profile.peak_flops_per_s.find(p);
+    if (it != profile.peak_flops_per_s.end()) emit_number_field(out, to_string(p), it->second / kFlopsPerTflop);
+  }
+  out << YAML::EndMap;
+  emit_number_field(out, "kernel_launch_us", profile.kernel_launch_s / kSecondsPerUs);
+  out << YAML::Key << "gemm_efficiency" << YAML::Value << YAML::BeginMap;
+  for (Precision p : kPrecisions) {
+    auto it = profile.gemm_efficiency.find(p);
+    if (it == profile.gemm_efficiency.end()) continue;
+    out << YAML::Key << to_string(p) << YAML::Value;
+    emit_curve(out, it->second, "gflop", kFlopsPerGflop);
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "memory_efficiency" << YAML::Value;
+  emit_curve(out, profile.memory_efficiency, "mib", kBytesPerMiB);
+  if (profile.slowdown_factor != 1.0) emit_number_field(out, "slowdown_factor", profile.slowdown_factor);
+  if (!profile.op_bandwidth_bytes_per_s.empty()) {
+    out << YAML::Key << "op_bandwidth_gbytes_per_s" << YAML::Value << YAML::BeginMap;
+    for (const auto& [op, bandwidth] : profile.op_bandwidth_bytes_per_s) emit_number_field(out, op, bandwidth / 1e9);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  write_text_file(path, std::string(out.c_str()) + "\n");
+}
+
+std::vector<std::string> available_profiles(const std::string& profiles_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(profiles_dir, ec)) {
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,47 @@
+// File: model.cpp
+// Layer and Model totals, and generate_layers' dispatch to the family builders.
+#include "whale/plan/model.h"
+
+#include "model_families.h"
+#include "whale/plan/error.h"
+
+namespace whale::plan {
+
+Flops Layer::forward_flops() const {
+  Flops total = 0;
+  for (const GemmOp& gemm : gemms) total += 2.0 * gemm.m * gemm.n * gemm.k * gemm.count;
+  return total;
+}
+
+Bytes Layer::activation_bytes(int tp) const {
+  return activation_bytes_replicated + (activation_bytes_split + activation_bytes_attention) / tp;
+}
+
+Flops Model::forward_flops_per_sample() const {
+  Flops total = 0;
+  for (const Layer& layer : layers) total += layer.forward_flops();
+  return total;
+}
+
+double Model::parameter_count() const {
+  double total = 0;
+  for (const Layer& layer : layers) total += layer.parameters;
+  return total;
+}
+
+void generate_layers(Model& model, Precision precision) {
+  const TransformerDims dims = transformer_dims(model, precision);
+  model.layers.clear();
+  if (model.family == "gpt" || model.family == "bert" || model.family == "llama") {
+    model.layers.push_back(embedding_layer(model.family, dims));
+    for (int i = 0; i < model.num_layers; ++i) {
+      model.layers.push_back(model.family == "llama" ? llama_block(dims, i) : gpt_block(dims, i));
+    }
+    model.layers.push_back(head_layer(model.family, dims));
+    return;
+  }
+  throw Error(model.source_file, "family", "cannot generate layers of family '" + model.family + "'",
+              "families with generated layers: gpt, bert, llama");
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,173 @@
+// File: model_families.cpp
+// The layers of gpt, bert and llama models. Per sample (s tokens), forward, tp 1; b is bytes per
+// element. Activation bytes follow Korthikanti et al. 2022 (Megatron-LM, "Reducing activation
+// recomputation"), whose figures are at 2 bytes per element; they are scaled by b/2 here.
+#include "model_families.h"
+
+namespace whale::plan {
+namespace {
+
+void gemm(Layer& layer, const std::string& name, double m, double n, double k, double count = 1,
+          bool tp_split = true) {
+  layer.gemms.push_back(GemmOp{name, m, n, k, count, tp_split});
+}
+
+void memory_op(Layer& layer, const std::string& name, Bytes bytes, bool tp_split = false) {
+  layer.memory_ops.push_back(MemoryOp{name, bytes, tp_split});
+}
+
+// Read + write of an elementwise op over n elements, plus a 1-byte mask when it is a dropout.
+Bytes elementwise_bytes(double n, double b) { return 2 * n * b; }
+Bytes dropout_bytes(double n, double b) { return 2 * n * b + n; }
+
+}  // namespace
+
+TransformerDims transformer_dims(const Model& model, Precision precision) {
+  TransformerDims d;
+  d.s = model.sequence;
+  d.h = model.hidden;
+  d.a = model.heads;
+  d.f = model.ffn_hidden > 0 ? model.ffn_hidden : 4.0 * model.hidden;
+  const double kv_heads = model.kv_heads > 0 ? model.kv_heads : model.heads;
+  d.kv = model.heads > 0 ? kv_heads * model.hidden / model.heads : 0;
+  d.v = model.vocabulary;
+  d.b = bytes_per_element(precision);
+  return d;
+}
+
+Layer embedding_layer(const std::string& family, const TransformerDims& d) {
+  const double s = d.s, h = d.h, b = d.b;
+  Layer layer;
+  layer.name = "embedding";
+  layer.kind = LayerKind::embedding;
+  // The token table is vocabulary-parallel across tp (Megatron); its output is all-reduced.
+  layer.parameters = d.v * h;
+  layer.input_bytes = 4 * s;  // int32 token ids
+  layer.output_bytes = s * h * b;
+  layer.tp_allreduce_bytes = s * h * b;
+  if (family == "llama") {
+    memory_op(layer, "embedding_gather", elementwise_bytes(s * h, b));
+    return layer;
+  }
+  // gpt and bert: learned positions (replicated), summed into the token rows, then dropout.
+  layer.parameters += s * h;
+  layer.parameters_replicated = s * h;
+  memory_op(layer, "embedding_gather", 3 * s * h * b);
+  memory_op(layer, "embedding_dropout", dropout_bytes(s * h, b));
+  layer.activation_bytes_replicated = s * h * b / 2;  // the dropout mask
+  if (family == "bert") {
+    // Token-type table (2 types) and the embedding layernorm, both replicated.
+    layer.parameters += 2 * h + 2 * h;
+    layer.parameters_replicated += 2 * h + 2 * h;
+    memory_op(layer, "embedding_layernorm", elementwise_bytes(s * h, b));
+    layer.activation_bytes_replicated += s * h * b;
+  }
+  return layer;
+}
+
+Layer gpt_block(const TransformerDims& d, int index) {
+  const double s = d.s, h = d.h, a = d.a, f = d.f, b = d.b;
+  Layer layer;
+  layer.name = "block" + std::to_string(index);
+  layer.kind = LayerKind::transformer;
+  gemm(layer, "attention_qkv", s, 3 * h, h);
+  gemm(layer, "attention_scores", s, s, h / a, a);
+  gemm(layer, "attention_context", s, h / a, s, a);
+  gemm(layer, "attention_proj", s, h, h);
+  gemm(layer, "mlp_fc1", s, f, h);
+  gemm(layer, "mlp_fc2", s, h, f);
+  memory_op(layer, "layernorm1", elementwise_bytes(s * h, b));
+  memory_op(layer, "attention_softmax", elementwise_bytes(a * s * s, b), true);
+  memory_op(layer, "attention_dropout", dropout_bytes(a * s * s, b), true);
+  memory_op(layer, "attention_proj_dropout", dropout_bytes(s * h, b));
+  memory_op(layer, "residual1", 3 * s * h * b);
+  memory_op(layer, "layernorm2", elementwise_bytes(s * h, b));
+  memory_op(layer, "mlp_gelu", elementwise_bytes(s * f, b), true);
+  memory_op(layer, "mlp_dropout", dropout_bytes(s * h, b));
+  memory_op(layer, "residual2", 3 * s * h * b);
+  // Weights 4h^2 + 2hf; biases 3h (qkv) + h (proj) + f (fc1) + h (fc2); two layernorms 4h.
+  layer.parameters = 4 * h * h + 2 * h * f + 3 * h + h + f + h + 4 * h;
+  // Every tp shard holds the layernorms and the biases of the row-parallel proj and fc2.
+  layer.parameters_replicated = 4 * h + h + h;
+  // Korthikanti: 10sh replicated (norm inputs 4sh, qkv and fc1 inputs 4sh, two dropout masks
+  // 2sh); split 24sh = q,k 4sh + v 2sh + proj input 2sh + fc2 input 2sf + gelu input 2sf, written
+  // 8sh + 4sf for any ffn width; attention 5as^2 (softmax output, dropout mask and output).
+  const double scale = b / 2;
+  layer.activation_bytes_replicated = 10 * s * h * scale;
+  layer.activation_bytes_split = (8 * s * h + 4 * s * f) * scale;
+  layer.activation_bytes_attention = 5 * a * s * s * scale;
+  layer.input_bytes = s * h * b;
+  layer.output_bytes = s * h * b;
+  layer.tp_allreduce_bytes = 2 * s * h * b;  // after attention_proj and after mlp_fc2
+  return layer;
+}
+
+Layer llama_block(const TransformerDims& d, int index) {
+  const double s = d.s, h = d.h, a = d.a, f = d.f, kv = d.kv, b = d.b;
+  Layer layer;
+  layer.name = "block" + std::to_string(index);
+  layer.kind = LayerKind::transformer;
+  gemm(layer, "attention_qkv", s, h + 2 * kv, h);
+  gemm(layer, "attention_scores", s, s, h / a, a);
+  gemm(layer, "attention_context", s, h / a, s, a);
+  gemm(layer, "attention_out", s, h, h);
+  gemm(layer, "mlp_gate", s, f, h);
+  gemm(layer, "mlp_up", s, f, h);
+  gemm(layer, "mlp_down", s, h, f);
+  memory_op(layer, "rmsnorm1", elementwise_bytes(s * h, b));
+  memory_op(layer, "rotary", elementwise_bytes(s * (h + kv), b), true);
+  memory_op(layer, "attention_softmax", elementwise_bytes(a * s * s, b), true);
+  memory_op(layer, "residual1", 3 * s * h * b);
+  memory_op(layer, "rmsnorm2", elementwise_bytes(s * h, b));
+  memory_op(layer, "mlp_swiglu", 3 * s * f * b, true);  // reads gate and up, writes one
+  memory_op(layer, "residual2", 3 * s * h * b);
+  // No biases: q,k,v h(h + 2kv), out h^2, gate/up/down 3hf, two RMSNorm weights 2h.
+  layer.parameters = h * (h + 2 * kv) + h * h + 3 * h * f + 2 * h;
+  layer.parameters_replicated = 2 * h;
+  // As gpt without dropout masks: norm inputs 2sh, qkv and gate/up inputs 2sh (replicated);
+  // q,k,v s(h + 2kv), out input sh, gate and up outputs 2sf, down input sf (split); softmax as^2.
+  layer.activation_bytes_replicated = 4 * s * h * b;
+  layer.activation_bytes_split = s * (2 * h + 2 * kv + 3 * f) * b;
+  layer.activation_bytes_attention = a * s * s * b;
+  layer.input_bytes = s * h * b;
+  layer.output_bytes = s * h * b;
+  layer.tp_allreduce_bytes = 2 * s * h * b;
+  return layer;
+}
+
+Layer head_layer(const std::string& family, const TransformerDims& d) {
+  const double s = d.s, h = d.h, v = d.v, b = d.b;
+  Layer layer;
+  layer.name = "head";
+  layer.kind = LayerKind::head;
+  if (family == "bert") {
+    // MLM head: dense h x h + GELU + layernorm (replicated), then the vocabulary decoder.
+    gemm(layer, "mlm_dense", s, h, h, 1, false);
+    memory_op(layer, "mlm_gelu", elementwise_bytes(s * h, b));
+    memory_op(layer, "mlm_layernorm", elementwise_bytes(s * h, b));
+    layer.parameters = h * h + h + 2 * h;
+    layer.parameters_replicated = h * h + h + 2 * h;
+    layer.parameters += v;  // decoder bias, vocabulary-parallel
+    layer.activation_bytes_replicated = 4 * s * h * b;  // dense, GELU, norm and decoder inputs
+  } else {
+    const bool rms = family == "llama";
+    memory_op(layer, rms ? "final_rmsnorm" : "final_layernorm", elementwise_bytes(s * h, b));
+    layer.parameters = rms ? h : 2 * h;
+    layer.parameters_replicated = layer.parameters;
+    layer.activation_bytes_replicated = 2 * s * h * b;  // norm and LM head inputs
+  }
+  // Untied vocabulary projection, vocabulary-parallel across tp, and its cross-entropy, which
+  // keeps the fp32 softmax of the logits for the backward pass.
+  gemm(layer, family == "bert" ? "mlm_decoder" : "lm_head", s, v, h);
+  memory_op(layer, "cross_entropy", elementwise_bytes(s * v, b), true);
+  layer.parameters += v * h;
+  layer.activation_bytes_split = 4 * s * v;
+  layer.input_bytes = s * h * b;
+  layer.output_bytes = 4;  // the fp32 loss of the sample
+  // The backward all-reduces the gradient of the head input across tp; the forward's
+  // cross-entropy statistics are smaller and are counted as the same volume.
+  layer.tp_allreduce_bytes = s * h * b;
+  return layer;
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,35 @@
+// File: model_families.h
+// Builders of the layers of the transformer families (gpt, bert, llama). Every figure is per
+// sample, forward, at tp 1, following Megatron-LM (Narayanan 2021, Korthikanti 2022).
+// Private to libplan.
+#pragma once
+
+#include <string>
+
+#include "whale/plan/model.h"
+
+namespace whale::plan {
+
+/// Hyperparameters as doubles, plus the bytes per element of the precision.
+struct TransformerDims {
+  double s = 0;      // sequence (tokens per sample)
+  double h = 0;      // hidden
+  double a = 0;      // attention heads
+  double f = 0;      // ffn hidden
+  double kv = 0;     // width of K (= of V): kv_heads * h / a
+  double v = 0;      // vocabulary
+  double b = 0;      // bytes per element
+};
+
+TransformerDims transformer_dims(const Model& model, Precision precision);
+
+/// gpt: token + position embeddings; bert adds token types and a layernorm; llama: tokens only.
+Layer embedding_layer(const std::string& family, const TransformerDims& d);
+/// A pre-layernorm GPT (or BERT) block: attention and a GELU MLP, with biases and dropouts.
+Layer gpt_block(const TransformerDims& d, int index);
+/// A llama block: RMSNorm, grouped-query attention with rotary embeddings, SwiGLU, no biases.
+Layer llama_block(const TransformerDims& d, int index);
+/// gpt/llama: final norm + untied LM head + cross-entropy; bert: the MLM head.
+Layer head_layer(const std::string& family, const TransformerDims& d);
+
+}  // namespace whale::plan

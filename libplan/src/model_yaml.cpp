@@ -1,0 +1,197 @@
+// File: model_yaml.cpp
+// Reads and writes configs/models/<name>.yaml (schema: docs/model.md): a family model by its
+// hyperparameters, or a listed model layer by layer.
+#include "spec_yaml.h"
+#include "whale/plan/error.h"
+#include "yaml_writer.h"
+
+namespace whale::plan {
+namespace {
+
+const char* kLayerKinds[] = {"embedding", "transformer", "head", "custom"};
+
+// Numeric fields of a listed layer, with where each lives in Layer (all >= 0, default 0).
+struct LayerNumber {
+  const char* key;
+  double Layer::*field;
+  bool required;
+};
+const LayerNumber kLayerNumbers[] = {
+    {"parameters", &Layer::parameters, true},
+    {"parameters_replicated", &Layer::parameters_replicated, false},
+    {"activation_bytes_replicated", &Layer::activation_bytes_replicated, false},
+    {"activation_bytes_split", &Layer::activation_bytes_split, false},
+    {"activation_bytes_attention", &Layer::activation_bytes_attention, false},
+    {"input_bytes", &Layer::input_bytes, false},
+    {"output_bytes", &Layer::output_bytes, true},
+    {"tp_allreduce_bytes", &Layer::tp_allreduce_bytes, false},
+};
+
+Training parse_training(const YamlField& field) {
+  field.expect_keys({"global_batch", "precision", "optimizer"});
+  Training training;
+  training.global_batch = field.get("global_batch").positive_integer();
+  const YamlField precision = field.get("precision");
+  if (!parse_precision(precision.text(), &training.precision)) {
+    precision.fail("unknown precision '" + precision.text() + "'", "use fp32, tf32, fp16 or bf16");
+  }
+  if (field.has("optimizer")) {
+    const YamlField optimizer = field.get("optimizer");
+    training.optimizer = optimizer.text();
+    if (training.optimizer != "adamw" && training.optimizer != "adam" && training.optimizer != "sgd") {
+      optimizer.fail("unknown optimizer '" + training.optimizer + "'", "use adamw, adam or sgd");
+    }
+  }
+  return training;
+}
+
+Layer parse_listed_layer(const YamlField& field) {
+  std::vector<std::string> allowed = {"name", "kind", "gemms", "memory_ops"};
+  for (const LayerNumber& number : kLayerNumbers) allowed.push_back(number.key);
+  field.expect_keys(allowed);
+  Layer layer;
+  layer.name = field.get("name").text();
+  if (field.has("kind")) {
+    const YamlField kind = field.get("kind");
+    bool known = false;
+    for (int i = 0; i < 4; ++i) {
+      if (kind.text() == kLayerKinds[i]) { layer.kind = static_cast<LayerKind>(i); known = true; }
+    }
+    if (!known) kind.fail("unknown layer kind '" + kind.text() + "'", "use embedding, transformer, head or custom");
+  }
+  for (const LayerNumber& number : kLayerNumbers) {
+    if (number.required || field.has(number.key)) layer.*number.field = field.get(number.key).non_negative_number();
+  }
+  if (field.has("gemms")) {
+    for (const YamlField& item : field.get("gemms").elements()) {
+      item.expect_keys({"name", "m", "n", "k", "count", "tp_split"});
+      layer.gemms.push_back(GemmOp{item.get("name").text(), item.get("m").positive_number(),
+                                   item.get("n").positive_number(), item.get("k").positive_number(),
+                                   item.positive_number_or("count", 1), item.boolean_or("tp_split", true)});
+    }
+  }
+  if (field.has("memory_ops")) {
+    for (const YamlField& item : field.get("memory_ops").elements()) {
+      item.expect_keys({"name", "bytes", "tp_split"});
+      layer.memory_ops.push_back(MemoryOp{item.get("name").text(), item.get("bytes").positive_number(),
+                                          item.boolean_or("tp_split", false)});
+    }
+  }
+  return layer;
+}
+
+void parse_family_hyperparameters(const YamlField& root, Model& model) {
+  model.num_layers = root.get("layers").positive_integer();
+  model.hidden = root.get("hidden").positive_integer();
+  const YamlField heads = root.get("heads");
+  model.heads = heads.positive_integer();
+  if (model.hidden % model.heads != 0) {
+    heads.fail("expected heads to divide hidden (" + std::to_string(model.hidden) + ")");
+  }
+  model.sequence = root.get("sequence").positive_integer();
+  model.vocabulary = root.get("vocabulary").positive_integer();
+  if (model.family == "llama") {
+    model.ffn_hidden = root.get("ffn_hidden").positive_integer();
+  } else {
+    model.ffn_hidden = root.positive_integer_or("ffn_hidden", 4 * model.hidden);
+  }
+  if (root.has("kv_heads")) {
+    const YamlField kv = root.get("kv_heads");
+    if (model.family != "llama") kv.fail("kv_heads applies to family llama only");
+    model.kv_heads = kv.positive_integer();
+    if (model.heads % model.kv_heads != 0) kv.fail("expected kv_heads to divide heads (" + std::to_string(model.heads) + ")");
+  }
+}
+
+}  // namespace
+
+Model parse_model(const YamlField& root) {
+  root.expect_keys({"name", "family", "layers", "hidden", "heads", "ffn_hidden", "kv_heads",
+                    "sequence", "vocabulary", "training", "layer_list"});
+  Model model;
+  model.source_file = root.file();
+  model.name = root.get("name").text();
+  const YamlField family = root.get("family");
+  model.family = family.text();
+  model.training = parse_training(root.get("training"));
+  if (model.family == "listed") {
+    for (const char* key : {"layers", "hidden", "ffn_hidden", "kv_heads", "vocabulary"}) {
+      if (root.has(key)) root.get(key).fail(std::string(key) + " applies to family models only", "give layer_list entries instead");
+    }
+    // Optional for a listed model: tokens per sample (for tokens/s) and heads (bounds tp).
+    if (root.has("sequence")) model.sequence = root.get("sequence").positive_integer();
+    if (root.has("heads")) model.heads = root.get("heads").positive_integer();
+    const YamlField list = root.get("layer_list");
+    for (const YamlField& item : list.elements()) model.layers.push_back(parse_listed_layer(item));
+    if (model.layers.empty()) list.fail("expected at least one layer");
+    return model;
+  }
+  if (model.family != "gpt" && model.family != "bert" && model.family != "llama") {
+    family.fail("unknown family '" + model.family + "'", "use gpt, bert, llama or listed");
+  }
+  if (root.has("layer_list")) root.get("layer_list").fail("layer_list applies to family listed only");
+  parse_family_hyperparameters(root, model);
+  generate_layers(model, model.training.precision);
+  return model;
+}
+
+Model load_model(const std::string& path) { return parse_model(load_yaml_file(path)); }
+
+void emit_model(YAML::Emitter& out, const Model& model) {
+  out << YAML::BeginMap;
+  emit_text_field(out, "name", model.name);
+  emit_text_field(out, "family", model.family);
+  if (model.family != "listed") {
+    emit_number_field(out, "layers", model.num_layers);
+    emit_number_field(out, "hidden", model.hidden);
+    emit_number_field(out, "heads", model.heads);
+    emit_number_field(out, "ffn_hidden", model.ffn_hidden);
+    if (model.kv_heads > 0) emit_number_field(out, "kv_heads", model.kv_heads);
+    emit_number_field(out, "vocabulary", model.vocabulary);
+  } else if (model.heads > 0) {
+    emit_number_field(out, "heads", model.heads);
+  }
+  if (model.sequence > 0) emit_number_field(out, "sequence", model.sequence);
+  out << YAML::Key << "training" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  emit_number_field(out, "global_batch", model.training.global_batch);
+  emit_text_field(out, "precision", to_string(model.training.precision));
+  emit_text_field(out, "optimizer", model.training.optimizer);
+  out << YAML::EndMap;
+  if (model.family == "listed") {
+    out << YAML::Key << "layer_list" << YAML::Value << YAML::BeginSeq;
+    for (const Layer& layer : model.layers) {
+      out << YAML::BeginMap;
+      emit_text_field(out, "name", layer.name);
+      emit_text_field(out, "kind", kLayerKinds[static_cast<int>(layer.kind)]);
+      for (const LayerNumber& number : kLayerNumbers) emit_number_field(out, number.key, layer.*number.field);
+      out << YAML::Key << "gemms" << YAML::Value << YAML::BeginSeq;
+      for (const GemmOp& g : layer.gemms) {
+        out << YAML::Flow << YAML::BeginMap;
+        emit_text_field(out, "name", g.name);
+        emit_number_field(out, "m", g.m);
+        emit_number_field(out, "n", g.n);
+        emit_number_field(out, "k", g.k);
+        emit_number_field(out, "count", g.count);
+        out << YAML::Key << "tp_split" << YAML::Value << g.tp_split << YAML::EndMap;
+      }
+      out << YAML::EndSeq << YAML::Key << "memory_ops" << YAML::Value << YAML::BeginSeq;
+      for (const MemoryOp& op : layer.memory_ops) {
+        out << YAML::Flow << YAML::BeginMap;
+        emit_text_field(out, "name", op.name);
+        emit_number_field(out, "bytes", op.bytes);
+        out << YAML::Key << "tp_split" << YAML::Value << op.tp_split << YAML::EndMap;
+      }
+      out << YAML::EndSeq << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+}
+
+void save_model(const Model& model, const std::string& path) {
+  YAML::Emitter out;
+  emit_model(out, model);
+  write_text_file(path, std::string(out.c_str()) + "\n");
+}
+
+}  // namespace whale::plan

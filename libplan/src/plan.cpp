@@ -1,0 +1,84 @@
+// File: plan.cpp
+// Names of schedules and recomputation modes, replica queries of a stage, and the rule that
+// places stages on device groups.
+#include "whale/plan/plan.h"
+
+namespace whale::plan {
+namespace {
+
+constexpr ScheduleKind kScheduleKinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
+                                           ScheduleKind::interleaved_1f1b, ScheduleKind::wave};
+constexpr Recompute kRecomputes[] = {Recompute::none, Recompute::full, Recompute::selective};
+
+}  // namespace
+
+const char* to_string(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::gpipe: return "gpipe";
+    case ScheduleKind::one_f_one_b: return "1f1b";
+    case ScheduleKind::interleaved_1f1b: return "interleaved-1f1b";
+    case ScheduleKind::wave: return "wave";
+  }
+  return "?";
+}
+
+bool parse_schedule_kind(const std::string& text, ScheduleKind* out) {
+  for (ScheduleKind k : kScheduleKinds) {
+    if (text == to_string(k)) { *out = k; return true; }
+  }
+  return false;
+}
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::full: return "full";
+    case Recompute::selective: return "selective";
+  }
+  return "?";
+}
+
+bool parse_recompute(const std::string& text, Recompute* out) {
+  for (Recompute r : kRecomputes) {
+    if (text == to_string(r)) { *out = r; return true; }
+  }
+  return false;
+}
+
+std::vector<int> Stage::replica_devices(int r) const {
+  return std::vector<int>(devices.begin() + r * tp, devices.begin() + (r + 1) * tp);
+}
+
+int Stage::first_sample(int r) const {
+  int first = 0;
+  for (int i = 0; i < r; ++i) first += shares[i];
+  return first;
+}
+
+int Plan::pipeline_groups() const {
+  const int chunks = schedule.chunks > 0 ? schedule.chunks : 1;
+  return static_cast<int>(stages.size()) / chunks;
+}
+
+int Plan::group_of_stage(int s) const {
+  return whale::plan::group_of_stage(schedule.kind, pipeline_groups(), schedule.chunks, s);
+}
+
+int group_of_stage(ScheduleKind kind, int groups, int chunks, int stage) {
+  if (groups <= 0) return stage;
+  switch (kind) {
+    case ScheduleKind::gpipe:
+    case ScheduleKind::one_f_one_b:
+      return chunks <= 1 ? stage : stage % groups;
+    case ScheduleKind::interleaved_1f1b:
+      return stage % groups;
+    case ScheduleKind::wave: {
+      const int chunk = stage / groups;
+      const int position = stage % groups;
+      return chunk % 2 == 0 ? position : groups - 1 - position;
+    }
+  }
+  return stage;
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,183 @@
+// File: plan_validate.cpp
+// validate_plan: every rule a plan must meet before it can be simulated or run. Each failure is
+// a whale::Error naming the plan file and the YAML path of the offending field.
+#include <map>
+#include <set>
+
+#include "whale/plan/error.h"
+#include "whale/plan/plan.h"
+
+namespace whale::plan {
+namespace {
+
+std::string stage_path(int s, const std::string& field) {
+  return "stages[" + std::to_string(s) + "]." + field;
+}
+
+std::string layer_range(int first, int end) {
+  return "[" + std::to_string(first) + ", " + std::to_string(end - 1) + "]";
+}
+
+void check_schedule(const Plan& plan, const std::string& file) {
+  if (plan.micro_batch_size <= 0) throw Error(file, "micro_batch_size", "expected a positive micro_batch_size");
+  if (plan.micro_batches <= 0) throw Error(file, "micro_batches", "expected a positive number of micro_batches");
+  if (plan.stages.empty()) throw Error(file, "stages", "expected at least one stage");
+  const int chunks = plan.schedule.chunks;
+  if (chunks <= 0) throw Error(file, "schedule.chunks", "expected a positive chunks");
+  const bool multi_chunk = plan.schedule.kind == ScheduleKind::interleaved_1f1b || plan.schedule.kind == ScheduleKind::wave;
+  if (!multi_chunk && chunks != 1) {
+    throw Error(file, "schedule.chunks", std::string("schedule ") + to_string(plan.schedule.kind) + " runs one chunk per device group, got chunks " + std::to_string(chunks),
+                "use interleaved-1f1b or wave for several chunks");
+  }
+  if (plan.stages.size() % chunks != 0) {
+    throw Error(file, "stages", std::to_string(plan.stages.size()) + " stages are not a multiple of schedule.chunks " + std::to_string(chunks),
+                "a schedule with v chunks over p device groups has p*v stages");
+  }
+}
+
+// Layer ranges tile [0, layers) in order, without overlap or gap.
+void check_layers(const Plan& plan, const std::string& file) {
+  const int total = static_cast<int>(plan.model.layers.size());
+  int next = 0;
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
+    const Stage& stage = plan.stages[s];
+    const std::string range = layer_range(stage.first_layer, stage.end_layer);
+    if (stage.end_layer <= stage.first_layer) throw Error(file, stage_path(s, "layers"), "empty layer range " + range);
+    if (stage.first_layer < next) {
+      throw Error(file, stage_path(s, "layers"), "layers " + range + " overlap the previous stage, which ends at layer " + std::to_string(next - 1),
+                  "start this stage at layer " + std::to_string(next));
+    }
+    if (stage.first_layer > next) {
+      throw Error(file, stage_path(s, "layers"), "layers " + std::to_string(next) + ".." + std::to_string(stage.first_layer - 1) + " are in no stage (a gap before " + range + ")",
+                  "start this stage at layer " + std::to_string(next));
+    }
+    if (stage.end_layer > total) {
+      throw Error(file, stage_path(s, "layers"), "layers " + range + " go past the model's last layer " + std::to_string(total - 1),
+                  "model '" + plan.model.name + "' has " + std::to_string(total) + " layers (embedding, blocks, head)");
+    }
+    next = stage.end_layer;
+  }
+  if (next != total) {
+    throw Error(file, stage_path(static_cast<int>(plan.stages.size()) - 1, "layers"),
+                "layers " + std::to_string(next) + ".." + std::to_string(total - 1) + " are in no stage (a gap at the end)",
+                "the last stage must end at layer " + std::to_string(total - 1));
+  }
+}
+
+void check_degrees(const Plan& plan, int s, const std::string& file) {
+  const Stage& stage = plan.stages[s];
+  const int size = static_cast<int>(stage.devices.size());
+  if (stage.tp <= 0) throw Error(file, stage_path(s, "tp"), "expected a positive tp, got " + std::to_string(stage.tp));
+  if (size == 0) throw Error(file, stage_path(s, "devices"), "expected at least one device");
+  if (size % stage.tp != 0) {
+    throw Error(file, stage_path(s, "tp"), "tp " + std::to_string(stage.tp) + " does not divide the group size " + std::to_string(size),
+                "a group is dp x tp devices");
+  }
+  const int heads = plan.model.heads;
+  if (heads > 0 && heads % stage.tp != 0) {
+    throw Error(file, stage_path(s, "tp"), "tp " + std::to_string(stage.tp) + " does not divide the model's " + std::to_string(heads) + " heads",
+                "use a tp that divides " + std::to_string(heads));
+  }
+  if (plan.model.kv_heads > 0 && plan.model.kv_heads % stage.tp != 0) {
+    throw Error(file, stage_path(s, "tp"), "tp " + std::to_string(stage.tp) + " does not divide the model's " + std::to_string(plan.model.kv_heads) + " kv_heads");
+  }
+  if (static_cast<int>(stage.shares.size()) != stage.dp()) {
+    throw Error(file, stage_path(s, "shares"), "expected " + std::to_string(stage.dp()) + " shares (one per replica), got " + std::to_string(stage.shares.size()));
+  }
+  int sum = 0;
+  for (int share : stage.shares) {
+    if (share <= 0) throw Error(file, stage_path(s, "shares"), "expected positive shares, got " + std::to_string(share));
+    sum += share;
+  }
+  if (sum != plan.micro_batch_size) {
+    throw Error(file, stage_path(s, "shares"), "shares sum to " + std::to_string(sum) + ", not micro_batch_size " + std::to_string(plan.micro_batch_size),
+                "the replicas of a stage split each micro-batch between them");
+  }
+}
+
+// Stages that share a device group (interleaved, wave) run on one layout: the same tp degree
+// and the same shares, so that each device holds one replica of every chunk it runs.
+void check_same_layout(const Stage& first, int first_index, const Stage& stage, int s, const std::string& file) {
+  if (stage.tp != first.tp) {
+    throw Error(file, stage_path(s, "tp"),
+                "tp " + std::to_string(stage.tp) + " differs from tp " + std::to_string(first.tp) + " of stage " + std::to_string(first_index) +
+                    ", which runs on the same device group",
+                "stages that share a device group need the same tp and shares");
+  }
+  if (stage.shares != first.shares) {
+    throw Error(file, stage_path(s, "shares"),
+                "shares differ from those of stage " + std::to_string(first_index) + ", which runs on the same device group",
+                "stages that share a device group need the same tp and shares");
+  }
+}
+
+// Devices exist, each group has one device list, and no device serves two groups.
+void check_placement(const Plan& plan, const std::string& file) {
+  const int count = static_cast<int>(plan.cluster.devices.size());
+  std::map<int, int> first_stage_of_group;
+  std::map<int, int> group_of_device;
+  std::map<int, int> stage_of_device;
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
+    const Stage& stage = plan.stages[s];
+    const int group = plan.group_of_stage(s);
+    std::set<int> seen;
+    for (int id : stage.devices) {
+      if (id < 0 || id >= count) {
+        throw Error(file, stage_path(s, "devices"), "device " + std::to_string(id) + " is not in cluster '" + plan.cluster.name + "'",
+                    "it has " + std::to_string(count) + " devices, ids 0-" + std::to_string(count - 1));
+      }
+      if (!seen.insert(id).second) throw Error(file, stage_path(s, "devices"), "device " + std::to_string(id) + " is used twice in this stage");
+    }
+    auto first = first_stage_of_group.find(group);
+    if (first != first_stage_of_group.end()) {
+      if (plan.stages[first->second].devices != stage.devices) {
+        throw Error(file, stage_path(s, "devices"),
+                    std::string("schedule ") + to_string(plan.schedule.kind) + " places stage " + std::to_string(s) + " on device group " + std::to_string(group) +
+                        " with stage " + std::to_string(first->second) + ", but their devices differ",
+                    "give it the devices of stage " + std::to_string(first->second) + ": " + format_device_list(plan.stages[first->second].devices));
+      }
+      check_same_layout(plan.stages[first->second], first->second, stage, s, file);
+      continue;
+    }
+    first_stage_of_group[group] = s;
+    for (int id : stage.devices) {
+      auto other = group_of_device.find(id);
+      if (other != group_of_device.end()) {
+        throw Error(file, stage_path(s, "devices"),
+                    "device " + std::to_string(id) + " is used twice: by stage " + std::to_string(stage_of_device[id]) + " (group " + std::to_string(other->second) +
+                        ") and by stage " + std::to_string(s) + " (group " + std::to_string(group) + ")",
+                    "each device belongs to one device group");
+      }
+      group_of_device[id] = group;
+      stage_of_device[id] = s;
+    }
+  }
+}
+
+void check_precision(const Plan& plan, const std::string& file) {
+  std::set<std::string> checked;
+  for (const Stage& stage : plan.stages) {
+    for (int id : stage.devices) {
+      const DeviceProfile& profile = plan.cluster.profile_of(id);
+      if (!checked.insert(profile.name).second) continue;
+      try {
+        profile.peak(plan.precision);
+      } catch (const Error& e) {
+        throw Error(file, "precision", std::string("precision ") + to_string(plan.precision) + " is unknown to device model '" + profile.name + "'", e.hint());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void validate_plan(const Plan& plan) {
+  const std::string& file = plan.source_file;
+  check_schedule(plan, file);
+  check_layers(plan, file);
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) check_degrees(plan, s, file);
+  check_placement(plan, file);
+  check_precision(plan, file);
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,180 @@
+// File: plan_yaml.cpp
+// Reads and writes plan files (schema: docs/plan.md). The cluster and the model are referenced
+// by path (relative to the plan's folder) or embedded as mappings.
+#include <filesystem>
+
+#include "spec_yaml.h"
+#include "whale/plan/error.h"
+#include "whale/plan/plan.h"
+#include "yaml_writer.h"
+
+namespace whale::plan {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A referenced spec file, resolved against the plan's folder; fails at `field` when missing.
+std::string referenced_file(const YamlField& field, const std::string& folder) {
+  const std::string resolved = resolve_path(folder, field.text());
+  if (!fs::is_regular_file(resolved)) {
+    field.fail("file '" + resolved + "' not found", "paths are relative to the plan's folder");
+  }
+  return resolved;
+}
+
+Schedule parse_schedule(const YamlField& field) {
+  Schedule schedule;
+  const bool scalar = field.is_scalar();
+  if (!scalar) field.expect_keys({"kind", "chunks"});
+  const YamlField kind = scalar ? field : field.get("kind");
+  if (!parse_schedule_kind(kind.text(), &schedule.kind)) {
+    kind.fail("unknown schedule '" + kind.text() + "'", "use gpipe, 1f1b, interleaved-1f1b or wave");
+  }
+  if (!scalar) schedule.chunks = field.positive_integer_or("chunks", 1);
+  return schedule;
+}
+
+Stage parse_stage(const YamlField& field, int micro_batch_size) {
+  field.expect_keys({"layers", "devices", "tp", "shares", "recompute", "shard_optimizer"});
+  Stage stage;
+  const YamlField layers = field.get("layers");
+  const std::vector<YamlField> range = layers.elements();
+  if (range.size() != 2) layers.fail("expected [first, last] (inclusive layer indices)");
+  stage.first_layer = range[0].non_negative_integer();
+  const int last = range[1].non_negative_integer();
+  if (last < stage.first_layer) layers.fail("expected first <= last, got [" + std::to_string(stage.first_layer) + ", " + std::to_string(last) + "]");
+  stage.end_layer = last + 1;
+  const YamlField devices = field.get("devices");
+  if (devices.is_sequence()) {
+    for (const YamlField& id : devices.elements()) stage.devices.push_back(id.non_negative_integer());
+  } else {
+    stage.devices = parse_device_list(devices.text(), devices.file(), devices.path());
+  }
+  if (stage.devices.empty()) devices.fail("expected at least one device");
+  stage.tp = field.positive_integer_or("tp", 1);
+  if (field.has("shares")) {
+    for (const YamlField& share : field.get("shares").elements()) stage.shares.push_back(share.positive_integer());
+  } else if (stage.devices.size() % stage.tp == 0) {
+    const int dp = stage.dp();
+    if (micro_batch_size % dp != 0) {
+      throw Error(field.file(), field.key_path("shares"),
+                  "missing field 'shares': micro_batch_size " + std::to_string(micro_batch_size) +
+                      " does not split evenly over " + std::to_string(dp) + " replicas",
+                  "give one share per replica, summing to micro_batch_size");
+    }
+    stage.shares.assign(dp, micro_batch_size / dp);
+  }
+  if (field.has("recompute")) {
+    const YamlField recompute = field.get("recompute");
+    if (!parse_recompute(recompute.text(), &stage.recompute)) {
+      recompute.fail("unknown recompute '" + recompute.text() + "'", "use none, full or selective");
+    }
+  }
+  stage.shard_optimizer = field.boolean_or("shard_optimizer", false);
+  return stage;
+}
+
+// A path to `target` that works from `folder`.
+std::string relative_to(const std::string& target, const std::string& folder) {
+  std::error_code ec;
+  const fs::path rel = fs::relative(fs::absolute(target), fs::absolute(folder), ec);
+  return ec || rel.empty() ? fs::absolute(target).string() : rel.string();
+}
+
+// The plan as YAML; an empty reference embeds the cluster (model) as a mapping.
+std::string plan_text(const Plan& plan, const std::string& cluster_ref, const std::string& model_ref) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "cluster" << YAML::Value;
+  if (cluster_ref.empty()) emit_cluster(out, plan.cluster); else emit_text(out, cluster_ref);
+  out << YAML::Key << "model" << YAML::Value;
+  if (model_ref.empty()) emit_model(out, plan.model); else emit_text(out, model_ref);
+  emit_text_field(out, "precision", to_string(plan.precision));
+  emit_number_field(out, "micro_batch_size", plan.micro_batch_size);
+  emit_number_field(out, "micro_batches", plan.micro_batches);
+  out << YAML::Key << "schedule" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  emit_text_field(out, "kind", to_string(plan.schedule.kind));
+  emit_number_field(out, "chunks", plan.schedule.chunks);
+  out << YAML::EndMap;
+  out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
+  for (const Stage& stage : plan.stages) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    emit_number(out, stage.first_layer);
+    emit_number(out, stage.end_layer - 1);
+    out << YAML::EndSeq;
+    emit_text_field(out, "devices", format_device_list(stage.devices));
+    emit_number_field(out, "tp", stage.tp);
+    out << YAML::Key << "shares" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int share : stage.shares) emit_number(out, share);
+    out << YAML::EndSeq;
+    emit_text_field(out, "recompute", to_string(stage.recompute));
+    out << YAML::Key << "shard_optimizer" << YAML::Value << stage.shard_optimizer;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace
+
+Plan load_plan(const std::string& path, const std::string& profiles_dir) {
+  const YamlField root = load_yaml_file(path);
+  root.expect_keys({"cluster", "model", "profiles_dir", "precision", "micro_batch_size",
+                    "micro_batches", "schedule", "stages"});
+  const std::string folder = parent_folder(path);
+  Plan plan;
+  plan.source_file = path;
+  std::string profiles = profiles_dir;
+  if (profiles.empty() && root.has("profiles_dir")) profiles = resolve_path(folder, root.get("profiles_dir").text());
+  if (profiles.empty()) profiles = default_profiles_dir();
+
+  const YamlField cluster = root.get("cluster");
+  if (cluster.is_map()) {
+    plan.cluster = parse_cluster(cluster, profiles);
+  } else {
+    plan.cluster_file = cluster.text();
+    plan.cluster = load_cluster(referenced_file(cluster, folder), profiles);
+  }
+  const YamlField model = root.get("model");
+  if (model.is_map()) {
+    plan.model = parse_model(model);
+  } else {
+    plan.model_file = model.text();
+    plan.model = load_model(referenced_file(model, folder));
+  }
+  plan.precision = plan.model.training.precision;
+  if (root.has("precision")) {
+    const YamlField precision = root.get("precision");
+    if (!parse_precision(precision.text(), &plan.precision)) {
+      precision.fail("unknown precision '" + precision.text() + "'", "use fp32, tf32, fp16 or bf16");
+    }
+  }
+  if (plan.precision != plan.model.training.precision && plan.model.family != "listed") {
+    generate_layers(plan.model, plan.precision);
+  }
+  plan.micro_batch_size = root.get("micro_batch_size").positive_integer();
+  plan.micro_batches = root.get("micro_batches").positive_integer();
+  plan.schedule = parse_schedule(root.get("schedule"));
+  const YamlField stages = root.get("stages");
+  for (const YamlField& stage : stages.elements()) plan.stages.push_back(parse_stage(stage, plan.micro_batch_size));
+  if (plan.stages.empty()) stages.fail("expected at least one stage");
+  validate_plan(plan);
+  return plan;
+}
+
+std::string plan_to_yaml(const Plan& plan, bool embed) {
+  return plan_text(plan, embed ? "" : plan.cluster_file, embed ? "" : plan.model_file);
+}
+
+void save_plan(const Plan& plan, const std::string& path, bool embed) {
+  // References are rewritten relative to the new file's folder; a spec with no file is embedded.
+  const std::string folder = parent_folder(path);
+  const bool cluster_has_file = !plan.cluster_file.empty() && !plan.cluster.source_file.empty();
+  const bool model_has_file = !plan.model_file.empty() && !plan.model.source_file.empty();
+  const std::string cluster_ref = embed || !cluster_has_file ? "" : relative_to(plan.cluster.source_file, folder);
+  const std::string model_ref = embed || !model_has_file ? "" : relative_to(plan.model.source_file, folder);
+  write_text_file(path, plan_text(plan, cluster_ref, model_ref));
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,144 @@
+// File: planner.cpp
+// search_plans: checks the inputs, runs the engine over the full search space, explains a
+// failure (batch, hints, memory), and adds the baseline and upper-bound comparison.
+#include "whale/plan/planner.h"
+
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "planner_engine.h"
+#include "whale/plan/error.h"
+
+namespace whale::plan {
+namespace {
+
+std::string gib(Bytes b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", b / kBytesPerGiB);
+  return buf;
+}
+
+[[noreturn]] void throw_memory(const Model& model, const Cluster& cluster, const EngineOutput& eo) {
+  const Shortfall& s = eo.closest;
+  const std::string what = "model '" + model.name + "' does not fit on cluster '" + cluster.name +
+                           "': at the closest plan (" + eo.closest_label + ") device " +
+                           std::to_string(s.device) + " (" + s.device_model + ") needs " + gib(s.need_bytes) +
+                           " but has " + gib(s.usable_bytes) + " usable, " + gib(s.gap()) + " short";
+  std::string hint;
+  if (s.state_bytes > s.usable_bytes) {
+    const int factor = static_cast<int>(std::ceil(s.state_bytes / s.usable_bytes));
+    hint = "with full recomputation and a sharded optimizer its weights, gradients and optimizer state alone take " +
+           gib(s.state_bytes) + ": use about " + std::to_string(factor) +
+           "x as many devices (or devices with more memory)";
+  } else {
+    hint = "full recomputation and a sharded optimizer are already on; activations take " +
+           gib(s.need_bytes - s.state_bytes) +
+           ": use a smaller micro-batch (a smaller --global-batch), more devices or devices with more memory";
+  }
+  throw Error(model.source_file, "", what, hint);
+}
+
+[[noreturn]] void throw_hint(const Hints& hints, const EngineOutput& eo) {
+  for (size_t i = 0; i < eo.rejected_by_hint.size(); ++i) {
+    if (eo.rejected_by_hint[i] == 0) continue;
+    const LayerHint& h = hints.layers[i];
+    std::string degrees;
+    if (h.tp) degrees += "tp " + std::to_string(h.tp);
+    if (h.dp) degrees += std::string(degrees.empty() ? "" : " and ") + "dp " + std::to_string(h.dp);
+    throw Error(hints.source_file, h.yaml_path,
+                degrees + " on layers " + std::to_string(h.first) + "-" + std::to_string(h.last) +
+                    " cannot be met: all " + std::to_string(eo.rejected_by_hint[i]) +
+                    " plans that fit in memory give those layers other degrees",
+                "the usable device groups cannot run these degrees there; relax or drop this hint");
+  }
+  throw Error(hints.source_file, "", "no plan honours the hints");
+}
+
+}  // namespace
+
+PlanResult search_plans(const Cluster& cluster, const Model& model, const CostModel& cost,
+                        const PlannerOptions& options) {
+  const auto start = Clock::now();
+  const auto deadline = options.time_limit_s > 0
+                            ? start + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(options.time_limit_s))
+                            : Clock::time_point::max();
+  if (cluster.devices.empty()) {
+    throw Error(cluster.source_file, "nodes", "the cluster has no devices", "list at least one node with devices");
+  }
+  const Hints& hints = options.hints;
+  check_hints(hints, cluster, model);
+  const int batch = options.global_batch != 0 ? options.global_batch : model.training.global_batch;
+  if (batch <= 0) {
+    throw Error(model.source_file, "training.global_batch", "expected a positive global batch, got " + std::to_string(batch),
+                "set training.global_batch or pass --global-batch");
+  }
+  SpaceLimits limits;
+  limits.devices = usable_devices(hints, cluster);
+  limits.max_pipeline_depth = hints.max_pipeline_depth;
+  limits.fixed_stages = static_cast<int>(hints.stage_boundaries.size());
+  limits.schedules = hints.schedules;
+
+  EngineInput in;
+  in.structures = enumerate_structures(cluster, model, limits);
+  in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
+  if (!hints.stage_boundaries.empty()) {
+    in.rules.fixed_boundaries = hints.stage_boundaries;
+    in.rules.fixed_boundaries.push_back(static_cast<int>(model.layers.size()));
+  }
+  in.hints = &hints;
+  in.global_batch = batch;
+  in.phase = "plan";
+  in.keep = options.top_k + 1;
+  if (in.structures.empty()) {
+    throw Error(hints.source_file.empty() ? cluster.source_file : hints.source_file, "",
+                "no pipeline of device groups satisfies the limits (devices, pipeline depth, stage count)");
+  }
+  EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline);
+  if (eo.choices_total == 0) {
+    int smallest_dp = 1 << 30;
+    for (const Structure& s : in.structures) smallest_dp = std::min(smallest_dp, s.max_dp());
+    if (smallest_dp <= batch) {  // micro-batching is possible: the stage or schedule hints rule it out
+      throw Error(hints.source_file, "stage_boundaries",
+                  std::to_string(hints.stage_boundaries.size()) +
+                      " stages cannot be laid on the usable devices with the allowed schedules",
+                  "allow interleaved-1f1b or wave, or give a stage count that divides the usable devices");
+    }
+    throw Error(model.source_file, "training.global_batch",
+                "global batch " + std::to_string(batch) + " cannot be divided into micro-batches of at least dp samples for any pipeline",
+                "every replica needs at least one sample: use a multiple of " + std::to_string(smallest_dp));
+  }
+  if (eo.ranked.empty()) {
+    bool hinted = false;
+    for (long r : eo.rejected_by_hint) hinted = hinted || r > 0;
+    if (hinted) throw_hint(hints, eo);
+    if (eo.has_shortfall && !eo.any_fit) throw_memory(model, cluster, eo);
+    throw Error(model.source_file, "", "no plan fits in memory by the simulator's count",
+                "use a smaller micro-batch (a smaller --global-batch) or more devices");
+  }
+
+  PlanResult result;
+  result.ranked = std::move(eo.ranked);
+  result.stats = eo.stats;
+  if (options.compare) {
+    PlannerOptions sub = options;
+    sub.compare = false;
+    if (options.time_limit_s > 0) {  // the comparison shares what is left of the limit
+      const double left = options.time_limit_s - std::chrono::duration<double>(Clock::now() - start).count();
+      sub.time_limit_s = std::max(1e-3, left);
+    }
+    bool found = false;
+    result.baseline = search_baseline(cluster, model, cost, sub, &found);
+    result.baseline_found = found;
+    result.upper_bound = search_upper_bound(cluster, model, cost, sub);
+    result.has_comparison = true;
+    const double best = result.best().estimate.samples_per_s;
+    if (found) result.speedup_vs_baseline = best / result.baseline.estimate.samples_per_s;
+    if (result.upper_bound.samples_per_s > 0) result.fraction_of_upper_bound = best / result.upper_bound.samples_per_s;
+  }
+  result.stats.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace whale::plan

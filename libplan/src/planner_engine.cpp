@@ -1,0 +1,245 @@
+// File: planner_engine.cpp
+// Branch and bound over structures with the analytic estimate, then the simulator ranks the
+// best candidates (escalating recomputation where the simulator finds memory short).
+#include "planner_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "whale/plan/error.h"
+
+namespace whale::plan {
+namespace {
+
+constexpr int kDefaultSimulateBudget = 24;
+constexpr double kDiversityWindow = 1.15;
+constexpr double kAnalyticSlack = 1.10;
+
+struct Candidate {
+  int structure = 0;
+  Choice choice;
+  Layout layout;
+  long order = 0;   // enumeration order: the deterministic tie-break
+};
+
+bool better(const Candidate& a, const Candidate& b) {
+  if (a.layout.estimate_s != b.layout.estimate_s) return a.layout.estimate_s < b.layout.estimate_s;
+  return a.order < b.order;
+}
+
+// Group index of every device of a structure.
+int group_of_device(const Structure& st, int device) {
+  for (size_t g = 0; g < st.groups.size(); ++g) {
+    if (std::count(st.groups[g].devices.begin(), st.groups[g].devices.end(), device)) return static_cast<int>(g);
+  }
+  return -1;
+}
+
+}  // namespace
+
+EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostModel& cost,
+                        const EngineInput& in, const PlannerOptions& options,
+                        Clock::time_point deadline) {
+  const auto start = Clock::now();
+  EngineOutput out;
+  out.rejected_by_hint.assign(in.hints ? in.hints->layers.size() : 0, 0);
+  AnalyticModel an(cluster, model);
+  const int n = static_cast<int>(in.structures.size());
+  std::vector<std::vector<Choice>> choices(n);
+  for (int i = 0; i < n; ++i) {
+    choices[i] = in.choices(in.structures[i]);
+    out.choices_total += static_cast<long>(choices[i].size());
+  }
+  const bool exhaustive = out.choices_total <= options.exhaustive_below;
+  long budget = exhaustive ? out.choices_total
+                           : (options.simulate_budget > 0 ? options.simulate_budget : kDefaultSimulateBudget);
+  budget = std::max<long>(budget, in.keep);
+
+  // Phase 1: structures in order of their lower bound; stop once no structure can beat the
+  // budget-th best estimate.
+  // Structures that cannot hold the model's state are skipped, except the one closest to it
+  // (so that a model that fits nowhere is reported with its shortfall).
+  std::vector<double> held(n);
+  int closest = 0;
+  for (int i = 0; i < n; ++i) {
+    held[i] = structure_hold_fraction(an, in.structures[i]);
+    if (held[i] > held[closest]) closest = i;
+  }
+  // Work items: (structure, run of choices sharing one micro-batch size), by lower bound.
+  struct Item {
+    int structure;
+    size_t first, end;
+    double bound;
+  };
+  std::vector<Item> items;
+  for (int i = 0; i < n; ++i) {
+    if (held[i] < 1.0 && i != closest) {
+      out.stats.structures_pruned++;
+      continue;
+    }
+    const auto& cs = choices[i];
+    for (size_t a = 0; a < cs.size();) {
+      size_t e = a;
+      while (e < cs.size() && cs[e].micro_batch_size == cs[a].micro_batch_size) ++e;
+      items.push_back(Item{i, a, e, structure_bound_s(an, in.structures[i], cs[a].micro_batch_size, in.global_batch)});
+      a = e;
+    }
+  }
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bound < b.bound; });
+  std::vector<Candidate> top;
+  // Diversity: the analytic model can misjudge one pipeline depth against another, so the
+  // best candidate of every depth within kDiversityWindow of the best estimate also reaches
+  // the simulator.
+  std::map<int, Candidate> best_per_depth;
+  std::vector<bool> visited(n, false);
+  long next_order = 0;
+  const long total_items = static_cast<long>(items.size());
+  for (long pos = 0; pos < total_items && !out.stats.timed_out; ++pos) {
+    const Item& item = items[pos];
+    if (!exhaustive && static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s) break;
+    if (!exhaustive && options.max_evaluations > 0 && !top.empty() &&
+        out.stats.candidates_evaluated >= options.max_evaluations) {
+      out.stats.capped = true;
+      break;
+    }
+    if (!visited[item.structure]) {
+      visited[item.structure] = true;
+      out.stats.structures++;
+    }
+    const int k = item.structure;
+    for (size_t ci = item.first; ci < item.end; ++ci) {
+      const Choice& choice = choices[k][ci];
+      if (!top.empty() && Clock::now() > deadline) {
+        out.stats.timed_out = true;
+        break;
+      }
+      Candidate c{k, choice, build_layout(an, in.structures[k], choice, in.rules), next_order++};
+      out.stats.candidates_evaluated++;
+      if (!c.layout.fits) {
+        if (!out.has_shortfall || c.layout.shortfall.gap() < out.closest.gap()) {
+          out.has_shortfall = true;
+          out.closest = c.layout.shortfall;
+          out.closest_label = in.structures[k].label;
+        }
+        continue;
+      }
+      out.any_fit = true;
+      int violated = -1;
+      if (in.hints && !stages_honour(*in.hints, c.layout.stages, &violated)) {
+        out.rejected_by_hint[violated]++;
+        continue;
+      }
+      const int depth = static_cast<int>(in.structures[k].groups.size());
+      auto it = best_per_depth.find(depth);
+      if (it == best_per_depth.end() || better(c, it->second)) best_per_depth[depth] = c;
+      top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
+      if (static_cast<long>(top.size()) > budget) top.pop_back();
+    }
+    if (options.progress && (pos % 64 == 0 || pos + 1 == total_items)) {
+      options.progress(Progress{in.phase + ": search", pos + 1, total_items, 0});
+    }
+  }
+  for (int i = 0; i < n; ++i) out.stats.structures_pruned += (held[i] >= 1.0 || i == closest) && !visited[i];
+
+  for (const auto& [depth, c] : best_per_depth) {
+    if (top.empty() || c.layout.estimate_s > kDiversityWindow * top.front().layout.estimate_s) continue;
+    const bool kept = std::any_of(top.begin(), top.end(), [&](const Candidate& t) { return t.order == c.order; });
+    if (!kept) top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
+  }
+
+  // Phase 2: the simulator ranks the kept candidates.
+  Plan base;
+  base.cluster = cluster;
+  base.model = model;
+  base.cluster_file = cluster.source_file;
+  base.model_file = model.source_file;
+  std::vector<std::optional<RankedPlan>> results(top.size());
+  std::mutex analytic_mutex;
+  std::atomic<long> next{0}, simulated{0};
+  std::atomic<bool> any{false};
+  long batch_end = 0;
+  auto worker = [&]() {
+    Plan scratch = base;
+    for (long i = next++; i < batch_end; i = next++) {
+      if (any && Clock::now() > deadline) {
+        out.stats.timed_out = true;
+        break;
+      }
+      Candidate c = top[i];
+      for (int attempt = 0; attempt <= kMaxRung; ++attempt) {
+        apply_layout(scratch, c.choice, c.layout);
+        Estimate e;
+        try {
+          simulated++;
+          e = cost.evaluate(scratch, EvaluateOptions{});
+        } catch (const Error&) {
+          break;  // a shape the schedule generator or simulator rejects
+        }
+        if (e.fits) {
+          results[i] = RankedPlan{scratch, e, c.layout.estimate_s, in.structures[c.structure].label};
+          any = true;
+          break;
+        }
+        // Stage-aware escalation: raise the rung of the groups whose devices overflow.
+        LayoutRules rules = in.rules;
+        rules.min_rung = c.layout.rungs;
+        bool raised = false;
+        std::vector<bool> done(rules.min_rung.size(), false);
+        for (const DeviceEstimate& d : e.devices) {
+          const int g = d.peak_memory_bytes > d.capacity_bytes ? group_of_device(in.structures[c.structure], d.id) : -1;
+          if (g < 0 || done[g] || rules.min_rung[g] >= kMaxRung) continue;
+          done[g] = true;
+          rules.min_rung[g]++;
+          raised = true;
+        }
+        if (!raised) break;
+        std::lock_guard<std::mutex> lock(analytic_mutex);
+        c.layout = build_layout(an, in.structures[c.structure], c.choice, rules);
+        if (!c.layout.fits) break;
+      }
+      if (options.progress) options.progress(Progress{in.phase + ": simulate", i + 1, static_cast<long>(top.size()), 0});
+    }
+  };
+  // Simulate in analytic order, `threads` candidates at a time. Between batches, stop once the
+  // next candidate's estimate exceeds the best simulated step by kAnalyticSlack (the estimates
+  // are sorted, so no later one can do better by the analytic model's own accuracy). Decisions
+  // use completed batches only, so the result does not depend on thread timing.
+  const long total = static_cast<long>(top.size());
+  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(std::max<long>(1, total))));
+  for (long batch_start = 0; batch_start < total && !(out.stats.timed_out && any);) {
+    batch_end = std::min(total, batch_start + threads);
+    next = batch_start;
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    batch_start = batch_end;
+    if (exhaustive || batch_start >= total) continue;
+    double best = std::numeric_limits<double>::infinity();
+    long fitted = 0;
+    for (long j = 0; j < batch_start; ++j) {
+      if (!results[j]) continue;
+      best = std::min(best, results[j]->estimate.step_time_s);
+      ++fitted;
+    }
+    if (fitted >= in.keep && top[batch_start].layout.estimate_s > kAnalyticSlack * best) break;
+  }
+  out.stats.candidates_simulated = simulated;
+  for (auto& r : results) {
+    if (r) out.ranked.push_back(std::move(*r));
+  }
+  // Stable: equal step times keep the analytic order.
+  std::stable_sort(out.ranked.begin(), out.ranked.end(), [](const RankedPlan& a, const RankedPlan& b) {
+    return a.estimate.step_time_s < b.estimate.step_time_s;
+  });
+  if (static_cast<int>(out.ranked.size()) > in.keep) out.ranked.resize(in.keep);
+  out.stats.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return out;
+}
+
+}  // namespace whale::plan

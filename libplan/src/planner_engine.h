@@ -1,0 +1,45 @@
+// File: planner_engine.h
+// The search engine shared by the planner, the baseline and the upper bound: analytic phase
+// (bounded by structure, keeping the best estimates) then the simulator phase. Private.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "whale/plan/planner.h"
+#include "whale/plan/search_layout.h"
+#include "whale/plan/search_space.h"
+
+namespace whale::plan {
+
+struct EngineInput {
+  std::vector<Structure> structures;
+  std::function<std::vector<Choice>(const Structure&)> choices;
+  LayoutRules rules;
+  const Hints* hints = nullptr;   // layer hints every kept layout must honour
+  int global_batch = 0;
+  std::string phase;              // for progress reports
+  int keep = 1;                   // plans to return
+};
+
+struct EngineOutput {
+  std::vector<RankedPlan> ranked;  // simulated plans that fit, best first (at most keep)
+  SearchStats stats;
+  long choices_total = 0;          // candidates in the space
+  bool any_fit = false;            // some layout fitted before the hints filter
+  std::vector<long> rejected_by_hint;   // per layer hint: fitting layouts it rejected
+  bool has_shortfall = false;
+  Shortfall closest;               // the smallest memory gap among layouts that do not fit
+  std::string closest_label;
+};
+
+using Clock = std::chrono::steady_clock;
+
+/// Runs one search. `deadline` may be Clock::time_point::max().
+EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostModel& cost,
+                        const EngineInput& input, const PlannerOptions& options,
+                        Clock::time_point deadline);
+
+}  // namespace whale::plan

@@ -1,0 +1,148 @@
+// File: planner_report.cpp
+// The planner's outputs for people (text) and programs (JSON): the plan in words, the
+// alternatives, the baseline / upper-bound comparison and the search figures. Deterministic
+// apart from the measured wall time.
+#include <cstdio>
+#include <sstream>
+
+#include "whale/plan/planner.h"
+
+namespace whale::plan {
+namespace {
+
+std::string num(double x, const char* fmt = "%.9g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, x);
+  return buf;
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+// "a100-sxm4-80gb" or "a100-sxm4-80gb+v100-sxm2-32gb" for a mixed group.
+std::string models_of(const Plan& plan, const Stage& s) {
+  std::vector<std::string> seen;
+  for (int d : s.devices) {
+    const std::string& m = plan.cluster.devices[d].model;
+    if (std::find(seen.begin(), seen.end(), m) == seen.end()) seen.push_back(m);
+  }
+  std::string out;
+  for (size_t i = 0; i < seen.size(); ++i) out += (i ? "+" : "") + seen[i];
+  return out;
+}
+
+std::string schedule_text(const Plan& plan) {
+  std::string s = to_string(plan.schedule.kind);
+  if (plan.schedule.chunks > 1) s += " (" + std::to_string(plan.schedule.chunks) + " chunks)";
+  return s;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string plan_json(const RankedPlan& r) {
+  const Plan& p = r.plan;
+  std::ostringstream o;
+  o << "{\"label\": " << json_string(r.label) << ", \"schedule\": " << json_string(to_string(p.schedule.kind))
+    << ", \"chunks\": " << p.schedule.chunks << ", \"micro_batch_size\": " << p.micro_batch_size
+    << ", \"micro_batches\": " << p.micro_batches << ", \"step_time_s\": " << num(r.estimate.step_time_s)
+    << ", \"samples_per_s\": " << num(r.estimate.samples_per_s) << ", \"tokens_per_s\": " << num(r.estimate.tokens_per_s)
+    << ", \"mfu\": " << num(r.estimate.mfu) << ", \"analytic_step_time_s\": " << num(r.analytic_s) << ", \"stages\": [";
+  for (size_t i = 0; i < p.stages.size(); ++i) {
+    const Stage& s = p.stages[i];
+    o << (i ? ", " : "") << "{\"layers\": [" << s.first_layer << ", " << s.end_layer - 1 << "], \"devices\": "
+      << json_string(format_device_list(s.devices)) << ", \"device_models\": " << json_string(models_of(p, s))
+      << ", \"dp\": " << s.dp() << ", \"tp\": " << s.tp << ", \"shares\": [" << join_ints(s.shares)
+      << "], \"recompute\": " << json_string(to_string(s.recompute))
+      << ", \"shard_optimizer\": " << (s.shard_optimizer ? "true" : "false") << "}";
+  }
+  o << "]}";
+  return o.str();
+}
+
+}  // namespace
+
+std::string describe_plan(const Plan& plan) {
+  std::ostringstream o;
+  o << plan.stages.size() << " stage(s) on " << plan.pipeline_groups() << " device group(s), schedule "
+    << schedule_text(plan) << ", " << plan.micro_batches << " micro-batches of " << plan.micro_batch_size
+    << " samples, " << to_string(plan.precision) << "\n";
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& s = plan.stages[i];
+    o << "  stage " << i << ": layers " << s.first_layer << "-" << s.end_layer - 1 << " ("
+      << s.end_layer - s.first_layer << ") on devices " << format_device_list(s.devices) << " ("
+      << models_of(plan, s) << "), dp " << s.dp() << " x tp " << s.tp << ", shares [" << join_ints(s.shares)
+      << "], recompute " << to_string(s.recompute) << ", optimizer " << (s.shard_optimizer ? "sharded" : "replicated")
+      << "\n";
+  }
+  return o.str();
+}
+
+std::string format_planner_text(const PlanResult& r) {
+  std::ostringstream o;
+  if (r.ranked.size() > 1) {
+    o << "alternatives:\n";
+    for (size_t i = 1; i < r.ranked.size(); ++i) {
+      const RankedPlan& a = r.ranked[i];
+      o << "  #" << i + 1 << " " << num(a.estimate.samples_per_s, "%.4g") << " samples/s, step "
+        << num(a.estimate.step_time_s, "%.4g") << " s: " << a.label << ", " << schedule_text(a.plan) << ", "
+        << a.plan.micro_batches << " x " << a.plan.micro_batch_size << ", " << a.plan.stages.size() << " stage(s)\n";
+    }
+  }
+  if (r.has_comparison) {
+    const double best = r.best().estimate.samples_per_s;
+    o << "comparison:\n";
+    if (r.baseline_found) {
+      o << "  baseline (heterogeneity-unaware " << r.baseline.label << ", " << r.baseline.plan.micro_batches << " x "
+        << r.baseline.plan.micro_batch_size << "): " << num(r.baseline.estimate.samples_per_s, "%.4g")
+        << " samples/s; best plan is " << num(r.speedup_vs_baseline, "%.3f") << "x faster\n";
+    } else {
+      o << "  baseline: no uniform plan fits in memory\n";
+    }
+    o << "  upper bound (HetHub: each device model alone";
+    for (const auto& m : r.upper_bound.per_model) o << ", " << m.first << " " << num(m.second, "%.4g");
+    o << "): " << num(r.upper_bound.samples_per_s, "%.4g") << " samples/s; best plan reaches "
+      << num(100.0 * r.fraction_of_upper_bound, "%.1f") << "% of it (" << num(best, "%.4g") << " samples/s)\n";
+  }
+  o << "search: " << r.stats.candidates_evaluated << " candidates evaluated, " << r.stats.candidates_simulated
+    << " simulated, " << r.stats.structures << " device-group pipelines (" << r.stats.structures_pruned
+    << " pruned), " << num(r.stats.wall_s, "%.3f") << " s" << (r.stats.timed_out ? " (time limit reached)" : "")
+    << "\n";
+  return o.str();
+}
+
+std::string format_planner_json(const PlanResult& r) {
+  std::ostringstream o;
+  o << "{\"best\": " << plan_json(r.best()) << ", \"alternatives\": [";
+  for (size_t i = 1; i < r.ranked.size(); ++i) o << (i > 1 ? ", " : "") << plan_json(r.ranked[i]);
+  o << "], \"baseline\": ";
+  if (r.baseline_found) {
+    o << plan_json(r.baseline);
+  } else {
+    o << "{\"samples_per_s\": 0, \"found\": false}";
+  }
+  o << ", \"upper_bound\": {\"samples_per_s\": " << num(r.upper_bound.samples_per_s) << ", \"per_model\": {";
+  for (size_t i = 0; i < r.upper_bound.per_model.size(); ++i) {
+    o << (i ? ", " : "") << json_string(r.upper_bound.per_model[i].first) << ": " << num(r.upper_bound.per_model[i].second);
+  }
+  o << "}}, \"speedup_vs_baseline\": " << num(r.speedup_vs_baseline)
+    << ", \"fraction_of_upper_bound\": " << num(r.fraction_of_upper_bound) << ", \"device_models\": [";
+  const auto models = r.best().plan.cluster.device_models();
+  for (size_t i = 0; i < models.size(); ++i) o << (i ? ", " : "") << json_string(models[i]);
+  o << "], \"search\": {\"candidates_evaluated\": " << r.stats.candidates_evaluated
+    << ", \"candidates_simulated\": " << r.stats.candidates_simulated << ", \"structures\": " << r.stats.structures
+    << ", \"wall_s\": " << num(r.stats.wall_s) << ", \"timed_out\": " << (r.stats.timed_out ? "true" : "false")
+    << "}}\n";
+  return o.str();
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,112 @@
+// File: schedule_program.cpp
+// generate_schedule: checks the shape, takes each group's compute order from its generator and
+// emits the instructions, with sends and receives only where adjacent stages change group.
+#include <algorithm>
+#include <string>
+
+#include "schedule_order.h"
+#include "whale/plan/error.h"
+#include "whale/plan/schedule_program.h"
+
+namespace whale::plan {
+
+const char* to_string(InstructionKind k) {
+  switch (k) {
+    case InstructionKind::recv_activation: return "recv_activation";
+    case InstructionKind::forward: return "forward";
+    case InstructionKind::send_activation: return "send_activation";
+    case InstructionKind::recv_gradient: return "recv_gradient";
+    case InstructionKind::backward: return "backward";
+    case InstructionKind::send_gradient: return "send_gradient";
+    case InstructionKind::reduce_gradients: return "reduce_gradients";
+    case InstructionKind::optimizer_step: return "optimizer_step";
+  }
+  return "unknown";
+}
+
+namespace {
+
+void require(bool ok, const std::string& expected, const std::string& hint = "") {
+  if (!ok) throw Error("", "schedule", expected, hint);
+}
+
+void check_shape(const detail::ScheduleShape& shape) {
+  const std::string kind = to_string(shape.kind);
+  require(shape.groups >= 1,
+          "at least 1 pipeline group (got " + std::to_string(shape.groups) + ")");
+  require(shape.chunks >= 1, "chunks >= 1 (got " + std::to_string(shape.chunks) + ")");
+  require(shape.micro_batches >= 1,
+          "micro_batches >= 1 (got " + std::to_string(shape.micro_batches) + ")");
+  const bool single_chunk =
+      shape.kind == ScheduleKind::gpipe || shape.kind == ScheduleKind::one_f_one_b;
+  require(!single_chunk || shape.chunks == 1,
+          kind + " runs one chunk per group (got chunks " + std::to_string(shape.chunks) + ")",
+          "use interleaved-1f1b or wave for several chunks per group");
+  require(shape.kind != ScheduleKind::interleaved_1f1b ||
+              shape.micro_batches % shape.groups == 0,
+          "interleaved-1f1b needs micro_batches divisible by the pipeline groups (got " +
+              std::to_string(shape.micro_batches) + " micro-batches over " +
+              std::to_string(shape.groups) + " groups)",
+          "use a multiple of " + std::to_string(shape.groups) + " micro-batches, or 1f1b/wave");
+}
+
+/// Appends one compute op with its receive before and its send after, when the neighbouring
+/// stage (the input's for forwards, the output gradient's for backwards) is on another group.
+void emit_compute(const detail::ComputeOp& op, const std::vector<int>& group_of, int group,
+                  std::vector<Instruction>* out) {
+  const int last = static_cast<int>(group_of.size()) - 1;
+  const bool remote_before = op.stage > 0 && group_of[op.stage - 1] != group;
+  const bool remote_after = op.stage < last && group_of[op.stage + 1] != group;
+  const bool recv = op.forward ? remote_before : remote_after;
+  const bool send = op.forward ? remote_after : remote_before;
+  using K = InstructionKind;
+  if (recv) out->push_back({op.forward ? K::recv_activation : K::recv_gradient, op.stage,
+                            op.micro_batch});
+  out->push_back({op.forward ? K::forward : K::backward, op.stage, op.micro_batch});
+  if (send) out->push_back({op.forward ? K::send_activation : K::send_gradient, op.stage,
+                            op.micro_batch});
+}
+
+}  // namespace
+
+ScheduleProgram generate_schedule(ScheduleKind kind, int groups, int chunks, int micro_batches) {
+  const detail::ScheduleShape shape{kind, groups, chunks, micro_batches};
+  check_shape(shape);
+  const detail::ComputeOrders orders = kind == ScheduleKind::wave
+                                           ? detail::wave_orders(shape)
+                                           : detail::one_f_one_b_orders(shape);
+  std::vector<int> group_of(shape.stages());
+  for (int s = 0; s < shape.stages(); ++s) group_of[s] = group_of_stage(kind, groups, chunks, s);
+
+  ScheduleProgram program;
+  program.groups.resize(groups);
+  for (int s = 0; s < shape.stages(); ++s) program.groups[group_of[s]].stages.push_back(s);
+  for (int g = 0; g < groups; ++g) {
+    GroupProgram& gp = program.groups[g];
+    gp.group = g;
+    for (const detail::ComputeOp& op : orders[g]) emit_compute(op, group_of, g, &gp.instructions);
+    for (auto s = gp.stages.rbegin(); s != gp.stages.rend(); ++s) {
+      gp.instructions.push_back({InstructionKind::reduce_gradients, *s, -1});
+      gp.instructions.push_back({InstructionKind::optimizer_step, *s, -1});
+    }
+  }
+  return program;
+}
+
+ScheduleProgram generate_schedule(const Plan& plan) {
+  try {
+    const int chunks = plan.schedule.chunks;
+    const int stages = static_cast<int>(plan.stages.size());
+    require(chunks >= 1, "chunks >= 1 (got " + std::to_string(chunks) + ")");
+    require(stages >= 1 && stages % chunks == 0,
+            "a stage count divisible by chunks (got " + std::to_string(stages) +
+                " stages, chunks " + std::to_string(chunks) + ")");
+    return generate_schedule(plan.schedule.kind, plan.pipeline_groups(), chunks,
+                             plan.micro_batches);
+  } catch (const Error& e) {
+    if (plan.source_file.empty()) throw;
+    throw Error(plan.source_file, e.yaml_path(), e.expected(), e.hint());
+  }
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,186 @@
+// File: search_estimate.cpp
+// AnalyticModel: closed-form compute, communication and memory costs used to order and prune
+// candidate plans before the simulator ranks them.
+#include "whale/plan/search_estimate.h"
+
+#include <algorithm>
+
+namespace whale::plan {
+namespace {
+
+// Bytes per parameter of the optimizer state (AdamW: fp32 master copy and two moments for
+// mixed precision; two moments when training in fp32).
+double optimizer_bytes_per_param(Precision p) {
+  return bytes_per_element(p) >= 4 ? 8.0 : 12.0;
+}
+
+// Ring all-reduce of `bytes` over n ranks.
+Seconds ring_allreduce_s(const Link& link, int n, Bytes bytes) {
+  if (n <= 1 || bytes <= 0) return 0.0;
+  return 2.0 * (n - 1) * link.latency_s + 2.0 * (n - 1) / n * bytes / link.bandwidth_bytes_per_s;
+}
+
+void push_prefix(std::vector<double>& v, double x) { v.push_back(v.back() + x); }
+
+// The ops selective recomputation redoes (the attention core), by name as the simulator names
+// them: scores, softmax, attention dropout, context.
+bool attention_core(const std::string& name) {
+  for (const char* part : {"score", "softmax", "attention_dropout", "attn_dropout", "context"}) {
+    if (name.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model)
+    : cluster_(cluster), model_(model), precision_(model.training.precision) {
+  for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_replicated_,
+                  &act_split_, &act_attention_, &act_input_}) {
+    v->assign(1, 0.0);
+  }
+  for (const Layer& l : model.layers) {
+    push_prefix(params_split_, l.parameters - l.parameters_replicated);
+    push_prefix(params_replicated_, l.parameters_replicated);
+    push_prefix(tp_bytes_, l.tp_allreduce_bytes);
+    push_prefix(tp_ops_, l.tp_allreduce_bytes > 0 ? 1.0 : 0.0);
+    push_prefix(act_replicated_, l.activation_bytes_replicated);
+    push_prefix(act_split_, l.activation_bytes_split);
+    push_prefix(act_attention_, l.activation_bytes_attention);
+    push_prefix(act_input_, l.input_bytes);
+  }
+  act_max_.assign(1, {});
+  for (const Layer& l : model.layers) {
+    act_max_[0].push_back(l.activation_bytes_replicated + l.activation_bytes_split + l.activation_bytes_attention);
+  }
+  for (size_t k = 1; (size_t{1} << k) <= model.layers.size(); ++k) {
+    const auto& prev = act_max_[k - 1];
+    std::vector<double> level;
+    for (size_t i = 0; i + (size_t{1} << k) <= model.layers.size(); ++i) {
+      level.push_back(std::max(prev[i], prev[i + (size_t{1} << (k - 1))]));
+    }
+    act_max_.push_back(std::move(level));
+  }
+}
+
+const ComputeTable& AnalyticModel::table(const std::string& device_model, int tp, int share) {
+  size_t index = 0;
+  while (index < model_names_.size() && model_names_[index] != device_model) ++index;
+  if (index == model_names_.size()) model_names_.push_back(device_model);
+  const unsigned long long key = (static_cast<unsigned long long>(index) << 48) ^
+                                 (static_cast<unsigned long long>(tp) << 32) ^ static_cast<unsigned>(share);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  const DeviceProfile& prof = cluster_.profiles.at(device_model);
+  const double peak = prof.peak(precision_);
+  const EfficiencyCurve& gemm = prof.gemm_curve(precision_);
+  ComputeTable p;
+  p.forward_s.assign(1, 0.0);
+  p.selective_s.assign(1, 0.0);
+  p.backward_s.assign(1, 0.0);
+  for (const Layer& l : model_.layers) {
+    // Forward: every op once plus a launch; backward: GEMMs twice, memory ops once. Each GEMM
+    // is one batched kernel whose efficiency is read at its total flops.
+    double forward = 0, backward = 0, attention = 0;
+    for (const GemmOp& g : l.gemms) {
+      const double flops = 2.0 * g.m * g.n * g.k * g.count * share / (g.tp_split ? tp : 1);
+      if (flops <= 0) continue;
+      const double s = flops / (peak * std::max(1e-3, gemm.at(flops))) + prof.kernel_launch_s;
+      forward += s;
+      backward += 2.0 * s;
+      if (attention_core(g.name)) attention += s;
+    }
+    for (const MemoryOp& op : l.memory_ops) {
+      const double bytes = op.bytes * share / (op.tp_split ? tp : 1);
+      const double eff = std::max(1e-3, prof.memory_efficiency.at(bytes));
+      const double s = bytes / (prof.memory_bandwidth_bytes_per_s * eff) + prof.kernel_launch_s;
+      forward += s;
+      backward += s;
+      if (attention_core(op.name)) attention += s;
+    }
+    push_prefix(p.forward_s, forward);
+    push_prefix(p.backward_s, backward);
+    push_prefix(p.selective_s, attention);
+  }
+  return cache_.emplace(key, std::move(p)).first->second;
+}
+
+Seconds AnalyticModel::forward_s(const std::string& device_model, int tp, int share, int first,
+                                 int end) {
+  return table(device_model, tp, share).forward(first, end);
+}
+
+Seconds AnalyticModel::backward_s(const std::string& device_model, int tp, int share, int first,
+                                  int end) {
+  return table(device_model, tp, share).backward(first, end);
+}
+
+Seconds AnalyticModel::recompute_s(const std::string& device_model, int tp, int share, int first,
+                                   int end, Recompute r) {
+  return table(device_model, tp, share).recompute(first, end, r);
+}
+
+Seconds AnalyticModel::tp_comm_s(const Link& link, int tp, int share, int first, int end) const {
+  if (tp <= 1) return 0.0;
+  const double ops = range(tp_ops_, first, end);
+  const double bytes = range(tp_bytes_, first, end) * share;
+  return 2.0 * (tp - 1) * link.latency_s * ops + 2.0 * (tp - 1) / tp * bytes / link.bandwidth_bytes_per_s;
+}
+
+Seconds AnalyticModel::dp_comm_s(const Link& link, int tp, int dp, int first, int end) const {
+  const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
+  return ring_allreduce_s(link, dp, params * bytes_per_element(precision_));
+}
+
+double AnalyticModel::act_max_range(int first, int end) const {
+  if (end <= first) return 0.0;
+  int k = 0;
+  while ((2 << k) <= end - first) ++k;
+  return std::max(act_max_[k][first], act_max_[k][end - (1 << k)]);
+}
+
+Bytes AnalyticModel::boundary_bytes(int end) const {
+  return end <= 0 ? 0.0 : model_.layers[end - 1].output_bytes;
+}
+
+MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, int in_flight,
+                                 Recompute r, bool shard_optimizer) const {
+  const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
+  const double elt = bytes_per_element(precision_);
+  const double optimizer = optimizer_bytes_per_param(precision_) / (shard_optimizer ? dp : 1);
+  MemoryNeed need;
+  need.state_bytes = params * (2.0 * elt + optimizer);
+  double per_sample = 0;
+  switch (r) {
+    case Recompute::none:
+      per_sample = range(act_replicated_, first, end) +
+                   (range(act_split_, first, end) + range(act_attention_, first, end)) / tp;
+      break;
+    case Recompute::selective:
+      per_sample = range(act_replicated_, first, end) + range(act_split_, first, end) / tp;
+      break;
+    case Recompute::full: {
+      per_sample = range(act_input_, first, end);
+      const double worst = act_max_range(first, end);
+      per_sample += worst / tp / std::max(1, in_flight);  // one layer rebuilt at a time
+      break;
+    }
+  }
+  need.activation_bytes = per_sample * share * in_flight;
+  return need;
+}
+
+Seconds AnalyticModel::optimizer_s(const std::string& device_model, int first, int end, int tp,
+                                   int dp, bool shard_optimizer) const {
+  const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
+  const double bytes = params * (2.0 * bytes_per_element(precision_) +
+                                 2.0 * optimizer_bytes_per_param(precision_)) /
+                       (shard_optimizer ? dp : 1);
+  return bytes / cluster_.profiles.at(device_model).memory_bandwidth_bytes_per_s;
+}
+
+Bytes AnalyticModel::usable_bytes(const std::string& device_model) const {
+  return cluster_.profiles.at(device_model).memory_bytes - kWorkspaceBytes;
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,289 @@
+// File: search_layout.cpp
+// build_layout: shares, layer partition and memory rungs of one candidate, and its analytic
+// step time (pipeline bottleneck and bubbles, p2p, exposed gradient reduction, optimizer).
+#include "whale/plan/search_layout.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "whale/plan/search_partition.h"
+
+namespace whale::plan {
+namespace {
+
+struct ReplicaClass {
+  std::string model;
+  int share = 0;
+  Link link;
+  const ComputeTable* table = nullptr;
+};
+
+struct ModelShare {     // per device model of a group: its largest share and usable memory
+  std::string model;
+  int share = 0;
+  Bytes usable_bytes = 0;
+};
+
+struct GroupInfo {
+  int tp = 1, dp = 1;
+  std::vector<int> shares;
+  std::vector<ReplicaClass> classes;        // distinct (model, share, link)
+  std::vector<ModelShare> model_max_share;
+  Link dp_link;                              // slowest link between replicas
+  int in_flight = 1;                         // micro-batches of activations per layer kept
+};
+
+// Share of a micro-batch's forward + backward time that is backward (GEMMs twice).
+constexpr double kBackwardShare = 2.0 / 3.0;
+
+int stage_group(const Schedule& schedule, int p, int s) {
+  if (schedule.kind == ScheduleKind::wave && (s / p) % 2 == 1) return p - 1 - s % p;
+  return s % p;
+}
+
+int in_flight_of(const Schedule& sch, int p, int g, int m) {
+  switch (sch.kind) {
+    case ScheduleKind::gpipe: return m;
+    case ScheduleKind::one_f_one_b: return std::min(m, p - g);
+    default: {  // Megatron's interleaving factor: (p - g) + (p - 1) / v, rounded up
+      const int extra = (p - 1 + sch.chunks - 1) / sch.chunks;
+      return std::min(m, p - g + extra);
+    }
+  }
+}
+
+GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, const Choice& c, int index, int p,
+                     bool even) {
+  GroupInfo info;
+  info.tp = g.tp;
+  info.dp = g.dp();
+  const int nominal = std::max(1, c.micro_batch_size / info.dp);
+  std::vector<double> kind_speed;
+  for (const ReplicaKind& k : g.kinds) kind_speed.push_back(1.0 / an.forward_s(k.model, g.tp, nominal, 0, an.layers()));
+  std::vector<double> speeds;
+  for (int k : g.replica_kind) speeds.push_back(kind_speed[k]);
+  info.shares = even ? even_shares(c.micro_batch_size, info.dp)
+                     : proportional_shares(c.micro_batch_size, speeds);
+  info.dp_link = g.dp_link;
+  std::vector<std::pair<int, int>> seen;  // (kind, share)
+  for (int r = 0; r < info.dp; ++r) {
+    const std::pair<int, int> key{g.replica_kind[r], info.shares[r]};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    const ReplicaKind& k = g.kinds[key.first];
+    info.classes.push_back({k.model, key.second, k.intra_link, &an.table(k.model, g.tp, key.second)});
+    auto it = std::find_if(info.model_max_share.begin(), info.model_max_share.end(),
+                           [&](const ModelShare& e) { return e.model == k.model; });
+    if (it == info.model_max_share.end()) {
+      info.model_max_share.push_back({k.model, key.second, an.usable_bytes(k.model)});
+    } else {
+      it->share = std::max(it->share, key.second);
+    }
+  }
+  info.in_flight = in_flight_of(c.schedule, p, index, c.micro_batches);
+  return info;
+}
+
+// Transformer-count even split (embedding and head ride with their neighbours).
+std::vector<int> even_boundaries(const Model& model, int stages) {
+  std::vector<int> body;
+  for (int i = 0; i < static_cast<int>(model.layers.size()); ++i) {
+    const LayerKind k = model.layers[i].kind;
+    if (k != LayerKind::embedding && k != LayerKind::head) body.push_back(i);
+  }
+  if (static_cast<int>(body.size()) < stages) return {};
+  std::vector<int> b(1, 0);
+  const int n = static_cast<int>(body.size());
+  for (int s = 1; s < stages; ++s) b.push_back(body[static_cast<size_t>(s) * n / stages]);
+  b.push_back(static_cast<int>(model.layers.size()));
+  return b;
+}
+
+}  // namespace
+
+Recompute rung_recompute(int rung) {
+  return rung >= 3 ? Recompute::full : rung == 2 ? Recompute::selective : Recompute::none;
+}
+
+bool rung_shards(int rung, int dp) { return rung >= 1 && dp > 1; }
+
+Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, const LayoutRules& rules) {
+  const int p = static_cast<int>(st.groups.size());
+  const int v = c.schedule.chunks;
+  const int S = p * v;
+  const int L = an.layers();
+  std::vector<GroupInfo> gi;
+  for (int g = 0; g < p; ++g) gi.push_back(group_info(an, st.groups[g], c, g, p, rules.even_shares));
+  std::vector<int> min_rung(p, 0);
+  for (int g = 0; g < p && g < static_cast<int>(rules.min_rung.size()); ++g) min_rung[g] = rules.min_rung[g];
+  const double inf = std::numeric_limits<double>::infinity();
+
+  // Seconds per micro-batch of stage s over [a, e) at rung r (the slowest replica class).
+  auto time_at = [&](int s, int a, int e, int r) {
+    const int g = stage_group(c.schedule, p, s);
+    double worst = 0;
+    for (const ReplicaClass& rc : gi[g].classes) {
+      const double t = rc.table->forward(a, e) + rc.table->backward(a, e) +
+                       rc.table->recompute(a, e, rung_recompute(r)) +
+                       2.0 * an.tp_comm_s(rc.link, gi[g].tp, rc.share, a, e);
+      worst = std::max(worst, t);
+    }
+    return worst;
+  };
+  // Worst (need - usable) over the group's models at rung r; <= 0 when it fits. A stage of a
+  // group running v chunks gets 1/v of the memory.
+  auto gap_at = [&](int s, int a, int e, int r, Shortfall* out) {
+    const int g = stage_group(c.schedule, p, s);
+    double worst = -inf;
+    for (const ModelShare& ms : gi[g].model_max_share) {
+      const MemoryNeed need = an.memory(a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
+                                        rung_recompute(r), rung_shards(r, gi[g].dp));
+      const double usable = ms.usable_bytes / v;
+      if (need.total() - usable > worst) {
+        worst = need.total() - usable;
+        if (out) *out = Shortfall{need.total() * v, usable * v, need.state_bytes * v, st.groups[g].devices[0], ms.model};
+      }
+    }
+    return worst;
+  };
+  // Stage-aware recomputation: the cheapest rung (>= the group's minimum) at which the stage
+  // fits; -1 when none does.
+  auto rung_for = [&](int s, int a, int e) {
+    const int g = stage_group(c.schedule, p, s);
+    for (int r = min_rung[g]; r <= kMaxRung; ++r) {
+      if (r == 1 && gi[g].dp == 1 && r > min_rung[g]) continue;  // sharding over one replica
+      if (gap_at(s, a, e, r, nullptr) <= 0) return r;
+    }
+    return -1;
+  };
+  auto cost = [&](int s, int a, int e) {
+    const int r = rung_for(s, a, e);
+    return r < 0 ? inf : time_at(s, a, e, r);
+  };
+  double upper = 0;  // every fitting range costs at most this
+  for (int s = 0; s < S; ++s) upper = std::max(upper, time_at(s, 0, L, kMaxRung));
+
+  Layout out;
+  std::vector<int> b;
+  if (!rules.fixed_boundaries.empty()) {
+    b = rules.fixed_boundaries;
+  } else if (rules.even_layers) {
+    b = even_boundaries(an.model(), S);
+  } else {
+    b = partition_layers(L, S, cost, [](int, int, int) { return true; }, upper);
+  }
+  std::vector<int> rungs(S, -1);
+  bool fits = !b.empty();
+  for (int s = 0; s < S && fits; ++s) {
+    rungs[s] = rung_for(s, b[s], b[s + 1]);
+    fits = rungs[s] >= 0;
+  }
+  if (!fits) {
+    // Report the gap at the compute-balanced split with every saving switched on.
+    if (b.empty()) {
+      b = partition_layers(
+          L, S, [&](int s, int a, int e) { return time_at(s, a, e, kMaxRung); }, [](int, int, int) { return true; });
+    }
+    out.shortfall.need_bytes = -1;
+    for (int s = 0; s < S && !b.empty(); ++s) {
+      Shortfall sf;
+      if (gap_at(s, b[s], b[s + 1], kMaxRung, &sf) > out.shortfall.gap() || out.shortfall.need_bytes < 0) out.shortfall = sf;
+    }
+    return out;
+  }
+  if (rules.uniform_rung) std::fill(rungs.begin(), rungs.end(), *std::max_element(rungs.begin(), rungs.end()));
+  out.rungs.assign(p, 0);
+  for (int s = 0; s < S; ++s) {
+    int& gr = out.rungs[stage_group(c.schedule, p, s)];
+    gr = std::max(gr, rungs[s]);
+  }
+
+  // Stages and the analytic step time.
+  out.fits = true;
+  std::vector<double> group_time(p, 0), group_dp(p, 0), group_opt(p, 0);
+  double p2p = 0;
+  for (int s = 0; s < S; ++s) {
+    const int g = stage_group(c.schedule, p, s);
+    Stage stage;
+    stage.first_layer = b[s];
+    stage.end_layer = b[s + 1];
+    stage.devices = st.groups[g].devices;
+    stage.tp = gi[g].tp;
+    stage.shares = gi[g].shares;
+    stage.recompute = rung_recompute(rungs[s]);
+    stage.shard_optimizer = rung_shards(rungs[s], gi[g].dp);
+    out.stages.push_back(stage);
+    group_time[g] += time_at(s, b[s], b[s + 1], rungs[s]);
+    group_dp[g] += an.dp_comm_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
+    double opt = 0;
+    for (const auto& ms : gi[g].model_max_share) {
+      opt = std::max(opt, an.optimizer_s(ms.model, b[s], b[s + 1], gi[g].tp, gi[g].dp, stage.shard_optimizer));
+    }
+    group_opt[g] += opt;
+    if (s + 1 < S) {
+      const int h = stage_group(c.schedule, p, s + 1);
+      if (h != g) {
+        const int most = std::max(*std::max_element(gi[g].shares.begin(), gi[g].shares.end()),
+                                  *std::max_element(gi[h].shares.begin(), gi[h].shares.end()));
+        const Link link = an.cluster().link_between(st.groups[g].devices[0], st.groups[h].devices[0]);
+        p2p += 2.0 * link.time_for(an.boundary_bytes(b[s + 1]) * most);
+      }
+    }
+  }
+  const double slowest = *std::max_element(group_time.begin(), group_time.end());
+  double total = 0;
+  for (double t : group_time) total += t;
+  // Gradient reduction overlaps the last micro-batch's backward (about two thirds of a
+  // group's per-micro-batch time); only the rest is exposed.
+  double exposed_dp = 0;
+  for (int g = 0; g < p; ++g) exposed_dp = std::max(exposed_dp, group_dp[g] - kBackwardShare * group_time[g]);
+  out.estimate_s = c.micro_batches * slowest + (total - slowest) / v + p2p + exposed_dp +
+                   *std::max_element(group_opt.begin(), group_opt.end());
+  return out;
+}
+
+Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batch_size,
+                          int global_batch) {
+  double speed = 0;  // samples per second of all groups, each as if it held the whole model
+  for (const GroupSpec& g : st.groups) {
+    // The largest share any replica can get: more samples never lower the efficiency.
+    const int share = std::max(1, micro_batch_size - g.dp() + 1);
+    std::vector<double> per_sample;
+    for (const ReplicaKind& k : g.kinds) {
+      per_sample.push_back((an.forward_s(k.model, g.tp, share, 0, an.layers()) +
+                            an.backward_s(k.model, g.tp, share, 0, an.layers())) / share);
+    }
+    for (int k : g.replica_kind) speed += 1.0 / per_sample[k];
+  }
+  const int p = static_cast<int>(st.groups.size());
+  const double m = global_batch / micro_batch_size;
+  return global_batch / speed * (1.0 + (p - 1) / (4.0 * m));
+}
+
+double structure_hold_fraction(AnalyticModel& an, const Structure& st) {
+  double held = 0;  // fraction of the model's state the groups can hold
+  for (const GroupSpec& g : st.groups) {
+    const MemoryNeed whole = an.memory(0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1);
+    double usable = std::numeric_limits<double>::infinity();
+    const std::string* last = nullptr;
+    for (int d : g.devices) {
+      const std::string& m = an.cluster().devices[d].model;
+      if (last && *last == m) continue;
+      last = &m;
+      usable = std::min(usable, an.usable_bytes(m));
+    }
+    held += std::min(1.0, usable / whole.state_bytes);
+  }
+  return held;
+}
+
+void apply_layout(Plan& plan, const Choice& choice, const Layout& layout) {
+  plan.precision = plan.model.training.precision;
+  plan.micro_batch_size = choice.micro_batch_size;
+  plan.micro_batches = choice.micro_batches;
+  plan.schedule = choice.schedule;
+  plan.stages = layout.stages;
+}
+
+}  // namespace whale::plan

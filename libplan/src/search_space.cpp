@@ -1,0 +1,303 @@
+// File: search_space.cpp
+// Enumerates the planner's structures (pipelines of device groups with per-model tp degrees)
+// and the per-structure choices (micro-batching, schedule).
+#include "whale/plan/search_space.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "whale/plan/error.h"
+
+namespace whale::plan {
+namespace {
+
+double safe_peak(const DeviceProfile& profile, Precision precision) {
+  try {
+    return profile.peak(precision);
+  } catch (const Error&) {
+    return 0.0;
+  }
+}
+
+// Device models of `devices` in order of first appearance, with their device lists.
+std::vector<std::pair<std::string, std::vector<int>>> by_model(const Cluster& cluster,
+                                                               const std::vector<int>& devices) {
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  for (int d : devices) {
+    const std::string& m = cluster.devices[d].model;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == m; });
+    if (it == out.end()) {
+      out.push_back({m, {d}});
+    } else {
+      it->second.push_back(d);
+    }
+  }
+  return out;
+}
+
+// Near-equal slicing (when p does not divide the device count) is tried up to this depth.
+constexpr int kMaxNearEqualDepth = 16;
+
+std::vector<int> slice(const std::vector<int>& v, int first, int count) {
+  return std::vector<int>(v.begin() + first, v.begin() + first + count);
+}
+
+// Candidate groupings (device lists only) of depth p.
+std::vector<std::vector<std::vector<int>>> groupings(
+    const std::vector<int>& ordered, const std::vector<std::pair<std::string, std::vector<int>>>& models,
+    int p) {
+  std::vector<std::vector<std::vector<int>>> out;
+  const int n = static_cast<int>(ordered.size());
+  if (n % p == 0) {  // equal contiguous slices
+    std::vector<std::vector<int>> g;
+    for (int i = 0; i < p; ++i) g.push_back(slice(ordered, i * (n / p), n / p));
+    out.push_back(g);
+  } else if (p <= kMaxNearEqualDepth) {  // near-equal slices, the first n % p one device larger
+    std::vector<std::vector<int>> g;
+    for (int i = 0, first = 0; i < p; ++i) {
+      const int size = n / p + (i < n % p ? 1 : 0);
+      g.push_back(slice(ordered, first, size));
+      first += size;
+    }
+    out.push_back(g);
+  }
+  if (models.size() < 2) return out;
+  bool striped_ok = true;
+  for (const auto& m : models) striped_ok = striped_ok && static_cast<int>(m.second.size()) % p == 0;
+  if (striped_ok) {  // each group takes an equal slice of every model
+    std::vector<std::vector<int>> g(p);
+    for (const auto& m : models) {
+      const int per = static_cast<int>(m.second.size()) / p;
+      for (int i = 0; i < p; ++i) {
+        auto part = slice(m.second, i * per, per);
+        g[i].insert(g[i].end(), part.begin(), part.end());
+      }
+    }
+    out.push_back(g);
+  }
+  // Type-pure: model t gets p_t >= 1 groups of equal size; enumerate compositions of p.
+  std::vector<int> counts(models.size(), 1);
+  std::function<void(size_t, int)> rec = [&](size_t t, int left) {
+    if (t + 1 == models.size()) {
+      counts[t] = left;
+      std::vector<std::vector<int>> g;
+      for (size_t k = 0; k < models.size(); ++k) {
+        const int size = static_cast<int>(models[k].second.size());
+        if (counts[k] < 1 || size % counts[k] != 0) return;
+        for (int i = 0; i < counts[k]; ++i) g.push_back(slice(models[k].second, i * (size / counts[k]), size / counts[k]));
+      }
+      out.push_back(g);
+      return;
+    }
+    for (int c = 1; c <= left - static_cast<int>(models.size() - t - 1); ++c) {
+      counts[t] = c;
+      rec(t + 1, left - c);
+    }
+  };
+  if (p >= static_cast<int>(models.size())) rec(0, p);
+  return out;
+}
+
+// Every replica of tp consecutive devices lies inside one node.
+bool replicas_in_nodes(const Cluster& cluster, const std::vector<int>& devices, int tp) {
+  if (static_cast<int>(devices.size()) % tp != 0) return false;
+  for (size_t r = 0; r < devices.size(); r += tp) {
+    for (int k = 1; k < tp; ++k) {
+      if (cluster.devices[devices[r + k]].node != cluster.devices[devices[r]].node) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void finish_group(const Cluster& cluster, GroupSpec& g) {
+  g.kinds.clear();
+  g.replica_kind.clear();
+  g.dp_link = cluster.nodes[cluster.devices[g.devices[0]].node].intra_link;
+  int last_node = -1;
+  std::set<int> nodes;
+  for (int r = 0; r < g.dp(); ++r) {
+    const Device& d = cluster.devices[g.devices[r * g.tp]];
+    const Link& intra = cluster.nodes[d.node].intra_link;
+    size_t k = 0;
+    while (k < g.kinds.size() &&
+           !(g.kinds[k].model == d.model && g.kinds[k].intra_link.bandwidth_bytes_per_s == intra.bandwidth_bytes_per_s &&
+             g.kinds[k].intra_link.latency_s == intra.latency_s)) {
+      ++k;
+    }
+    if (k == g.kinds.size()) g.kinds.push_back(ReplicaKind{d.model, intra});
+    g.replica_kind.push_back(static_cast<int>(k));
+    if (d.node != last_node && nodes.insert(d.node).second && r > 0) {
+      const Link l = cluster.link_between(g.devices[0], g.devices[r * g.tp]);
+      if (l.bandwidth_bytes_per_s < g.dp_link.bandwidth_bytes_per_s) g.dp_link = l;
+    }
+    last_node = d.node;
+  }
+}
+
+int Structure::max_dp() const {
+  int m = 1;
+  for (const auto& g : groups) m = std::max(m, g.dp());
+  return m;
+}
+
+std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>& usable,
+                                 Precision precision) {
+  std::set<int> keep(usable.begin(), usable.end());
+  // One key per (node, model) block so that a mixed node contributes its blocks separately.
+  using Key = std::tuple<double, double, int, int>;  // -memory, -peak, node, first device
+  std::map<Key, std::vector<int>> blocks;
+  std::map<std::pair<int, std::string>, Key> key_of;
+  for (int d : usable) {
+    const Device& dev = cluster.devices[d];
+    auto id = std::make_pair(dev.node, dev.model);
+    if (!key_of.count(id)) {
+      const DeviceProfile& prof = cluster.profiles.at(dev.model);
+      key_of[id] = Key{-prof.memory_bytes, -safe_peak(prof, precision), dev.node, d};
+    }
+  }
+  for (const Node& node : cluster.nodes) {
+    for (int d : node.device_ids) {
+      if (!keep.count(d)) continue;
+      blocks[key_of.at({cluster.devices[d].node, cluster.devices[d].model})].push_back(d);
+    }
+  }
+  std::vector<int> out;
+  for (const auto& b : blocks) out.insert(out.end(), b.second.begin(), b.second.end());
+  return out;
+}
+
+std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model& model,
+                                            const SpaceLimits& limits) {
+  const std::vector<int> ordered = ordered_devices(cluster, limits.devices, model.training.precision);
+  const auto models = by_model(cluster, ordered);
+  const int n = static_cast<int>(ordered.size());
+  const int layers = static_cast<int>(model.layers.size());
+  // tp options per model: powers of two dividing heads (any for a listed model), <= the most
+  // devices of that model in one node.
+  std::vector<std::vector<int>> tp_options;
+  for (const auto& m : models) {
+    std::map<int, int> per_node;
+    for (int d : m.second) per_node[cluster.devices[d].node]++;
+    int most = 0;
+    for (const auto& e : per_node) most = std::max(most, e.second);
+    std::vector<int> opts;
+    for (int tp = 1; tp <= most; tp *= 2) {
+      if (model.heads > 0 && model.heads % tp != 0) continue;
+      opts.push_back(tp);
+    }
+    tp_options.push_back(opts);
+  }
+  std::vector<Structure> out;
+  std::set<unsigned long long> seen;  // FNV-1a hashes of (devices, tp) of every group
+  for (int p = 1; p <= std::min(n, layers); ++p) {
+    if (limits.max_pipeline_depth > 0 && p > limits.max_pipeline_depth) break;
+    if (limits.fixed_stages > 0 && limits.fixed_stages % p != 0) continue;
+    for (const auto& grouping : groupings(ordered, models, p)) {
+      std::vector<size_t> pick(models.size(), 0);
+      while (true) {
+        Structure s;
+        bool ok = true;
+        std::string tp_label;
+        for (size_t t = 0; t < models.size(); ++t) {
+          tp_label += (t ? "," : "") + models[t].first + ":" + std::to_string(tp_options[t][pick[t]]);
+        }
+        for (const auto& devs : grouping) {
+          int tp = 0;
+          for (int d : devs) {
+            size_t t = 0;
+            while (models[t].first != cluster.devices[d].model) ++t;
+            const int want = tp_options[t][pick[t]];
+            if (tp != 0 && tp != want) ok = false;
+            tp = want;
+          }
+          if (!ok) break;
+          // A group the model's degree does not fit (an uneven slice) takes the largest
+          // smaller power of two that does.
+          while (tp > 1 && !replicas_in_nodes(cluster, devs, tp)) tp /= 2;
+          s.groups.push_back(GroupSpec{devs, tp, {}, {}, {}});
+        }
+        if (ok) {
+          unsigned long long sig = 1469598103934665603ull;
+          auto mix = [&](long long x) { sig = (sig ^ static_cast<unsigned long long>(x)) * 1099511628211ull; };
+          for (const auto& g : s.groups) {
+            mix(-g.tp);
+            for (int d : g.devices) mix(d);
+          }
+          if (seen.insert(sig).second) {
+            for (auto& g : s.groups) finish_group(cluster, g);
+            s.label = "p" + std::to_string(p) + " tp[" + tp_label + "]";
+            out.push_back(std::move(s));
+          }
+        }
+        size_t t = 0;
+        while (t < pick.size() && ++pick[t] == tp_options[t].size()) pick[t++] = 0;
+        if (t == pick.size()) break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Structure> uniform_structures(const Cluster& cluster, const Model& model,
+                                          const std::vector<int>& devices) {
+  const int n = static_cast<int>(devices.size());
+  std::vector<Structure> out;
+  for (int p = 1; p <= std::min(n, static_cast<int>(model.layers.size())); ++p) {
+    if (n % p != 0) continue;
+    for (int tp = 1; tp <= n / p; tp *= 2) {
+      if ((n / p) % tp != 0 || (model.heads > 0 && model.heads % tp != 0)) continue;
+      Structure s;
+      for (int g = 0; g < p; ++g) s.groups.push_back(GroupSpec{slice(devices, g * (n / p), n / p), tp, {}, {}, {}});
+      bool ok = true;
+      for (const auto& g : s.groups) ok = ok && replicas_in_nodes(cluster, g.devices, tp);
+      if (!ok) continue;
+      for (auto& g : s.groups) finish_group(cluster, g);
+      s.label = "uniform pp" + std::to_string(p) + " tp" + std::to_string(tp) + " dp" + std::to_string(n / p / tp);
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+std::vector<Choice> enumerate_choices(const Structure& structure, const Model& model,
+                                      int global_batch, const SpaceLimits& limits) {
+  auto allowed = [&](ScheduleKind k) {
+    return limits.schedules.empty() ||
+           std::find(limits.schedules.begin(), limits.schedules.end(), k) != limits.schedules.end();
+  };
+  const int p = static_cast<int>(structure.groups.size());
+  const int layers = static_cast<int>(model.layers.size());
+  std::vector<Choice> out;
+  for (int b = structure.max_dp(); b <= global_batch; ++b) {
+    if (global_batch % b != 0) continue;
+    const int m = global_batch / b;
+    auto add = [&](ScheduleKind kind, int chunks) {
+      const int stages = p * chunks;
+      if (limits.fixed_stages > 0 && stages != limits.fixed_stages) return;
+      out.push_back(Choice{b, m, Schedule{kind, chunks}});
+    };
+    if (p == 1) {  // one group: gpipe only differs by holding more activations
+      if (allowed(ScheduleKind::one_f_one_b)) {
+        add(ScheduleKind::one_f_one_b, 1);
+      } else if (allowed(ScheduleKind::gpipe)) {
+        add(ScheduleKind::gpipe, 1);
+      }
+      continue;
+    }
+    if (allowed(ScheduleKind::one_f_one_b)) add(ScheduleKind::one_f_one_b, 1);
+    if (allowed(ScheduleKind::gpipe)) add(ScheduleKind::gpipe, 1);
+    for (int v : limits.chunk_options) {
+      if (p * v > layers) continue;
+      if (allowed(ScheduleKind::interleaved_1f1b) && m % p == 0) add(ScheduleKind::interleaved_1f1b, v);
+      if (allowed(ScheduleKind::wave) && m % p == 0) add(ScheduleKind::wave, v);
+    }
+  }
+  return out;
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,33 @@
+// File: spec_yaml.h
+// Private parse/emit entry points of the spec readers, shared by the file loaders and by the
+// plan reader, which may embed a cluster and a model. Private to libplan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "whale/plan/cluster.h"
+#include "whale/plan/device_profile.h"
+#include "whale/plan/model.h"
+#include "yaml_reader.h"
+
+namespace whale::plan {
+
+/// A profile from its YAML mapping (the name must match `expected_name` when not empty).
+DeviceProfile parse_device_profile(const YamlField& root, const std::string& expected_name);
+/// Names of the profiles (`*.yaml` stems) in a folder, sorted.
+std::vector<std::string> available_profiles(const std::string& profiles_dir);
+
+/// A cluster from its YAML mapping; device models are resolved in `profiles_dir`.
+Cluster parse_cluster(const YamlField& root, const std::string& profiles_dir);
+/// Emits the cluster as one mapping, one node entry per node.
+void emit_cluster(YAML::Emitter& out, const Cluster& cluster);
+
+/// A model from its YAML mapping; family models get their layers at the training precision.
+Model parse_model(const YamlField& root);
+/// Emits the model as one mapping.
+void emit_model(YAML::Emitter& out, const Model& model);
+
+}  // namespace whale::plan

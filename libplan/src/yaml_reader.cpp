@@ -1,0 +1,209 @@
+// File: yaml_reader.cpp
+// The strict YAML reader: type, key and range checks with file + YAML path in every error.
+#include "yaml_reader.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "whale/plan/error.h"
+
+namespace whale::plan {
+namespace {
+
+std::string line_suffix(const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null() || mark.line < 0) return "";
+  return " (line " + std::to_string(mark.line + 1) + ")";
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+std::string describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsMap()) return "a mapping";
+  if (node.IsSequence()) return "a list";
+  return "'" + node.Scalar() + "'";
+}
+
+}  // namespace
+
+std::string YamlField::key_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+void YamlField::fail(const std::string& expected, const std::string& hint) const {
+  throw Error(file_, path_, expected + line_suffix(node_), hint);
+}
+
+void YamlField::expect_keys(const std::vector<std::string>& allowed) const {
+  if (!node_.IsMap()) fail("expected a mapping, got " + describe(node_));
+  std::vector<std::string> seen;
+  for (const auto& entry : node_) {
+    const std::string key = entry.first.Scalar();
+    for (const std::string& s : seen) {
+      if (s == key) YamlField(entry.first, file_, key_path(key)).fail("key '" + key + "' is given twice");
+    }
+    seen.push_back(key);
+    bool known = false;
+    for (const std::string& a : allowed) known = known || a == key;
+    if (!known) {
+      YamlField(entry.first, file_, key_path(key))
+          .fail("unknown key '" + key + "'", "allowed keys: " + join(allowed));
+    }
+  }
+}
+
+bool YamlField::has(const std::string& key) const {
+  return node_.IsMap() && node_[key].IsDefined();
+}
+
+YamlField YamlField::get(const std::string& key) const {
+  if (!node_.IsMap()) fail("expected a mapping with '" + key + "', got " + describe(node_));
+  YAML::Node child = node_[key];
+  if (!child.IsDefined()) {
+    throw Error(file_, key_path(key), "missing field '" + key + "'" + line_suffix(node_),
+                "add '" + key + ":' to " + (path_.empty() ? "the top level" : path_));
+  }
+  return YamlField(child, file_, key_path(key));
+}
+
+std::vector<std::string> YamlField::keys() const {
+  if (!node_.IsMap()) fail("expected a mapping, got " + describe(node_));
+  std::vector<std::string> out;
+  for (const auto& entry : node_) out.push_back(entry.first.Scalar());
+  return out;
+}
+
+std::vector<YamlField> YamlField::elements() const {
+  if (!node_.IsSequence()) fail("expected a list, got " + describe(node_));
+  std::vector<YamlField> out;
+  for (std::size_t i = 0; i < node_.size(); ++i) {
+    out.emplace_back(node_[i], file_, path_ + "[" + std::to_string(i) + "]");
+  }
+  return out;
+}
+
+std::string YamlField::text() const {
+  if (!node_.IsScalar()) fail("expected a string, got " + describe(node_));
+  return node_.Scalar();
+}
+
+double YamlField::number() const {
+  if (!node_.IsScalar()) fail("expected a number, got " + describe(node_));
+  const std::string& s = node_.Scalar();
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno != 0 || !std::isfinite(value)) {
+    fail("expected a number, got '" + s + "'");
+  }
+  return value;
+}
+
+double YamlField::positive_number() const {
+  const double value = number();
+  if (!(value > 0)) fail("expected a positive number, got '" + node_.Scalar() + "'");
+  return value;
+}
+
+double YamlField::non_negative_number() const {
+  const double value = number();
+  if (value < 0) fail("expected a number >= 0, got '" + node_.Scalar() + "'");
+  return value;
+}
+
+int YamlField::integer() const {
+  if (!node_.IsScalar()) fail("expected an integer, got " + describe(node_));
+  const std::string& s = node_.Scalar();
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0 || value > 2147483647LL || value < -2147483647LL) {
+    fail("expected an integer, got '" + s + "'");
+  }
+  return static_cast<int>(value);
+}
+
+int YamlField::positive_integer() const {
+  const int value = integer();
+  if (value <= 0) fail("expected a positive integer, got '" + node_.Scalar() + "'");
+  return value;
+}
+
+int YamlField::non_negative_integer() const {
+  const int value = integer();
+  if (value < 0) fail("expected an integer >= 0, got '" + node_.Scalar() + "'");
+  return value;
+}
+
+bool YamlField::boolean() const {
+  if (node_.IsScalar()) {
+    const std::string& s = node_.Scalar();
+    if (s == "true") return true;
+    if (s == "false") return false;
+  }
+  fail("expected true or false, got " + describe(node_));
+}
+
+std::string YamlField::text_or(const std::string& key, const std::string& fallback) const {
+  return has(key) ? get(key).text() : fallback;
+}
+
+int YamlField::positive_integer_or(const std::string& key, int fallback) const {
+  return has(key) ? get(key).positive_integer() : fallback;
+}
+
+double YamlField::positive_number_or(const std::string& key, double fallback) const {
+  return has(key) ? get(key).positive_number() : fallback;
+}
+
+bool YamlField::boolean_or(const std::string& key, bool fallback) const {
+  return has(key) ? get(key).boolean() : fallback;
+}
+
+YamlField parse_yaml_text(const std::string& text, const std::string& file) {
+  try {
+    return YamlField(YAML::Load(text), file, "");
+  } catch (const YAML::Exception& e) {
+    throw Error(file, "",
+                "malformed YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
+                    std::to_string(e.mark.column + 1) + ": " + e.msg,
+                "check the indentation and the ':' and '-' around that line");
+  }
+}
+
+YamlField load_yaml_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path, "", "cannot open the file", "check that the path exists");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_yaml_text(text.str(), path);
+}
+
+std::string parent_folder(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string resolve_path(const std::string& folder, const std::string& relative) {
+  if (relative.empty() || relative[0] == '/' || folder.empty() || folder == ".") return relative;
+  return folder + "/" + relative;
+}
+
+std::string file_stem(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::size_t dot = name.find_last_of('.');
+  return dot == std::string::npos ? name : name.substr(0, dot);
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,35 @@
+// File: collective_cost.h
+// Communication costs over the cluster's links (alpha-beta): ring collectives, hierarchical
+// all-reduce across nodes bounded by the slowest link, and point-to-point transfers.
+#pragma once
+
+#include <vector>
+
+#include "whale/plan/cluster.h"
+#include "whale/plan/units.h"
+
+namespace whale::sim {
+
+/// Ring all-reduce of `bytes` over n ranks on one link kind:
+/// 2(n-1)/n * bytes / bandwidth + 2(n-1) * latency. 0 when n <= 1 or bytes <= 0.
+Seconds ring_allreduce_s(Bytes bytes, int ranks, const plan::Link& link);
+/// Ring reduce-scatter (or all-gather) of `bytes`: (n-1)/n * bytes / bandwidth + (n-1) * latency.
+Seconds ring_reduce_scatter_s(Bytes bytes, int ranks, const plan::Link& link);
+
+/// The network share of one device on `node`: the node's network bandwidth divided evenly among
+/// the node's devices (every group of a stage communicates at once), the network's latency.
+plan::Link device_network_share(const plan::Cluster& cluster, int node);
+
+/// All-reduce of `bytes` among `devices` (each holds all `bytes`).
+/// - All on one node: a ring over that node's intra link.
+/// - Across nodes: hierarchical. With k = the most group devices on one node and N nodes:
+///   intra-node reduce-scatter (k ranks), an inter-node ring all-reduce of bytes/k run by each
+///   local rank over its network share (N ranks), an intra-node all-gather. Each phase uses the
+///   slowest link of its kind among the nodes involved (lowest bandwidth, highest latency).
+Seconds allreduce_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes);
+
+/// A point-to-point transfer of `bytes` from device a to device b on
+/// Cluster::link_between(a, b); 0 when a == b or bytes <= 0.
+Seconds p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Bytes bytes);
+
+}  // namespace whale::sim

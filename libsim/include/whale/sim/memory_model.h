@@ -1,0 +1,61 @@
+// File: memory_model.h
+// Memory per device: weights, gradients, optimizer state (sharded or not), activations kept
+// in flight under the schedule program (with recomputation), and workspace.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "whale/plan/plan.h"
+#include "whale/plan/schedule_program.h"
+#include "whale/plan/units.h"
+
+namespace whale::sim {
+
+/// Bytes per parameter of model state. Mixed precision (fp16/bf16) Adam as Megatron:
+/// weights 2 + gradients 2 + fp32 master weights, m and v 12 = 16. fp32/tf32 Adam: 4 + 4 + 8.
+/// SGD (momentum) keeps one state instead of two.
+struct StateBytesPerParam {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+};
+/// Throws whale::Error for an unknown optimizer (known: adam, adamw, sgd).
+StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::string& optimizer);
+
+/// Parameters one tp shard holds of `layer`.
+double parameters_per_device(const plan::Layer& layer, int tp);
+
+/// Activation bytes one sample of a micro-batch keeps in a layer until its backward:
+/// none: activation_bytes(tp); selective: minus activation_bytes_attention / tp;
+/// full: input_bytes (the checkpoint).
+Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute);
+
+/// Bytes per sample that recomputing one layer materialises again during its backward:
+/// full: the layer's activation_bytes(tp); selective: its attention part / tp; none: 0.
+Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute);
+
+struct MemoryBreakdown {
+  Bytes weights_bytes = 0;
+  Bytes gradients_bytes = 0;
+  Bytes optimizer_bytes = 0;
+  Bytes activations_bytes = 0;  // at the program's peak of in-flight micro-batches, plus the
+                                // one-layer transient of recomputation
+  Bytes workspace_bytes = 0;
+  int peak_in_flight = 0;       // micro-batches in flight at that peak (all stages of the group)
+  Bytes total_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes +
+           workspace_bytes;
+  }
+};
+
+/// Memory of one device of replica `replica` of the group that runs `program` (every stage of
+/// the program, as a group may run several). The in-flight count is taken from the program:
+/// forwards minus backwards so far, per stage, weighted by each stage's kept bytes.
+MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
+                               int replica, Bytes workspace_bytes);
+
+/// The most micro-batches of `stage` in flight at once in `program`.
+int peak_in_flight(const plan::GroupProgram& program, int stage);
+
+}  // namespace whale::sim

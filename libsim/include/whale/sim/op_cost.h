@@ -1,0 +1,48 @@
+// File: op_cost.h
+// Op costs: the time of one layer's forward, backward and recomputation on one device model,
+// at a tensor-parallel degree and a number of samples, from the profile's efficiency curves.
+#pragma once
+
+#include <string>
+
+#include "whale/plan/device_profile.h"
+#include "whale/plan/model.h"
+#include "whale/plan/plan.h"
+#include "whale/plan/units.h"
+
+namespace whale::sim {
+
+/// Flops one device executes for `gemm` over `samples` samples at tp degree `tp`:
+/// 2*m*n*k*count*samples, divided by tp when the GEMM is tp_split.
+Flops gemm_flops(const plan::GemmOp& gemm, int tp, double samples);
+
+/// Kernel time of one forward GEMM (no launch): flops / (peak(precision) * curve.at(flops)).
+/// The op runs as one batched kernel over its count x samples products, so the efficiency
+/// curve is read at the flops of that kernel. 0 for a GEMM of no flops.
+Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profile,
+                      plan::Precision precision, int tp, double samples);
+
+/// Kernel time of one forward memory-bound op (no launch):
+/// bytes / (memory bandwidth * memory_efficiency.at(bytes)), bytes divided by tp if tp_split.
+Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& profile, int tp,
+                        double samples);
+
+/// Whether a named op belongs to the attention core (scores, softmax, attention dropout,
+/// context): what selective recomputation recomputes and what it does not keep.
+bool is_attention_core(const std::string& op_name);
+
+/// Compute time of one layer on one device (tp communication excluded).
+struct LayerCost {
+  Seconds forward_s = 0;    // every GEMM and memory op once, plus one launch each
+  Seconds backward_s = 0;   // GEMMs twice (input and weight gradients, two launches) plus
+                            // memory ops once; recomputation excluded
+  Seconds recompute_s = 0;  // full: forward_s again; selective: the attention core's forward;
+                            // none: 0
+  Flops forward_flops = 0;  // GEMM flops this device executes in one forward
+};
+
+LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profile,
+                     plan::Precision precision, int tp, double samples,
+                     plan::Recompute recompute);
+
+}  // namespace whale::sim

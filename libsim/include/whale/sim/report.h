@@ -1,0 +1,28 @@
+// File: report.h
+// Renders an Estimate of a plan for people (text) and for programs (JSON). Deterministic:
+// the same plan and estimate give byte-identical text. Shared by whale-sim and whale-plan.
+#pragma once
+
+#include <string>
+
+#include "whale/plan/cost_model.h"
+#include "whale/plan/plan.h"
+
+namespace whale::sim {
+
+/// A readable summary (step time, throughput, MFU, bubble, breakdown, memory) followed by a
+/// per-stage table: layers, devices, dp x tp, shares, recomputation, peak memory / capacity
+/// of the stage's fullest device. Ends with a newline.
+std::string format_text_report(const plan::Plan& plan, const plan::Estimate& estimate);
+
+/// One JSON object: step_time_s, samples_per_s, tokens_per_s, mfu, bubble_fraction, fits,
+/// model_flops_per_step, breakdown{...}, stages[...], devices[{id, model, peak_memory_bytes,
+/// capacity_bytes, busy_s, achieved_tflops}]. Ends with a newline.
+std::string format_json_report(const plan::Plan& plan, const plan::Estimate& estimate);
+
+/// A number as the reports print it: up to 9 significant digits, "%.9g".
+std::string format_number(double value);
+/// Bytes as the reports print them: rounded to a whole number, "%.0f".
+std::string format_bytes(double bytes);
+
+}  // namespace whale::sim

@@ -1,0 +1,44 @@
+// File: simulator.h
+// Simulator: libsim's CostModel. Runs a plan's schedule program in a discrete-event engine
+// over op, collective and memory models and returns step time, memory and breakdown.
+#pragma once
+
+#include <cstdint>
+
+#include "whale/plan/cost_model.h"
+#include "whale/plan/units.h"
+
+namespace whale::sim {
+
+struct SimulatorOptions {
+  /// Share of each tensor-parallel all-reduce hidden behind compute, in [0, 1]. 0 is Megatron
+  /// (all-reduces on the critical path); > 0 models Merak's sub-pipelined TP.
+  double tp_overlap = 0.0;
+  /// Gradients are reduced across dp in buckets of this size, each started as soon as the last
+  /// micro-batch's backward has produced it (overlapped with that backward).
+  Bytes dp_bucket_bytes = 200e6;
+  /// Fixed per-device allowance for framework, allocator and kernel workspace.
+  Bytes workspace_bytes = 2.0 * kBytesPerGiB;
+};
+
+/// Counters of one evaluation, for benchmarks.
+struct SimulationStats {
+  std::uint64_t engine_events = 0;  // queue events plus executed instructions of all replica units
+  int replica_units = 0;            // simulated (group, replica) units; their tp devices share one
+};
+
+class Simulator : public plan::CostModel {
+ public:
+  explicit Simulator(SimulatorOptions options = {});
+  /// See CostModel::evaluate. The plan must be valid (plan::validate_plan).
+  plan::Estimate evaluate(const plan::Plan& plan,
+                          const plan::EvaluateOptions& options) const override;
+  /// As evaluate, and fills `stats` when it is not null.
+  plan::Estimate evaluate(const plan::Plan& plan, const plan::EvaluateOptions& options,
+                          SimulationStats* stats) const;
+
+ private:
+  SimulatorOptions options_;
+};
+
+}  // namespace whale::sim

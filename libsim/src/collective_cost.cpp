@@ -1,0 +1,64 @@
+// File: collective_cost.cpp
+// Alpha-beta ring collectives, the hierarchical all-reduce across nodes, and point-to-point.
+#include "whale/sim/collective_cost.h"
+
+#include <algorithm>
+#include <map>
+
+namespace whale::sim {
+namespace {
+
+/// The slower of two links: lower bandwidth, and the higher latency of the two.
+plan::Link slowest(const plan::Link& a, const plan::Link& b) {
+  plan::Link out = a.bandwidth_bytes_per_s <= b.bandwidth_bytes_per_s ? a : b;
+  out.latency_s = std::max(a.latency_s, b.latency_s);
+  return out;
+}
+
+}  // namespace
+
+Seconds ring_allreduce_s(Bytes bytes, int ranks, const plan::Link& link) {
+  return 2.0 * ring_reduce_scatter_s(bytes, ranks, link);
+}
+
+Seconds ring_reduce_scatter_s(Bytes bytes, int ranks, const plan::Link& link) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const double steps = ranks - 1;
+  return steps / ranks * bytes / link.bandwidth_bytes_per_s + steps * link.latency_s;
+}
+
+plan::Link device_network_share(const plan::Cluster& cluster, int node) {
+  const plan::Node& n = cluster.nodes.at(node);
+  plan::Link share = n.network;
+  share.bandwidth_bytes_per_s /= std::max<std::size_t>(1, n.device_ids.size());
+  return share;
+}
+
+Seconds allreduce_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes) {
+  if (devices.size() <= 1 || bytes <= 0) return 0;
+  std::map<int, int> members_per_node;
+  for (int d : devices) ++members_per_node[cluster.devices.at(d).node];
+  int local_ranks = 0;
+  plan::Link intra, network;
+  bool first = true;
+  for (const auto& [node, members] : members_per_node) {
+    local_ranks = std::max(local_ranks, members);
+    const plan::Link node_intra = cluster.nodes.at(node).intra_link;
+    const plan::Link node_share = device_network_share(cluster, node);
+    intra = first ? node_intra : slowest(intra, node_intra);
+    network = first ? node_share : slowest(network, node_share);
+    first = false;
+  }
+  const int nodes = static_cast<int>(members_per_node.size());
+  if (nodes == 1) return ring_allreduce_s(bytes, local_ranks, intra);
+  return ring_reduce_scatter_s(bytes, local_ranks, intra) +
+         ring_allreduce_s(bytes / local_ranks, nodes, network) +
+         ring_reduce_scatter_s(bytes, local_ranks, intra);  // all-gather costs the same
+}
+
+Seconds p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Bytes bytes) {
+  if (from_device == to_device || bytes <= 0) return 0;
+  return cluster.link_between(from_device, to_device).time_for(bytes);
+}
+
+}  // namespace whale::sim

@@ -1,0 +1,48 @@
+// File: cost_table.h
+// CostTable: every duration the engine needs, computed once per plan before the run: per
+// (stage, replica) compute, recomputation and TP time; per stage the DP buckets and the
+// optimizer; per stage boundary the bridge transfers. Private to libsim.
+#pragma once
+
+#include <vector>
+
+#include "whale/plan/plan.h"
+#include "whale/plan/units.h"
+#include "whale/sim/simulator.h"
+
+namespace whale::sim {
+
+/// One replica of one stage, for one micro-batch of its share of samples (per device).
+struct ReplicaCost {
+  Seconds forward_s = 0;       // compute kernels of the forward
+  Seconds backward_s = 0;      // compute kernels of the backward, recomputation excluded
+  Seconds recompute_s = 0;     // recomputation kernels run at the start of the backward
+  Seconds tp_forward_s = 0;    // TP all-reduces of one forward (the backward has as many)
+  Seconds tp_recompute_s = 0;  // TP all-reduces repeated by recomputation
+  Flops model_flops = 0;       // 3 x forward GEMM flops of this device (no recomputation)
+};
+
+/// A bridge transfer of one micro-batch between adjacent stages, forward direction.
+struct TransferCost {
+  int from_replica = 0;
+  int to_replica = 0;
+  Seconds time_s = 0;  // the same bytes flow back as gradients
+};
+
+struct StageCost {
+  std::vector<ReplicaCost> replicas;       // by replica
+  int dp_buckets = 0;                      // 0 when dp == 1
+  Seconds dp_bucket_s = 0;                 // all-reduce of one bucket across the replicas
+  std::vector<Seconds> optimizer_s;        // by replica
+  std::vector<TransferCost> to_next;       // bridge to stage + 1 (empty for the last stage)
+};
+
+struct CostTable {
+  std::vector<StageCost> stages;
+  int max_replicas = 1;
+};
+
+/// Builds the table of a validated plan.
+CostTable build_cost_table(const plan::Plan& plan, const SimulatorOptions& options);
+
+}  // namespace whale::sim

@@ -1,0 +1,312 @@
+// File: engine.cpp
+// The discrete-event engine. Each replica unit runs its group's program in order; it blocks on
+// a receive until every bridge transfer into it has landed, and on an optimizer step until its
+// stage's gradient reduction is done. Each stream serves its work in program order, so an op
+// starts at the later of its dependencies and its stream becoming free.
+#include "engine.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "event_queue.h"
+
+namespace whale::sim {
+
+const char* to_string(Lane lane) {
+  switch (lane) {
+    case Lane::compute: return "compute";
+    case Lane::tp: return "tp";
+    case Lane::pp: return "pp";
+    case Lane::dp: return "dp";
+    case Lane::optimizer: return "optimizer";
+  }
+  return "compute";
+}
+
+namespace {
+
+constexpr Seconds kUnknown = -1.0;
+enum Direction { kActivation = 0, kGradient = 1 };
+
+struct UnitState {
+  std::size_t pc = 0;
+  Seconds compute_free_s = 0;
+  Seconds send_free_s = 0;
+  int waiting_reduce_stage = -1;
+};
+
+class Engine {
+ public:
+  Engine(const plan::Plan& plan, const plan::ScheduleProgram& program, const CostTable& table,
+         double tp_overlap, bool record)
+      : plan_(plan), program_(program), table_(table), exposed_(1.0 - tp_overlap),
+        record_(record), stages_(static_cast<int>(plan.stages.size())),
+        micro_batches_(plan.micro_batches), replicas_(table.max_replicas),
+        queue_(static_cast<std::size_t>(stages_) * micro_batches_ * 2 * replicas_ + 64) {
+    for (const plan::GroupProgram& g : program.groups) {
+      result_.group_first_unit.push_back(static_cast<int>(result_.units.size()));
+      const int dp = plan.stages.at(g.stages.front()).dp();
+      for (int r = 0; r < dp; ++r) result_.units.push_back(UnitStats{g.group, r});
+    }
+    units_.resize(result_.units.size());
+    const std::size_t keys = static_cast<std::size_t>(stages_) * micro_batches_ * 2 * replicas_;
+    pending_.assign(keys, 0);
+    arrival_s_.assign(keys, 0);
+    transfer_start_s_.assign(keys, 0);
+    waiting_unit_.assign(keys, -1);
+    for (int s = 0; s + 1 < stages_; ++s) {
+      for (const TransferCost& t : table.stages[s].to_next) {
+        for (int mb = 0; mb < micro_batches_; ++mb) {
+          ++pending_[key(s + 1, mb, kActivation, t.to_replica)];
+          ++pending_[key(s, mb, kGradient, t.from_replica)];
+        }
+      }
+    }
+    const std::size_t slots = static_cast<std::size_t>(stages_) * replicas_;
+    last_backward_start_s_.assign(slots, 0);
+    last_backward_end_s_.assign(slots, 0);
+    reduce_reached_.assign(stages_, 0);
+    reduce_done_s_.assign(stages_, kUnknown);
+    gradients_ready_s_.assign(stages_, 0);
+    dp_free_s_.assign(program.groups.size(), 0);
+  }
+
+  EngineResult run() {
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      queue_.push(0, EventKind::resume_unit, static_cast<int>(u));
+    }
+    while (!queue_.empty()) {
+      const Event e = queue_.pop();
+      ++result_.events_processed;
+      if (e.kind == EventKind::resume_unit) {
+        run_unit(e.index);
+      } else if (--pending_[e.index] == 0 && waiting_unit_[e.index] >= 0) {
+        run_unit(waiting_unit_[e.index]);
+      }
+    }
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      const UnitStats& st = result_.units[u];
+      if (units_[u].pc != program_.groups[st.group].instructions.size()) {
+        throw std::logic_error("whale-sim engine: the program of group " +
+                               std::to_string(st.group) + " deadlocked");
+      }
+      result_.units[u].end_s = std::max(units_[u].compute_free_s, units_[u].send_free_s);
+      result_.units[u].end_s = std::max(result_.units[u].end_s, dp_free_s_[st.group]);
+      result_.step_time_s = std::max(result_.step_time_s, result_.units[u].end_s);
+    }
+    return std::move(result_);
+  }
+
+ private:
+  std::size_t key(int stage, int mb, int direction, int replica) const {
+    return ((static_cast<std::size_t>(stage) * micro_batches_ + mb) * 2 + direction) * replicas_ +
+           replica;
+  }
+
+  /// Executes unit u's instructions until it blocks or its program ends.
+  void run_unit(int u) {
+    UnitState& st = units_[u];
+    const plan::GroupProgram& prog = program_.groups[result_.units[u].group];
+    while (st.pc < prog.instructions.size()) {
+      if (!execute(u, prog.instructions[st.pc])) return;
+      ++st.pc;
+      ++result_.events_processed;
+    }
+  }
+
+  /// Executes one instruction; false when the unit must wait for something not yet known.
+  bool execute(int u, const plan::Instruction& ins) {
+    using K = plan::InstructionKind;
+    switch (ins.kind) {
+      case K::recv_activation: return receive(u, key(ins.stage, ins.micro_batch, kActivation,
+                                                     result_.units[u].replica));
+      case K::recv_gradient: return receive(u, key(ins.stage, ins.micro_batch, kGradient,
+                                                   result_.units[u].replica));
+      case K::forward: forward(u, ins); return true;
+      case K::backward: backward(u, ins); return true;
+      case K::send_activation: send(u, ins, kActivation); return true;
+      case K::send_gradient: send(u, ins, kGradient); return true;
+      case K::reduce_gradients: reduce(u, ins.stage); return true;
+      case K::optimizer_step: return optimizer_step(u, ins.stage);
+    }
+    return true;
+  }
+
+  bool receive(int u, std::size_t k) {
+    if (pending_[k] > 0) {
+      waiting_unit_[k] = u;
+      return false;
+    }
+    UnitState& st = units_[u];
+    const Seconds wait_s = arrival_s_[k] - st.compute_free_s;
+    if (wait_s > 0) {
+      result_.units[u].pp_exposed_s += std::min(wait_s, arrival_s_[k] - transfer_start_s_[k]);
+      st.compute_free_s = arrival_s_[k];
+    }
+    return true;
+  }
+
+  /// Occupies the compute stream for `duration_s`; returns the start.
+  Seconds occupy(int u, Seconds duration_s, char op, int stage, int mb) {
+    UnitState& st = units_[u];
+    const Seconds start_s = st.compute_free_s;
+    st.compute_free_s += duration_s;
+    record(u, op == 'O' ? Lane::optimizer : Lane::compute, op, stage, mb, start_s, duration_s);
+    return start_s;
+  }
+
+  void forward(int u, const plan::Instruction& ins) {
+    UnitStats& stats = result_.units[u];
+    const ReplicaCost& c = table_.stages[ins.stage].replicas[stats.replica];
+    const Seconds tp_s = c.tp_forward_s * exposed_;
+    const Seconds start_s = occupy(u, c.forward_s + tp_s, 'F', ins.stage, ins.micro_batch);
+    record(u, Lane::tp, 'T', ins.stage, ins.micro_batch, start_s + c.forward_s, tp_s);
+    stats.compute_s += c.forward_s;
+    stats.tp_s += c.tp_forward_s;
+    stats.tp_exposed_s += tp_s;
+    stats.model_flops += c.model_flops;
+  }
+
+  void backward(int u, const plan::Instruction& ins) {
+    UnitStats& stats = result_.units[u];
+    const ReplicaCost& c = table_.stages[ins.stage].replicas[stats.replica];
+    if (c.recompute_s > 0) {
+      const Seconds tp_s = c.tp_recompute_s * exposed_;
+      const Seconds start_s = occupy(u, c.recompute_s + tp_s, 'R', ins.stage, ins.micro_batch);
+      record(u, Lane::tp, 'T', ins.stage, ins.micro_batch, start_s + c.recompute_s, tp_s);
+      stats.recompute_s += c.recompute_s;
+      stats.tp_s += c.tp_recompute_s;
+      stats.tp_exposed_s += tp_s;
+    }
+    const Seconds tp_s = c.tp_forward_s * exposed_;
+    const Seconds start_s = occupy(u, c.backward_s + tp_s, 'B', ins.stage, ins.micro_batch);
+    record(u, Lane::tp, 'T', ins.stage, ins.micro_batch, start_s + c.backward_s, tp_s);
+    stats.compute_s += c.backward_s;
+    stats.tp_s += c.tp_forward_s;
+    stats.tp_exposed_s += tp_s;
+    const std::size_t slot = static_cast<std::size_t>(ins.stage) * replicas_ + stats.replica;
+    last_backward_start_s_[slot] = start_s;
+    last_backward_end_s_[slot] = units_[u].compute_free_s;
+  }
+
+  /// Sends of (stage, mb) from this unit: activations to stage+1, gradients to stage-1.
+  void send(int u, const plan::Instruction& ins, int direction) {
+    UnitState& st = units_[u];
+    const int replica = result_.units[u].replica;
+    const int boundary = direction == kActivation ? ins.stage : ins.stage - 1;
+    for (const TransferCost& t : table_.stages[boundary].to_next) {
+      const int from = direction == kActivation ? t.from_replica : t.to_replica;
+      if (from != replica) continue;
+      const int to = direction == kActivation ? t.to_replica : t.from_replica;
+      const int to_stage = direction == kActivation ? ins.stage + 1 : ins.stage - 1;
+      const Seconds start_s = std::max(st.send_free_s, st.compute_free_s);
+      st.send_free_s = start_s + t.time_s;
+      result_.units[u].pp_s += t.time_s;
+      record(u, Lane::pp, direction == kActivation ? 'A' : 'G', ins.stage, ins.micro_batch,
+             start_s, t.time_s);
+      const std::size_t k = key(to_stage, ins.micro_batch, direction, to);
+      if (st.send_free_s >= arrival_s_[k]) {
+        arrival_s_[k] = st.send_free_s;
+        transfer_start_s_[k] = start_s;
+      }
+      queue_.push(st.send_free_s, EventKind::arrival, static_cast<int>(k));
+    }
+  }
+
+  /// A replica reached the reduction of `stage`; the last one to arrive schedules the buckets
+  /// on the group's DP stream, each ready once every replica's last backward produced it.
+  void reduce(int u, int stage) {
+    const int group = result_.units[u].group;
+    const plan::Stage& st = plan_.stages[stage];
+    if (++reduce_reached_[stage] < st.dp()) return;
+    const StageCost& cost = table_.stages[stage];
+    const int first_unit = result_.group_first_unit[group];
+    Seconds& dp_free_s = dp_free_s_[group];
+    Seconds first_start_s = std::numeric_limits<Seconds>::max();
+    for (int b = 0; b < cost.dp_buckets; ++b) {
+      const double produced = static_cast<double>(b + 1) / cost.dp_buckets;
+      Seconds ready_s = 0;
+      for (int r = 0; r < st.dp(); ++r) {
+        const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
+        const Seconds begin_s = last_backward_start_s_[slot];
+        ready_s = std::max(ready_s, begin_s + produced * (last_backward_end_s_[slot] - begin_s));
+      }
+      const Seconds start_s = std::max(dp_free_s, ready_s);
+      first_start_s = std::min(first_start_s, start_s);
+      dp_free_s = start_s + cost.dp_bucket_s;
+    }
+    reduce_done_s_[stage] = cost.dp_buckets > 0 ? dp_free_s : 0;
+    for (int r = 0; r < st.dp(); ++r) {
+      const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
+      gradients_ready_s_[stage] = std::max(gradients_ready_s_[stage], last_backward_end_s_[slot]);
+    }
+    for (int r = 0; r < st.dp(); ++r) {
+      const int unit = first_unit + r;
+      result_.units[unit].dp_s += cost.dp_buckets * cost.dp_bucket_s;
+      if (cost.dp_buckets > 0) {
+        record(unit, Lane::dp, 'D', stage, -1, first_start_s, dp_free_s - first_start_s);
+      }
+      if (units_[unit].waiting_reduce_stage == stage) {
+        units_[unit].waiting_reduce_stage = -1;
+        queue_.push(reduce_done_s_[stage], EventKind::resume_unit, unit);
+      }
+    }
+  }
+
+  bool optimizer_step(int u, int stage) {
+    UnitState& st = units_[u];
+    if (reduce_done_s_[stage] == kUnknown) {
+      st.waiting_reduce_stage = stage;
+      return false;
+    }
+    UnitStats& stats = result_.units[u];
+    if (reduce_done_s_[stage] > st.compute_free_s) {
+      // Waiting for the slowest replica's backward is imbalance (idle); only the wait past
+      // every replica's gradients is exposed communication.
+      stats.dp_exposed_s +=
+          reduce_done_s_[stage] - std::max(st.compute_free_s, gradients_ready_s_[stage]);
+      st.compute_free_s = reduce_done_s_[stage];
+    }
+    const Seconds duration_s = table_.stages[stage].optimizer_s[stats.replica];
+    occupy(u, duration_s, 'O', stage, -1);
+    stats.compute_s += duration_s;
+    return true;
+  }
+
+  void record(int u, Lane lane, char op, int stage, int mb, Seconds start_s, Seconds duration_s) {
+    if (!record_ || duration_s <= 0) return;
+    result_.events.push_back(UnitEvent{u, lane, op, stage, mb, start_s, duration_s});
+  }
+
+  const plan::Plan& plan_;
+  const plan::ScheduleProgram& program_;
+  const CostTable& table_;
+  const double exposed_;  // share of TP time on the critical path
+  const bool record_;
+  const int stages_, micro_batches_, replicas_;
+  EventQueue queue_;
+  EngineResult result_;
+  std::vector<UnitState> units_;
+  // Per arrival key (stage, micro-batch, direction, replica):
+  std::vector<int> pending_;             // transfers not landed yet
+  std::vector<Seconds> arrival_s_;       // latest landing so far
+  std::vector<Seconds> transfer_start_s_;  // start of that latest transfer
+  std::vector<int> waiting_unit_;        // unit blocked on it, -1 if none
+  // Per (stage, replica): the last backward, for gradient bucket readiness.
+  std::vector<Seconds> last_backward_start_s_, last_backward_end_s_;
+  std::vector<int> reduce_reached_;      // per stage: replicas that reached its reduction
+  std::vector<Seconds> reduce_done_s_;   // per stage: end of its reduction, kUnknown before
+  std::vector<Seconds> gradients_ready_s_;  // per stage: every replica's last backward ended
+  std::vector<Seconds> dp_free_s_;       // per group: its DP stream frees up
+};
+
+}  // namespace
+
+EngineResult run_engine(const plan::Plan& plan, const plan::ScheduleProgram& program,
+                        const CostTable& table, double tp_overlap, bool record_events) {
+  return Engine(plan, program, table, tp_overlap, record_events).run();
+}
+
+}  // namespace whale::sim

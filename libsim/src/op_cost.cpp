@@ -1,0 +1,69 @@
+// File: op_cost.cpp
+// Forward, backward and recomputation time of a layer from a device profile's peaks and
+// achieved-efficiency curves (a roofline when the profile has no curve); memory ops of a class
+// the profile measured as compute-bound (op_bandwidth) take the measured time instead.
+#include "whale/sim/op_cost.h"
+
+namespace whale::sim {
+
+Flops gemm_flops(const plan::GemmOp& gemm, int tp, double samples) {
+  const Flops flops = 2.0 * gemm.m * gemm.n * gemm.k * gemm.count * samples;
+  return gemm.tp_split ? flops / tp : flops;
+}
+
+Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profile,
+                      plan::Precision precision, int tp, double samples) {
+  const Flops flops = gemm_flops(gemm, tp, samples);
+  if (flops <= 0) return 0;
+  const double efficiency = profile.gemm_curve(precision).at(flops);
+  return flops / (profile.peak(precision) * efficiency);
+}
+
+Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& profile, int tp,
+                        double samples) {
+  const Bytes bytes = op.tp_split ? op.bytes * samples / tp : op.bytes * samples;
+  if (bytes <= 0) return 0;
+  // Ops the profile measured as compute-bound (a CPU core's tanh, exp, sqrt) take their time.
+  const BytesPerSecond measured = profile.op_bandwidth(op.name);
+  if (measured > 0) return bytes / measured;
+  const double efficiency = profile.memory_efficiency.at(bytes);
+  return bytes / (profile.memory_bandwidth_bytes_per_s * efficiency);
+}
+
+bool is_attention_core(const std::string& op_name) {
+  static const char* const kCoreParts[] = {"score", "softmax", "attention_dropout",
+                                           "attn_dropout", "context"};
+  for (const char* part : kCoreParts) {
+    if (op_name.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profile,
+                     plan::Precision precision, int tp, double samples,
+                     plan::Recompute recompute) {
+  const Seconds launch_s = profile.kernel_launch_s;
+  LayerCost cost;
+  Seconds attention_core_s = 0;
+  for (const plan::GemmOp& gemm : layer.gemms) {
+    const Seconds kernel_s = gemm_kernel_s(gemm, profile, precision, tp, samples);
+    cost.forward_s += kernel_s + launch_s;
+    cost.backward_s += 2.0 * (kernel_s + launch_s);  // input gradient and weight gradient
+    cost.forward_flops += gemm_flops(gemm, tp, samples);
+    if (is_attention_core(gemm.name)) attention_core_s += kernel_s + launch_s;
+  }
+  for (const plan::MemoryOp& op : layer.memory_ops) {
+    const Seconds kernel_s = memory_kernel_s(op, profile, tp, samples);
+    cost.forward_s += kernel_s + launch_s;
+    cost.backward_s += kernel_s + launch_s;
+    if (is_attention_core(op.name)) attention_core_s += kernel_s + launch_s;
+  }
+  switch (recompute) {
+    case plan::Recompute::none: cost.recompute_s = 0; break;
+    case plan::Recompute::full: cost.recompute_s = cost.forward_s; break;
+    case plan::Recompute::selective: cost.recompute_s = attention_core_s; break;
+  }
+  return cost;
+}
+
+}  // namespace whale::sim

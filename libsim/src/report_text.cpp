@@ -1,0 +1,107 @@
+// File: report_text.cpp
+// The text report of an estimate: a summary, the time breakdown and a per-stage table.
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+
+#include "whale/plan/units.h"
+#include "whale/sim/report.h"
+
+namespace whale::sim {
+namespace {
+
+std::string printf_string(const char* format, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof buffer, format, args);
+  va_end(args);
+  return buffer;
+}
+
+/// "3,2,1", or "2 each" when every replica takes the same share.
+std::string shares_text(const std::vector<int>& values) {
+  if (values.size() > 1 && std::all_of(values.begin(), values.end(),
+                                       [&](int v) { return v == values.front(); })) {
+    return std::to_string(values.front()) + " each";
+  }
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);
+  return out;
+}
+
+/// "a100-sxm4-80gb" or "a100-sxm4-80gb+v100-sxm2-32gb": the models of a stage's devices.
+std::string stage_models(const plan::Plan& plan, const plan::Stage& stage) {
+  std::vector<std::string> models;
+  for (int id : stage.devices) {
+    const std::string& m = plan.cluster.devices.at(id).model;
+    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
+  }
+  std::string out;
+  for (std::size_t i = 0; i < models.size(); ++i) out += (i ? "+" : "") + models[i];
+  return out;
+}
+
+std::string breakdown_line(const char* label, Seconds part_s, Seconds step_s) {
+  return printf_string("  %-16s %12.6f s  %5.1f%%\n", label, part_s,
+                       step_s > 0 ? 100.0 * part_s / step_s : 0.0);
+}
+
+}  // namespace
+
+std::string format_text_report(const plan::Plan& plan, const plan::Estimate& est) {
+  std::string out;
+  out += "plan      " + (plan.source_file.empty() ? std::string("(built in code)") : plan.source_file) + "\n";
+  out += "model     " + plan.model.name + printf_string(" (%.3g B parameters)\n",
+                                                       plan.model.parameter_count() / 1e9);
+  out += "cluster   " + plan.cluster.name + printf_string(" (%zu devices)\n", plan.cluster.devices.size());
+  out += printf_string("schedule  %s, chunks %d, %d micro-batches of %d samples, %s\n\n",
+                       plan::to_string(plan.schedule.kind), plan.schedule.chunks,
+                       plan.micro_batches, plan.micro_batch_size, plan::to_string(plan.precision));
+  out += printf_string("step time        %12.6f s\n", est.step_time_s);
+  out += printf_string("samples/s        %12.3f\n", est.samples_per_s);
+  out += printf_string("tokens/s         %12.1f\n", est.tokens_per_s);
+  out += printf_string("MFU              %12.2f %%\n", 100.0 * est.mfu);
+  out += printf_string("bubble fraction  %12.2f %%\n", 100.0 * est.bubble_fraction);
+  out += printf_string("fits in memory   %12s\n\n", est.fits ? "yes" : "NO");
+  const plan::TimeBreakdown& b = est.breakdown;
+  out += "time per device (average), share of the step:\n";
+  out += breakdown_line("compute", b.compute_s, est.step_time_s);
+  out += breakdown_line("recompute", b.recompute_s, est.step_time_s);
+  out += breakdown_line("exposed comm", b.exposed_comm_s, est.step_time_s);
+  out += breakdown_line("idle (bubbles)", b.idle_s, est.step_time_s);
+  out += breakdown_line("tp comm (all)", b.tp_comm_s, est.step_time_s);
+  out += breakdown_line("pp comm (all)", b.pp_comm_s, est.step_time_s);
+  out += breakdown_line("dp comm (all)", b.dp_comm_s, est.step_time_s);
+
+  std::map<int, const plan::DeviceEstimate*> by_id;
+  for (const plan::DeviceEstimate& d : est.devices) by_id[d.id] = &d;
+  out += "\nstage  layers      devices              dp x tp  shares           recompute  "
+         "memory GiB (peak/capacity)  model\n";
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const plan::Stage& st = plan.stages[s];
+    const plan::DeviceEstimate* fullest = nullptr;
+    for (int id : st.devices) {
+      const plan::DeviceEstimate* d = by_id.at(id);
+      if (!fullest || d->peak_memory_bytes / d->capacity_bytes >
+                          fullest->peak_memory_bytes / fullest->capacity_bytes) {
+        fullest = d;
+      }
+    }
+    std::string devices = plan::format_device_list(st.devices);
+    std::string shares = shares_text(st.shares);
+    if (devices.size() > 20) devices = devices.substr(0, 17) + "...";
+    if (shares.size() > 16) shares = shares.substr(0, 13) + "...";
+    out += printf_string("%5zu  %4d-%-4d  %-20s %3d x %-3d %-16s %-9s  %8.2f / %-8.2f %s  %s\n", s,
+                         st.first_layer, st.end_layer - 1, devices.c_str(), st.dp(), st.tp,
+                         shares.c_str(), plan::to_string(st.recompute),
+                         fullest->peak_memory_bytes / kBytesPerGiB,
+                         fullest->capacity_bytes / kBytesPerGiB,
+                         fullest->peak_memory_bytes <= fullest->capacity_bytes ? "  " : "!!",
+                         stage_models(plan, st).c_str());
+  }
+  return out;
+}
+
+}  // namespace whale::sim

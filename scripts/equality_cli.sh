@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# File: equality_cli.sh
+# End-to-end checks of whale-run, one per call (from the source root):
+#   scripts/equality_cli.sh CHECK WHALE_RUN
+# CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 and 2 ranks), bad_input (each
+# case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
+# and exits 0), trace (a measured Chrome trace), learning (the loss falls on data/corpus.txt).
+set -uo pipefail
+check=$1 run=$2
+out=$(mktemp -d /tmp/whale-cli.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+data=data/corpus.txt
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+losses() { sed 's/.*"loss":\([^,]*\),.*/\1/' "$@"; }
+# expect_error NAME TEXT CMD...: CMD exits 2 and its stderr contains TEXT.
+expect_error() {
+  local name=$1 text=$2; shift 2
+  "$@" >"$out/$name.out" 2>"$out/$name.err"; local rc=$?
+  [ "$rc" -eq 2 ] || fail "$name: exit code $rc, expected 2"
+  grep -qF -- "$text" "$out/$name.err" || fail "$name: stderr lacks '$text': $(head -c 400 "$out/$name.err")"
+}
+# resume_equal PLAN NP: 10 steps in one go equal 5 steps, then --resume to 10, bit for bit.
+resume_equal() {
+  local plan=$1 np=$2 tag; tag=$(basename "$1" .yaml)
+  local launch=("$run"); [ "$np" -gt 1 ] && launch=(mpirun -np "$np" --oversubscribe "$run")
+  "${launch[@]}" "$plan" --data $data --steps 10 --log-every 0 --metrics "$out/$tag-full.jsonl" || fail "$tag: full run"
+  "${launch[@]}" "$plan" --data $data --steps 5 --log-every 0 --checkpoint-dir "$out/$tag-ckpt" \
+    --metrics "$out/$tag-a.jsonl" || fail "$tag: first half"
+  "${launch[@]}" "$plan" --data $data --steps 10 --log-every 0 --checkpoint-dir "$out/$tag-ckpt" \
+    --resume --metrics "$out/$tag-b.jsonl" || fail "$tag: resumed half"
+  if [ "$(losses "$out/$tag-full.jsonl")" != "$(losses "$out/$tag-a.jsonl" "$out/$tag-b.jsonl")" ]; then
+    fail "$tag: resumed losses differ"; paste <(losses "$out/$tag-full.jsonl") <(losses "$out/$tag-a.jsonl" "$out/$tag-b.jsonl")
+  fi
+  [ "$(wc -l <"$out/$tag-b.jsonl")" -eq 5 ] || fail "$tag: resumed run did not run steps 6..10"
+}
+
+case $check in
+resume)
+  resume_equal configs/plans/tiny/single.yaml 1
+  resume_equal configs/plans/tiny/dp2-zero.yaml 2
+  resume_equal configs/plans/tiny/pp2-1f1b.yaml 2
+  ;;
+bad_input)
+  echo keep >"$out/metrics.jsonl"
+  keep=(--metrics "$out/metrics.jsonl")
+  expect_error world_size "dp2.yaml: stages: the plan uses 2 devices but MPI runs 1 ranks" \
+    "$run" configs/plans/tiny/dp2.yaml --data $data "${keep[@]}"
+  expect_error world_size_mpi "configs/plans/tiny/dp2.yaml: stages: the plan uses 2 devices but MPI runs 3 ranks" \
+    mpirun -np 3 --oversubscribe "$run" configs/plans/tiny/dp2.yaml --data $data "${keep[@]}"
+  grep -q "whale-run: error: rank [0-2]: configs/plans/tiny/dp2.yaml" "$out/world_size_mpi.err" ||
+    fail "world_size_mpi: no line names the failed rank: $(head -c 600 "$out/world_size_mpi.err")"
+  head -c 20 $data >"$out/short.txt"
+  expect_error data_short "short.txt: tokens: at least 33 tokens (sequence 32 + 1) for one step, got 20" \
+    "$run" configs/plans/tiny/single.yaml --data "$out/short.txt" "${keep[@]}"
+  # Binary token files: header, then 40 tokens of value 1 (vocabulary 512), or token 300 at 5.
+  ones=$(printf '\\x01\\x00%.0s' $(seq 40))
+  printf "WHALETOK\x01\x00\x00\x00\x00\x02\x00\x00\x28\x00\x00\x00\x00\x00\x00\x00$ones" >"$out/vocab512.bin"
+  expect_error vocab_header "vocab512.bin: vocabulary: the model's vocabulary 256, but the data's tokenizer has 512" \
+    "$run" configs/plans/tiny/single.yaml --data "$out/vocab512.bin" "${keep[@]}"
+  printf "WHALETOK\x01\x00\x00\x00\x00\x01\x00\x00\x28\x00\x00\x00\x00\x00\x00\x00$ones" >"$out/big.bin"
+  printf '\x2c\x01' | dd of="$out/big.bin" bs=1 seek=$((24 + 2 * 5)) conv=notrunc status=none
+  expect_error vocab_token "big.bin: tokens[5]: a token below the vocabulary 256, got 300" \
+    "$run" configs/plans/tiny/single.yaml --data "$out/big.bin" "${keep[@]}"
+  # Checkpoints: a corrupt one, a foreign one, and a corrupt file of one rank only.
+  "$run" configs/plans/tiny/single.yaml --data $data --steps 2 --log-every 0 --checkpoint-dir "$out/ck1"
+  file="$out/ck1/step-00000002/rank-00000.ckpt"
+  printf '\xff' | dd of="$file" bs=1 seek=100 conv=notrunc status=none
+  sum_before=$(md5sum <"$file")
+  expect_error corrupt "rank-00000.ckpt: checksum: a checksum that matches the contents" \
+    "$run" configs/plans/tiny/single.yaml --data $data --steps 4 --checkpoint-dir "$out/ck1" --resume "${keep[@]}"
+  [ "$(md5sum <"$file")" = "$sum_before" ] || fail "corrupt: the checkpoint was changed"
+  [ "$(cat "$out/ck1/latest")" = "step-00000002" ] || fail "corrupt: latest was changed"
+  mpirun -np 2 --oversubscribe "$run" configs/plans/tiny/pp2-1f1b.yaml --data $data --steps 2 \
+    --log-every 0 --checkpoint-dir "$out/ck2" || fail "pp2 checkpoint run"
+  expect_error foreign "header.fingerprint: a checkpoint of this plan and model, but it was written by another" \
+    mpirun -np 2 --oversubscribe "$run" configs/plans/tiny/dp2.yaml --data $data --steps 4 \
+    --checkpoint-dir "$out/ck2" --resume "${keep[@]}"
+  printf '\xff' | dd of="$out/ck2/step-00000002/rank-00001.ckpt" bs=1 seek=100 conv=notrunc status=none
+  start=$(date +%s)
+  expect_error one_rank "whale-run: error: rank 1: $out/ck2/step-00000002/rank-00001.ckpt: checksum" \
+    mpirun -np 2 --oversubscribe "$run" configs/plans/tiny/pp2-1f1b.yaml --data $data --steps 4 \
+    --checkpoint-dir "$out/ck2" --resume "${keep[@]}"
+  [ $(($(date +%s) - start)) -le 30 ] || fail "one_rank: the other rank did not stop within 30 s"
+  [ "$(cat "$out/metrics.jsonl")" = keep ] || fail "the metrics file was overwritten"
+  ;;
+signal)
+  "$run" configs/plans/tiny/single.yaml --data $data --steps 100000 --checkpoint-dir "$out/ck" \
+    --metrics "$out/m.jsonl" >"$out/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do [ "$(cat "$out/m.jsonl" 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.1; done
+  kill -INT $pid
+  wait $pid; rc=$?
+  [ "$rc" -eq 0 ] || fail "signal: exit code $rc"
+  grep -q "stopped by signal after step .*, checkpoint written" "$out/log" || fail "signal: log: $(tail -2 "$out/log")"
+  steps=$(wc -l <"$out/m.jsonl")
+  [ "$(cat "$out/ck/latest")" = "$(printf 'step-%08d' "$steps")" ] || fail "signal: latest is not step $steps"
+  ;;
+trace)
+  mpirun -np 2 --oversubscribe "$run" configs/plans/tiny/pp2-1f1b.yaml --data $data --steps 2 \
+    --log-every 0 --trace "$out/trace.json" || fail "trace run"
+  for text in '"traceEvents"' '"F s1 mb3"' '"B s0 mb0"' 'dev 0 cpu' 'dev 1 cpu' 'send act s0 mb2' '"ph":"X"'; do
+    grep -qF -- "$text" "$out/trace.json" || fail "trace lacks $text"
+  done
+  ;;
+learning)
+  "$run" configs/plans/tiny/single.yaml --data $data --steps 40 --lr 0.003 --log-every 0 \
+    --metrics "$out/m.jsonl" || fail "learning run"
+  first=$(losses "$out/m.jsonl" | head -1) last=$(losses "$out/m.jsonl" | tail -1)
+  echo "loss: step 1 $first, step 40 $last"
+  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.6 * a) }' || fail "learning: loss $first -> $last did not fall by 40%"
+  ;;
+*) echo "unknown check $check"; exit 2 ;;
+esac
+[ "$failures" -eq 0 ] && echo "$check: ok"
+exit $((failures > 0))

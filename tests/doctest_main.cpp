@@ -1,0 +1,4 @@
+// File: doctest_main.cpp
+// The doctest runner shared by every test executable.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>

@@ -1,0 +1,27 @@
+# End-to-end tests of whale-run (included by tests/exec/CMakeLists.txt).
+# - equality_<plan>: every tiny plan trains 20 steps equal to single.yaml (scripts/equality.sh);
+# - resume, bad input (exit 2, nothing overwritten), signals, trace: scripts/equality_cli.sh.
+if(NOT TARGET whale-run)
+  return()
+endif()
+set(WHALE_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+
+# plan:ranks for every plan of configs/plans/tiny except the reference itself.
+set(WHALE_TINY_PLANS dp2:2 dp2-zero:2 dp3-uneven:3 tp2:2 pp2-gpipe:2 pp2-1f1b:2
+    pp2-1f1b-recompute:2 pp4-interleaved:4 wave:2 hybrid-8:8 hybrid-8-zero-recompute:8 bridges:7)
+foreach(entry ${WHALE_TINY_PLANS})
+  string(REPLACE ":" ";" parts ${entry})
+  list(GET parts 0 plan)
+  list(GET parts 1 ranks)
+  add_test(NAME equality_${plan}
+    COMMAND bash scripts/equality.sh $<TARGET_FILE:whale-run> configs/plans/tiny/${plan}.yaml ${ranks} 20
+    WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
+  set_tests_properties(equality_${plan} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}")
+endforeach()
+
+foreach(check resume bad_input signal trace learning)
+  add_test(NAME whale_run_${check}
+    COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run>
+    WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
+  set_tests_properties(whale_run_${check} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}")
+endforeach()

@@ -1,0 +1,246 @@
+// File: test_gpt_stage.cpp
+// The GPT stage on one rank: whole-model gradient check against finite differences, two
+// chained stages equal one stage, recomputation (none, full, selective) changes nothing,
+// micro-batches accumulate, the initialisation is deterministic, bad models are rejected.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "whale/exec/stage_module.h"
+#include "whale/plan/error.h"
+
+using namespace whale;
+using namespace whale::exec;
+
+namespace {
+
+plan::Model tiny_model() {
+  plan::Model m;
+  m.name = "tiny-test";
+  m.family = "gpt";
+  m.num_layers = 2;
+  m.hidden = 16;
+  m.heads = 2;
+  m.ffn_hidden = 0;  // 4 * hidden
+  m.sequence = 8;
+  m.vocabulary = 32;
+  return m;
+}
+
+MicroBatchTokens random_tokens(const plan::Model& m, int samples, unsigned seed) {
+  std::mt19937 rng(seed);
+  MicroBatchTokens t;
+  t.samples = samples;
+  for (int i = 0; i < samples * m.sequence; ++i) {
+    t.inputs.push_back(static_cast<int32_t>(rng() % m.vocabulary));
+    t.targets.push_back(static_cast<int32_t>(rng() % m.vocabulary));
+  }
+  return t;
+}
+
+StageModuleOptions stage_options(int first, int end, plan::Recompute recompute = plan::Recompute::none) {
+  StageModuleOptions o;
+  o.first_layer = first;
+  o.end_layer = end;
+  o.recompute = recompute;
+  o.seed = 1234;
+  return o;
+}
+
+using Gradients = std::map<std::string, std::vector<float>>;
+
+Gradients gradients_of(StageModule& stage) {
+  Gradients g;
+  for (const ParameterView& v : stage.parameters())
+    g[v.name].assign(v.gradient, v.gradient + v.count);
+  return g;
+}
+
+/// Loss and gradients of one forward/backward of the whole model on `tokens`.
+double whole_model_step(StageModule& stage, const MicroBatchTokens& tokens, double scale) {
+  stage.zero_gradients();
+  const double loss = stage.forward(0, tokens, nullptr, nullptr);
+  stage.backward(0, nullptr, nullptr, scale);
+  return loss;
+}
+
+}  // namespace
+
+TEST_CASE("whole-model stage: parameter gradients match finite differences") {
+  const plan::Model m = tiny_model();
+  const int L = m.num_layers;
+  auto stage = make_gpt_stage(m, stage_options(0, L + 2), nullptr);
+  CHECK(stage->input_floats_per_sample() == 0);
+  CHECK(stage->output_floats_per_sample() == 0);
+  const auto tokens = random_tokens(m, 2, 7);
+  const double scale = 1.0 / (2 * m.sequence);
+  const double loss = whole_model_step(*stage, tokens, scale);
+  // Untrained: the mean loss is near ln V.
+  CHECK(loss * scale == doctest::Approx(std::log(32.0)).epsilon(0.02));
+  const Gradients grads = gradients_of(*stage);
+  CHECK(grads.size() == 2 + 12 * L + 3);
+  for (const ParameterView& v : stage->parameters()) {
+    // Directional derivative along the unit gradient equals the gradient norm.
+    const std::vector<float>& g = grads.at(v.name);
+    double norm = 0.0;
+    for (float x : g) norm += static_cast<double>(x) * x;
+    norm = std::sqrt(norm);
+    REQUIRE(norm > 0.0);
+    const std::vector<float> saved(v.value, v.value + v.count);
+    const double eps = 1e-2;
+    auto loss_at = [&](double step) {
+      for (std::size_t i = 0; i < v.count; ++i)
+        v.value[i] = static_cast<float>(saved[i] + step * g[i] / norm);
+      const double l = stage->forward(0, tokens, nullptr, nullptr) * scale;
+      std::copy(saved.begin(), saved.end(), v.value);
+      return l;
+    };
+    const double numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps);
+    INFO(v.name << ": analytic " << norm << ", numeric " << numeric);
+    CHECK(std::abs(numeric - norm) <= 1e-2 * norm);
+  }
+}
+
+TEST_CASE("two chained stages give the same loss and gradients as one stage") {
+  const plan::Model m = tiny_model();
+  const int L = m.num_layers;
+  const auto tokens = random_tokens(m, 2, 11);
+  const double scale = 1.0 / 16;
+  auto whole = make_gpt_stage(m, stage_options(0, L + 2), nullptr);
+  const double loss = whole_model_step(*whole, tokens, scale);
+
+  auto first = make_gpt_stage(m, stage_options(0, 2), nullptr);   // embedding + block 0
+  auto second = make_gpt_stage(m, stage_options(2, L + 2), nullptr);
+  CHECK(first->output_floats_per_sample() == 8 * 16);
+  CHECK(second->input_floats_per_sample() == 8 * 16);
+  std::vector<float> activation(2 * 8 * 16), activation_grad(activation.size());
+  first->zero_gradients();
+  second->zero_gradients();
+  CHECK(first->forward(0, tokens, nullptr, activation.data()) == 0.0);
+  CHECK(second->forward(0, tokens, activation.data(), nullptr) == loss);
+  second->backward(0, nullptr, activation_grad.data(), scale);
+  first->backward(0, activation_grad.data(), nullptr, scale);
+
+  Gradients chained = gradients_of(*first);
+  for (auto& [name, g] : gradients_of(*second)) chained[name] = g;
+  CHECK(chained == gradients_of(*whole));
+}
+
+TEST_CASE("recompute none, full and selective give bit-identical losses and gradients") {
+  const plan::Model m = tiny_model();
+  const int L = m.num_layers;
+  const auto tokens = random_tokens(m, 3, 13);
+  std::vector<Gradients> grads;
+  std::vector<double> losses;
+  for (plan::Recompute r :
+       {plan::Recompute::none, plan::Recompute::full, plan::Recompute::selective}) {
+    // A middle stage and a head stage, to cover the input gradient too.
+    auto stage = make_gpt_stage(m, stage_options(1, L + 2, r), nullptr);
+    std::vector<float> input(3 * 8 * 16), input_grad(input.size());
+    for (std::size_t i = 0; i < input.size(); ++i) input[i] = std::sin(0.37 * i);
+    stage->zero_gradients();
+    losses.push_back(stage->forward(0, tokens, input.data(), nullptr));
+    stage->backward(0, nullptr, input_grad.data(), 1.0 / 24);
+    Gradients g = gradients_of(*stage);
+    g["input"] = input_grad;
+    grads.push_back(g);
+  }
+  CHECK(losses[1] == losses[0]);
+  CHECK(losses[2] == losses[0]);
+  CHECK(grads[1] == grads[0]);
+  CHECK(grads[2] == grads[0]);
+}
+
+TEST_CASE("two micro-batches in flight accumulate to the gradient of their union") {
+  const plan::Model m = tiny_model();
+  const int L = m.num_layers;
+  const auto both = random_tokens(m, 2, 17);
+  MicroBatchTokens a, b;
+  a.samples = b.samples = 1;
+  a.inputs.assign(both.inputs.begin(), both.inputs.begin() + 8);
+  a.targets.assign(both.targets.begin(), both.targets.begin() + 8);
+  b.inputs.assign(both.inputs.begin() + 8, both.inputs.end());
+  b.targets.assign(both.targets.begin() + 8, both.targets.end());
+
+  auto joint = make_gpt_stage(m, stage_options(0, L + 2), nullptr);
+  const double joint_loss = whole_model_step(*joint, both, 1.0 / 16);
+  auto split = make_gpt_stage(m, stage_options(0, L + 2), nullptr);
+  split->zero_gradients();
+  const double loss_a = split->forward(0, a, nullptr, nullptr);
+  const double loss_b = split->forward(1, b, nullptr, nullptr);
+  split->backward(1, nullptr, nullptr, 1.0 / 16);
+  split->backward(0, nullptr, nullptr, 1.0 / 16);
+  CHECK(loss_a + loss_b == doctest::Approx(joint_loss).epsilon(1e-6));
+  const Gradients gj = gradients_of(*joint), gs = gradients_of(*split);
+  for (const auto& [name, g] : gj) {
+    double diff = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      diff += std::pow(static_cast<double>(gs.at(name)[i]) - g[i], 2);
+      norm += static_cast<double>(g[i]) * g[i];
+    }
+    INFO(name);
+    CHECK(std::sqrt(diff) <= 1e-5 * std::sqrt(norm));
+  }
+  CHECK_THROWS_WITH(split->backward(0, nullptr, nullptr, 1.0),
+                    doctest::Contains("micro-batch 0 has no forward in flight"));
+}
+
+TEST_CASE("initial parameters depend on seed and name only") {
+  const plan::Model m = tiny_model();
+  auto whole = make_gpt_stage(m, stage_options(0, 4), nullptr);
+  auto part = make_gpt_stage(m, stage_options(2, 3), nullptr);  // block 1 alone
+  auto other_seed_options = stage_options(2, 3);
+  other_seed_options.seed = 99;
+  auto other = make_gpt_stage(m, other_seed_options, nullptr);
+  std::map<std::string, ParameterView> by_name;
+  for (const ParameterView& v : whole->parameters()) by_name[v.name] = v;
+  const auto part_views = part->parameters();
+  REQUIRE(part_views.size() == 12);
+  CHECK(part_views[2].name == "layers.1.attn.qkv.weight");
+  for (std::size_t i = 0; i < part_views.size(); ++i) {
+    const ParameterView& v = part_views[i];
+    const ParameterView& w = by_name.at(v.name);
+    CHECK(std::vector<float>(v.value, v.value + v.count) ==
+          std::vector<float>(w.value, w.value + w.count));
+    CHECK(v.tp_replicated == (v.name.find("ln") != std::string::npos ||
+                              v.name.find("proj.bias") != std::string::npos ||
+                              v.name.find("fc2.bias") != std::string::npos));
+  }
+  const ParameterView qkv = part_views[2], qkv_other = other->parameters()[2];
+  CHECK(qkv.value[0] != qkv_other.value[0]);
+  double sum_squares = 0.0;
+  for (std::size_t i = 0; i < qkv.count; ++i) sum_squares += qkv.value[i] * qkv.value[i];
+  CHECK(std::sqrt(sum_squares / qkv.count) == doctest::Approx(0.02).epsilon(0.1));
+  CHECK(part_views[0].value[0] == 1.0f);  // ln1.weight
+  CHECK(part_views[1].value[0] == 0.0f);  // ln1.bias
+}
+
+TEST_CASE("bad models and options are rejected with the field named") {
+  plan::Model m = tiny_model();
+  m.source_file = "configs/models/x.yaml";
+  m.family = "bert";
+  CHECK_THROWS_WITH_AS(make_gpt_stage(m, stage_options(0, 4), nullptr),
+                       doctest::Contains("configs/models/x.yaml: family: a gpt-family model"),
+                       Error);
+  m = tiny_model();
+  m.source_file = "m.yaml";
+  m.heads = 3;
+  CHECK_THROWS_WITH_AS(make_gpt_stage(m, stage_options(0, 4), nullptr),
+                       doctest::Contains("m.yaml: heads: a divisor of hidden 16, got 3"), Error);
+  m.heads = 2;
+  auto options = stage_options(0, 4);
+  options.end_layer = 5;
+  CHECK_THROWS_WITH_AS(make_gpt_stage(m, options, nullptr),
+                       doctest::Contains("layers: a stage range within 0..4, got [0, 5)"), Error);
+  m.ffn_hidden = 30;
+  m.heads = 4;
+  m.hidden = 16;
+  options = stage_options(0, 4);
+  options.tp_size = 4;
+  CHECK_THROWS_WITH_AS(make_gpt_stage(m, options, nullptr),
+                       doctest::Contains("tensor-parallel communicator"),
+                       std::invalid_argument);
+}

@@ -1,0 +1,235 @@
+// File: test_ops_gradients.cpp
+// Every CPU backend op: backward against central finite differences at tiny sizes (relative
+// error of the whole gradient <= 1e-3), and exact forward values on hand-checkable cases.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "whale/exec/backend.h"
+#include "whale/exec/cpu_backend.h"
+
+using namespace whale::exec;
+
+namespace {
+
+std::vector<float> random_vector(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
+/// ||analytic - numeric|| / max(||analytic||, ||numeric||), numeric by central differences of
+/// `loss` in each element of `x` (x is restored).
+double gradient_error(std::vector<float>& x, const std::function<double()>& loss,
+                      const std::vector<float>& analytic, float eps = 1e-2f) {
+  double diff = 0.0, norm_a = 0.0, norm_n = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float saved = x[i];
+    x[i] = saved + eps;
+    const double plus = loss();
+    x[i] = saved - eps;
+    const double minus = loss();
+    x[i] = saved;
+    const double numeric = (plus - minus) / (2.0 * eps);
+    diff += (analytic[i] - numeric) * (analytic[i] - numeric);
+    norm_a += static_cast<double>(analytic[i]) * analytic[i];
+    norm_n += numeric * numeric;
+  }
+  const double scale = std::sqrt(std::max(norm_a, norm_n));
+  REQUIRE(scale > 0.0);  // a zero gradient would make the check vacuous
+  return std::sqrt(diff) / scale;
+}
+
+}  // namespace
+
+TEST_CASE("matmul: all four transpose combinations on a 2x2 case") {
+  auto be = make_cpu_backend();
+  const std::vector<float> a = {1, 2, 3, 4}, b = {5, 6, 7, 8};
+  std::vector<float> c(4);
+  be->matmul(false, false, 2, 2, 2, a.data(), b.data(), c.data(), false);
+  CHECK(c == std::vector<float>{19, 22, 43, 50});
+  be->matmul(true, false, 2, 2, 2, a.data(), b.data(), c.data(), false);
+  CHECK(c == std::vector<float>{26, 30, 38, 44});
+  be->matmul(false, true, 2, 2, 2, a.data(), b.data(), c.data(), false);
+  CHECK(c == std::vector<float>{17, 23, 39, 53});
+  be->matmul(true, true, 2, 2, 2, a.data(), b.data(), c.data(), true);  // accumulates
+  CHECK(c == std::vector<float>{17 + 23, 23 + 31, 39 + 34, 53 + 46});
+}
+
+TEST_CASE("linear: forward value and gradients of input, weight and bias") {
+  auto be = make_cpu_backend();
+  const int N = 3, C = 4, OC = 5;
+  auto inp = random_vector(N * C, 1), w = random_vector(OC * C, 2), bias = random_vector(OC, 3);
+  const auto r = random_vector(N * OC, 4);
+  std::vector<float> out(N * OC);
+  be->linear_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
+  double expected = bias[2];
+  for (int c = 0; c < C; ++c) expected += static_cast<double>(inp[C + c]) * w[2 * C + c];
+  CHECK(out[OC + 2] == doctest::Approx(expected).epsilon(1e-6));
+  auto loss = [&] {
+    be->linear_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
+    return dot(out, r);
+  };
+  std::vector<float> dinp(N * C), dw(OC * C), dbias(OC);
+  be->linear_backward(dinp.data(), dw.data(), dbias.data(), r.data(), inp.data(), w.data(), N,
+                      C, OC);
+  CHECK(gradient_error(inp, loss, dinp) <= 1e-3);
+  CHECK(gradient_error(w, loss, dw) <= 1e-3);
+  CHECK(gradient_error(bias, loss, dbias) <= 1e-3);
+}
+
+TEST_CASE("bias_add and add: values and accumulated gradients") {
+  auto be = make_cpu_backend();
+  std::vector<float> out = {1, 2, 3, 4, 5, 6};
+  const std::vector<float> bias = {10, 20, 30};
+  be->bias_add_forward(out.data(), bias.data(), 2, 3);
+  CHECK(out == std::vector<float>{11, 22, 33, 14, 25, 36});
+  std::vector<float> dbias = {1, 1, 1};
+  be->bias_add_backward(dbias.data(), out.data(), 2, 3);
+  CHECK(dbias == std::vector<float>{26, 48, 70});
+  std::vector<float> sum(3), da = {1, 1, 1}, db(3);
+  const std::vector<float> a = {1, 2, 3}, b = {0.5f, 0.25f, -1};
+  be->add_forward(sum.data(), a.data(), b.data(), 3);
+  CHECK(sum == std::vector<float>{1.5f, 2.25f, 2});
+  be->add_backward(da.data(), db.data(), b.data(), 3);
+  CHECK(da == std::vector<float>{1.5f, 1.25f, 0});
+  CHECK(db == b);
+}
+
+TEST_CASE("layernorm of [1, 2, 3] is [-1.2247, 0, 1.2247]; gradients match") {
+  auto be = make_cpu_backend();
+  std::vector<float> x = {1, 2, 3}, w = {1, 1, 1}, b = {0, 0, 0}, out(3), mean(1), rstd(1);
+  be->layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), 1, 3);
+  const double s = 1.0 / std::sqrt(2.0 / 3.0 + 1e-5);
+  CHECK(mean[0] == 2.0f);
+  CHECK(rstd[0] == doctest::Approx(s).epsilon(1e-7));
+  CHECK(out[0] == doctest::Approx(-s).epsilon(1e-6));
+  CHECK(out[1] == 0.0f);
+  CHECK(out[2] == doctest::Approx(s).epsilon(1e-6));
+
+  const int N = 3, C = 6;
+  auto inp = random_vector(N * C, 5), weight = random_vector(C, 6), bias = random_vector(C, 7);
+  const auto r = random_vector(N * C, 8);
+  std::vector<float> y(N * C), mu(N), rs(N);
+  auto loss = [&] {
+    be->layernorm_forward(y.data(), mu.data(), rs.data(), inp.data(), weight.data(),
+                          bias.data(), N, C);
+    return dot(y, r);
+  };
+  loss();
+  std::vector<float> dinp(N * C), dw(C), db(C);
+  be->layernorm_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), weight.data(),
+                         mu.data(), rs.data(), N, C);
+  CHECK(gradient_error(inp, loss, dinp, 1e-3f) <= 1e-3);
+  CHECK(gradient_error(weight, loss, dw) <= 1e-3);
+  CHECK(gradient_error(bias, loss, db) <= 1e-3);
+}
+
+TEST_CASE("GELU(0) = 0, GELU(x) ~ x for large x; gradient matches") {
+  auto be = make_cpu_backend();
+  std::vector<float> x = {0.0f, 10.0f, -10.0f, 1.0f}, y(4);
+  be->gelu_forward(y.data(), x.data(), 4);
+  CHECK(y[0] == 0.0f);
+  CHECK(y[1] == 10.0f);
+  CHECK(y[2] == doctest::Approx(0.0).epsilon(1e-6));
+  // 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)) = 0.841192
+  CHECK(y[3] == doctest::Approx(0.841192).epsilon(1e-5));
+  auto inp = random_vector(12, 9, 3.0f);
+  const auto r = random_vector(12, 10);
+  std::vector<float> out(12), dinp(12);
+  auto loss = [&] {
+    be->gelu_forward(out.data(), inp.data(), 12);
+    return dot(out, r);
+  };
+  be->gelu_backward(dinp.data(), inp.data(), r.data(), 12);
+  CHECK(gradient_error(inp, loss, dinp, 1e-3f) <= 1e-3);
+}
+
+TEST_CASE("attention: causal softmax rows sum to 1, zeros above the diagonal; dqkv matches") {
+  auto be = make_cpu_backend();
+  const int B = 2, T = 4, NH = 2, HS = 3, C = NH * HS;
+  auto qkv = random_vector(B * T * 3 * C, 11);
+  const auto r = random_vector(B * T * C, 12);
+  std::vector<float> out(B * T * C), probs(B * NH * T * T);
+  auto loss = [&] {
+    be->attention_forward(out.data(), probs.data(), qkv.data(), B, T, NH, HS);
+    return dot(out, r);
+  };
+  loss();
+  for (int row = 0; row < B * NH * T; ++row) {
+    const int i = row % T;
+    double sum = 0.0;
+    for (int j = 0; j < T; ++j) {
+      sum += probs[row * T + j];
+      if (j > i) CHECK(probs[row * T + j] == 0.0f);
+    }
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
+  }
+  // The first token attends only to itself: its output is its own V.
+  for (int h = 0; h < NH; ++h)
+    for (int d = 0; d < HS; ++d) CHECK(out[h * HS + d] == qkv[2 * C + h * HS + d]);
+  std::vector<float> dqkv(qkv.size());
+  be->attention_backward(dqkv.data(), r.data(), qkv.data(), probs.data(), B, T, NH, HS);
+  CHECK(gradient_error(qkv, loss, dqkv, 1e-3f) <= 1e-3);
+}
+
+TEST_CASE("embedding: token plus position rows; gradients accumulate per token") {
+  auto be = make_cpu_backend();
+  const int B = 2, T = 3, C = 2, V = 4;
+  const std::vector<int32_t> tokens = {1, 3, 1, 0, 2, 1};
+  auto wte = random_vector(V * C, 13), wpe = random_vector(T * C, 14);
+  const auto r = random_vector(B * T * C, 15);
+  std::vector<float> out(B * T * C);
+  be->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  CHECK(out[4 * C + 1] == wte[2 * C + 1] + wpe[1 * C + 1]);
+  auto loss = [&] {
+    be->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    return dot(out, r);
+  };
+  std::vector<float> dwte(V * C), dwpe(T * C);
+  be->embedding_backward(dwte.data(), dwpe.data(), r.data(), tokens.data(), B, T, C);
+  CHECK(gradient_error(wte, loss, dwte) <= 1e-3);
+  CHECK(gradient_error(wpe, loss, dwpe) <= 1e-3);
+}
+
+TEST_CASE("cross-entropy of a uniform distribution is ln V; gradient matches") {
+  auto be = make_cpu_backend();
+  const int N = 3, V = 5;
+  std::vector<float> uniform(N * V, 0.7f);
+  const std::vector<int32_t> targets = {0, 4, 2};
+  CHECK(be->cross_entropy_forward(uniform.data(), targets.data(), N, V) ==
+        doctest::Approx(3.0 * std::log(5.0)).epsilon(1e-12));
+  auto logits = random_vector(N * V, 16, 2.0f);
+  auto loss = [&] { return 0.5 * be->cross_entropy_forward(logits.data(), targets.data(), N, V); };
+  std::vector<float> dlogits(N * V);
+  be->cross_entropy_backward(dlogits.data(), logits.data(), targets.data(), N, V, 0.5);
+  CHECK(gradient_error(logits, loss, dlogits, 1e-3f) <= 1e-3);
+  const std::vector<int32_t> bad = {0, 5, 1};
+  CHECK_THROWS_WITH(be->cross_entropy_forward(logits.data(), bad.data(), N, V),
+                    doctest::Contains("target 5 outside vocabulary 0..4"));
+}
+
+TEST_CASE("adamw: one hand-checked step with and without weight decay") {
+  auto be = make_cpu_backend();
+  // m = 0.05, v = 0.00025; corrected 0.5 and 0.25; update = 0.5 / 0.5 = 1 (+ wd * p).
+  std::vector<float> p = {1.0f, 1.0f}, g = {0.5f, 0.5f}, m(2), v(2);
+  be->adamw_update(p.data(), g.data(), m.data(), v.data(), 1, 0.1, 0.9, 0.999, 0.0, 0.0, 1);
+  CHECK(p[0] == doctest::Approx(0.9).epsilon(1e-7));
+  CHECK(m[0] == doctest::Approx(0.05).epsilon(1e-7));
+  CHECK(v[0] == doctest::Approx(0.00025).epsilon(1e-6));
+  CHECK(p[1] == 1.0f);  // outside the count: untouched
+  std::vector<float> q = {1.0f}, mq(1), vq(1);
+  be->adamw_update(q.data(), g.data(), mq.data(), vq.data(), 1, 0.1, 0.9, 0.999, 0.0, 0.1, 1);
+  CHECK(q[0] == doctest::Approx(0.89).epsilon(1e-7));
+}

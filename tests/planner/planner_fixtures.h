@@ -1,0 +1,61 @@
+// File: planner_fixtures.h
+// Shared helpers of the planner tests: shipped specs by name, temporary YAML files, and the
+// exhaustive reference search over the planner's own space.
+#pragma once
+
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "whale/plan/cluster.h"
+#include "whale/plan/model.h"
+#include "whale/plan/planner.h"
+#include "whale/plan/search_layout.h"
+#include "whale/plan/search_space.h"
+#include "whale/sim/simulator.h"
+
+namespace whale::test {
+
+inline plan::Cluster shipped_cluster(const std::string& name) {
+  return plan::load_cluster(std::string(WHALE_SOURCE_DIR) + "/configs/clusters/" + name + ".yaml");
+}
+
+inline plan::Model shipped_model(const std::string& name) {
+  return plan::load_model(std::string(WHALE_SOURCE_DIR) + "/configs/models/" + name + ".yaml");
+}
+
+/// Writes `text` to a file under the build folder and returns its path.
+inline std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = std::string(WHALE_BINARY_DIR) + "/test_planner_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+/// The best simulated step time over every (structure, choice) of the planner's space, each
+/// laid out by build_layout and ranked by the simulator alone (no pruning, no budget).
+inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::Model& model,
+                                     int global_batch, long* candidates) {
+  const sim::Simulator simulator;
+  plan::SpaceLimits limits;
+  for (const plan::Device& d : cluster.devices) limits.devices.push_back(d.id);
+  plan::AnalyticModel analytic(cluster, model);
+  plan::Plan scratch;
+  scratch.cluster = cluster;
+  scratch.model = model;
+  double best = std::numeric_limits<double>::infinity();
+  *candidates = 0;
+  for (const plan::Structure& s : plan::enumerate_structures(cluster, model, limits)) {
+    for (const plan::Choice& c : plan::enumerate_choices(s, model, global_batch, limits)) {
+      const plan::Layout layout = plan::build_layout(analytic, s, c, plan::LayoutRules{});
+      if (!layout.fits) continue;
+      plan::apply_layout(scratch, c, layout);
+      plan::validate_plan(scratch);
+      const plan::Estimate e = simulator.evaluate(scratch, plan::EvaluateOptions{});
+      ++*candidates;
+      if (e.fits && e.step_time_s < best) best = e.step_time_s;
+    }
+  }
+  return best;
+}
+
+}  // namespace whale::test

@@ -1,0 +1,121 @@
+// File: test_bad_input.cpp
+// Bad input: a model that fits nowhere (by how much, what would help), a global batch that
+// cannot be divided, contradictory hints, an empty cluster and an unknown device model; in the
+// library (messages) and through whale-plan (one line on stderr, exit code 2).
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "planner_fixtures.h"
+#include "whale/plan/error.h"
+
+using namespace whale;
+
+namespace {
+
+std::string search_error(const plan::Cluster& cluster, const plan::Model& model, const plan::PlannerOptions& o) {
+  const sim::Simulator simulator;
+  try {
+    plan::search_plans(cluster, model, simulator, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct CliResult {
+  int exit_code = -1;
+  std::string err;
+};
+
+// Runs whale-plan with `args`, stdout discarded; returns the exit code and stderr.
+CliResult run_cli(const std::string& args) {
+  const std::string err_path = std::string(WHALE_BINARY_DIR) + "/test_planner_cli.err";
+  const std::string cmd = std::string(WHALE_PLAN_EXE) + " " + args + " > /dev/null 2> " + err_path;
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(err_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return CliResult{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+bool one_line_error(const std::string& err) {
+  return err.rfind("whale-plan: error: ", 0) == 0 && err.find('\n') == err.size() - 1;
+}
+
+}  // namespace
+
+TEST_CASE("a model that fits nowhere says by how much and what would help") {
+  plan::PlannerOptions o;
+  o.compare = false;
+  const std::string m = search_error(test::shipped_cluster("v100-t4"), test::shipped_model("gpt3-175b"), o);
+  CHECK(m.find("gpt3-175b.yaml") != std::string::npos);
+  CHECK(m.find("model 'gpt3-175b' does not fit on cluster 'v100-t4': at the closest plan") != std::string::npos);
+  CHECK(m.find("GiB short") != std::string::npos);
+  CHECK(m.find("full recomputation and a sharded optimizer") != std::string::npos);
+  CHECK(m.find("as many devices") != std::string::npos);
+}
+
+TEST_CASE("a global batch that cannot be divided names the batch and a fix") {
+  plan::PlannerOptions o;
+  o.compare = false;
+  o.global_batch = 1;
+  o.hints.max_pipeline_depth = 1;  // one group of 8: dp 2 at least (tp <= 4 heads)
+  std::string m = search_error(test::shipped_cluster("cpu-local-8"), test::shipped_model("tiny"), o);
+  CHECK(m.find("training.global_batch: global batch 1 cannot be divided into micro-batches") != std::string::npos);
+  CHECK(m.find("use a multiple of 2") != std::string::npos);
+  o.global_batch = -4;
+  m = search_error(test::shipped_cluster("cpu-local-8"), test::shipped_model("tiny"), o);
+  CHECK(m.find("expected a positive global batch, got -4") != std::string::npos);
+}
+
+TEST_CASE("an empty cluster is refused") {
+  plan::Cluster empty;
+  empty.name = "empty";
+  empty.source_file = "empty.yaml";
+  plan::PlannerOptions o;
+  const std::string m = search_error(empty, test::shipped_model("tiny"), o);
+  CHECK(m == "empty.yaml: nodes: the cluster has no devices (hint: list at least one node with devices)");
+}
+
+TEST_CASE("whale-plan maps bad input to one line on stderr and exit code 2") {
+  const std::string tiny = "--model configs/models/tiny.yaml";
+  SUBCASE("unknown device model") {
+    const std::string c = test::temp_file("unknown_model.yaml", "name: odd\nnodes:\n  - name: n\n    devices: [{model: gpu-9000, count: 2}]\n    intra_link: {kind: pcie, bandwidth_gbps: 128, latency_us: 5}\n    network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 50}\n");
+    const CliResult r = run_cli("--cluster " + c + " " + tiny);
+    CHECK(r.exit_code == 2);
+    CHECK(one_line_error(r.err));
+    CHECK(r.err.find("gpu-9000") != std::string::npos);
+  }
+  SUBCASE("empty cluster") {
+    const std::string c = test::temp_file("empty_cluster.yaml", "name: empty\nnodes: []\n");
+    const CliResult r = run_cli("--cluster " + c + " " + tiny);
+    CHECK(r.exit_code == 2);
+    CHECK(one_line_error(r.err));
+    CHECK(r.err.find("empty_cluster.yaml") != std::string::npos);
+  }
+  SUBCASE("contradictory hints") {
+    const std::string h = test::temp_file("cli_hints.yaml", "layers:\n  - {range: [0, 3], dp: 2}\n  - {range: [2, 5], dp: 4}\n");
+    const CliResult r = run_cli("--cluster configs/clusters/cpu-local-8.yaml " + tiny + " --hints " + h);
+    CHECK(r.exit_code == 2);
+    CHECK(one_line_error(r.err));
+    CHECK(r.err.find("cli_hints.yaml: layers[1]: dp contradicts layers[0] on layers 2-3") != std::string::npos);
+  }
+  SUBCASE("model that fits nowhere") {
+    const CliResult r = run_cli("--cluster configs/clusters/v100-t4.yaml --model configs/models/gpt3-175b.yaml");
+    CHECK(r.exit_code == 2);
+    CHECK(one_line_error(r.err));
+    CHECK(r.err.find("does not fit") != std::string::npos);
+  }
+  SUBCASE("global batch that cannot be divided") {
+    const std::string h = test::temp_file("depth1.yaml", "max_pipeline_depth: 1\n");
+    const CliResult r = run_cli("--cluster configs/clusters/cpu-local-8.yaml " + tiny + " --global-batch 1 --hints " + h);
+    CHECK(r.exit_code == 2);
+    CHECK(one_line_error(r.err));
+    CHECK(r.err.find("global batch 1 cannot be divided") != std::string::npos);
+  }
+}

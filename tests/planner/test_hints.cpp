@@ -1,0 +1,121 @@
+// File: test_hints.cpp
+// Hints: loading, checking (each bad or contradictory hint named in the message), and the
+// planner honouring them.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "planner_fixtures.h"
+#include "whale/plan/error.h"
+#include "whale/plan/hints.h"
+
+using namespace whale;
+
+namespace {
+
+// The message of the whale::Error that checking `text` (as a hints file) raises.
+std::string hint_error(const std::string& name, const std::string& text, const plan::Cluster& cluster,
+                       const plan::Model& model) {
+  try {
+    plan::check_hints(plan::load_hints(test::temp_file(name, text)), cluster, model);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a hints file loads every field") {
+  const plan::Hints h = plan::load_hints(test::temp_file("hints_ok.yaml", R"(layers:
+  - {range: [1, 4], tp: 2}
+  - {range: [5, 9], dp: 2}
+stage_boundaries: [0, 5]
+schedules: [1f1b, gpipe]
+max_pipeline_depth: 2
+exclude_devices: "6-7"
+)"));
+  REQUIRE(h.layers.size() == 2);
+  CHECK(h.layers[0].first == 1);
+  CHECK(h.layers[0].last == 4);
+  CHECK(h.layers[0].tp == 2);
+  CHECK(h.layers[1].dp == 2);
+  CHECK(h.layers[1].yaml_path == "layers[1]");
+  CHECK(h.stage_boundaries == std::vector<int>{0, 5});
+  CHECK(h.schedules == std::vector<plan::ScheduleKind>{plan::ScheduleKind::one_f_one_b, plan::ScheduleKind::gpipe});
+  CHECK(h.max_pipeline_depth == 2);
+  CHECK(h.exclude_devices == std::vector<int>{6, 7});
+}
+
+TEST_CASE("bad and contradictory hints are named with the reason") {
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-8");
+  const plan::Model tiny = test::shipped_model("tiny");  // 10 layers, 4 heads
+  std::string m = hint_error("h1.yaml", "layers:\n  - {range: [0, 4], tp: 2}\n  - {range: [3, 6], tp: 4}\n", cl, tiny);
+  CHECK(m.find("h1.yaml") != std::string::npos);
+  CHECK(m.find("layers[1]") != std::string::npos);
+  CHECK(m.find("contradicts layers[0] on layers 3-4") != std::string::npos);
+
+  m = hint_error("h2.yaml", "stage_boundaries: [0, 2, 4, 6]\nmax_pipeline_depth: 2\nschedules: [1f1b]\n", cl, tiny);
+  CHECK(m.find("h2.yaml: stage_boundaries: 4 stages contradict max_pipeline_depth 2") != std::string::npos);
+
+  m = hint_error("h3.yaml", "layers:\n  - {range: [0, 40], tp: 2}\n", cl, tiny);
+  CHECK(m.find("layers[0].range: layer 40 does not exist") != std::string::npos);
+
+  m = hint_error("h4.yaml", "layers:\n  - {range: [0, 1], tp: 3}\n", cl, tiny);
+  CHECK(m.find("layers[0].tp: tp 3 must be a power of two") != std::string::npos);
+
+  m = hint_error("h5.yaml", "exclude_devices: \"0-7\"\n", cl, tiny);
+  CHECK(m.find("h5.yaml: exclude_devices: every device of the cluster is excluded") != std::string::npos);
+
+  m = hint_error("h6.yaml", "schedules: [zigzag]\n", cl, tiny);
+  CHECK(m.find("h6.yaml") != std::string::npos);
+  CHECK(m.find("schedules[0]") != std::string::npos);
+
+  m = hint_error("h7.yaml", "stage_boundaries: [0, 3, 2]\n", cl, tiny);
+  CHECK(m.find("stage_boundaries[2]: expected ascending first layers") != std::string::npos);
+}
+
+TEST_CASE("the planner honours every hint") {
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-8");
+  const plan::Model tiny = test::shipped_model("tiny");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 16;
+  o.compare = false;
+  o.hints = plan::load_hints(test::temp_file("honour.yaml", R"(layers:
+  - {range: [0, 4], tp: 2}
+stage_boundaries: [0, 5]
+schedules: [gpipe]
+exclude_devices: [7]
+)"));
+  const plan::PlanResult r = plan::search_plans(cl, tiny, simulator, o);
+  const plan::Plan& p = r.best().plan;
+  REQUIRE(p.stages.size() == 2);
+  CHECK(p.stages[0].first_layer == 0);
+  CHECK(p.stages[1].first_layer == 5);
+  CHECK(p.stages[0].tp == 2);
+  CHECK(p.schedule.kind == plan::ScheduleKind::gpipe);
+  for (const plan::Stage& s : p.stages) {
+    for (int d : s.devices) CHECK(d != 7);
+  }
+  CHECK_NOTHROW(plan::validate_plan(p));
+}
+
+TEST_CASE("a hint no plan can meet is named") {
+  // dp 8 on one layer range needs all 8 devices in one group at tp 1, but the fixed boundaries
+  // make two stages, each on its own group of at most 4 devices.
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-8");
+  const plan::Model tiny = test::shipped_model("tiny");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 16;
+  o.compare = false;
+  o.hints = plan::load_hints(test::temp_file("unmeetable.yaml", "layers:\n  - {range: [0, 2], dp: 8}\nstage_boundaries: [0, 5]\nschedules: [1f1b]\n"));
+  try {
+    plan::search_plans(cl, tiny, simulator, o);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("unmeetable.yaml: layers[0]: dp 8 on layers 0-2 cannot be met") != std::string::npos);
+  }
+}

@@ -1,0 +1,92 @@
+// File: test_partition_shares.cpp
+// The layer partition (exact min-max under memory limits, against the dynamic program) and the
+// integer shares (largest remainder, positive, summing to the micro-batch).
+#include <doctest/doctest.h>
+
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "whale/plan/search_partition.h"
+
+using namespace whale::plan;
+
+namespace {
+
+// Stage s runs layer i in weight[i] / speed[s] seconds.
+RangeCost additive(const std::vector<double>& weight, const std::vector<double>& speed) {
+  return [weight, speed](int s, int a, int e) {
+    return std::accumulate(weight.begin() + a, weight.begin() + e, 0.0) / speed[s];
+  };
+}
+
+const RangeFits kAlwaysFits = [](int, int, int) { return true; };
+
+}  // namespace
+
+TEST_CASE("partition of four layers on two equal stages is the hand-checked optimum") {
+  // [1,2,3 | 4] has bottleneck 6; [1,2 | 3,4] has 7; [1 | 2,3,4] has 9.
+  const auto b = partition_layers(4, 2, additive({1, 2, 3, 4}, {1, 1}), kAlwaysFits);
+  CHECK(b == std::vector<int>{0, 3, 4});
+}
+
+TEST_CASE("a stage twice as fast takes twice the work") {
+  // Eight unit layers, stage 0 at speed 2, stage 1 at speed 1: [0,5) -> 2.5 s, [5,8) -> 3 s
+  // is optimal (6 | 2 gives 3 and 2; 5 | 3 gives 2.5 and 3; both 3 s; greedy takes 6).
+  const auto b = partition_layers(8, 2, additive(std::vector<double>(8, 1.0), {2, 1}), kAlwaysFits);
+  REQUIRE(b.size() == 3);
+  CHECK(b[1] == 6);
+  CHECK(partition_bottleneck_dp(8, 2, additive(std::vector<double>(8, 1.0), {2, 1}), kAlwaysFits) == 3.0);
+}
+
+TEST_CASE("memory limits move layers to the stage that can hold them") {
+  // Stage 0 may hold at most 2 layers although it is the faster one.
+  const RangeFits fits = [](int s, int a, int e) { return s != 0 || e - a <= 2; };
+  const auto b = partition_layers(6, 2, additive(std::vector<double>(6, 1.0), {4, 1}), fits);
+  CHECK(b == std::vector<int>{0, 2, 6});
+  CHECK(partition_layers(6, 2, additive(std::vector<double>(6, 1.0), {1, 1}),
+                         [](int, int a, int e) { return e - a <= 2; })
+            .empty());
+}
+
+TEST_CASE("partition_layers matches the dynamic program on many heterogeneous cases") {
+  unsigned seed = 12345;
+  auto next = [&]() { return (seed = seed * 1103515245u + 12345u) % 1000 / 100.0 + 0.1; };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int layers = 3 + trial % 14;
+    const int stages = 1 + trial % std::min(layers, 5);
+    std::vector<double> weight, speed;
+    for (int i = 0; i < layers; ++i) weight.push_back(next());
+    for (int s = 0; s < stages; ++s) speed.push_back(next());
+    const double cap = 2.5 + trial % 4;  // weight units a stage may hold
+    const RangeFits fits = [&](int, int a, int e) {
+      return std::accumulate(weight.begin() + a, weight.begin() + e, 0.0) <= cap * 1.0 + 100 * (trial % 3 == 0);
+    };
+    const RangeCost cost = additive(weight, speed);
+    const double dp = partition_bottleneck_dp(layers, stages, cost, fits);
+    const auto b = partition_layers(layers, stages, cost, fits);
+    CAPTURE(trial);
+    if (dp == std::numeric_limits<double>::infinity()) {
+      CHECK(b.empty());
+      continue;
+    }
+    REQUIRE(b.size() == static_cast<size_t>(stages + 1));
+    double bottleneck = 0;
+    for (int s = 0; s < stages; ++s) {
+      CHECK(fits(s, b[s], b[s + 1]));
+      bottleneck = std::max(bottleneck, cost(s, b[s], b[s + 1]));
+    }
+    CHECK(bottleneck == doctest::Approx(dp).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("proportional shares: largest remainder, positive, summing to the micro-batch") {
+  CHECK(proportional_shares(10, {2, 1, 1}) == std::vector<int>{5, 3, 2});  // quotas 5, 2.5, 2.5
+  CHECK(proportional_shares(12, {3, 1}) == std::vector<int>{9, 3});
+  CHECK(proportional_shares(7, {1, 1, 1}) == std::vector<int>{3, 2, 2});
+  // Quotas 2.5, 0.25, 0.25: floors give 2, 0, 0; the leftover goes to replica 0, then the
+  // zero shares are raised to 1 from the largest.
+  CHECK(proportional_shares(3, {10, 1, 1}) == std::vector<int>{1, 1, 1});
+  CHECK(proportional_shares(4, {10, 1, 1}) == std::vector<int>{2, 1, 1});
+  CHECK(even_shares(10, 4) == std::vector<int>{3, 3, 2, 2});
+}

@@ -1,0 +1,67 @@
+// File: test_search_space.cpp
+// The search space: big-memory devices first with nodes kept together, the structures of a
+// small cluster, and the micro-batch and schedule choices.
+#include <doctest/doctest.h>
+
+#include "planner_fixtures.h"
+
+using namespace whale;
+
+TEST_CASE("device order puts big-memory nodes first and keeps nodes together") {
+  // The 16 GB V100 node comes first in the file; the 80 GB A100 node must lead.
+  const plan::Cluster cl = plan::load_cluster(test::temp_file("order.yaml", R"(name: order
+nodes:
+  - name: small
+    devices: [{model: v100-sxm2-16gb, count: 2}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
+  - name: big
+    devices: [{model: a100-sxm4-80gb, count: 2}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 4800, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 200, latency_us: 5}
+)"));
+  CHECK(plan::ordered_devices(cl, {0, 1, 2, 3}, plan::Precision::bf16) == std::vector<int>{2, 3, 0, 1});
+  CHECK(plan::ordered_devices(cl, {0, 2}, plan::Precision::bf16) == std::vector<int>{2, 0});
+}
+
+TEST_CASE("structures of four CPU devices and the tiny model") {
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-4");
+  const plan::Model tiny = test::shipped_model("tiny");  // 4 heads
+  plan::SpaceLimits limits;
+  limits.devices = {0, 1, 2, 3};
+  std::vector<std::string> got;
+  for (const plan::Structure& s : plan::enumerate_structures(cl, tiny, limits)) {
+    std::string g;
+    for (const plan::GroupSpec& grp : s.groups) g += "[" + plan::format_device_list(grp.devices) + " tp" + std::to_string(grp.tp) + "]";
+    got.push_back(g);
+  }
+  // p = 1 (tp 1, 2, 4), p = 2 (tp 1, 2), p = 3 near-equal (2+1+1 devices: tp 1, and tp 2 on
+  // the two-device group), p = 4 (tp 1).
+  CHECK(got == std::vector<std::string>{"[0-3 tp1]", "[0-3 tp2]", "[0-3 tp4]", "[0-1 tp1][2-3 tp1]",
+                                        "[0-1 tp2][2-3 tp2]", "[0-1 tp1][2 tp1][3 tp1]", "[0-1 tp2][2 tp1][3 tp1]",
+                                        "[0 tp1][1 tp1][2 tp1][3 tp1]"});
+  limits.max_pipeline_depth = 1;
+  CHECK(plan::enumerate_structures(cl, tiny, limits).size() == 3);
+}
+
+TEST_CASE("choices: micro-batch sizes at least dp, schedules by depth") {
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-4");
+  const plan::Model tiny = test::shipped_model("tiny");  // 10 layers
+  plan::SpaceLimits limits;
+  limits.devices = {0, 1, 2, 3};
+  const auto structures = plan::enumerate_structures(cl, tiny, limits);
+  // One group of 4 at tp 1: b in {4, 8} for a batch of 8, 1f1b only.
+  const auto one = plan::enumerate_choices(structures[0], tiny, 8, limits);
+  REQUIRE(one.size() == 2);
+  CHECK(one[0].micro_batch_size == 4);
+  CHECK(one[0].micro_batches == 2);
+  CHECK(one[1].micro_batch_size == 8);
+  // Two groups of 2 at tp 1, batch 8: b = 2 (m 4), 4 (m 2), 8 (m 1); 1f1b and gpipe always,
+  // interleaved and wave with 2 and 4 chunks when m % 2 == 0 and 2 * chunks <= 10 layers.
+  const auto two = plan::enumerate_choices(structures[3], tiny, 8, limits);
+  CHECK(two.size() == 6 + 6 + 2);
+  limits.schedules = {plan::ScheduleKind::wave};
+  for (const plan::Choice& c : plan::enumerate_choices(structures[3], tiny, 8, limits)) {
+    CHECK(c.schedule.kind == plan::ScheduleKind::wave);
+  }
+}

@@ -1,0 +1,93 @@
+// File: test_memory_model.cpp
+// Memory per device by hand: state bytes per parameter, tp sharding of parameters, optimizer
+// sharding, activations in flight under 1F1B with each recomputation mode, out of memory.
+#include <doctest/doctest.h>
+
+#include "sim_fixtures.h"
+#include "whale/plan/error.h"
+#include "whale/plan/schedule_program.h"
+#include "whale/sim/memory_model.h"
+#include "whale/sim/simulator.h"
+
+using namespace whale;
+using namespace whale::sim;
+
+namespace {
+
+// Two stages of dp 2 x tp 2 on one node of 8; 1F1B over 4 micro-batches of 3 samples per
+// replica. A layer: 1000 parameters (100 replicated), activations 10 replicated + 40 split +
+// 20 attention bytes per sample, input 8 bytes per sample.
+plan::Plan memory_plan(plan::Recompute recompute, bool shard, double capacity_bytes) {
+  const plan::Cluster c = test::make_cluster(1, 8, test::flat_profile(1e14, 1e12, capacity_bytes),
+                                             test::link(1e11, 0), test::link(1e10, 0));
+  plan::Layer layer = test::gemm_layer(10, 10, 10, 0, 1000);
+  layer.parameters_replicated = 100;
+  layer.activation_bytes_replicated = 10;
+  layer.activation_bytes_split = 40;
+  layer.activation_bytes_attention = 20;
+  layer.input_bytes = 8;
+  plan::Plan p = test::pipeline_plan(c, {layer, layer}, plan::ScheduleKind::one_f_one_b, 4, 4, 2, 3);
+  for (plan::Stage& s : p.stages) {
+    s.recompute = recompute;
+    s.shard_optimizer = shard;
+  }
+  return p;
+}
+
+plan::Estimate evaluate(const plan::Plan& p) {
+  SimulatorOptions options;
+  options.workspace_bytes = 1000;
+  return Simulator(options).evaluate(p, {});
+}
+
+}  // namespace
+
+TEST_CASE("state bytes per parameter: mixed-precision Adam 16, fp32 Adam 16, SGD less") {
+  const StateBytesPerParam mixed = state_bytes_per_param(plan::Precision::bf16, "adamw");
+  CHECK(mixed.weights + mixed.gradients + mixed.optimizer == 16);
+  CHECK(mixed.optimizer == 12);
+  const StateBytesPerParam fp32 = state_bytes_per_param(plan::Precision::fp32, "adam");
+  CHECK(fp32.weights == 4);
+  CHECK(fp32.optimizer == 8);
+  CHECK(state_bytes_per_param(plan::Precision::fp16, "sgd").optimizer == 8);
+  CHECK_THROWS_WITH_AS(state_bytes_per_param(plan::Precision::bf16, "lamb"),
+                       doctest::Contains("training.optimizer"), Error);
+}
+
+TEST_CASE("1F1B keeps p - group micro-batches in flight") {
+  const plan::ScheduleProgram prog =
+      plan::generate_schedule(plan::ScheduleKind::one_f_one_b, 4, 1, 8);
+  CHECK(peak_in_flight(prog.groups[0], 0) == 4);
+  CHECK(peak_in_flight(prog.groups[3], 3) == 1);
+  const plan::ScheduleProgram gpipe = plan::generate_schedule(plan::ScheduleKind::gpipe, 4, 1, 8);
+  CHECK(peak_in_flight(gpipe.groups[3], 3) == 8);
+}
+
+TEST_CASE("memory of a tiny plan by hand, for each recomputation mode") {
+  // Per device: 900/2 + 100 = 550 parameters: weights 1100, gradients 1100, optimizer 6600.
+  // Kept per micro-batch (3 samples): none 3*(10 + 60/2) = 120, selective 3*(40 - 10) = 90,
+  // full 3*8 = 24. While recomputing one layer: full 120, selective its attention 3*20/2 = 30.
+  // Group 0 holds 2 micro-batches in flight, group 1 one.
+  const double state = 1100 + 1100 + 6600 + 1000;
+  const plan::Estimate none = evaluate(memory_plan(plan::Recompute::none, false, 1e9));
+  CHECK(none.devices[0].peak_memory_bytes == doctest::Approx(state + 240));
+  CHECK(none.devices[7].peak_memory_bytes == doctest::Approx(state + 120));
+  const plan::Estimate sel = evaluate(memory_plan(plan::Recompute::selective, false, 1e9));
+  CHECK(sel.devices[0].peak_memory_bytes == doctest::Approx(state + 180 + 30));
+  const plan::Estimate full = evaluate(memory_plan(plan::Recompute::full, false, 1e9));
+  CHECK(full.devices[0].peak_memory_bytes == doctest::Approx(state + 48 + 120));
+  CHECK(full.devices[4].peak_memory_bytes == doctest::Approx(state + 24 + 120));
+  // ZeRO-1 over dp 2 halves the optimizer state.
+  const plan::Estimate sharded = evaluate(memory_plan(plan::Recompute::none, true, 1e9));
+  CHECK(sharded.devices[0].peak_memory_bytes == doctest::Approx(state - 3300 + 240));
+}
+
+TEST_CASE("out of memory: fits is false once a device's peak exceeds its capacity") {
+  const double group0_peak_bytes = 1100 + 1100 + 6600 + 1000 + 240;
+  CHECK(evaluate(memory_plan(plan::Recompute::none, false, group0_peak_bytes)).fits);
+  const plan::Estimate oom =
+      evaluate(memory_plan(plan::Recompute::none, false, group0_peak_bytes - 1));
+  CHECK_FALSE(oom.fits);
+  CHECK(oom.devices[0].peak_memory_bytes > oom.devices[0].capacity_bytes);
+  CHECK(oom.devices[7].peak_memory_bytes <= oom.devices[7].capacity_bytes);
+}
