@@ -1,6 +1,8 @@
 // File: cpu_attention.cpp
 // CPU causal multi-head attention: per (sample, head) Eigen GEMMs on strided views of qkv,
-// a masked row softmax in between; backward through the saved probabilities.
+// a masked row softmax in between (vectorised Eigen arrays); backward through the saved
+// probabilities.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -27,6 +29,24 @@ std::size_t probs_offset(int b, int h, int sequence, int heads) {
   return (static_cast<std::size_t>(b) * heads + h) * sequence * sequence;
 }
 
+/// Row i of the scores (T floats): softmax of scale * row[0..i] in place, zeros after i.
+void causal_softmax_row(float* row, int i, int T, float scale) {
+  ArrayMap s(row, i + 1);
+  s *= scale;
+  s = (s - s.maxCoeff()).exp();
+  s *= 1.0f / s.sum();
+  std::fill(row + i + 1, row + T, 0.0f);
+}
+
+/// Row i of dP (T floats) becomes the score gradient scale * P (dP - sum_j P dP), zeros after i.
+void causal_softmax_row_backward(float* dp, const float* p, int i, int T, float scale) {
+  ArrayMap d(dp, i + 1);
+  const ConstArrayMap pr(p, i + 1);
+  const float dot = (pr * d).sum();
+  d = pr * (d - dot) * scale;
+  std::fill(dp + i + 1, dp + T, 0.0f);
+}
+
 }  // namespace
 
 void CpuBackend::attention_forward(float* out, float* probs, const float* qkv, int batch,
@@ -41,19 +61,8 @@ void CpuBackend::attention_forward(float* out, float* probs, const float* qkv, i
       ConstStridedMap V(qkv + hv.v, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
       MatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
       P.noalias() = Q * K.transpose();
-      for (int i = 0; i < T; ++i) {
-        float* row = P.data() + static_cast<std::size_t>(i) * T;
-        float max_score = row[0] * scale;
-        for (int j = 1; j <= i; ++j) max_score = std::max(max_score, row[j] * scale);
-        double sum = 0.0;
-        for (int j = 0; j <= i; ++j) {
-          row[j] = std::exp(row[j] * scale - max_score);
-          sum += row[j];
-        }
-        const float inv = static_cast<float>(1.0 / sum);
-        for (int j = 0; j <= i; ++j) row[j] *= inv;
-        for (int j = i + 1; j < T; ++j) row[j] = 0.0f;
-      }
+      for (int i = 0; i < T; ++i)
+        causal_softmax_row(P.data() + static_cast<std::size_t>(i) * T, i, T, scale);
       StridedMap O(out + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
       O.noalias() = P * V;
     }
@@ -80,13 +89,9 @@ void CpuBackend::attention_backward(float* dqkv, const float* dout, const float*
       dP.noalias() = dO * V.transpose();
       dV.noalias() += P.transpose() * dO;
       // Softmax backward, row by row: dS = P * (dP - sum_j P dP), times the score scale.
-      for (int i = 0; i < T; ++i) {
-        double dot = 0.0;
-        for (int j = 0; j <= i; ++j) dot += static_cast<double>(P(i, j)) * dP(i, j);
-        for (int j = 0; j <= i; ++j)
-          dP(i, j) = static_cast<float>(P(i, j) * (dP(i, j) - dot)) * scale;
-        for (int j = i + 1; j < T; ++j) dP(i, j) = 0.0f;
-      }
+      for (int i = 0; i < T; ++i)
+        causal_softmax_row_backward(dP.data() + static_cast<std::size_t>(i) * T, &P(i, 0), i, T,
+                                    scale);
       dQ.noalias() += dP * K;
       dK.noalias() += dP.transpose() * Q;
     }

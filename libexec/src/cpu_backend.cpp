@@ -1,7 +1,10 @@
 // File: cpu_backend.cpp
-// The CPU backend's factory and memory ops (host memory; upload/download are copies).
+// The CPU backend's factory and memory ops (host memory from a reuse pool; upload/download
+// are copies).
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
+#include <new>
 
 #include "cpu_backend_impl.h"
 #include "whale/exec/cpu_backend.h"
@@ -12,9 +15,35 @@ std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<cpu::CpuBa
 
 namespace cpu {
 
-float* CpuBackend::allocate(std::size_t count) { return new float[count > 0 ? count : 1](); }
+namespace {
+constexpr std::size_t kAlignmentBytes = 64;  // one cache line, one AVX-512 vector
+}  // namespace
 
-void CpuBackend::release(float* data) { delete[] data; }
+CpuBackend::~CpuBackend() {
+  for (const auto& [block, count] : block_counts_) std::free(block);
+}
+
+float* CpuBackend::allocate(std::size_t count) {
+  count = std::max<std::size_t>(count, 1);
+  float* block = nullptr;
+  auto it = free_blocks_.find(count);
+  if (it != free_blocks_.end() && !it->second.empty()) {
+    block = it->second.back();
+    it->second.pop_back();
+  } else {
+    const std::size_t bytes =
+        (count * sizeof(float) + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes;
+    block = static_cast<float*>(std::aligned_alloc(kAlignmentBytes, bytes));
+    if (!block) throw std::bad_alloc();
+    block_counts_.emplace(block, count);
+  }
+  std::fill(block, block + count, 0.0f);
+  return block;
+}
+
+void CpuBackend::release(float* data) {
+  if (data) free_blocks_[block_counts_.at(data)].push_back(data);
+}
 
 void CpuBackend::upload(float* device, const float* host, std::size_t count) {
   std::copy(host, host + count, device);

@@ -5,6 +5,10 @@
 
 #include <Eigen/Dense>
 
+#include <cstddef>
+#include <unordered_map>
+#include <vector>
+
 #include "whale/exec/backend.h"
 
 namespace whale::exec::cpu {
@@ -16,11 +20,20 @@ using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
 using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
 
+/// Flat element-wise views (Eigen vectorises their exp and tanh).
+using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
+using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
+
 /// dst (C) += column sums of src (N, C), each summed over the rows in double.
 void add_column_sums(float* dst, const float* src, int rows, int channels);
 
 class CpuBackend : public Backend {
  public:
+  CpuBackend() = default;
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
+  ~CpuBackend() override;
+
   const char* name() const override { return "cpu"; }
 
   float* allocate(std::size_t count) override;
@@ -70,6 +83,12 @@ class CpuBackend : public Backend {
   void adamw_update(float* param, const float* grad, float* m, float* v, std::size_t count,
                     double lr, double beta1, double beta2, double eps, double weight_decay,
                     int step) override;
+
+ private:
+  /// Released blocks by float count, reused by allocate (training allocates the same shapes
+  /// every step; fresh pages would cost a page fault each). Freed in the destructor.
+  std::unordered_map<std::size_t, std::vector<float*>> free_blocks_;
+  std::unordered_map<float*, std::size_t> block_counts_;  // every live or free block
 };
 
 }  // namespace whale::exec::cpu

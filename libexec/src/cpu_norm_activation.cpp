@@ -1,5 +1,6 @@
 // File: cpu_norm_activation.cpp
 // CPU layernorm and GELU (tanh approximation), forward and backward.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -64,21 +65,24 @@ void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, c
 }
 
 void CpuBackend::gelu_forward(float* out, const float* inp, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) {
-    const float x = inp[i];
-    out[i] = 0.5f * x * (1.0f + std::tanh(kGeluScale * (x + kGeluCubic * x * x * x)));
-  }
+  const ConstArrayMap x(inp, static_cast<Eigen::Index>(count));
+  ArrayMap(out, static_cast<Eigen::Index>(count)) =
+      0.5f * x * (1.0f + (kGeluScale * (x + kGeluCubic * x.cube())).tanh());
 }
 
 void CpuBackend::gelu_backward(float* dinp, const float* inp, const float* dout,
                                std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) {
-    const float x = inp[i];
-    const float t = std::tanh(kGeluScale * (x + kGeluCubic * x * x * x));
-    const float sech2 = 1.0f - t * t;
-    const float local = 0.5f * (1.0f + t) +
-                        0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
-    dinp[i] += local * dout[i];
+  // Chunks keep tanh's values in a stack buffer (no heap temporary): Eigen vectorises tanh.
+  constexpr std::size_t kChunk = 1024;
+  float tanh_buffer[kChunk];
+  for (std::size_t begin = 0; begin < count; begin += kChunk) {
+    const Eigen::Index n = static_cast<Eigen::Index>(std::min(kChunk, count - begin));
+    const ConstArrayMap x(inp + begin, n), dy(dout + begin, n);
+    ArrayMap t(tanh_buffer, n);
+    t = (kGeluScale * (x + kGeluCubic * x.cube())).tanh();
+    ArrayMap(dinp + begin, n) +=
+        dy * (0.5f * (1.0f + t) +
+              0.5f * x * (1.0f - t.square()) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x.square()));
   }
 }
 

@@ -16,6 +16,7 @@
 #include "whale/exec/profile_output.h"
 #include "whale/exec/profile_statistics.h"
 #include "whale/exec/profile_timer.h"
+#include "profile_text.h"
 
 namespace whale::exec {
 namespace {
@@ -38,12 +39,6 @@ std::string first_field(const std::string& text, const std::string& key) {
     return begin == std::string::npos ? "" : line.substr(begin);
   }
   return "";
-}
-
-std::string format(const char* pattern, double a, double b = 0, double c = 0) {
-  char text[256];
-  std::snprintf(text, sizeof text, pattern, a, b, c);
-  return text;
 }
 
 /// A buffer of the backend's memory, released by the destructor.

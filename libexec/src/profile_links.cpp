@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "whale/plan/error.h"
+#include "profile_text.h"
 
 namespace whale::exec {
 namespace {
@@ -67,12 +68,6 @@ std::vector<TimedTransfer> transfers(const std::vector<LinkPoint>& points) {
   std::vector<TimedTransfer> out;
   for (const LinkPoint& p : points) out.push_back({p.bytes, p.time_s});
   return out;
-}
-
-std::string format(const char* pattern, double a, double b = 0, double c = 0, double d = 0) {
-  char text[256];
-  std::snprintf(text, sizeof text, pattern, a, b, c, d);
-  return text;
 }
 
 std::string fit_line(const char* op, const LatencyBandwidthFit& fit) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "whale/plan/planner.h"
+#include "whale/plan/json_text.h"
 
 namespace whale::plan {
 namespace {
@@ -40,19 +41,10 @@ std::string schedule_text(const Plan& plan) {
   return s;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string plan_json(const RankedPlan& r) {
   const Plan& p = r.plan;
   std::ostringstream o;
-  o << "{\"label\": " << json_string(r.label) << ", \"schedule\": " << json_string(to_string(p.schedule.kind))
+  o << "{\"label\": " << json_quote(r.label) << ", \"schedule\": " << json_quote(to_string(p.schedule.kind))
     << ", \"chunks\": " << p.schedule.chunks << ", \"micro_batch_size\": " << p.micro_batch_size
     << ", \"micro_batches\": " << p.micro_batches << ", \"step_time_s\": " << num(r.estimate.step_time_s)
     << ", \"samples_per_s\": " << num(r.estimate.samples_per_s) << ", \"tokens_per_s\": " << num(r.estimate.tokens_per_s)
@@ -60,9 +52,9 @@ std::string plan_json(const RankedPlan& r) {
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const Stage& s = p.stages[i];
     o << (i ? ", " : "") << "{\"layers\": [" << s.first_layer << ", " << s.end_layer - 1 << "], \"devices\": "
-      << json_string(format_device_list(s.devices)) << ", \"device_models\": " << json_string(models_of(p, s))
+      << json_quote(format_device_list(s.devices)) << ", \"device_models\": " << json_quote(models_of(p, s))
       << ", \"dp\": " << s.dp() << ", \"tp\": " << s.tp << ", \"shares\": [" << join_ints(s.shares)
-      << "], \"recompute\": " << json_string(to_string(s.recompute))
+      << "], \"recompute\": " << json_quote(to_string(s.recompute))
       << ", \"shard_optimizer\": " << (s.shard_optimizer ? "true" : "false") << "}";
   }
   o << "]}";
@@ -132,12 +124,12 @@ std::string format_planner_json(const PlanResult& r) {
   }
   o << ", \"upper_bound\": {\"samples_per_s\": " << num(r.upper_bound.samples_per_s) << ", \"per_model\": {";
   for (size_t i = 0; i < r.upper_bound.per_model.size(); ++i) {
-    o << (i ? ", " : "") << json_string(r.upper_bound.per_model[i].first) << ": " << num(r.upper_bound.per_model[i].second);
+    o << (i ? ", " : "") << json_quote(r.upper_bound.per_model[i].first) << ": " << num(r.upper_bound.per_model[i].second);
   }
   o << "}}, \"speedup_vs_baseline\": " << num(r.speedup_vs_baseline)
     << ", \"fraction_of_upper_bound\": " << num(r.fraction_of_upper_bound) << ", \"device_models\": [";
   const auto models = r.best().plan.cluster.device_models();
-  for (size_t i = 0; i < models.size(); ++i) o << (i ? ", " : "") << json_string(models[i]);
+  for (size_t i = 0; i < models.size(); ++i) o << (i ? ", " : "") << json_quote(models[i]);
   o << "], \"search\": {\"candidates_evaluated\": " << r.stats.candidates_evaluated
     << ", \"candidates_simulated\": " << r.stats.candidates_simulated << ", \"structures\": " << r.stats.structures
     << ", \"wall_s\": " << num(r.stats.wall_s) << ", \"timed_out\": " << (r.stats.timed_out ? "true" : "false")

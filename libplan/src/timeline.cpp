@@ -9,6 +9,7 @@
 #include <set>
 
 #include "whale/plan/error.h"
+#include "whale/plan/json_text.h"
 
 namespace whale::plan {
 namespace {
@@ -31,28 +32,6 @@ std::map<std::string, int> lane_tids(const std::vector<TimelineEvent>& events) {
   return tids;
 }
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 /// Seconds as microseconds with three decimals.
 std::string microseconds(Seconds s) {
   char buf[64];
@@ -62,7 +41,7 @@ std::string microseconds(Seconds s) {
 
 std::string metadata(const char* what, int pid, int tid, const std::string& name) {
   return std::string("{\"name\":\"") + what + "\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) +
-         ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":" + json_string(name) + "}}";
+         ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":" + json_quote(name) + "}}";
 }
 
 }  // namespace
@@ -85,7 +64,7 @@ void write_chrome_trace(std::ostream& out, const std::vector<TimelineEvent>& eve
     for (int tid : lanes) records.push_back(metadata("thread_name", device, tid, lane_names[tid]));
   }
   for (const auto& e : events) {
-    records.push_back("{\"name\":" + json_string(e.name) + ",\"ph\":\"X\",\"pid\":" +
+    records.push_back("{\"name\":" + json_quote(e.name) + ",\"ph\":\"X\",\"pid\":" +
                       std::to_string(e.device) + ",\"tid\":" + std::to_string(tids.at(e.lane)) +
                       ",\"ts\":" + microseconds(e.start_s) + ",\"dur\":" +
                       microseconds(e.duration_s) + ",\"args\":{\"stage\":" +

@@ -3,19 +3,11 @@
 #include <cstdio>
 #include <sstream>
 
+#include "whale/plan/json_text.h"
 #include "whale/sim/report.h"
 
 namespace whale::sim {
 namespace {
-
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string int_list(const std::vector<int>& values) {
   std::string out = "[";
@@ -43,8 +35,8 @@ std::string format_json_report(const plan::Plan& plan, const plan::Estimate& est
   std::ostringstream out;
   const plan::TimeBreakdown& b = est.breakdown;
   out << "{\n"
-      << "  \"plan\": " << quoted(plan.source_file) << ",\n"
-      << "  \"schedule\": " << quoted(plan::to_string(plan.schedule.kind)) << ",\n"
+      << "  \"plan\": " << plan::json_quote(plan.source_file) << ",\n"
+      << "  \"schedule\": " << plan::json_quote(plan::to_string(plan.schedule.kind)) << ",\n"
       << "  \"global_batch\": " << plan.global_batch() << ",\n"
       << "  \"step_time_s\": " << format_number(est.step_time_s) << ",\n"
       << "  \"samples_per_s\": " << format_number(est.samples_per_s) << ",\n"
@@ -66,12 +58,12 @@ std::string format_json_report(const plan::Plan& plan, const plan::Estimate& est
     out << (s ? "," : "") << "\n    {\"stage\": " << s << ", \"layers\": [" << st.first_layer
         << ", " << st.end_layer - 1 << "], \"dp\": " << st.dp() << ", \"tp\": " << st.tp
         << ", \"devices\": " << int_list(st.devices) << ", \"shares\": " << int_list(st.shares)
-        << ", \"recompute\": " << quoted(plan::to_string(st.recompute)) << "}";
+        << ", \"recompute\": " << plan::json_quote(plan::to_string(st.recompute)) << "}";
   }
   out << "\n  ],\n  \"devices\": [";
   for (std::size_t i = 0; i < est.devices.size(); ++i) {
     const plan::DeviceEstimate& d = est.devices[i];
-    out << (i ? "," : "") << "\n    {\"id\": " << d.id << ", \"model\": " << quoted(d.model)
+    out << (i ? "," : "") << "\n    {\"id\": " << d.id << ", \"model\": " << plan::json_quote(d.model)
         << ", \"peak_memory_bytes\": " << format_bytes(d.peak_memory_bytes)
         << ", \"capacity_bytes\": " << format_bytes(d.capacity_bytes)
         << ", \"busy_s\": " << format_number(d.busy_s)

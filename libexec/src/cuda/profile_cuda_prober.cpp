@@ -16,17 +16,12 @@
 #include "whale/exec/profile_output.h"
 #include "whale/exec/profile_statistics.h"
 #include "whale/plan/error.h"
+#include "profile_text.h"
 
 namespace whale::exec {
 namespace {
 
 using plan::Precision;
-
-std::string format(const char* pattern, double a, double b = 0, double c = 0) {
-  char text[256];
-  std::snprintf(text, sizeof text, pattern, a, b, c);
-  return text;
-}
 
 /// The stream, the cuBLAS handle, the timing events and the L2 flush buffer of one device.
 class GpuContext {
