@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "checkpoint_io.h"
+#include "hashing.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec {
@@ -17,14 +18,6 @@ namespace {
 constexpr char kMagic[8] = {'W', 'H', 'A', 'L', 'E', 'C', 'K', 'P'};
 constexpr uint32_t kVersion = 1;
 constexpr std::size_t kHeaderBytes = 56;
-
-uint64_t fnv1a(const char* data, std::size_t size, uint64_t hash = 0xcbf29ce484222325ULL) {
-  for (std::size_t i = 0; i < size; ++i) {
-    hash ^= static_cast<unsigned char>(data[i]);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
 
 template <typename T>
 void put(std::string& out, T value) {

@@ -1,7 +1,7 @@
 // File: cpu_attention.cpp
 // CPU causal multi-head attention: per (sample, head) Eigen GEMMs on strided views of qkv,
-// a masked row softmax in between (vectorised Eigen arrays); backward through the saved
-// probabilities.
+// a masked row softmax in between (vectorised, address-independent); backward through the
+// saved probabilities.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -29,22 +29,33 @@ std::size_t probs_offset(int b, int h, int sequence, int heads) {
   return (static_cast<std::size_t>(b) * heads + h) * sequence * sequence;
 }
 
-/// Row i of the scores (T floats): softmax of scale * row[0..i] in place, zeros after i.
-void causal_softmax_row(float* row, int i, int T, float scale) {
-  ArrayMap s(row, i + 1);
-  s *= scale;
-  s = (s - s.maxCoeff()).exp();
-  s *= 1.0f / s.sum();
-  std::fill(row + i + 1, row + T, 0.0f);
+/// Row i of the scores (T floats): softmax of scale * row[0..i] in place, zeros after i. The
+/// exponentials run in `scratch` (aligned, at least round_up_to_packets(T) floats; see
+/// kPacketFloats), so their bits do not depend on where the row lies.
+void causal_softmax_row(float* row, int i, int T, float scale, float* scratch) {
+  const std::size_t n = static_cast<std::size_t>(i) + 1;
+  const Eigen::Index padded = static_cast<Eigen::Index>(round_up_to_packets(n));
+  const float max_score = scale * *std::max_element(row, row + n);
+  std::copy(row, row + n, scratch);
+  std::fill(scratch + n, scratch + padded, 0.0f);
+  AlignedArrayMap s(scratch, padded);
+  s = (s * scale - max_score).exp();
+  const double sum = ordered_sum<double>(n, [&](std::size_t j) { return double{scratch[j]}; });
+  const float inv = static_cast<float>(1.0 / sum);
+  for (std::size_t j = 0; j < n; ++j) row[j] = scratch[j] * inv;
+  std::fill(row + n, row + T, 0.0f);
 }
 
 /// Row i of dP (T floats) becomes the score gradient scale * P (dP - sum_j P dP), zeros after i.
 void causal_softmax_row_backward(float* dp, const float* p, int i, int T, float scale) {
-  ArrayMap d(dp, i + 1);
-  const ConstArrayMap pr(p, i + 1);
-  const float dot = (pr * d).sum();
-  d = pr * (d - dot) * scale;
-  std::fill(dp + i + 1, dp + T, 0.0f);
+  const std::size_t n = static_cast<std::size_t>(i) + 1;
+  // In double, like the normalising sum: the key bias's true gradient is exactly zero (a shift
+  // shared by all keys cancels), so rounding here is all it gets.
+  const double dot =
+      ordered_sum<double>(n, [&](std::size_t j) { return double{p[j]} * double{dp[j]}; });
+  for (std::size_t j = 0; j < n; ++j)
+    dp[j] = static_cast<float>(p[j] * (dp[j] - dot)) * scale;
+  std::fill(dp + n, dp + T, 0.0f);
 }
 
 }  // namespace
@@ -53,6 +64,7 @@ void CpuBackend::attention_forward(float* out, float* probs, const float* qkv, i
                                    int sequence, int heads, int head_size) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   const int T = sequence;
+  Eigen::ArrayXf scratch(static_cast<Eigen::Index>(round_up_to_packets(T)));  // 64-byte aligned
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h) {
       const HeadViews hv = head_views(b, h, T, heads, head_size);
@@ -62,7 +74,8 @@ void CpuBackend::attention_forward(float* out, float* probs, const float* qkv, i
       MatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
       P.noalias() = Q * K.transpose();
       for (int i = 0; i < T; ++i)
-        causal_softmax_row(P.data() + static_cast<std::size_t>(i) * T, i, T, scale);
+        causal_softmax_row(P.data() + static_cast<std::size_t>(i) * T, i, T, scale,
+                           scratch.data());
       StridedMap O(out + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
       O.noalias() = P * V;
     }
@@ -90,7 +103,8 @@ void CpuBackend::attention_backward(float* dqkv, const float* dout, const float*
       dV.noalias() += P.transpose() * dO;
       // Softmax backward, row by row: dS = P * (dP - sum_j P dP), times the score scale.
       for (int i = 0; i < T; ++i)
-        causal_softmax_row_backward(dP.data() + static_cast<std::size_t>(i) * T, &P(i, 0), i, T,
+        causal_softmax_row_backward(dP.data() + static_cast<std::size_t>(i) * T,
+                                    P.data() + static_cast<std::size_t>(i) * T, i, T,
                                     scale);
       dQ.noalias() += dP * K;
       dK.noalias() += dP.transpose() * Q;

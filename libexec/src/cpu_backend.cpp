@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <stdexcept>
 
 #include "cpu_backend_impl.h"
 #include "whale/exec/cpu_backend.h"
@@ -17,6 +18,9 @@ namespace cpu {
 
 namespace {
 constexpr std::size_t kAlignmentBytes = 64;  // one cache line, one AVX-512 vector
+/// Released memory kept for reuse, at most; beyond it a released block goes back to the system
+/// (a size sweep, like the profiler's, must not hold every size it ever used).
+constexpr std::size_t kMaxPooledBytes = std::size_t{1} << 30;
 }  // namespace
 
 CpuBackend::~CpuBackend() {
@@ -30,6 +34,7 @@ float* CpuBackend::allocate(std::size_t count) {
   if (it != free_blocks_.end() && !it->second.empty()) {
     block = it->second.back();
     it->second.pop_back();
+    pooled_bytes_ -= count * sizeof(float);
   } else {
     const std::size_t bytes =
         (count * sizeof(float) + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes;
@@ -42,7 +47,18 @@ float* CpuBackend::allocate(std::size_t count) {
 }
 
 void CpuBackend::release(float* data) {
-  if (data) free_blocks_[block_counts_.at(data)].push_back(data);
+  if (!data) return;
+  const auto it = block_counts_.find(data);
+  if (it == block_counts_.end())
+    throw std::logic_error("CpuBackend::release: memory not allocated by this backend");
+  const std::size_t bytes = it->second * sizeof(float);
+  if (pooled_bytes_ + bytes > kMaxPooledBytes) {
+    block_counts_.erase(it);
+    std::free(data);
+    return;
+  }
+  pooled_bytes_ += bytes;
+  free_blocks_[it->second].push_back(data);
 }
 
 void CpuBackend::upload(float* device, const float* host, std::size_t count) {

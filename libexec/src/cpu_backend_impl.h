@@ -20,9 +20,36 @@ using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
 using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
 
-/// Flat element-wise views (Eigen vectorises their exp and tanh).
+/// Flat element-wise views of backend memory (any alignment).
 using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
 using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
+
+/// Sum of term(0) + ... + term(n - 1) in a fixed order: 16 interleaved partial sums of type
+/// Real, then combined in order. Vectorisable, and the same bits whatever the data's addresses
+/// (Eigen's own reductions start at the first aligned element, so their order and hence their
+/// rounding depend on where the data lies).
+template <class Real = float, class Term>
+Real ordered_sum(std::size_t n, Term term) {
+  constexpr std::size_t kLanes = 16;
+  Real lanes[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
+  for (std::size_t l = 0; i + l < n; ++l) lanes[l] += term(i + l);
+  Real total = 0;
+  for (Real lane : lanes) total += lane;
+  return total;
+}
+
+/// Floats per AVX-512 packet. The element-wise transcendental ops (GELU, softmax) run in
+/// 64-byte aligned, zero-padded scratch (AlignedArrayMap) whose length is a whole number of
+/// packets, so every element takes Eigen's packet path (scalar and packet tanh/exp differ in the
+/// last bits) and its result depends on its value only, not on its address.
+constexpr std::size_t kPacketFloats = 16;
+inline std::size_t round_up_to_packets(std::size_t n) {
+  return (n + kPacketFloats - 1) / kPacketFloats * kPacketFloats;
+}
+using AlignedArrayMap = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
 
 /// dst (C) += column sums of src (N, C), each summed over the rows in double.
 void add_column_sums(float* dst, const float* src, int rows, int channels);
@@ -89,6 +116,7 @@ class CpuBackend : public Backend {
   /// every step; fresh pages would cost a page fault each). Freed in the destructor.
   std::unordered_map<std::size_t, std::vector<float*>> free_blocks_;
   std::unordered_map<float*, std::size_t> block_counts_;  // every live or free block
+  std::size_t pooled_bytes_ = 0;                          // in free_blocks_
 };
 
 }  // namespace whale::exec::cpu

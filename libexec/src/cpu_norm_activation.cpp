@@ -1,5 +1,5 @@
 // File: cpu_norm_activation.cpp
-// CPU layernorm and GELU (tanh approximation), forward and backward.
+// CPU layernorm and GELU (tanh approximation), forward and backward, vectorised.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -13,22 +13,25 @@ constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluCubic = 0.044715f;
 }  // namespace
 
+// Layernorm: row statistics are float ordered_sums (vectorised, address-independent; a row is
+// at most a few thousand channels); rstd's square root and the per-channel parameter gradients,
+// summed over all rows, are in double.
 void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                    const float* weight, const float* bias, int rows,
                                    int channels) {
   for (int r = 0; r < rows; ++r) {
     const float* x = inp + static_cast<std::size_t>(r) * channels;
     float* y = out + static_cast<std::size_t>(r) * channels;
-    double sum = 0.0;
-    for (int c = 0; c < channels; ++c) sum += x[c];
-    const double mu = sum / channels;
-    double squares = 0.0;
-    for (int c = 0; c < channels; ++c) squares += (x[c] - mu) * (x[c] - mu);
-    const double s = 1.0 / std::sqrt(squares / channels + kLayernormEps);
-    for (int c = 0; c < channels; ++c)
-      y[c] = static_cast<float>((x[c] - mu) * s) * weight[c] + bias[c];
-    mean[r] = static_cast<float>(mu);
-    rstd[r] = static_cast<float>(s);
+    const float mu = ordered_sum(channels, [&](std::size_t c) { return x[c]; }) /
+                     static_cast<float>(channels);
+    const float variance =
+        ordered_sum(channels, [&](std::size_t c) { return (x[c] - mu) * (x[c] - mu); }) /
+        static_cast<float>(channels);
+    const float s =
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(variance) + kLayernormEps));
+    for (int c = 0; c < channels; ++c) y[c] = (x[c] - mu) * s * weight[c] + bias[c];
+    mean[r] = mu;
+    rstd[r] = s;
   }
 }
 
@@ -36,27 +39,24 @@ void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, c
                                     const float* inp, const float* weight, const float* mean,
                                     const float* rstd, int rows, int channels) {
   std::vector<double> dweight_sum(channels, 0.0), dbias_sum(channels, 0.0);
+  std::vector<float> norm(channels), dnorm(channels);
   for (int r = 0; r < rows; ++r) {
     const std::size_t base = static_cast<std::size_t>(r) * channels;
     const float* x = inp + base;
     const float* dy = dout + base;
-    double dnorm_mean = 0.0, dnorm_norm_mean = 0.0;
     for (int c = 0; c < channels; ++c) {
-      const double norm = (x[c] - mean[r]) * static_cast<double>(rstd[r]);
-      const double dnorm = static_cast<double>(dy[c]) * weight[c];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * norm;
-      dweight_sum[c] += norm * dy[c];
-      dbias_sum[c] += dy[c];
+      norm[c] = (x[c] - mean[r]) * rstd[r];
+      dnorm[c] = dy[c] * weight[c];
+      dweight_sum[c] += static_cast<double>(norm[c] * dy[c]);
+      dbias_sum[c] += static_cast<double>(dy[c]);
     }
-    dnorm_mean /= channels;
-    dnorm_norm_mean /= channels;
-    for (int c = 0; c < channels; ++c) {
-      const double norm = (x[c] - mean[r]) * static_cast<double>(rstd[r]);
-      const double dnorm = static_cast<double>(dy[c]) * weight[c];
-      dinp[base + c] += static_cast<float>((dnorm - dnorm_mean - norm * dnorm_norm_mean) *
-                                           rstd[r]);
-    }
+    const float dnorm_mean = ordered_sum(channels, [&](std::size_t c) { return dnorm[c]; }) /
+                             static_cast<float>(channels);
+    const float dnorm_norm_mean =
+        ordered_sum(channels, [&](std::size_t c) { return dnorm[c] * norm[c]; }) /
+        static_cast<float>(channels);
+    for (int c = 0; c < channels; ++c)
+      dinp[base + c] += (dnorm[c] - dnorm_mean - norm[c] * dnorm_norm_mean) * rstd[r];
   }
   for (int c = 0; c < channels; ++c) {
     dweight[c] += static_cast<float>(dweight_sum[c]);
@@ -64,26 +64,45 @@ void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, c
   }
 }
 
+namespace {
+constexpr std::size_t kGeluChunk = 1024;  // floats, a whole number of packets
+
+/// Calls op(x, t, begin, n) per chunk of inp: x holds inp[begin, begin + n) zero-padded to
+/// whole packets and t = tanh(sqrt(2/pi) (x + 0.044715 x^3)), both aligned scratch (see
+/// kPacketFloats: the values do not depend on where inp lies).
+template <class Op>
+void for_gelu_chunks(const float* inp, std::size_t count, Op op) {
+  alignas(64) float x_buffer[kGeluChunk];
+  alignas(64) float t_buffer[kGeluChunk];
+  for (std::size_t begin = 0; begin < count; begin += kGeluChunk) {
+    const std::size_t n = std::min(kGeluChunk, count - begin);
+    const Eigen::Index padded = static_cast<Eigen::Index>(round_up_to_packets(n));
+    std::copy(inp + begin, inp + begin + n, x_buffer);
+    std::fill(x_buffer + n, x_buffer + padded, 0.0f);
+    AlignedArrayMap x(x_buffer, padded), t(t_buffer, padded);
+    t = (kGeluScale * (x + kGeluCubic * x.cube())).tanh();
+    op(x, t, begin, n);
+  }
+}
+}  // namespace
+
 void CpuBackend::gelu_forward(float* out, const float* inp, std::size_t count) {
-  const ConstArrayMap x(inp, static_cast<Eigen::Index>(count));
-  ArrayMap(out, static_cast<Eigen::Index>(count)) =
-      0.5f * x * (1.0f + (kGeluScale * (x + kGeluCubic * x.cube())).tanh());
+  for_gelu_chunks(inp, count, [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin,
+                                  std::size_t n) {
+    t = 0.5f * x * (1.0f + t);
+    std::copy(t.data(), t.data() + n, out + begin);
+  });
 }
 
 void CpuBackend::gelu_backward(float* dinp, const float* inp, const float* dout,
                                std::size_t count) {
-  // Chunks keep tanh's values in a stack buffer (no heap temporary): Eigen vectorises tanh.
-  constexpr std::size_t kChunk = 1024;
-  float tanh_buffer[kChunk];
-  for (std::size_t begin = 0; begin < count; begin += kChunk) {
-    const Eigen::Index n = static_cast<Eigen::Index>(std::min(kChunk, count - begin));
-    const ConstArrayMap x(inp + begin, n), dy(dout + begin, n);
-    ArrayMap t(tanh_buffer, n);
-    t = (kGeluScale * (x + kGeluCubic * x.cube())).tanh();
-    ArrayMap(dinp + begin, n) +=
-        dy * (0.5f * (1.0f + t) +
-              0.5f * x * (1.0f - t.square()) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x.square()));
-  }
+  for_gelu_chunks(inp, count, [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin,
+                                  std::size_t n) {
+    // t becomes d GELU / dx.
+    t = 0.5f * (1.0f + t) +
+        0.5f * x * (1.0f - t.square()) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x.square());
+    for (std::size_t i = 0; i < n; ++i) dinp[begin + i] += t.data()[i] * dout[begin + i];
+  });
 }
 
 }  // namespace whale::exec::cpu

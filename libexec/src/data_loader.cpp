@@ -5,19 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "hashing.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec {
-namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 DataLoader::DataLoader(TokenData data, const plan::Plan& plan, uint64_t seed)
     : data_(std::move(data)),

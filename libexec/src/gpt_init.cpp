@@ -5,22 +5,10 @@
 #include <cmath>
 
 #include "gpt_parameters.h"
+#include "hashing.h"
 
 namespace whale::exec::gpt {
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
 
 /// A uniform in (0, 1) from 53 bits of the hash.
 double unit_interval(uint64_t bits) { return ((bits >> 11) + 0.5) * 0x1.0p-53; }

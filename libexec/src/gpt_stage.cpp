@@ -4,6 +4,7 @@
 // in one flat buffer, activations per micro-batch in flight, and recomputation per options.
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpt_block.h"
@@ -17,7 +18,8 @@ namespace whale::exec {
 namespace gpt {
 namespace {
 
-/// What a micro-batch keeps between forward and backward. N = samples * T.
+/// What a micro-batch keeps between forward and backward. N = samples * T. Forward overwrites
+/// every buffer, so a finished state is reused for a later micro-batch.
 struct MicroBatchState {
   int samples = 0;
   std::vector<int32_t> inputs, targets;   // (samples, T), host
@@ -39,7 +41,8 @@ class GptStage : public StageModule {
     end_block_ = std::min(options.end_layer, dims_.layers + 1);
     create_parameters();
     for (int layer = first_block_; layer < end_block_; ++layer)
-      blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, tp);
+      blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, tp,
+                           block_scratch_);
   }
 
   std::size_t input_floats_per_sample() const override {
@@ -52,13 +55,17 @@ class GptStage : public StageModule {
   double forward(int micro_batch, const MicroBatchTokens& tokens, const float* input,
                  float* output) override {
     MicroBatchState& s = in_flight_[micro_batch];
-    s = MicroBatchState{};
+    if (!spare_.empty() && s.xs.empty()) {  // reuse a finished micro-batch's memory
+      s = std::move(spare_.back());
+      spare_.pop_back();
+    }
     s.samples = tokens.samples;
     s.inputs = tokens.inputs;
     s.targets = tokens.targets;
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
     const bool full = options_.recompute == plan::Recompute::full;
-    s.xs.emplace_back(*backend_, nc);
+    s.xs.resize(blocks_.size() + 1);
+    for (Buffer& x : s.xs) reuse_or_allocate(x, *backend_, nc);  // every one is overwritten
     if (has_embedding_)
       backend_->embedding_forward(s.xs[0].data(), s.inputs.data(), wte_.value, wpe_.value,
                                   s.samples, dims_.sequence, dims_.channels);
@@ -66,10 +73,8 @@ class GptStage : public StageModule {
       backend_->copy(s.xs[0].data(), input, nc);
     s.blocks.resize(blocks_.size());
     for (std::size_t k = 0; k < blocks_.size(); ++k) {
-      s.xs.emplace_back(*backend_, nc);
-      BlockActivations dropped;
       blocks_[k].forward(s.samples, s.xs[k].data(), s.xs[k + 1].data(),
-                         full ? dropped : s.blocks[k],
+                         full ? dropped_ : s.blocks[k],
                          options_.recompute == plan::Recompute::none);
     }
     if (!has_head_) {
@@ -97,19 +102,23 @@ class GptStage : public StageModule {
       backend_->copy(dx.data(), output_gradient, nc);
     for (std::size_t k = blocks_.size(); k-- > 0;) {
       if (options_.recompute == plan::Recompute::full) {  // redo the block's forward
-        Buffer x_out(*backend_, nc);
-        blocks_[k].forward(s.samples, s.xs[k].data(), x_out.data(), s.blocks[k], true);
+        reuse_or_allocate(recomputed_output_, *backend_, nc);
+        blocks_[k].forward(s.samples, s.xs[k].data(), recomputed_output_.data(), s.blocks[k],
+                           true);
       }
-      Buffer dx_in(*backend_, nc);
-      blocks_[k].backward(s.samples, s.xs[k].data(), dx.data(), dx_in.data(), s.blocks[k]);
-      s.blocks[k] = BlockActivations{};
-      dx = std::move(dx_in);
+      reuse_or_allocate(dx_spare_, *backend_, nc);  // overwritten by the block
+      blocks_[k].backward(s.samples, s.xs[k].data(), dx.data(), dx_spare_.data(), s.blocks[k]);
+      // Full recomputation holds one block's activations at a time; otherwise they are kept
+      // for the next forward (the peak, all blocks' activations, is the same).
+      if (options_.recompute == plan::Recompute::full) s.blocks[k] = BlockActivations{};
+      std::swap(dx, dx_spare_);
     }
     if (has_embedding_)
       backend_->embedding_backward(wte_.grad, wpe_.grad, dx.data(), s.inputs.data(), s.samples,
                                    dims_.sequence, dims_.channels);
     else
       backend_->copy(input_gradient, dx.data(), nc);
+    spare_.push_back(std::move(s));  // its buffers serve a later forward
     in_flight_.erase(it);
   }
 
@@ -189,12 +198,12 @@ class GptStage : public StageModule {
   /// Final LN, LM head, summed cross-entropy of the micro-batch.
   double head_forward(MicroBatchState& s) {
     const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
-    s.head_ln = Buffer(*backend_, rows(s) * C);
-    s.head_mean = Buffer(*backend_, rows(s));
-    s.head_rstd = Buffer(*backend_, rows(s));
+    reuse_or_allocate(s.head_ln, *backend_, rows(s) * C);
+    reuse_or_allocate(s.head_mean, *backend_, rows(s));
+    reuse_or_allocate(s.head_rstd, *backend_, rows(s));
     backend_->layernorm_forward(s.head_ln.data(), s.head_mean.data(), s.head_rstd.data(),
                                 s.xs.back().data(), head_ln_w_.value, head_ln_b_.value, n, C);
-    s.logits = Buffer(*backend_, rows(s) * V);
+    reuse_or_allocate(s.logits, *backend_, rows(s) * V);
     backend_->linear_forward(s.logits.data(), s.head_ln.data(), head_w_.value, nullptr, n, C, V);
     return backend_->cross_entropy_forward(s.logits.data(), s.targets.data(), n, V);
   }
@@ -218,7 +227,6 @@ class GptStage : public StageModule {
     backend_->layernorm_backward(dx, head_ln_w_.grad, head_ln_b_.grad, dln.data(),
                                  s.xs.back().data(), head_ln_w_.value, s.head_mean.data(),
                                  s.head_rstd.data(), n, C);
-    drop_head_activations(s);
   }
 
   Dims dims_;
@@ -231,6 +239,12 @@ class GptStage : public StageModule {
   Param wte_, wpe_, head_ln_w_, head_ln_b_, head_w_;
   std::vector<Block> blocks_;
   std::map<int, MicroBatchState> in_flight_;
+  /// Finished micro-batches whose buffers the next forwards reuse (no fresh zero-filled memory
+  /// per step); scratch activations of full recomputation.
+  std::vector<MicroBatchState> spare_;
+  BlockActivations dropped_;
+  Buffer recomputed_output_, dx_spare_;
+  BlockScratch block_scratch_;  // shared by blocks_ (they run one at a time)
 };
 
 }  // namespace

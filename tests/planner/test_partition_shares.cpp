@@ -80,13 +80,19 @@ TEST_CASE("partition_layers matches the dynamic program on many heterogeneous ca
   }
 }
 
-TEST_CASE("proportional shares: largest remainder, positive, summing to the micro-batch") {
-  CHECK(proportional_shares(10, {2, 1, 1}) == std::vector<int>{5, 3, 2});  // quotas 5, 2.5, 2.5
+TEST_CASE("proportional shares: least slowest replica, positive, summing to the micro-batch") {
+  // Quotas 5, 2.5, 2.5: {6,3,3} is the least time (3) taking at least 10; the surplus comes
+  // back from the shares furthest above their quotas, replica 0 first, then the later replica.
+  CHECK(proportional_shares(10, {2, 1, 1}) == std::vector<int>{5, 3, 2});
   CHECK(proportional_shares(12, {3, 1}) == std::vector<int>{9, 3});
   CHECK(proportional_shares(7, {1, 1, 1}) == std::vector<int>{3, 2, 2});
   // Quotas 2.5, 0.25, 0.25: floors give 2, 0, 0; the leftover goes to replica 0, then the
   // zero shares are raised to 1 from the largest.
   CHECK(proportional_shares(3, {10, 1, 1}) == std::vector<int>{1, 1, 1});
   CHECK(proportional_shares(4, {10, 1, 1}) == std::vector<int>{2, 1, 1});
+  // Quotas 7.14, 1.43, 1.43: the largest remainder would give {7, 2, 1}, replica 1 taking 2 s;
+  // {8, 1, 1} takes at most 1.6 s (Whale's balancing: the slowest replica sets the step).
+  CHECK(proportional_shares(10, {5, 1, 1}) == std::vector<int>{8, 1, 1});
+  CHECK(proportional_shares(16, {4, 4, 1, 1}) == std::vector<int>{7, 7, 1, 1});  // 1.75 s
   CHECK(even_shares(10, 4) == std::vector<int>{3, 3, 2, 2});
 }

@@ -1,6 +1,6 @@
 // File: search_partition.h
 // Layer partition across heterogeneous stages (min-max compute under memory limits) and integer
-// per-replica shares in proportion to device speed (largest remainder).
+// per-replica shares in proportion to device speed (rounded for the least slowest replica).
 #pragma once
 
 #include <functional>
@@ -31,9 +31,9 @@ double partition_bottleneck_dp(int layers, int stages, const RangeCost& cost,
                                const RangeFits& fits);
 
 /// Integer shares of `total` samples over replicas in proportion to `speeds` (> 0), summing to
-/// `total`, each at least 1 (requires total >= speeds.size()): floors of the exact quotas, then
-/// the leftover samples one each to the largest remainders (ties to the lower index); a replica
-/// whose floor is 0 is raised to 1 by taking from the largest share.
+/// `total`, each at least 1 (requires total >= speeds.size()), rounded to minimise the largest
+/// share / speed (the slowest replica, Whale's intra-TaskGraph balancing); among such roundings
+/// the surplus over the quotas is taken from the shares furthest above them (ties: later index).
 std::vector<int> proportional_shares(int total, const std::vector<double>& speeds);
 
 /// Even shares: total / n each, the first total % n replicas one more.
