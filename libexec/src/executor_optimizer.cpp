@@ -50,26 +50,27 @@ void StageOptimizer::scatter(Field field, std::size_t begin, std::size_t count,
 void StageOptimizer::reduce_gradients() {
   if (!dp_) return;
   const std::size_t padded = shard_ ? shard_size_ * dp_->size() : total_;
-  std::vector<float> flat(padded, 0.0f);  // zero padding past total_
-  gather(Field::gradient, 0, total_, flat.data());
+  flat_.assign(padded, 0.0f);  // zero padding past total_; capacity is kept across steps
+  gather(Field::gradient, 0, total_, flat_.data());
   if (!shard_) {
-    dp_->all_reduce_sum(flat.data(), total_);
-    scatter(Field::gradient, 0, total_, flat.data());
+    dp_->all_reduce_sum(flat_.data(), total_);
+    scatter(Field::gradient, 0, total_, flat_.data());
     return;
   }
   // Only this member's shard of the gradient is summed; the rest stays partial and unused.
-  std::vector<float> mine(shard_size_);
-  dp_->reduce_scatter_sum(flat.data(), mine.data(), shard_size_);
-  scatter(Field::gradient, shard_begin_, std::min(shard_size_, total_ - shard_begin_), mine.data());
+  mine_.assign(shard_size_, 0.0f);
+  dp_->reduce_scatter_sum(flat_.data(), mine_.data(), shard_size_);
+  scatter(Field::gradient, shard_begin_, std::min(shard_size_, total_ - shard_begin_), mine_.data());
 }
 
 void StageOptimizer::step() {
   adamw_->step(config_);
   if (!shard_) return;
-  std::vector<float> mine(shard_size_, 0.0f), flat(shard_size_ * dp_->size());
-  gather(Field::value, shard_begin_, std::min(shard_size_, total_ - shard_begin_), mine.data());
-  dp_->all_gather(mine.data(), flat.data(), shard_size_);
-  scatter(Field::value, 0, total_, flat.data());
+  mine_.assign(shard_size_, 0.0f);
+  flat_.resize(shard_size_ * dp_->size());
+  gather(Field::value, shard_begin_, std::min(shard_size_, total_ - shard_begin_), mine_.data());
+  dp_->all_gather(mine_.data(), flat_.data(), shard_size_);
+  scatter(Field::value, 0, total_, flat_.data());
 }
 
 std::vector<float> StageOptimizer::save_state() const {

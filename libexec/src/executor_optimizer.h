@@ -50,6 +50,10 @@ class StageOptimizer {
   std::size_t shard_size_ = 0;   // flat elements per member, padded (total_ when not sharded)
   std::size_t shard_begin_ = 0;  // first flat index of this member's shard
   std::unique_ptr<AdamW> adamw_; // over [shard_begin_, shard_begin_ + shard_size_) clamped
+  // Step-to-step scratch, kept so that every step reuses warm memory (a fresh 10+ MB buffer per
+  // step costs more in page faults than the all-reduce itself on CPUs):
+  std::vector<float> flat_;  // the flattened gradients or parameters, padded to dp shards
+  std::vector<float> mine_;  // this member's shard
 };
 
 }  // namespace whale::exec

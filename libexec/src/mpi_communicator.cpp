@@ -52,24 +52,24 @@ class MpiCommunicator : public Communicator {
       offsets[r] = to_mpi_count(count * static_cast<std::size_t>(r) / size_);
     for (int r = 0; r < size_; ++r) lengths[r] = offsets[r + 1] - offsets[r];
     const std::size_t mine = lengths[rank_];
-    std::vector<float> blocks(mine * size_);
+    float* blocks = scratch(blocks_, mine * size_);
     std::vector<int> recv_counts(size_, static_cast<int>(mine)), recv_offsets(size_);
     for (int r = 0; r < size_; ++r) recv_offsets[r] = static_cast<int>(mine) * r;
     WHALE_MPI_CHECK(MPI_Alltoallv(data, lengths.data(), offsets.data(), MPI_FLOAT,
-                                  blocks.data(), recv_counts.data(), recv_offsets.data(),
+                                  blocks, recv_counts.data(), recv_offsets.data(),
                                   MPI_FLOAT, comm_));
-    std::vector<float> reduced(mine);
-    sum_blocks(blocks.data(), size_, mine, reduced.data());
-    WHALE_MPI_CHECK(MPI_Allgatherv(reduced.data(), static_cast<int>(mine), MPI_FLOAT, data,
+    float* reduced = scratch(reduced_, mine);
+    sum_blocks(blocks, size_, mine, reduced);
+    WHALE_MPI_CHECK(MPI_Allgatherv(reduced, static_cast<int>(mine), MPI_FLOAT, data,
                                    lengths.data(), offsets.data(), MPI_FLOAT, comm_));
   }
 
   void reduce_scatter_sum(const float* input, float* output,
                           std::size_t count_per_rank) override {
     const int n = to_mpi_count(count_per_rank);
-    std::vector<float> blocks(count_per_rank * size_);
-    WHALE_MPI_CHECK(MPI_Alltoall(input, n, MPI_FLOAT, blocks.data(), n, MPI_FLOAT, comm_));
-    sum_blocks(blocks.data(), size_, count_per_rank, output);
+    float* blocks = scratch(blocks_, count_per_rank * size_);
+    WHALE_MPI_CHECK(MPI_Alltoall(input, n, MPI_FLOAT, blocks, n, MPI_FLOAT, comm_));
+    sum_blocks(blocks, size_, count_per_rank, output);
   }
 
   void all_gather(const float* input, float* output, std::size_t count_per_rank) override {
@@ -111,9 +111,18 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
+  /// `buffer` grown to at least `count` floats (never shrunk), so that collectives of the same
+  /// size every step reuse warm memory instead of faulting in fresh pages.
+  static float* scratch(std::vector<float>& buffer, std::size_t count) {
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  std::vector<float> blocks_;   // received blocks of the collective in flight
+  std::vector<float> reduced_;  // this rank's summed chunk (all-reduce)
 };
 
 }  // namespace

@@ -157,15 +157,26 @@ class Engine {
     return start_s;
   }
 
+  /// Runs op `op` of `ins` on unit u's compute stream: `compute_s` of compute followed by its
+  /// tensor-parallel all-reduces (`tp_full_s`, of which the exposed_ share blocks the stream).
+  /// Adds the compute to `*compute_total_s` and the tp times to the unit's stats; returns the
+  /// op's start.
+  Seconds compute_with_tp(int u, char op, const plan::Instruction& ins, Seconds compute_s,
+                          Seconds tp_full_s, Seconds* compute_total_s) {
+    UnitStats& stats = result_.units[u];
+    const Seconds tp_s = tp_full_s * exposed_;
+    const Seconds start_s = occupy(u, compute_s + tp_s, op, ins.stage, ins.micro_batch);
+    record(u, Lane::tp, 'T', ins.stage, ins.micro_batch, start_s + compute_s, tp_s);
+    *compute_total_s += compute_s;
+    stats.tp_s += tp_full_s;
+    stats.tp_exposed_s += tp_s;
+    return start_s;
+  }
+
   void forward(int u, const plan::Instruction& ins) {
     UnitStats& stats = result_.units[u];
     const ReplicaCost& c = table_.stages[ins.stage].replicas[stats.replica];
-    const Seconds tp_s = c.tp_forward_s * exposed_;
-    const Seconds start_s = occupy(u, c.forward_s + tp_s, 'F', ins.stage, ins.micro_batch);
-    record(u, Lane::tp, 'T', ins.stage, ins.micro_batch, start_s + c.forward_s, tp_s);
-    stats.compute_s += c.forward_s;
-    stats.tp_s += c.tp_forward_s;
-    stats.tp_exposed_s += tp_s;
+    compute_with_tp(u, 'F', ins, c.forward_s, c.tp_forward_s, &stats.compute_s);
     stats.model_flops += c.model_flops;
   }
 
@@ -173,19 +184,10 @@ class Engine {
     UnitStats& stats = result_.units[u];
     const ReplicaCost& c = table_.stages[ins.stage].replicas[stats.replica];
     if (c.recompute_s > 0) {
-      const Seconds tp_s = c.tp_recompute_s * exposed_;
-      const Seconds start_s = occupy(u, c.recompute_s + tp_s, 'R', ins.stage, ins.micro_batch);
-      record(u, Lane::tp, 'T', ins.stage, ins.micro_batch, start_s + c.recompute_s, tp_s);
-      stats.recompute_s += c.recompute_s;
-      stats.tp_s += c.tp_recompute_s;
-      stats.tp_exposed_s += tp_s;
+      compute_with_tp(u, 'R', ins, c.recompute_s, c.tp_recompute_s, &stats.recompute_s);
     }
-    const Seconds tp_s = c.tp_forward_s * exposed_;
-    const Seconds start_s = occupy(u, c.backward_s + tp_s, 'B', ins.stage, ins.micro_batch);
-    record(u, Lane::tp, 'T', ins.stage, ins.micro_batch, start_s + c.backward_s, tp_s);
-    stats.compute_s += c.backward_s;
-    stats.tp_s += c.tp_forward_s;
-    stats.tp_exposed_s += tp_s;
+    const Seconds start_s =
+        compute_with_tp(u, 'B', ins, c.backward_s, c.tp_forward_s, &stats.compute_s);
     const std::size_t slot = static_cast<std::size_t>(ins.stage) * replicas_ + stats.replica;
     last_backward_start_s_[slot] = start_s;
     last_backward_end_s_[slot] = units_[u].compute_free_s;
