@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   app.add_option("--metrics", o.metrics_file, "JSON lines: step, loss, step_time_s, tokens_per_s");
   app.add_option("--trace", o.trace_file, "Chrome trace JSON of the last step's measured timeline");
   app.add_option("--dump-params", o.dump_params_file,
-                 "per-parameter summary after training (name count sum sum_sq sum_abs)");
+                 "every full parameter after training (\"name count\", then one value a line)");
   app.add_option("--log-every", o.log_every, "log every K steps (0: none)")
       ->check(CLI::NonNegativeNumber);
   try {

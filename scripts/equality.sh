@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # File: equality.sh
 # "Parallel equals single": trains PLAN on NP ranks and configs/plans/tiny/single.yaml on one,
-# STEPS steps each from the same seed, then checks every step's loss and every parameter's
-# summary (count, sum, sum of squares, sum of abs; see --dump-params) agree within 1e-5.
-# One exception, 1e-4: attn.qkv.bias. Its key third has an exactly zero true gradient (softmax
-# ignores a shift shared by all keys of a query), so AdamW turns the rounding noise of that
-# gradient into +-lr steps whose sign depends on summation order.
+# STEPS steps each from the same seed, then checks every step's loss agrees within relative
+# 1e-5 and every full parameter tensor (see --dump-params) within norm-relative 5e-5.
+# AdamW divides each gradient by its own running magnitude, so an element whose gradient is
+# near zero moves by a fraction of lr whose sign follows the rounding of the summation order:
+# one element of layers.2.mlp.fc2.weight alone gives that tensor a relative error of up to
+# 2.1e-5 (pp2-1f1b), hence 5e-5.
+# The key third of attn.qkv.bias has an exactly zero true gradient (softmax ignores a shift
+# shared by all keys of a query), so its values are that noise alone: checked absolutely, 1e-4.
 # Usage (from the source root): scripts/equality.sh WHALE_RUN PLAN NP [STEPS]
 set -euo pipefail
 run=$1 plan=$2 np=$3 steps=${4:-20}
@@ -24,15 +27,33 @@ paste <(losses "$out/single.jsonl") <(losses "$out/plan.jsonl") | awk -v steps="
     if ($2 == "" || d > 1e-5) { printf "step %d: loss %s (single) vs %s (plan)\n", n, $1, $2; bad = 1 } }
   END { if (n != steps) { printf "expected %d steps, got %d\n", steps, n; bad = 1 }
         printf "losses: %d steps, largest relative difference %.3g\n", n, worst; exit bad }'
+# Tensor by tensor (the dump: "name count", then one value a line): the norm-based relative
+# error ||plan - single||_2 / ||single||_2 within 5e-5, and the largest element difference
+# |plan - single| for reference. The key third of attn.qkv.bias (elements [n/3, 2n/3)) is
+# left out of the norms and checked by absolute difference within 1e-4 instead.
 paste -d' ' "$out/single.params" "$out/plan.params" | awk '
   function abs(x) { return x < 0 ? -x : x }
-  function check(what, a, b, scale) { d = abs(a - b) / scale; zero_grad = $1 ~ /attn[.]qkv[.]bias$/
-    if (zero_grad && d > worst_qkv_bias) worst_qkv_bias = d
-    if (!zero_grad && d > worst) worst = d
-    if (d > (zero_grad ? 1e-4 : 1e-5)) { printf "%s %s: %.17g (single) vs %.17g (plan)\n", $1, what, a, b; bad = 1 } }
-  { n++
-    if ($1 != $6 || $2 != $7) { printf "parameter %s (%s) vs %s (%s)\n", $1, $2, $6, $7; bad = 1; next }
-    check("sum", $3, $8, $5); check("sum of squares", $4, $9, $4); check("sum of abs", $5, $10, $5) }
-  END { if (n == 0) { print "no parameters"; bad = 1 }
-        printf "parameters: %d tensors, largest relative difference %.3g (attn.qkv.bias: %.3g)\n",
-               n, worst, worst_qkv_bias; exit bad }'
+  function finish() {
+    if (name == "") return
+    if (seen != count) { printf "%s: %d of %d values\n", name, seen, count; bad = 1 }
+    rel = norm > 0 ? sqrt(diff / norm) : sqrt(diff); if (rel > worst) worst = rel
+    if (key_noise > worst_key) worst_key = key_noise
+    fail = rel > 5e-5 || key_noise > 1e-4; if (fail) bad = 1
+    printf "%s %d: relative error %.3g, largest element difference %.3g", name, count, rel, largest
+    if (has_key) printf " (key third: %.3g)", key_noise
+    printf "%s\n", fail ? "  FAIL" : ""
+    name = "" }
+  NF == 4 { finish(); n++
+    if ($1 != $3 || $2 != $4) {
+      printf "parameter %s (%s) vs %s (%s)\n", $1, $2, $3, $4; bad = 1; exit }
+    name = $1; count = $2; seen = 0; diff = 0; norm = 0; largest = 0; key_noise = 0
+    has_key = name ~ /attn[.]qkv[.]bias$/; next }
+  NF == 2 && name != "" { d = abs($2 - $1)
+    if (has_key && 3 * seen >= count && 3 * seen < 2 * count) { if (d > key_noise) key_noise = d }
+    else { if (d > largest) largest = d; diff += d * d; norm += $1 * $1 }
+    seen++; next }
+  { printf "line %d: the two dumps are not aligned\n", NR; bad = 1; exit }
+  END { finish()
+        if (n == 0) { print "no parameters"; bad = 1 }
+        printf "parameters: %d tensors, largest relative error %.3g (attn.qkv.bias key third: " \
+               "largest difference %.3g)\n", n, worst, worst_key; exit bad }'

@@ -1,14 +1,17 @@
 // File: executor_update.cpp
-// Executor: gradient reduction and optimizer instructions, checkpoint state, and the
-// plan-independent parameter summary.
-#include <cmath>
+// Executor: gradient reduction and optimizer instructions, checkpoint state, and the full
+// parameters gathered to rank 0.
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "executor_impl.h"
 #include "executor_optimizer.h"
+#include "whale/exec/tensor_shard.h"
 
 namespace whale::exec {
 
@@ -41,40 +44,48 @@ void Executor::load_state(const std::vector<float>& state) {
                                 " floats left over");
 }
 
-std::vector<ParameterSummary> Executor::summarize_parameters() {
-  // Each rank of replica 0 describes its shards as text lines; rank 0 adds them up by name.
-  std::ostringstream lines;
-  lines.precision(17);
+std::vector<FullParameter> Executor::gather_parameters() {
+  // Each rank of replica 0 writes its shards as text, "name tp_rank tp_size count" then the
+  // values (%.9g: floats round-trip exactly); rank 0 puts each shard into its full tensor.
+  std::string text;
+  char number[32];
   for (auto& entry : impl_->stages) {
     const StageState& st = entry.second;
     if (st.role.replica != 0) continue;
+    const int tp_size = impl_->plan.stages.at(entry.first).tp;
     for (const ParameterView& p : st.module->parameters()) {
       if (p.tp_replicated && st.role.tp_rank != 0) continue;
-      double sum = 0, squares = 0, abs_sum = 0;
+      text += p.name + ' ' + std::to_string(st.role.tp_rank) + ' ' + std::to_string(tp_size) +
+              ' ' + std::to_string(p.count);
       for (std::size_t i = 0; i < p.count; ++i) {
-        sum += p.value[i];
-        squares += static_cast<double>(p.value[i]) * p.value[i];
-        abs_sum += std::abs(static_cast<double>(p.value[i]));
+        std::snprintf(number, sizeof(number), " %.9g", p.value[i]);
+        text += number;
       }
-      lines << p.name << ' ' << p.count << ' ' << sum << ' ' << squares << ' ' << abs_sum << '\n';
+      text += '\n';
     }
   }
-  std::map<std::string, ParameterSummary> by_name;
-  for (const std::string& part : impl_->transport.gather_to_root(lines.str())) {
+  std::map<std::string, std::vector<float>> full;
+  for (const std::string& part : impl_->transport.gather_to_root(text)) {
     std::istringstream in(part);
-    ParameterSummary row;
-    while (in >> row.name >> row.count >> row.sum >> row.sum_of_squares >> row.sum_of_abs) {
-      ParameterSummary& total = by_name[row.name];
-      total.name = row.name;
-      total.count += row.count;
-      total.sum += row.sum;
-      total.sum_of_squares += row.sum_of_squares;
-      total.sum_of_abs += row.sum_of_abs;
+    std::string name;
+    int tp_rank = 0, tp_size = 1;
+    std::size_t count = 0;
+    while (in >> name >> tp_rank >> tp_size >> count) {
+      std::vector<float> shard(count);
+      for (float& v : shard) in >> v;
+      const TensorShard layout = gpt_parameter_shard(impl_->plan.model, name, tp_rank, tp_size);
+      if (layout.shard_count() != count)
+        throw std::logic_error("gather_parameters: " + name + " has " + std::to_string(count) +
+                               " floats, its layout " + std::to_string(layout.shard_count()));
+      std::vector<float>& values = full[name];
+      values.resize(layout.full_count());
+      insert_shard(layout, shard.data(), values.data());
     }
   }
-  std::vector<ParameterSummary> summaries;
-  for (auto& entry : by_name) summaries.push_back(entry.second);
-  return summaries;
+  std::vector<FullParameter> parameters;
+  for (auto& entry : full)
+    parameters.push_back(FullParameter{entry.first, std::move(entry.second)});
+  return parameters;
 }
 
 }  // namespace whale::exec

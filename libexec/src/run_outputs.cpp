@@ -1,5 +1,5 @@
 // File: run_outputs.cpp
-// Log lines, metrics records, the gathered measured trace and the parameter summary.
+// Log lines, metrics records, the gathered measured trace and the full-parameter dump.
 #include "run_outputs.h"
 
 #include <cstdio>
@@ -57,13 +57,16 @@ void write_measured_trace(const std::string& path, const plan::Plan& plan,
   plan::write_chrome_trace_file(path, events, labels);
 }
 
-void write_parameter_summary(const std::string& path,
-                             const std::vector<ParameterSummary>& summaries) {
+void write_parameters(const std::string& path, const std::vector<FullParameter>& parameters) {
   std::ofstream out = open_output(path);
-  out.precision(17);
-  for (const ParameterSummary& s : summaries)
-    out << s.name << ' ' << s.count << ' ' << s.sum << ' ' << s.sum_of_squares << ' '
-        << s.sum_of_abs << '\n';
+  char number[32];
+  for (const FullParameter& p : parameters) {
+    out << p.name << ' ' << p.values.size() << '\n';
+    for (float v : p.values) {
+      std::snprintf(number, sizeof(number), "%.9g\n", v);
+      out << number;
+    }
+  }
 }
 
 }  // namespace whale::exec

@@ -1,6 +1,6 @@
 // File: run_outputs.h
 // Private outputs of run_training: the per-step log line and metrics record, the measured
-// trace gathered to rank 0, and the parameter summary file.
+// trace gathered to rank 0, and the full-parameter dump.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +34,8 @@ std::ofstream open_output(const std::string& path);
 void write_measured_trace(const std::string& path, const plan::Plan& plan,
                           const std::vector<plan::TimelineEvent>& mine, PeerTransport& transport);
 
-/// One line per parameter: "name count sum sum_of_squares sum_of_abs" (17 digits).
-void write_parameter_summary(const std::string& path,
-                             const std::vector<ParameterSummary>& summaries);
+/// Per parameter, in the given order: a line "name count", then count lines of one value
+/// each (%.9g, which round-trips a float exactly), row-major.
+void write_parameters(const std::string& path, const std::vector<FullParameter>& parameters);
 
 }  // namespace whale::exec

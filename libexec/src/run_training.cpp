@@ -1,6 +1,6 @@
 // File: run_training.cpp
 // whale-run's job: checks every input first (plan vs world, data, checkpoint), then trains,
-// logging each step, writing metrics, checkpoints, the trace and the parameter summary.
+// logging each step, writing metrics, checkpoints, the trace and the full parameters.
 #include "whale/exec/run_training.h"
 
 #include <sys/stat.h>
@@ -121,8 +121,8 @@ void run_training(const RunOptions& options, std::ostream& log) {
   if (!options.trace_file.empty())
     write_measured_trace(options.trace_file, plan, executor.last_timeline(), *transport);
   if (!options.dump_params_file.empty()) {
-    const std::vector<ParameterSummary> summaries = executor.summarize_parameters();
-    if (root) write_parameter_summary(options.dump_params_file, summaries);
+    const std::vector<FullParameter> parameters = executor.gather_parameters();
+    if (root) write_parameters(options.dump_params_file, parameters);
   }
 }
 

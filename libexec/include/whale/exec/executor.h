@@ -25,14 +25,11 @@ struct ExecutorOptions {
   bool record_timeline = false;  // keep the events of each step (last_timeline)
 };
 
-/// Per-parameter figures of the whole model, summed over tp shards (replicated parameters
-/// counted once) from replica 0: a plan-independent fingerprint of the trained weights.
-struct ParameterSummary {
+/// One parameter of the whole model as the single-device model holds it: its tp shards
+/// reassembled (gpt_parameter_shard), taken from replica 0. Plan-independent.
+struct FullParameter {
   std::string name;
-  double count = 0;
-  double sum = 0;
-  double sum_of_squares = 0;
-  double sum_of_abs = 0;
+  std::vector<float> values;  // row-major, TensorShard::full_count() floats
 };
 
 class Executor {
@@ -62,9 +59,9 @@ class Executor {
   /// Restores save_state()'s output; throws std::invalid_argument on a size mismatch.
   void load_state(const std::vector<float>& state);
 
-  /// Collective over all ranks: the ParameterSummary of every parameter, sorted by name, on
-  /// rank 0 (empty elsewhere).
-  std::vector<ParameterSummary> summarize_parameters();
+  /// Collective over all ranks: every parameter of the model, full, sorted by name, on rank 0
+  /// (empty elsewhere).
+  std::vector<FullParameter> gather_parameters();
 
  private:
   struct Impl;
