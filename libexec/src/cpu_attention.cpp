@@ -34,11 +34,8 @@ std::size_t probs_offset(int b, int h, int sequence, int heads) {
 /// kPacketFloats), so their bits do not depend on where the row lies.
 void causal_softmax_row(float* row, int i, int T, float scale, float* scratch) {
   const std::size_t n = static_cast<std::size_t>(i) + 1;
-  const Eigen::Index padded = static_cast<Eigen::Index>(round_up_to_packets(n));
   const float max_score = scale * *std::max_element(row, row + n);
-  std::copy(row, row + n, scratch);
-  std::fill(scratch + n, scratch + padded, 0.0f);
-  AlignedArrayMap s(scratch, padded);
+  AlignedArrayMap s = padded_packets(row, n, scratch);
   s = (s * scale - max_score).exp();
   const double sum = ordered_sum<double>(n, [&](std::size_t j) { return double{scratch[j]}; });
   const float inv = static_cast<float>(1.0 / sum);

@@ -5,6 +5,7 @@
 
 #include <Eigen/Dense>
 
+#include <algorithm>
 #include <cstddef>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,15 @@ inline std::size_t round_up_to_packets(std::size_t n) {
   return (n + kPacketFloats - 1) / kPacketFloats * kPacketFloats;
 }
 using AlignedArrayMap = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
+
+/// Copies src[0, n) into `scratch` (64-byte aligned, at least round_up_to_packets(n) floats),
+/// zero-pads it to whole packets and returns that padded view.
+inline AlignedArrayMap padded_packets(const float* src, std::size_t n, float* scratch) {
+  const std::size_t padded = round_up_to_packets(n);
+  std::copy(src, src + n, scratch);
+  std::fill(scratch + n, scratch + padded, 0.0f);
+  return AlignedArrayMap(scratch, static_cast<Eigen::Index>(padded));
+}
 
 /// dst (C) += column sums of src (N, C), each summed over the rows in double.
 void add_column_sums(float* dst, const float* src, int rows, int channels);

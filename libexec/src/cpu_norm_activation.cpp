@@ -76,10 +76,8 @@ void for_gelu_chunks(const float* inp, std::size_t count, Op op) {
   alignas(64) float t_buffer[kGeluChunk];
   for (std::size_t begin = 0; begin < count; begin += kGeluChunk) {
     const std::size_t n = std::min(kGeluChunk, count - begin);
-    const Eigen::Index padded = static_cast<Eigen::Index>(round_up_to_packets(n));
-    std::copy(inp + begin, inp + begin + n, x_buffer);
-    std::fill(x_buffer + n, x_buffer + padded, 0.0f);
-    AlignedArrayMap x(x_buffer, padded), t(t_buffer, padded);
+    AlignedArrayMap x = padded_packets(inp + begin, n, x_buffer);
+    AlignedArrayMap t(t_buffer, x.size());
     t = (kGeluScale * (x + kGeluCubic * x.cube())).tanh();
     op(x, t, begin, n);
   }
