@@ -7,7 +7,7 @@
 # Usage: scripts/fidelity.sh [--build DIR] [--steps N] [--reuse-profile] [--no-priority]
 #   --build DIR       build folder holding apps/whale-{profile,run,sim} (default: build)
 #   --steps N         training steps per run; step 1 is warm-up, the median of the rest counts (5)
-#   --rounds R        runs of every plan, round by round; the median is over all of them (2)
+#   --rounds R        runs of every plan, round by round; the median is over all of them (3)
 #   --reuse-profile   keep profiles/cpu-measured.yaml and configs/clusters/cpu-measured.yaml
 #   --no-priority     do not raise the scheduling priority (see docs/fidelity.md)
 # Writes profiles/cpu-measured.yaml, configs/clusters/cpu-measured.yaml and, in
@@ -17,7 +17,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=build
 STEPS=5
-ROUNDS=2
+ROUNDS=3
 REUSE=0
 PRIORITY=1
 while [ $# -gt 0 ]; do

@@ -22,6 +22,7 @@ StageOptimizer::StageOptimizer(std::vector<ParameterView> parameters, Communicat
   shard_size_ = (total_ + members - 1) / members;
   shard_begin_ = shard_ ? std::min(total_, shard_size_ * static_cast<std::size_t>(dp_->rank())) : 0;
   adamw_ = std::make_unique<AdamW>(*backend_, parameters_, shard_begin_, shard_begin_ + shard_size_);
+  contiguous_gradients_ = contiguous_gradients();
 }
 
 StageOptimizer::~StageOptimizer() = default;
@@ -47,8 +48,22 @@ void StageOptimizer::scatter(Field field, std::size_t begin, std::size_t count,
   }
 }
 
+float* StageOptimizer::contiguous_gradients() const {
+  if (parameters_.empty()) return nullptr;
+  float* next = parameters_.front().gradient;
+  for (const ParameterView& p : parameters_) {
+    if (p.gradient != next) return nullptr;
+    next += p.count;
+  }
+  return parameters_.front().gradient;
+}
+
 void StageOptimizer::reduce_gradients() {
   if (!dp_) return;
+  if (!shard_ && contiguous_gradients_) {  // the usual case: one flat buffer, reduced in place
+    dp_->all_reduce_sum(contiguous_gradients_, total_);
+    return;
+  }
   const std::size_t padded = shard_ ? shard_size_ * dp_->size() : total_;
   flat_.assign(padded, 0.0f);  // zero padding past total_; capacity is kept across steps
   gather(Field::gradient, 0, total_, flat_.data());

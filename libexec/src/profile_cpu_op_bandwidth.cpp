@@ -50,18 +50,22 @@ struct OpClass {
   double model_bytes = 0;        // bytes the model counts for the measured forward
   std::function<void()> forward, backward;
   double gemm_s = 0;             // time of the GEMMs inside forward, priced by the curve
+  std::vector<CacheFlusher::HotBuffer> forward_hot, backward_hot;  // just written before it
 };
 
 }  // namespace
 
 void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& timer,
-                              const ProgressFn& progress, plan::DeviceProfile* profile) {
+                              CacheFlusher& flusher, const ProgressFn& progress,
+                              plan::DeviceProfile* profile) {
   const int rows = quick ? 128 : 512, channels = 256, wide = 4 * channels;
   const int batch = rows / 128, sequence = 128, heads = 8, head_size = channels / heads;
   const int vocabulary = 256;
   const std::size_t parameters = quick ? (std::size_t{1} << 18) : (std::size_t{1} << 21);
   const std::size_t wide_count = static_cast<std::size_t>(rows) * wide;
   const std::size_t probs_count = static_cast<std::size_t>(batch) * heads * sequence * sequence;
+  const std::size_t narrow_count = static_cast<std::size_t>(rows) * channels;
+  const std::size_t logits_count = static_cast<std::size_t>(rows) * vocabulary;
   Buffers buf(backend);
   float* x = buf.make(wide_count);
   float* y = buf.make(wide_count);
@@ -70,7 +74,7 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
   float* stats = buf.make(2 * rows);
   float* qkv = buf.make(static_cast<std::size_t>(rows) * 3 * channels);
   float* probs = buf.make(probs_count);
-  float* logits = buf.make(static_cast<std::size_t>(rows) * vocabulary);
+  float* logits = buf.make(logits_count);
   float* optimizer = buf.make(4 * parameters);
   const std::vector<int32_t> targets(rows, 1);
 
@@ -83,32 +87,33 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
 
   std::vector<OpClass> classes = {
       {"gelu", 2 * wide_count * kFloatBytes, [&] { backend.gelu_forward(y, x, wide_count); },
-       [&] { backend.gelu_backward(dy, x, y, wide_count); }, 0},
+       [&] { backend.gelu_backward(dy, x, y, wide_count); }, 0, {{x, wide_count}}, {{y, wide_count}}},
       {"layernorm", 2.0 * rows * channels * kFloatBytes,
        [&] { backend.layernorm_forward(y, stats, stats + rows, x, weight, weight + channels, rows, channels); },
        [&] {
          backend.layernorm_backward(dy, weight, weight + channels, y, x, weight, stats,
                                     stats + rows, rows, channels);
        },
-       0},
+       0, {{x, narrow_count}}, {{y, narrow_count}}},
       {"softmax", 2 * probs_count * kFloatBytes,
        [&] { backend.attention_forward(y, probs, qkv, batch, sequence, heads, head_size); },
        [&] { backend.attention_backward(dy, y, qkv, probs, batch, sequence, heads, head_size); },
-       attention_gemm_s},
+       attention_gemm_s, {{qkv, 3 * narrow_count}}, {{y, narrow_count}}},
       {"cross_entropy", 2.0 * rows * vocabulary * kFloatBytes,
        [&] { backend.cross_entropy_forward(logits, targets.data(), rows, vocabulary); },
        [&] { backend.cross_entropy_backward(dy, logits, targets.data(), rows, vocabulary, 1.0); },
-       0},
+       0, {{logits, logits_count}}, {{logits, logits_count}}},  // backward follows at once
       {"adamw", kAdamwBytesPerParameter * parameters,
        [&] {
          backend.adamw_update(optimizer, optimizer + parameters, optimizer + 2 * parameters,
                               optimizer + 3 * parameters, parameters, 1e-9, 0.9, 0.95, 1e-8, 0.0, 1);
        },
-       nullptr, 0},
+       nullptr, 0, {}, {}},
   };
   for (const OpClass& op : classes) {
-    const Seconds forward_s = median_call_time_s(op.forward, timer);
-    const Seconds backward_s = op.backward ? median_call_time_s(op.backward, timer) : forward_s;
+    const Seconds forward_s = median_call_time_s(op.forward, flusher.cold_except(timer, op.forward_hot));
+    const Seconds backward_s =
+        op.backward ? median_call_time_s(op.backward, flusher.cold_except(timer, op.backward_hot)) : forward_s;
     // libsim charges the GEMMs forward once and backward twice, the class once each way.
     const Seconds class_s = (forward_s + backward_s - 3.0 * op.gemm_s) / 2.0;
     char line[200];

@@ -15,8 +15,11 @@ namespace whale::exec {
 /// optimizer as libsim counts it, 28 bytes per fp32 AdamW parameter) divided by the mean of the
 /// op's measured forward and backward times, so that forward + backward sum right in libsim.
 /// The softmax class is the attention core minus its GEMMs as the profile's curve prices them
-/// (so the gemm curve must be measured first). Sizes are those of a d=256 GPT layer.
+/// (so the gemm curve must be measured first). Sizes are those of a d=256 GPT layer. Every
+/// call starts from caches that `flusher` evicted, but for the input the op before it has just
+/// written (forward: its input; backward: the output gradient); AdamW is all cold.
 void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& timer,
-                              const ProgressFn& progress, plan::DeviceProfile* profile);
+                              CacheFlusher& flusher, const ProgressFn& progress,
+                              plan::DeviceProfile* profile);
 
 }  // namespace whale::exec

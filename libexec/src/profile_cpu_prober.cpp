@@ -42,15 +42,13 @@ std::string first_field(const std::string& text, const std::string& key) {
   return "";
 }
 
-/// One GEMM layout of training: C (+)= op(A) * op(B).
-struct GemmLayout {
-  bool trans_a, trans_b, accumulate;
+/// One linear layer of a transformer block of width h over 2h tokens: `in` and `out` in units
+/// of h (qkv 1 -> 3, proj 1 -> 1, fc1 1 -> 4, fc2 4 -> 1).
+struct BlockLinear {
+  int in, out;
 };
-constexpr GemmLayout kTrainingGemmLayouts[] = {
-    {false, true, false},  // forward: x * W^T
-    {false, false, true},  // input gradient: dy * W, accumulated
-    {true, false, true},   // weight gradient: dy^T * x, accumulated
-};
+constexpr BlockLinear kBlockLinears[] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}};
+constexpr int kTokensPerWidth = 2;
 
 /// A buffer of the backend's memory, released by the destructor.
 class BackendBuffer {
@@ -92,7 +90,11 @@ class CpuProber : public DeviceProber {
     profile.name = options.name.empty() ? default_name() : options.name;
     profile.kind = "cpu";
 
-    const std::string source_peak = measure_gemm(options.quick, timer, progress, &profile);
+    // GEMMs and the op classes start from cold caches, as in a training step (CacheFlusher);
+    // the copy sweep stays hot: its small sizes are meant to read the caches' bandwidth.
+    TimerOptions cold = timer;
+    cold.samples = options.quick ? 5 : 9;
+    const std::string source_peak = measure_gemm(options.quick, cold, progress, &profile);
     const std::string source_memory = measure_memory(options.quick, timer, progress, &profile);
     profile.memory_bytes = mem_available_bytes(read_text_file("/proc/meminfo"));
     progress(format("memory: MemAvailable %.2f GiB", profile.memory_bytes / kBytesPerGiB));
@@ -102,7 +104,7 @@ class CpuProber : public DeviceProber {
         [&] { backend_->matmul(false, false, 1, 1, 1, one.get(), one.get() + 1, one.get() + 2, false); },
         timer);
     progress(format("launch: 1x1x1 matmul call %.3f us", profile.kernel_launch_s * 1e6));
-    measure_cpu_op_bandwidth(*backend_, options.quick, timer, progress, &profile);
+    measure_cpu_op_bandwidth(*backend_, options.quick, cold, flusher_, progress, &profile);
     result.op_timings = time_layer_ops(options.quick, timer);
     result.op_timing_source = "wall clock, CPU backend";
 
@@ -118,29 +120,39 @@ class CpuProber : public DeviceProber {
   /// comes from.
   std::string measure_gemm(bool quick, const TimerOptions& timer, const ProgressFn& progress,
                            plan::DeviceProfile* profile) {
-    const std::vector<int> sizes = quick ? std::vector<int>{32, 64, 128, 256, 512}
-                                         : std::vector<int>{32, 64, 128, 256, 512, 1024, 2048};
+    // Each point: the GEMMs a transformer block of width h runs in training, over 2h tokens,
+    // which is what libsim prices with this curve. Square GEMMs of the same FLOPs run up to 15%
+    // faster in Eigen (and power-of-two squares hit cache-set conflicts the model's shapes
+    // partly avoid), so a square sweep made every prediction optimistic. For each linear
+    // (m tokens, k in, n out), the three products of a training step: forward x * W^T (NT),
+    // input gradient dy * W accumulated (NN), weight gradient dy^T * x accumulated (TN). The
+    // point is (mean FLOPs of one product, total FLOPs / total time).
+    const std::vector<int> widths = quick ? std::vector<int>{32, 64, 128, 256}
+                                          : std::vector<int>{32, 64, 128, 256, 384, 512};
     std::vector<double> flops, achieved;
-    for (int n : sizes) {
-      const std::size_t elements = static_cast<std::size_t>(n) * n;
-      BackendBuffer a(*backend_, elements), b(*backend_, elements), c(*backend_, elements);
-      // A linear layer's three products, one each per training step: forward x * W^T (NT),
-      // input gradient dy * W (NN), weight gradient dy^T * x accumulated (TN). Transposed
-      // operands and accumulation cost Eigen more than the plain product, so the curve is the
-      // mean of the three, as training runs them.
+    for (int h : widths) {
+      const int m = kTokensPerWidth * h;
+      const std::size_t widest = static_cast<std::size_t>(4) * h;
+      BackendBuffer x(*backend_, m * widest), w(*backend_, widest * h), y(*backend_, m * widest);
       Seconds t = 0;
-      for (const GemmLayout& layout : kTrainingGemmLayouts) {
-        t += median_call_time_s(
-                 [&] {
-                   backend_->matmul(layout.trans_a, layout.trans_b, n, n, n, a.get(), b.get(),
-                                    c.get(), layout.accumulate);
-                 },
-                 timer) /
-             std::size(kTrainingGemmLayouts);
+      double block_flops = 0;
+      for (const BlockLinear& linear : kBlockLinears) {
+        const int k = linear.in * h, n = linear.out * h;
+        // Hot: the activation x in the forward, the output gradient dy (in y) in both
+        // backward products; the weight and the saved x of the weight gradient are cold.
+        const std::size_t x_count = static_cast<std::size_t>(m) * k, y_count = static_cast<std::size_t>(m) * n;
+        t += median_call_time_s([&] { backend_->matmul(false, true, m, n, k, x.get(), w.get(), y.get(), false); },
+                                flusher_.cold_except(timer, {{x.get(), x_count}}));
+        t += median_call_time_s([&] { backend_->matmul(false, false, m, k, n, y.get(), w.get(), x.get(), true); },
+                                flusher_.cold_except(timer, {{y.get(), y_count}}));
+        t += median_call_time_s([&] { backend_->matmul(true, false, n, k, m, y.get(), x.get(), w.get(), true); },
+                                flusher_.cold_except(timer, {{y.get(), y_count}}));
+        block_flops += 3 * 2.0 * m * n * k;
       }
-      flops.push_back(2.0 * n * n * n);
-      achieved.push_back(flops.back() / t);
-      progress(format("gemm fp32 n=%.0f: %.3f ms, %.2f GFLOP/s", n, t * 1e3, achieved.back() / 1e9));
+      flops.push_back(block_flops / (3 * std::size(kBlockLinears)));
+      achieved.push_back(block_flops / t);
+      progress(format("gemm fp32 block h=%.0f (%.0f tokens): %.3f ms, %.2f GFLOP/s", h, m,
+                      t * 1e3, achieved.back() / 1e9));
     }
     const double best = max_value(achieved);
     const CpuPeak computed = cpu_peak_from_cpuinfo(read_text_file("/proc/cpuinfo"));
@@ -224,6 +236,7 @@ class CpuProber : public DeviceProber {
 
   std::string model_name_;
   std::unique_ptr<Backend> backend_;
+  CacheFlusher flusher_;  // cold-cache timing of the GEMMs and the op classes
 };
 
 }  // namespace

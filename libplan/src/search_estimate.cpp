@@ -34,7 +34,11 @@ bool attention_core(const std::string& name) {
 }  // namespace
 
 AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model)
-    : cluster_(cluster), model_(model), precision_(model.training.precision) {
+    : cluster_(cluster),
+      model_(model),
+      precision_(model.training.precision),
+      element_bytes_(bytes_per_element(precision_)),
+      optimizer_bytes_(optimizer_bytes_per_param(precision_)) {
   for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_replicated_,
                   &act_split_, &act_attention_, &act_input_}) {
     v->assign(1, 0.0);
@@ -129,7 +133,7 @@ Seconds AnalyticModel::tp_comm_s(const Link& link, int tp, int share, int first,
 
 Seconds AnalyticModel::dp_comm_s(const Link& link, int tp, int dp, int first, int end) const {
   const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
-  return ring_allreduce_s(link, dp, params * bytes_per_element(precision_));
+  return ring_allreduce_s(link, dp, params * element_bytes_);
 }
 
 double AnalyticModel::act_max_range(int first, int end) const {
@@ -146,8 +150,8 @@ Bytes AnalyticModel::boundary_bytes(int end) const {
 MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, int in_flight,
                                  Recompute r, bool shard_optimizer) const {
   const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
-  const double elt = bytes_per_element(precision_);
-  const double optimizer = optimizer_bytes_per_param(precision_) / (shard_optimizer ? dp : 1);
+  const double elt = element_bytes_;
+  const double optimizer = optimizer_bytes_ / (shard_optimizer ? dp : 1);
   MemoryNeed need;
   need.state_bytes = params * (2.0 * elt + optimizer);
   double per_sample = 0;
@@ -173,8 +177,7 @@ MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, 
 Seconds AnalyticModel::optimizer_s(const std::string& device_model, int first, int end, int tp,
                                    int dp, bool shard_optimizer) const {
   const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
-  const double bytes = params * (2.0 * bytes_per_element(precision_) +
-                                 2.0 * optimizer_bytes_per_param(precision_)) /
+  const double bytes = params * (2.0 * element_bytes_ + 2.0 * optimizer_bytes_) /
                        (shard_optimizer ? dp : 1);
   return bytes / cluster_.profiles.at(device_model).memory_bandwidth_bytes_per_s;
 }

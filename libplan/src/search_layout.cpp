@@ -164,83 +164,114 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   double upper = 0;  // every fitting range costs at most this
   for (int s = 0; s < S; ++s) upper = std::max(upper, time_at(s, 0, L, kMaxRung));
 
-  Layout out;
-  std::vector<int> b;
-  if (!rules.fixed_boundaries.empty()) {
-    b = rules.fixed_boundaries;
-  } else if (rules.even_layers) {
-    b = even_boundaries(an.model(), S);
-  } else {
-    b = partition_layers(L, S, cost, [](int, int, int) { return true; }, upper);
-  }
-  std::vector<int> rungs(S, -1);
-  bool fits = !b.empty();
-  for (int s = 0; s < S && fits; ++s) {
-    rungs[s] = rung_for(s, b[s], b[s + 1]);
-    fits = rungs[s] >= 0;
-  }
-  if (!fits) {
-    // Report the gap at the compute-balanced split with every saving switched on.
-    if (b.empty()) {
-      b = partition_layers(
-          L, S, [&](int s, int a, int e) { return time_at(s, a, e, kMaxRung); }, [](int, int, int) { return true; });
-    }
-    out.shortfall.need_bytes = -1;
+  // Per-stage rungs of split b; empty when some stage fits at no rung.
+  auto rungs_of = [&](const std::vector<int>& b) {
+    std::vector<int> rungs(S, -1);
     for (int s = 0; s < S && !b.empty(); ++s) {
-      Shortfall sf;
-      if (gap_at(s, b[s], b[s + 1], kMaxRung, &sf) > out.shortfall.gap() || out.shortfall.need_bytes < 0) out.shortfall = sf;
+      rungs[s] = rung_for(s, b[s], b[s + 1]);
+      if (rungs[s] < 0) return std::vector<int>{};
     }
-    return out;
-  }
-  if (rules.uniform_rung) std::fill(rungs.begin(), rungs.end(), *std::max_element(rungs.begin(), rungs.end()));
-  out.rungs.assign(p, 0);
-  for (int s = 0; s < S; ++s) {
-    int& gr = out.rungs[stage_group(c.schedule, p, s)];
-    gr = std::max(gr, rungs[s]);
-  }
-
-  // Stages and the analytic step time.
-  out.fits = true;
-  std::vector<double> group_time(p, 0), group_dp(p, 0), group_opt(p, 0);
-  double p2p = 0;
-  for (int s = 0; s < S; ++s) {
-    const int g = stage_group(c.schedule, p, s);
-    Stage stage;
-    stage.first_layer = b[s];
-    stage.end_layer = b[s + 1];
-    stage.devices = st.groups[g].devices;
-    stage.tp = gi[g].tp;
-    stage.shares = gi[g].shares;
-    stage.recompute = rung_recompute(rungs[s]);
-    stage.shard_optimizer = rung_shards(rungs[s], gi[g].dp);
-    out.stages.push_back(stage);
-    group_time[g] += time_at(s, b[s], b[s + 1], rungs[s]);
-    group_dp[g] += an.dp_comm_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
-    double opt = 0;
-    for (const auto& ms : gi[g].model_max_share) {
-      opt = std::max(opt, an.optimizer_s(ms.model, b[s], b[s + 1], gi[g].tp, gi[g].dp, stage.shard_optimizer));
+    return b.empty() ? std::vector<int>{} : rungs;
+  };
+  // The stages of split b at `rungs`, and their analytic step time.
+  auto lay_out = [&](const std::vector<int>& b, std::vector<int> rungs) {
+    Layout out;
+    if (rules.uniform_rung) std::fill(rungs.begin(), rungs.end(), *std::max_element(rungs.begin(), rungs.end()));
+    out.rungs.assign(p, 0);
+    for (int s = 0; s < S; ++s) {
+      int& gr = out.rungs[stage_group(c.schedule, p, s)];
+      gr = std::max(gr, rungs[s]);
     }
-    group_opt[g] += opt;
-    if (s + 1 < S) {
-      const int h = stage_group(c.schedule, p, s + 1);
-      if (h != g) {
-        const int most = std::max(*std::max_element(gi[g].shares.begin(), gi[g].shares.end()),
-                                  *std::max_element(gi[h].shares.begin(), gi[h].shares.end()));
-        const Link link = an.cluster().link_between(st.groups[g].devices[0], st.groups[h].devices[0]);
-        p2p += 2.0 * link.time_for(an.boundary_bytes(b[s + 1]) * most);
+    out.fits = true;
+    std::vector<double> group_time(p, 0), group_dp(p, 0), group_opt(p, 0);
+    double p2p = 0;
+    for (int s = 0; s < S; ++s) {
+      const int g = stage_group(c.schedule, p, s);
+      Stage stage;
+      stage.first_layer = b[s];
+      stage.end_layer = b[s + 1];
+      stage.devices = st.groups[g].devices;
+      stage.tp = gi[g].tp;
+      stage.shares = gi[g].shares;
+      stage.recompute = rung_recompute(rungs[s]);
+      stage.shard_optimizer = rung_shards(rungs[s], gi[g].dp);
+      out.stages.push_back(stage);
+      group_time[g] += time_at(s, b[s], b[s + 1], rungs[s]);
+      group_dp[g] += an.dp_comm_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
+      double opt = 0;
+      for (const auto& ms : gi[g].model_max_share) {
+        opt = std::max(opt, an.optimizer_s(ms.model, b[s], b[s + 1], gi[g].tp, gi[g].dp, stage.shard_optimizer));
+      }
+      group_opt[g] += opt;
+      if (s + 1 < S) {
+        const int h = stage_group(c.schedule, p, s + 1);
+        if (h != g) {
+          const int most = std::max(*std::max_element(gi[g].shares.begin(), gi[g].shares.end()),
+                                    *std::max_element(gi[h].shares.begin(), gi[h].shares.end()));
+          const Link link = an.cluster().link_between(st.groups[g].devices[0], st.groups[h].devices[0]);
+          p2p += 2.0 * link.time_for(an.boundary_bytes(b[s + 1]) * most);
+        }
       }
     }
+    const double slowest = *std::max_element(group_time.begin(), group_time.end());
+    double total = 0;
+    for (double t : group_time) total += t;
+    // Gradient reduction overlaps the last micro-batch's backward (about two thirds of a
+    // group's per-micro-batch time); only the rest is exposed.
+    double exposed_dp = 0;
+    for (int g = 0; g < p; ++g) exposed_dp = std::max(exposed_dp, group_dp[g] - kBackwardShare * group_time[g]);
+    out.estimate_s = c.micro_batches * slowest + (total - slowest) / v + p2p + exposed_dp +
+                     *std::max_element(group_opt.begin(), group_opt.end());
+    return out;
+  };
+
+  const RangeFits any = [](int, int, int) { return true; };
+  const bool free_split = rules.fixed_boundaries.empty() && !rules.even_layers;
+  std::vector<int> b;
+  if (!free_split) {
+    b = rules.fixed_boundaries.empty() ? even_boundaries(an.model(), S) : rules.fixed_boundaries;
+  } else {
+    b = partition_layers(L, S, cost, any, upper);
   }
-  const double slowest = *std::max_element(group_time.begin(), group_time.end());
-  double total = 0;
-  for (double t : group_time) total += t;
-  // Gradient reduction overlaps the last micro-batch's backward (about two thirds of a
-  // group's per-micro-batch time); only the rest is exposed.
-  double exposed_dp = 0;
-  for (int g = 0; g < p; ++g) exposed_dp = std::max(exposed_dp, group_dp[g] - kBackwardShare * group_time[g]);
-  out.estimate_s = c.micro_batches * slowest + (total - slowest) / v + p2p + exposed_dp +
-                   *std::max_element(group_opt.begin(), group_opt.end());
-  return out;
+  Layout best;
+  std::vector<int> rungs = rungs_of(b);
+  if (!rungs.empty() && (rules.split != Split::per_group || v == 1)) best = lay_out(b, rungs);
+  // With several stages per group, a group's time is the sum over its chunks, which the
+  // per-stage min-max split does not balance.
+  if (free_split && v > 1 && rules.split != Split::per_stage && !b.empty()) {
+    std::vector<int> group_of(S);
+    std::vector<double> sum(p, 0.0);
+    for (int s = 0; s < S; ++s) {
+      group_of[s] = stage_group(c.schedule, p, s);
+      sum[group_of[s]] += cost(s, b[s], b[s + 1]);
+    }
+    const double most = *std::max_element(sum.begin(), sum.end());
+    const std::vector<int> grouped =
+        most < inf ? partition_layers_grouped(L, group_of, cost, any, most / v, most) : std::vector<int>{};
+    const bool same = best.fits && grouped == b;  // nothing new to lay out
+    const std::vector<int> grouped_rungs = same ? std::vector<int>{} : rungs_of(grouped);
+    if (!grouped_rungs.empty()) {
+      Layout alt = lay_out(grouped, grouped_rungs);
+      alt.split = Split::per_group;
+      if (best.fits) {
+        alt.other_split_estimate_s = best.estimate_s;
+        best.other_split_estimate_s = alt.estimate_s;
+      }
+      if (!best.fits || alt.estimate_s < best.estimate_s) best = std::move(alt);
+    }
+  }
+  if (best.fits) return best;
+  // Report the gap at the compute-balanced split with every saving switched on.
+  if (b.empty()) {
+    b = partition_layers(
+        L, S, [&](int s, int a, int e) { return time_at(s, a, e, kMaxRung); }, any);
+  }
+  best.shortfall.need_bytes = -1;
+  for (int s = 0; s < S && !b.empty(); ++s) {
+    Shortfall sf;
+    if (gap_at(s, b[s], b[s + 1], kMaxRung, &sf) > best.shortfall.gap() || best.shortfall.need_bytes < 0) best.shortfall = sf;
+  }
+  return best;
 }
 
 Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batch_size,
@@ -251,8 +282,8 @@ Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batc
     const int share = std::max(1, micro_batch_size - g.dp() + 1);
     std::vector<double> per_sample;
     for (const ReplicaKind& k : g.kinds) {
-      per_sample.push_back((an.forward_s(k.model, g.tp, share, 0, an.layers()) +
-                            an.backward_s(k.model, g.tp, share, 0, an.layers())) / share);
+      const ComputeTable& t = an.table(k.model, g.tp, share);
+      per_sample.push_back((t.forward(0, an.layers()) + t.backward(0, an.layers())) / share);
     }
     for (int k : g.replica_kind) speed += 1.0 / per_sample[k];
   }

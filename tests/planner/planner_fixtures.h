@@ -31,8 +31,9 @@ inline std::string temp_file(const std::string& name, const std::string& text) {
   return path;
 }
 
-/// The best simulated step time over every (structure, choice) of the planner's space, each
-/// laid out by build_layout and ranked by the simulator alone (no pruning, no budget).
+/// The best simulated step time over every (structure, choice, layer split) of the planner's
+/// space, each laid out by build_layout and ranked by the simulator alone (no pruning, no
+/// budget).
 inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::Model& model,
                                      int global_batch, long* candidates) {
   const sim::Simulator simulator;
@@ -46,13 +47,19 @@ inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::M
   *candidates = 0;
   for (const plan::Structure& s : plan::enumerate_structures(cluster, model, limits)) {
     for (const plan::Choice& c : plan::enumerate_choices(s, model, global_batch, limits)) {
-      const plan::Layout layout = plan::build_layout(analytic, s, c, plan::LayoutRules{});
-      if (!layout.fits) continue;
-      plan::apply_layout(scratch, c, layout);
-      plan::validate_plan(scratch);
-      const plan::Estimate e = simulator.evaluate(scratch, plan::EvaluateOptions{});
-      ++*candidates;
-      if (e.fits && e.step_time_s < best) best = e.step_time_s;
+      // Both layer splits where a group runs several stages (the planner simulates both).
+      for (const plan::Split split : {plan::Split::per_stage, plan::Split::per_group}) {
+        if (split == plan::Split::per_group && c.schedule.chunks == 1) continue;
+        plan::LayoutRules rules;
+        rules.split = split;
+        const plan::Layout layout = plan::build_layout(analytic, s, c, rules);
+        if (!layout.fits) continue;
+        plan::apply_layout(scratch, c, layout);
+        plan::validate_plan(scratch);
+        const plan::Estimate e = simulator.evaluate(scratch, plan::EvaluateOptions{});
+        ++*candidates;
+        if (e.fits && e.step_time_s < best) best = e.step_time_s;
+      }
     }
   }
   return best;

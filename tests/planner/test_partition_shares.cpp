@@ -1,8 +1,9 @@
 // File: test_partition_shares.cpp
-// The layer partition (exact min-max under memory limits, against the dynamic program) and the
-// integer shares (largest remainder, positive, summing to the micro-batch).
+// The layer partition (exact min-max under memory limits, against the dynamic program; the
+// per-group split of multi-chunk schedules) and the integer shares (largest remainder, positive, summing to the micro-batch).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -78,6 +79,34 @@ TEST_CASE("partition_layers matches the dynamic program on many heterogeneous ca
     }
     CHECK(bottleneck == doctest::Approx(dp).epsilon(1e-6));
   }
+}
+
+TEST_CASE("grouped partition balances each group's sum over its chunks") {
+  // Seven unit layers and a head of 3 on two equal groups, stages A B A B (interleaved, two
+  // chunks). Every split has a stage of 3 (the head), so the per-stage min-max split may leave
+  // group B with 6 of the 10 units; the grouped split gives each group 5: A [0,2) + [4,7),
+  // B [2,4) + the head.
+  const std::vector<double> weight{1, 1, 1, 1, 1, 1, 1, 3};
+  const RangeCost cost = additive(weight, {1, 1, 1, 1});
+  const std::vector<int> group_of{0, 1, 0, 1};
+  auto largest_group_sum = [&](const std::vector<int>& b) {
+    double sum[2] = {0, 0};
+    for (int s = 0; s < 4; ++s) sum[group_of[s]] += cost(s, b[s], b[s + 1]);
+    return std::max(sum[0], sum[1]);
+  };
+  const auto per_stage = partition_layers(8, 4, cost, kAlwaysFits);
+  REQUIRE(per_stage.size() == 5);
+  CHECK(largest_group_sum(per_stage) == 6.0);
+  const auto grouped = partition_layers_grouped(8, group_of, cost, kAlwaysFits, 6.0 / 2, 6.0);
+  CHECK(grouped == std::vector<int>{0, 2, 4, 7, 8});
+  CHECK(largest_group_sum(grouped) == 5.0);
+  // A group twice as fast takes twice the work, split evenly over its chunks: 12 unit layers
+  // on A (speed 2) B (speed 1) A B: A holds 8 layers (4 s), B 4 (4 s).
+  const auto fast = partition_layers_grouped(12, group_of, additive(std::vector<double>(12, 1.0), {2, 1, 2, 1}),
+                                             kAlwaysFits, 0.0, 12.0);
+  CHECK(fast == std::vector<int>{0, 4, 6, 10, 12});
+  // No split within the upper bound: empty.
+  CHECK(partition_layers_grouped(8, group_of, cost, kAlwaysFits, 0.0, 4.0).empty());
 }
 
 TEST_CASE("proportional shares: least slowest replica, positive, summing to the micro-batch") {

@@ -44,6 +44,35 @@ TEST_CASE("structures of four CPU devices and the tiny model") {
   CHECK(plan::enumerate_structures(cl, tiny, limits).size() == 3);
 }
 
+TEST_CASE("type-pure pipelines are laid in every order of the device models") {
+  // 4 A100-80GB (ids 0-3) and 4 V100-32GB (4-7): at depth 2 the type-pure pipelines
+  // [a100][v100] (memory order) and [v100][a100] both appear, at every tp.
+  const plan::Cluster cl = plan::load_cluster(test::temp_file("two_models.yaml", R"(name: two-models
+nodes:
+  - name: a
+    devices: [{model: a100-sxm4-80gb, count: 4}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 4800, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 200, latency_us: 5}
+  - name: v
+    devices: [{model: v100-sxm2-32gb, count: 4}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
+)"));
+  const plan::Model tiny = test::shipped_model("tiny");  // 4 heads
+  plan::SpaceLimits limits;
+  limits.devices = {0, 1, 2, 3, 4, 5, 6, 7};
+  limits.max_pipeline_depth = 2;
+  std::vector<std::string> got;
+  for (const plan::Structure& s : plan::enumerate_structures(cl, tiny, limits)) {
+    if (s.groups.size() != 2 || s.groups[0].tp != 1 || s.groups[1].tp != 1) continue;
+    std::string g;
+    for (const plan::GroupSpec& grp : s.groups) g += "[" + plan::format_device_list(grp.devices) + "]";
+    got.push_back(g);
+  }
+  // Equal slices (= type-pure in memory order), striped, then type-pure in the other order.
+  CHECK(got == std::vector<std::string>{"[0-3][4-7]", "[0-1,4-5][2-3,6-7]", "[4-7][0-3]"});
+}
+
 TEST_CASE("choices: micro-batch sizes at least dp, schedules by depth") {
   const plan::Cluster cl = test::shipped_cluster("cpu-local-4");
   const plan::Model tiny = test::shipped_model("tiny");  // 10 layers

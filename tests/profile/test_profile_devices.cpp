@@ -78,9 +78,11 @@ TEST_CASE("a quick CPU probe gives a profile that whale-plan loads") {
   CHECK(loaded.kind == "cpu");
   CHECK(loaded.name == "cpu-probe-test");
   const auto& points = loaded.gemm_curve(Precision::fp32).points();
-  REQUIRE(points.size() == 5);  // n = 32 .. 512
-  CHECK(points.front().size == doctest::Approx(2.0 * 32 * 32 * 32));
-  CHECK(points.back().size == doctest::Approx(2.0 * 512 * 512 * 512));
+  // Transformer blocks of width h = 32 .. 256 over 2h tokens: the mean product of qkv (h -> 3h),
+  // proj (h -> h), fc1 (h -> 4h) and fc2 (4h -> h) is 2 * 2h * h * (3 + 1 + 4 + 4)h / 4 = 12 h^3.
+  REQUIRE(points.size() == 4);
+  CHECK(points.front().size == doctest::Approx(12.0 * 32 * 32 * 32));
+  CHECK(points.back().size == doctest::Approx(12.0 * 256 * 256 * 256));
   CHECK(loaded.memory_efficiency.points().size() == 8);  // 4 KiB .. 64 MiB, x4
   CHECK(loaded.memory_bytes > 0);
   REQUIRE(result.op_timings.size() == 6);

@@ -83,6 +83,8 @@ class AnalyticModel {
   const Cluster& cluster_;
   const Model& model_;
   Precision precision_;
+  double element_bytes_;     // bytes per element at precision_
+  double optimizer_bytes_;   // optimizer-state bytes per parameter
   std::vector<std::string> model_names_;                    // index of a device model
   std::unordered_map<unsigned long long, ComputeTable> cache_;  // (model index, tp, share)
   // Model-only prefix sums over layers:

@@ -18,8 +18,16 @@ constexpr int kMaxRung = 3;
 Recompute rung_recompute(int rung);
 bool rung_shards(int rung, int dp);
 
+/// How the layers are split over the stages. With one stage per group the two agree.
+enum class Split {
+  best,        // whichever of the two below has the lower analytic step time
+  per_stage,   // min-max of the single stage's cost (partition_layers)
+  per_group,   // min-max of each group's summed stage cost (partition_layers_grouped)
+};
+
 struct LayoutRules {
   std::vector<int> fixed_boundaries;  // non-empty: stage s holds [b[s], b[s+1]) (from hints)
+  Split split = Split::best;          // ignored with fixed boundaries or even layers
   bool even_layers = false;           // baseline: even split of the transformer layers
   bool even_shares = false;           // baseline: even shares, no speed weighting
   bool uniform_rung = false;          // baseline: one recomputation/sharding rung for all stages
@@ -41,6 +49,11 @@ struct Layout {
   std::vector<Stage> stages;       // filled when fits
   std::vector<int> rungs;          // per group
   Seconds estimate_s = 0;          // analytic step time
+  Split split = Split::per_stage;  // the split it took
+  /// With several stages per group and Split::best: the analytic step time of the other split
+  /// when it differs and fits (0 otherwise). The analytic model misjudges interleaved bubbles
+  /// by a few percent, so the planner simulates both when they are that close.
+  Seconds other_split_estimate_s = 0;
   Shortfall shortfall;             // when !fits
 };
 

@@ -25,6 +25,19 @@ using RangeFits = std::function<bool(int stage, int first, int end)>;
 std::vector<int> partition_layers(int layers, int stages, const RangeCost& cost,
                                   const RangeFits& fits, double upper = 0);
 
+/// Splits layers [0, layers) into group_of.size() stages, stage s running on device group
+/// group_of[s] (a group runs several stages under interleaved 1F1B and wave), minimising the
+/// largest per-group sum of stage costs: a group's step time is the sum over its chunks.
+/// Heuristic: a bisection over that bound T in (lower, upper] with a greedy test in which the
+/// c-th of a group's v stages keeps the group's running sum within T (c + 1) / v (taking one
+/// layer where a single layer exceeds that but not T), which also evens out the chunks of a
+/// group (a smaller bubble). Returns an empty vector when the test finds no split within
+/// `upper`. With U the largest group sum of the per-stage min-max split, (U / v, U] brackets
+/// the optimum (v: the most stages of one group).
+std::vector<int> partition_layers_grouped(int layers, const std::vector<int>& group_of,
+                                          const RangeCost& cost, const RangeFits& fits,
+                                          double lower, double upper);
+
 /// The same problem solved by dynamic programming in O(stages * layers^2); the reference the
 /// tests hold partition_layers to. Returns the optimal bottleneck (infinity when none fits).
 double partition_bottleneck_dp(int layers, int stages, const RangeCost& cost,

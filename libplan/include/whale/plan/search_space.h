@@ -65,7 +65,8 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
 /// - pipeline depths p from 1 up;
 /// - groups cut from ordered_devices as equal contiguous slices (near-equal, sizes differing by
 ///   one, when p <= 16 does not divide the device count), as type-pure groups (each
-///   device model gets p_t groups of equal size), or striped (each group takes an equal slice
+///   device model gets p_t groups of equal size; the models in memory order and, for p <= 16,
+///   in every other order along the pipeline), or striped (each group takes an equal slice
 ///   of every device model);
 /// - a tensor-parallel degree per device model (powers of two dividing the model's heads, each
 ///   replica inside one node; a group it does not fit takes the largest smaller power of two
