@@ -65,4 +65,17 @@ inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::M
   return best;
 }
 
+/// Two nodes: 4 A100-80GB (device ids 0-3), then 4 V100-32GB (4-7).
+inline constexpr const char* kTwoNodeMix = R"(name: a100-v100-small
+nodes:
+  - name: a
+    devices: [{model: a100-sxm4-80gb, count: 4}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 4800, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 200, latency_us: 5}
+  - name: v
+    devices: [{model: v100-sxm2-32gb, count: 4}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
+)";
+
 }  // namespace whale::test

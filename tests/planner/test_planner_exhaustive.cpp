@@ -11,18 +11,6 @@ using namespace whale;
 
 namespace {
 
-const char* kTwoNodeMix = R"(name: a100-v100-small
-nodes:
-  - name: a
-    devices: [{model: a100-sxm4-80gb, count: 4}]
-    intra_link: {kind: nvlink, bandwidth_gbps: 4800, latency_us: 3}
-    network: {kind: infiniband, bandwidth_gbps: 200, latency_us: 5}
-  - name: v
-    devices: [{model: v100-sxm2-32gb, count: 4}]
-    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
-    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
-)";
-
 void check_matches_exhaustive(const plan::Cluster& cluster, const plan::Model& model, int batch) {
   long candidates = 0;
   const double optimum = test::exhaustive_best_step_s(cluster, model, batch, &candidates);
@@ -56,5 +44,5 @@ TEST_CASE("best plan equals the exhaustive optimum on small homogeneous CPU clus
 TEST_CASE("best plan equals the exhaustive optimum on small heterogeneous clusters") {
   const plan::Model tiny = test::shipped_model("tiny");
   check_matches_exhaustive(test::shipped_cluster("mixed-node"), tiny, 16);
-  check_matches_exhaustive(plan::load_cluster(test::temp_file("two_node_mix.yaml", kTwoNodeMix)), tiny, 32);
+  check_matches_exhaustive(plan::load_cluster(test::temp_file("two_node_mix.yaml", test::kTwoNodeMix)), tiny, 32);
 }

@@ -47,17 +47,7 @@ TEST_CASE("structures of four CPU devices and the tiny model") {
 TEST_CASE("type-pure pipelines are laid in every order of the device models") {
   // 4 A100-80GB (ids 0-3) and 4 V100-32GB (4-7): at depth 2 the type-pure pipelines
   // [a100][v100] (memory order) and [v100][a100] both appear, at every tp.
-  const plan::Cluster cl = plan::load_cluster(test::temp_file("two_models.yaml", R"(name: two-models
-nodes:
-  - name: a
-    devices: [{model: a100-sxm4-80gb, count: 4}]
-    intra_link: {kind: nvlink, bandwidth_gbps: 4800, latency_us: 3}
-    network: {kind: infiniband, bandwidth_gbps: 200, latency_us: 5}
-  - name: v
-    devices: [{model: v100-sxm2-32gb, count: 4}]
-    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
-    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
-)"));
+  const plan::Cluster cl = plan::load_cluster(test::temp_file("two_models.yaml", test::kTwoNodeMix));
   const plan::Model tiny = test::shipped_model("tiny");  // 4 heads
   plan::SpaceLimits limits;
   limits.devices = {0, 1, 2, 3, 4, 5, 6, 7};
