@@ -9,6 +9,21 @@
 #include "whale/exec/cpu_backend.h"
 
 namespace whale::exec {
+namespace {
+
+/// The first gradient when the parameters' gradients lie back to back in one buffer (a stage
+/// module's flat gradient buffer), so that the all-reduce needs no copy; else null.
+float* contiguous_gradients(const std::vector<ParameterView>& parameters) {
+  if (parameters.empty()) return nullptr;
+  float* next = parameters.front().gradient;
+  for (const ParameterView& p : parameters) {
+    if (p.gradient != next) return nullptr;
+    next += p.count;
+  }
+  return parameters.front().gradient;
+}
+
+}  // namespace
 
 StageOptimizer::StageOptimizer(std::vector<ParameterView> parameters, Communicator* dp,
                                bool shard, const AdamWConfig& config)
@@ -22,7 +37,7 @@ StageOptimizer::StageOptimizer(std::vector<ParameterView> parameters, Communicat
   shard_size_ = (total_ + members - 1) / members;
   shard_begin_ = shard_ ? std::min(total_, shard_size_ * static_cast<std::size_t>(dp_->rank())) : 0;
   adamw_ = std::make_unique<AdamW>(*backend_, parameters_, shard_begin_, shard_begin_ + shard_size_);
-  contiguous_gradients_ = contiguous_gradients();
+  contiguous_gradients_ = contiguous_gradients(parameters_);
 }
 
 StageOptimizer::~StageOptimizer() = default;
@@ -46,16 +61,6 @@ void StageOptimizer::scatter(Field field, std::size_t begin, std::size_t count,
     if (lo < hi) std::copy(flat + (lo - begin), flat + (hi - begin), target + (lo - offset));
     offset += p.count;
   }
-}
-
-float* StageOptimizer::contiguous_gradients() const {
-  if (parameters_.empty()) return nullptr;
-  float* next = parameters_.front().gradient;
-  for (const ParameterView& p : parameters_) {
-    if (p.gradient != next) return nullptr;
-    next += p.count;
-  }
-  return parameters_.front().gradient;
 }
 
 void StageOptimizer::reduce_gradients() {

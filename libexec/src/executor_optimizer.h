@@ -40,9 +40,6 @@ class StageOptimizer {
   enum class Field { value, gradient };
   void gather(Field field, std::size_t begin, std::size_t count, float* flat) const;
   void scatter(Field field, std::size_t begin, std::size_t count, const float* flat);
-  /// The first gradient when the parameters' gradients lie back to back in one buffer (a stage
-  /// module's flat gradient buffer), so that the all-reduce needs no copy; else null.
-  float* contiguous_gradients() const;
 
   std::vector<ParameterView> parameters_;
   Communicator* dp_ = nullptr;
@@ -53,7 +50,7 @@ class StageOptimizer {
   std::size_t shard_size_ = 0;   // flat elements per member, padded (total_ when not sharded)
   std::size_t shard_begin_ = 0;  // first flat index of this member's shard
   std::unique_ptr<AdamW> adamw_; // over [shard_begin_, shard_begin_ + shard_size_) clamped
-  float* contiguous_gradients_ = nullptr;  // contiguous_gradients(), fixed at construction
+  float* contiguous_gradients_ = nullptr;  // the flat gradient buffer, or null (reduced via flat_)
   // Step-to-step scratch, kept so that every step reuses warm memory (a fresh 10+ MB buffer per
   // step costs more in page faults than the all-reduce itself on CPUs):
   std::vector<float> flat_;  // the flattened gradients or parameters, padded to dp shards

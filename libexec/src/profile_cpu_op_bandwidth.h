@@ -5,6 +5,7 @@
 
 #include "whale/exec/backend.h"
 #include "whale/exec/profile_device_prober.h"
+#include "whale/exec/profile_cache_flusher.h"
 #include "whale/exec/profile_timer.h"
 #include "whale/plan/device_profile.h"
 

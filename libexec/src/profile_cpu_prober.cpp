@@ -16,6 +16,7 @@
 #include "whale/exec/cpu_backend.h"
 #include "whale/exec/profile_output.h"
 #include "whale/exec/profile_statistics.h"
+#include "whale/exec/profile_cache_flusher.h"
 #include "whale/exec/profile_timer.h"
 #include "profile_text.h"
 

@@ -7,8 +7,6 @@
 #include <cmath>
 #include <vector>
 
-#include <unistd.h>
-
 #include "whale/exec/profile_statistics.h"
 
 namespace whale::exec {
@@ -44,42 +42,6 @@ Seconds median_call_time_s(const std::function<void()>& op, const TimerOptions& 
   for (int s = 0; s < std::max(1, options.samples); ++s)
     per_call_s.push_back(time_calls_s(op, calls) / calls);
   return median(std::move(per_call_s));
-}
-
-namespace {
-
-std::size_t flush_bytes() {
-  const long llc = std::max({sysconf(_SC_LEVEL3_CACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE), 0L});
-  const std::size_t twice = llc > 0 ? 2 * static_cast<std::size_t>(llc) : std::size_t{64} << 20;
-  return std::min(twice, std::size_t{1} << 30);
-}
-
-/// Reads one float of every 64-byte line of `data`.
-float touch(const float* data, std::size_t count) {
-  float sum = 0;
-  for (std::size_t i = 0; i < count; i += 16) sum += data[i];
-  return sum;
-}
-
-}  // namespace
-
-TimerOptions CacheFlusher::cold_except(const TimerOptions& base, std::vector<HotBuffer> hot) {
-  TimerOptions options = base;
-  options.before_sample = [this, hot = std::move(hot)] {
-    flush();
-    float sum = 0;
-    for (const HotBuffer& b : hot) sum += touch(b.data, b.count);
-    sink_ = sum;
-  };
-  return options;
-}
-
-CacheFlusher::CacheFlusher() : lines_(flush_bytes(), 0) {}
-
-void CacheFlusher::flush() {
-  ++round_;
-  volatile unsigned char* line = lines_.data();
-  for (std::size_t i = 0; i < lines_.size(); i += 64) line[i] = round_;
 }
 
 }  // namespace whale::exec

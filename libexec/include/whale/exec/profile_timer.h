@@ -4,7 +4,6 @@
 #pragma once
 
 #include <functional>
-#include <vector>
 
 #include "whale/plan/units.h"
 
@@ -23,32 +22,5 @@ struct TimerOptions {
 /// calls per sample is chosen once, from the time of the warm-up, and is the same for every
 /// sample.
 Seconds median_call_time_s(const std::function<void()>& op, const TimerOptions& options);
-
-/// Evicts the CPU caches by writing a buffer of twice the last-level cache (sysconf; 64 MiB
-/// when unknown; at most 1 GiB), one byte per 64-byte line. Training streams parameters,
-/// gradients, optimizer state and every layer's activations through the caches each step, so
-/// the ops it runs mostly start cold; an op timed hot on its own repeated buffers reads up to
-/// 17% (GEMM) to 50% (layernorm) faster here, as a GPU's L2 would (which is why cuBLAS timings
-/// flush it).
-class CacheFlusher {
- public:
-  CacheFlusher();
-  void flush();
-  std::size_t bytes() const { return lines_.size(); }
-  /// Timer options whose every sample starts with flush() and then reads `hot` (count floats
-  /// each) back into the caches: the inputs that the op before it in a training step has just
-  /// written (a GEMM's activation or output gradient, GELU's input), while weights, saved
-  /// activations and optimizer state stay cold. The flusher must outlive the options.
-  struct HotBuffer {
-    const float* data;
-    std::size_t count;
-  };
-  TimerOptions cold_except(const TimerOptions& base, std::vector<HotBuffer> hot);
-
- private:
-  std::vector<unsigned char> lines_;
-  unsigned char round_ = 0;
-  volatile float sink_ = 0;  // keeps the reads of the hot buffers
-};
 
 }  // namespace whale::exec
