@@ -8,10 +8,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "whale/exec/mpi_communicator.h"
-#include "whale/exec/profile_device_prober.h"
-#include "whale/exec/profile_links.h"
-#include "whale/exec/profile_output.h"
+#include "whale/exec/comm/mpi_communicator.h"
+#include "whale/exec/profile/profile_device_prober.h"
+#include "whale/exec/profile/profile_links.h"
+#include "whale/exec/profile/profile_output.h"
 #include "whale/plan/error.h"
 
 namespace {

@@ -3,8 +3,8 @@
 // Parses the command line; run_training_main does the work and maps errors to exit codes.
 #include <CLI/CLI.hpp>
 
-#include "whale/exec/mpi_communicator.h"
-#include "whale/exec/run_training.h"
+#include "whale/exec/comm/mpi_communicator.h"
+#include "whale/exec/runtime/run_training.h"
 
 int main(int argc, char** argv) {
   whale::exec::RunOptions o;

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "whale/exec/profile_device_prober.h"
+#include "whale/exec/profile/profile_device_prober.h"
 
 int main() {
   using namespace whale::exec;

@@ -6,11 +6,11 @@
 
 #include <vector>
 
-#include "whale/exec/data_loader.h"
-#include "whale/exec/executor.h"
-#include "whale/exec/mpi_communicator.h"
-#include "whale/exec/rank_layout.h"
-#include "whale/exec/run_transport.h"
+#include "whale/exec/runtime/data_loader.h"
+#include "whale/exec/runtime/executor.h"
+#include "whale/exec/comm/mpi_communicator.h"
+#include "whale/exec/runtime/rank_layout.h"
+#include "whale/exec/comm/run_transport.h"
 
 using namespace whale::exec;
 

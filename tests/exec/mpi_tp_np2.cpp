@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "whale/exec/mpi_communicator.h"
-#include "whale/exec/stage_module.h"
-#include "whale/exec/tensor_shard.h"
+#include "whale/exec/comm/mpi_communicator.h"
+#include "whale/exec/model/stage_module.h"
+#include "whale/exec/model/tensor_shard.h"
 
 using namespace whale::exec;
 

@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "whale/exec/checkpoint.h"
+#include "whale/exec/runtime/checkpoint.h"
 #include "whale/plan/error.h"
 
 using namespace whale::exec;

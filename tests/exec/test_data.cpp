@@ -8,9 +8,9 @@
 #include <functional>
 #include <string>
 
-#include "whale/exec/data_file.h"
-#include "whale/exec/data_loader.h"
-#include "whale/exec/tokenizer.h"
+#include "whale/exec/runtime/data_file.h"
+#include "whale/exec/runtime/data_loader.h"
+#include "whale/exec/runtime/tokenizer.h"
 #include "whale/plan/error.h"
 
 using namespace whale::exec;

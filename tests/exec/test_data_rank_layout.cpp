@@ -2,7 +2,7 @@
 // RankLayout: ranks follow ascending device ids; roles, tp and dp groups; world-size check.
 #include <doctest/doctest.h>
 
-#include "whale/exec/rank_layout.h"
+#include "whale/exec/runtime/rank_layout.h"
 #include "whale/plan/error.h"
 
 using namespace whale::exec;

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "whale/exec/stage_module.h"
+#include "whale/exec/model/stage_module.h"
 #include "whale/plan/error.h"
 
 using namespace whale;

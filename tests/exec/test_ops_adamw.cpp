@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "whale/exec/adamw.h"
-#include "whale/exec/cpu_backend.h"
+#include "whale/exec/model/adamw.h"
+#include "whale/exec/backend/cpu_backend.h"
 
 using namespace whale::exec;
 

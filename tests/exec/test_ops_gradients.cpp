@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "whale/exec/backend.h"
-#include "whale/exec/cpu_backend.h"
+#include "whale/exec/backend/backend.h"
+#include "whale/exec/backend/cpu_backend.h"
 
 using namespace whale::exec;
 

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "whale/exec/profile_cpu_prober.h"
-#include "whale/exec/profile_device_prober.h"
-#include "whale/exec/profile_output.h"
+#include "whale/exec/profile/profile_cpu_prober.h"
+#include "whale/exec/profile/profile_device_prober.h"
+#include "whale/exec/profile/profile_output.h"
 #include "whale/plan/error.h"
 
 using namespace whale::exec;

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "whale/exec/profile_links.h"
+#include "whale/exec/profile/profile_links.h"
 
 using namespace whale::exec;
 

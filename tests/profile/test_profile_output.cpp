@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "whale/exec/profile_output.h"
+#include "whale/exec/profile/profile_output.h"
 #include "whale/plan/error.h"
 
 using namespace whale::exec;

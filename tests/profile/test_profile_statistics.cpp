@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "whale/exec/profile_statistics.h"
+#include "whale/exec/profile/profile_statistics.h"
 #include "whale/plan/error.h"
 
 using namespace whale::exec;

@@ -1,0 +1,72 @@
+// File: executor.h
+// Executor: runs this rank's part of a plan, one training step at a time, by interpreting its
+// group's ScheduleProgram: forwards and backwards through StageModules, activations and
+// gradients across stage groups through bridges, weighted gradient reduction across dp
+// replicas (optionally ZeRO-1 sharded) and AdamW.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "whale/exec/comm/communicator.h"
+#include "whale/exec/runtime/data_loader.h"
+#include "whale/exec/runtime/rank_layout.h"
+#include "whale/exec/comm/run_transport.h"
+#include "whale/plan/plan.h"
+#include "whale/plan/timeline.h"
+
+namespace whale::exec {
+
+struct ExecutorOptions {
+  uint64_t seed = 0;             // initial parameters (the same model under every plan)
+  double learning_rate = 1e-3;   // AdamW
+  bool record_timeline = false;  // keep the events of each step (last_timeline)
+};
+
+/// One parameter of the whole model as the single-device model holds it: its tp shards
+/// reassembled (gpt_parameter_shard), taken from replica 0. Plan-independent.
+struct FullParameter {
+  std::string name;
+  std::vector<float> values;  // row-major, TensorShard::full_count() floats
+};
+
+class Executor {
+ public:
+  /// Builds this rank's stage modules, communicators (tp and dp groups from the plan; created
+  /// collectively: every rank of `world` must construct its Executor at the same time) and
+  /// optimizer state. `world` and `transport` span the same ranks as `layout`, and must
+  /// outlive the Executor. Throws whale::Error naming the plan for a plan it cannot run
+  /// (consecutive stages on one group with different device layouts).
+  Executor(const plan::Plan& plan, const RankLayout& layout, Communicator& world,
+           PeerTransport& transport, const ExecutorOptions& options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  /// Runs one training step on the samples of step `step` of `loader` and updates the
+  /// parameters. Returns the mean token cross-entropy of the global batch before the update,
+  /// identical on every rank.
+  double train_step(const DataLoader& loader, int64_t step);
+
+  /// Events of the last step on this rank (device = this rank's device id), from its start
+  /// after a barrier, when options.record_timeline.
+  const std::vector<plan::TimelineEvent>& last_timeline() const { return timeline_; }
+
+  /// This rank's parameters and optimizer state, flat, for a checkpoint.
+  std::vector<float> save_state() const;
+  /// Restores save_state()'s output; throws std::invalid_argument on a size mismatch.
+  void load_state(const std::vector<float>& state);
+
+  /// Collective over all ranks: every parameter of the model, full, sorted by name, on rank 0
+  /// (empty elsewhere).
+  std::vector<FullParameter> gather_parameters();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::vector<plan::TimelineEvent> timeline_;
+};
+
+}  // namespace whale::exec

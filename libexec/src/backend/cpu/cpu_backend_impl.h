@@ -1,0 +1,132 @@
+// File: cpu_backend_impl.h
+// Private: the CpuBackend class (its ops are defined in cpu_*.cpp, one group per file) and the
+// Eigen map types they share.
+#pragma once
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cstddef>
+#include <unordered_map>
+#include <vector>
+
+#include "whale/exec/backend/backend.h"
+
+namespace whale::exec::cpu {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixMap = Eigen::Map<RowMatrix>;
+using ConstMatrixMap = Eigen::Map<const RowMatrix>;
+/// A row-major view whose rows are `stride` floats apart (a head's columns inside qkv).
+using StridedMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
+using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+
+/// Flat element-wise views of backend memory (any alignment).
+using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
+using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
+
+/// Sum of term(0) + ... + term(n - 1) in a fixed order: 16 interleaved partial sums of type
+/// Real, then combined in order. Vectorisable, and the same bits whatever the data's addresses
+/// (Eigen's own reductions start at the first aligned element, so their order and hence their
+/// rounding depend on where the data lies).
+template <class Real = float, class Term>
+Real ordered_sum(std::size_t n, Term term) {
+  constexpr std::size_t kLanes = 16;
+  Real lanes[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
+  for (std::size_t l = 0; i + l < n; ++l) lanes[l] += term(i + l);
+  Real total = 0;
+  for (Real lane : lanes) total += lane;
+  return total;
+}
+
+/// Floats per AVX-512 packet. The element-wise transcendental ops (GELU, softmax) run in
+/// 64-byte aligned, zero-padded scratch (AlignedArrayMap) whose length is a whole number of
+/// packets, so every element takes Eigen's packet path (scalar and packet tanh/exp differ in the
+/// last bits) and its result depends on its value only, not on its address.
+constexpr std::size_t kPacketFloats = 16;
+inline std::size_t round_up_to_packets(std::size_t n) {
+  return (n + kPacketFloats - 1) / kPacketFloats * kPacketFloats;
+}
+using AlignedArrayMap = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
+
+/// Copies src[0, n) into `scratch` (64-byte aligned, at least round_up_to_packets(n) floats),
+/// zero-pads it to whole packets and returns that padded view.
+inline AlignedArrayMap padded_packets(const float* src, std::size_t n, float* scratch) {
+  const std::size_t padded = round_up_to_packets(n);
+  std::copy(src, src + n, scratch);
+  std::fill(scratch + n, scratch + padded, 0.0f);
+  return AlignedArrayMap(scratch, static_cast<Eigen::Index>(padded));
+}
+
+/// dst (C) += column sums of src (N, C), each summed over the rows in double.
+void add_column_sums(float* dst, const float* src, int rows, int channels);
+
+class CpuBackend : public Backend {
+ public:
+  CpuBackend() = default;
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
+  ~CpuBackend() override;
+
+  const char* name() const override { return "cpu"; }
+
+  float* allocate(std::size_t count) override;
+  void release(float* data) override;
+  void upload(float* device, const float* host, std::size_t count) override;
+  void download(float* host, const float* device, std::size_t count) override;
+  void copy(float* dst, const float* src, std::size_t count) override;
+  void fill_zero(float* data, std::size_t count) override;
+  void synchronize() override {}
+
+  void matmul(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+              float* c, bool accumulate) override;
+  void linear_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      int rows, int in_channels, int out_channels) override;
+  void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int rows, int in_channels,
+                       int out_channels) override;
+  void bias_add_forward(float* out, const float* bias, int rows, int channels) override;
+  void bias_add_backward(float* dbias, const float* dout, int rows, int channels) override;
+  void add_forward(float* out, const float* a, const float* b, std::size_t count) override;
+  void add_backward(float* da, float* db, const float* dout, std::size_t count) override;
+
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int rows,
+                         int channels) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int rows, int channels) override;
+  void gelu_forward(float* out, const float* inp, std::size_t count) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout,
+                     std::size_t count) override;
+
+  void attention_forward(float* out, float* probs, const float* qkv, int batch, int sequence,
+                         int heads, int head_size) override;
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
+                          int batch, int sequence, int heads, int head_size) override;
+
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                         int batch, int sequence, int channels) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          int batch, int sequence, int channels) override;
+  double cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
+                               int vocabulary) override;
+  void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets,
+                              int rows, int vocabulary, double scale) override;
+
+  void adamw_update(float* param, const float* grad, float* m, float* v, std::size_t count,
+                    double lr, double beta1, double beta2, double eps, double weight_decay,
+                    int step) override;
+
+ private:
+  /// Released blocks by float count, reused by allocate (training allocates the same shapes
+  /// every step; fresh pages would cost a page fault each). Freed in the destructor.
+  std::unordered_map<std::size_t, std::vector<float*>> free_blocks_;
+  std::unordered_map<float*, std::size_t> block_counts_;  // every live or free block
+  std::size_t pooled_bytes_ = 0;                          // in free_blocks_
+};
+
+}  // namespace whale::exec::cpu

@@ -1,0 +1,88 @@
+// File: cpu_embedding_loss.cpp
+// CPU token + position embedding and softmax cross-entropy, forward and backward.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "backend/cpu/cpu_backend_impl.h"
+
+namespace whale::exec::cpu {
+namespace {
+
+/// The row's max and log-sum-exp of (logits - max), in double.
+struct RowSoftmax {
+  float max_logit;
+  double log_sum;
+};
+
+RowSoftmax row_softmax(const float* row, int vocabulary) {
+  const float max_logit = *std::max_element(row, row + vocabulary);
+  double sum = 0.0;
+  for (int v = 0; v < vocabulary; ++v) sum += std::exp(static_cast<double>(row[v]) - max_logit);
+  return {max_logit, std::log(sum)};
+}
+
+void check_target(int32_t target, int vocabulary) {
+  if (target < 0 || target >= vocabulary)
+    throw std::out_of_range("cross-entropy target " + std::to_string(target) +
+                            " outside vocabulary 0.." + std::to_string(vocabulary - 1));
+}
+
+}  // namespace
+
+void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                                   const float* wpe, int batch, int sequence, int channels) {
+  for (int b = 0; b < batch; ++b)
+    for (int t = 0; t < sequence; ++t) {
+      const std::size_t n = static_cast<std::size_t>(b) * sequence + t;
+      const float* token_row = wte + static_cast<std::size_t>(tokens[n]) * channels;
+      const float* position_row = wpe + static_cast<std::size_t>(t) * channels;
+      float* y = out + n * channels;
+      for (int c = 0; c < channels; ++c) y[c] = token_row[c] + position_row[c];
+    }
+}
+
+void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                    const int32_t* tokens, int batch, int sequence,
+                                    int channels) {
+  for (int b = 0; b < batch; ++b)
+    for (int t = 0; t < sequence; ++t) {
+      const std::size_t n = static_cast<std::size_t>(b) * sequence + t;
+      float* token_row = dwte + static_cast<std::size_t>(tokens[n]) * channels;
+      float* position_row = dwpe + static_cast<std::size_t>(t) * channels;
+      const float* dy = dout + n * channels;
+      for (int c = 0; c < channels; ++c) {
+        token_row[c] += dy[c];
+        position_row[c] += dy[c];
+      }
+    }
+}
+
+double CpuBackend::cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
+                                         int vocabulary) {
+  double total = 0.0;
+  for (int r = 0; r < rows; ++r) {
+    check_target(targets[r], vocabulary);
+    const float* row = logits + static_cast<std::size_t>(r) * vocabulary;
+    const RowSoftmax s = row_softmax(row, vocabulary);
+    total += s.log_sum + s.max_logit - row[targets[r]];
+  }
+  return total;
+}
+
+void CpuBackend::cross_entropy_backward(float* dlogits, const float* logits,
+                                        const int32_t* targets, int rows, int vocabulary,
+                                        double scale) {
+  for (int r = 0; r < rows; ++r) {
+    check_target(targets[r], vocabulary);
+    const std::size_t base = static_cast<std::size_t>(r) * vocabulary;
+    const RowSoftmax s = row_softmax(logits + base, vocabulary);
+    for (int v = 0; v < vocabulary; ++v) {
+      const double p = std::exp(static_cast<double>(logits[base + v]) - s.max_logit - s.log_sum);
+      dlogits[base + v] += static_cast<float>(scale * (p - (v == targets[r] ? 1.0 : 0.0)));
+    }
+  }
+}
+
+}  // namespace whale::exec::cpu

@@ -1,0 +1,106 @@
+// File: cpu_norm_activation.cpp
+// CPU layernorm and GELU (tanh approximation), forward and backward, vectorised.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend_impl.h"
+
+namespace whale::exec::cpu {
+namespace {
+constexpr double kLayernormEps = 1e-5;
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
+}  // namespace
+
+// Layernorm: row statistics are float ordered_sums (vectorised, address-independent; a row is
+// at most a few thousand channels); rstd's square root and the per-channel parameter gradients,
+// summed over all rows, are in double.
+void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                   const float* weight, const float* bias, int rows,
+                                   int channels) {
+  for (int r = 0; r < rows; ++r) {
+    const float* x = inp + static_cast<std::size_t>(r) * channels;
+    float* y = out + static_cast<std::size_t>(r) * channels;
+    const float mu = ordered_sum(channels, [&](std::size_t c) { return x[c]; }) /
+                     static_cast<float>(channels);
+    const float variance =
+        ordered_sum(channels, [&](std::size_t c) { return (x[c] - mu) * (x[c] - mu); }) /
+        static_cast<float>(channels);
+    const float s =
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(variance) + kLayernormEps));
+    for (int c = 0; c < channels; ++c) y[c] = (x[c] - mu) * s * weight[c] + bias[c];
+    mean[r] = mu;
+    rstd[r] = s;
+  }
+}
+
+void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                    const float* inp, const float* weight, const float* mean,
+                                    const float* rstd, int rows, int channels) {
+  std::vector<double> dweight_sum(channels, 0.0), dbias_sum(channels, 0.0);
+  std::vector<float> norm(channels), dnorm(channels);
+  for (int r = 0; r < rows; ++r) {
+    const std::size_t base = static_cast<std::size_t>(r) * channels;
+    const float* x = inp + base;
+    const float* dy = dout + base;
+    for (int c = 0; c < channels; ++c) {
+      norm[c] = (x[c] - mean[r]) * rstd[r];
+      dnorm[c] = dy[c] * weight[c];
+      dweight_sum[c] += static_cast<double>(norm[c] * dy[c]);
+      dbias_sum[c] += static_cast<double>(dy[c]);
+    }
+    const float dnorm_mean = ordered_sum(channels, [&](std::size_t c) { return dnorm[c]; }) /
+                             static_cast<float>(channels);
+    const float dnorm_norm_mean =
+        ordered_sum(channels, [&](std::size_t c) { return dnorm[c] * norm[c]; }) /
+        static_cast<float>(channels);
+    for (int c = 0; c < channels; ++c)
+      dinp[base + c] += (dnorm[c] - dnorm_mean - norm[c] * dnorm_norm_mean) * rstd[r];
+  }
+  for (int c = 0; c < channels; ++c) {
+    dweight[c] += static_cast<float>(dweight_sum[c]);
+    dbias[c] += static_cast<float>(dbias_sum[c]);
+  }
+}
+
+namespace {
+constexpr std::size_t kGeluChunk = 1024;  // floats, a whole number of packets
+
+/// Calls op(x, t, begin, n) per chunk of inp: x holds inp[begin, begin + n) zero-padded to
+/// whole packets and t = tanh(sqrt(2/pi) (x + 0.044715 x^3)), both aligned scratch (see
+/// kPacketFloats: the values do not depend on where inp lies).
+template <class Op>
+void for_gelu_chunks(const float* inp, std::size_t count, Op op) {
+  alignas(64) float x_buffer[kGeluChunk];
+  alignas(64) float t_buffer[kGeluChunk];
+  for (std::size_t begin = 0; begin < count; begin += kGeluChunk) {
+    const std::size_t n = std::min(kGeluChunk, count - begin);
+    AlignedArrayMap x = padded_packets(inp + begin, n, x_buffer);
+    AlignedArrayMap t(t_buffer, x.size());
+    t = (kGeluScale * (x + kGeluCubic * x.cube())).tanh();
+    op(x, t, begin, n);
+  }
+}
+}  // namespace
+
+void CpuBackend::gelu_forward(float* out, const float* inp, std::size_t count) {
+  for_gelu_chunks(inp, count, [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin,
+                                  std::size_t n) {
+    t = 0.5f * x * (1.0f + t);
+    std::copy(t.data(), t.data() + n, out + begin);
+  });
+}
+
+void CpuBackend::gelu_backward(float* dinp, const float* inp, const float* dout,
+                               std::size_t count) {
+  for_gelu_chunks(inp, count, [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin,
+                                  std::size_t n) {
+    // t becomes d GELU / dx.
+    t = 0.5f * (1.0f + t) +
+        0.5f * x * (1.0f - t.square()) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x.square());
+    for (std::size_t i = 0; i < n; ++i) dinp[begin + i] += t.data()[i] * dout[begin + i];
+  });
+}
+
+}  // namespace whale::exec::cpu

@@ -1,0 +1,140 @@
+// File: mpi_communicator.cpp
+// MpiCommunicator: Communicator over an MPI communicator. Sums are reduced in rank order in
+// double by the rank that owns each chunk (all-to-all, sum, all-gather), so every member gets
+// bit-identical results, independent of MPI's reduction algorithm.
+#include <climits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "whale/exec/comm/mpi_communicator.h"
+
+namespace whale::exec {
+namespace {
+
+int to_mpi_count(std::size_t count) {
+  if (count > static_cast<std::size_t>(INT_MAX))
+    throw std::length_error("MPI message of " + std::to_string(count) +
+                            " floats exceeds INT_MAX");
+  return static_cast<int>(count);
+}
+
+/// out[j] = sum over r of blocks[r*n + j], in rank order, accumulated in double.
+void sum_blocks(const float* blocks, int ranks, std::size_t n, float* out) {
+  for (std::size_t j = 0; j < n; ++j) {
+    double sum = 0.0;
+    for (int r = 0; r < ranks; ++r) sum += blocks[static_cast<std::size_t>(r) * n + j];
+    out[j] = static_cast<float>(sum);
+  }
+}
+
+class MpiCommunicator : public Communicator {
+ public:
+  explicit MpiCommunicator(MPI_Comm owned) : comm_(owned) {
+    WHALE_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    WHALE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    WHALE_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void all_reduce_sum(float* data, std::size_t count) override {
+    if (size_ == 1 || count == 0) return;
+    // Chunk r = [offset[r], offset[r+1]) is summed by rank r.
+    std::vector<int> offsets(size_ + 1), lengths(size_);
+    for (int r = 0; r <= size_; ++r)
+      offsets[r] = to_mpi_count(count * static_cast<std::size_t>(r) / size_);
+    for (int r = 0; r < size_; ++r) lengths[r] = offsets[r + 1] - offsets[r];
+    const std::size_t mine = lengths[rank_];
+    float* blocks = scratch(blocks_, mine * size_);
+    std::vector<int> recv_counts(size_, static_cast<int>(mine)), recv_offsets(size_);
+    for (int r = 0; r < size_; ++r) recv_offsets[r] = static_cast<int>(mine) * r;
+    WHALE_MPI_CHECK(MPI_Alltoallv(data, lengths.data(), offsets.data(), MPI_FLOAT,
+                                  blocks, recv_counts.data(), recv_offsets.data(),
+                                  MPI_FLOAT, comm_));
+    float* reduced = scratch(reduced_, mine);
+    sum_blocks(blocks, size_, mine, reduced);
+    WHALE_MPI_CHECK(MPI_Allgatherv(reduced, static_cast<int>(mine), MPI_FLOAT, data,
+                                   lengths.data(), offsets.data(), MPI_FLOAT, comm_));
+  }
+
+  void reduce_scatter_sum(const float* input, float* output,
+                          std::size_t count_per_rank) override {
+    const int n = to_mpi_count(count_per_rank);
+    float* blocks = scratch(blocks_, count_per_rank * size_);
+    WHALE_MPI_CHECK(MPI_Alltoall(input, n, MPI_FLOAT, blocks, n, MPI_FLOAT, comm_));
+    sum_blocks(blocks, size_, count_per_rank, output);
+  }
+
+  void all_gather(const float* input, float* output, std::size_t count_per_rank) override {
+    const int n = to_mpi_count(count_per_rank);
+    WHALE_MPI_CHECK(MPI_Allgather(input, n, MPI_FLOAT, output, n, MPI_FLOAT, comm_));
+  }
+
+  void send(const float* data, std::size_t count, int peer, int tag) override {
+    WHALE_MPI_CHECK(MPI_Send(data, to_mpi_count(count), MPI_FLOAT, peer, tag, comm_));
+  }
+
+  void recv(float* data, std::size_t count, int peer, int tag) override {
+    MPI_Status status;
+    WHALE_MPI_CHECK(MPI_Recv(data, to_mpi_count(count), MPI_FLOAT, peer, tag, comm_, &status));
+    int received = 0;
+    WHALE_MPI_CHECK(MPI_Get_count(&status, MPI_FLOAT, &received));
+    if (received != static_cast<int>(count))
+      throw std::runtime_error("MpiCommunicator::recv: expected " + std::to_string(count) +
+                               " floats from rank " + std::to_string(peer) + " (tag " +
+                               std::to_string(tag) + "), got " + std::to_string(received));
+  }
+
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override {
+    for (int m : members)
+      if (m < 0 || m >= size_)
+        throw std::logic_error("MpiCommunicator::subgroup: member " + std::to_string(m) +
+                               " outside 0.." + std::to_string(size_ - 1));
+    MPI_Group parent = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+    WHALE_MPI_CHECK(MPI_Comm_group(comm_, &parent));
+    WHALE_MPI_CHECK(MPI_Group_incl(parent, static_cast<int>(members.size()), members.data(),
+                                   &group));
+    MPI_Comm created = MPI_COMM_NULL;
+    WHALE_MPI_CHECK(MPI_Comm_create_group(comm_, group, /*tag=*/0, &created));
+    WHALE_MPI_CHECK(MPI_Group_free(&group));
+    WHALE_MPI_CHECK(MPI_Group_free(&parent));
+    if (created == MPI_COMM_NULL)
+      throw std::logic_error("MpiCommunicator::subgroup: called by a non-member");
+    return std::make_unique<MpiCommunicator>(created);
+  }
+
+ private:
+  /// `buffer` grown to at least `count` floats (never shrunk), so that collectives of the same
+  /// size every step reuse warm memory instead of faulting in fresh pages.
+  static float* scratch(std::vector<float>& buffer, std::size_t count) {
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  std::vector<float> blocks_;   // received blocks of the collective in flight
+  std::vector<float> reduced_;  // this rank's summed chunk (all-reduce)
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm) {
+  MPI_Comm duplicate = MPI_COMM_NULL;
+  WHALE_MPI_CHECK(MPI_Comm_dup(comm, &duplicate));
+  return std::make_unique<MpiCommunicator>(duplicate);
+}
+
+std::unique_ptr<Communicator> world_communicator() {
+  return make_mpi_communicator(MPI_COMM_WORLD);
+}
+
+}  // namespace whale::exec

@@ -1,0 +1,38 @@
+// File: mpi_self_communicator.cpp
+// SelfCommunicator: the one-rank Communicator (collectives are copies), usable without MPI.
+#include <algorithm>
+#include <stdexcept>
+
+#include "whale/exec/comm/mpi_communicator.h"
+
+namespace whale::exec {
+
+void SelfCommunicator::all_reduce_sum(float*, std::size_t) {}
+
+void SelfCommunicator::reduce_scatter_sum(const float* input, float* output,
+                                          std::size_t count_per_rank) {
+  std::copy(input, input + count_per_rank, output);
+}
+
+void SelfCommunicator::all_gather(const float* input, float* output,
+                                  std::size_t count_per_rank) {
+  std::copy(input, input + count_per_rank, output);
+}
+
+void SelfCommunicator::send(const float*, std::size_t, int peer, int) {
+  throw std::logic_error("SelfCommunicator::send: no peer " + std::to_string(peer) +
+                         " in a communicator of one rank");
+}
+
+void SelfCommunicator::recv(float*, std::size_t, int peer, int) {
+  throw std::logic_error("SelfCommunicator::recv: no peer " + std::to_string(peer) +
+                         " in a communicator of one rank");
+}
+
+std::unique_ptr<Communicator> SelfCommunicator::subgroup(const std::vector<int>& members) {
+  if (members.size() != 1 || members[0] != 0)
+    throw std::logic_error("SelfCommunicator::subgroup: members must be {0}");
+  return std::make_unique<SelfCommunicator>();
+}
+
+}  // namespace whale::exec

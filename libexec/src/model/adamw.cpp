@@ -1,0 +1,35 @@
+// File: adamw.cpp
+// AdamW::step: walks the parameters that overlap the slice and calls the backend's update on
+// each overlapping run, with the matching part of the moment buffers.
+#include "whale/exec/model/adamw.h"
+
+#include <algorithm>
+
+namespace whale::exec {
+
+AdamW::AdamW(Backend& backend, std::vector<ParameterView> params, std::size_t begin,
+             std::size_t end)
+    : backend_(backend), params_(std::move(params)) {
+  for (const ParameterView& p : params_) total_ += p.count;
+  end_ = std::min(end, total_);
+  begin_ = std::min(begin, end_);
+  m_ = Buffer(backend_, end_ - begin_);
+  v_ = Buffer(backend_, end_ - begin_);
+}
+
+void AdamW::step(const AdamWConfig& c) {
+  ++step_;
+  std::size_t offset = 0;  // of the current parameter in the concatenation
+  for (const ParameterView& p : params_) {
+    const std::size_t lo = std::max(begin_, offset), hi = std::min(end_, offset + p.count);
+    if (lo < hi) {
+      const std::size_t in_param = lo - offset, in_state = lo - begin_;
+      backend_.adamw_update(p.value + in_param, p.gradient + in_param, m_.data() + in_state,
+                            v_.data() + in_state, hi - lo, c.learning_rate, c.beta1, c.beta2,
+                            c.eps, c.weight_decay, step_);
+    }
+    offset += p.count;
+  }
+}
+
+}  // namespace whale::exec

@@ -1,0 +1,52 @@
+// File: gpt_parameters.h
+// Private: the GPT's dimensions, the parameters of each layer (name, full shape, how tensor
+// parallelism splits it, how it is initialised) and the deterministic initialiser.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "whale/exec/model/tensor_shard.h"
+#include "whale/plan/model.h"
+
+namespace whale::exec::gpt {
+
+/// Hyperparameters of a gpt-family model, validated by gpt_dims (throws whale::Error).
+struct Dims {
+  int layers = 0;    // transformer blocks L
+  int channels = 0;  // C
+  int heads = 0;     // NH
+  int ffn = 0;       // F (4C unless the model says otherwise)
+  int sequence = 0;  // T
+  int vocabulary = 0;
+  int head_size() const { return channels / heads; }
+};
+Dims gpt_dims(const plan::Model& model);
+
+/// How tensor parallelism splits a parameter across the tp ranks (Megatron):
+/// rows: rank r holds row block r (column-parallel weight (F, C), and its bias);
+/// cols: rank r holds column block r (row-parallel weight (C, F));
+/// qkv_rows: row block r of each of the Q, K and V thirds (by heads).
+enum class Split { none, rows, cols, qkv_rows };
+enum class Init { zeros, ones, normal };
+
+struct ParameterSpec {
+  std::string name;
+  std::size_t rows = 0, cols = 1;  // the FULL tensor
+  Split split = Split::none;
+  Init init = Init::zeros;
+  double stddev = 0.0;  // for Init::normal
+};
+
+/// The parameters of model layer `layer` (0 = embedding, 1..L = blocks, L+1 = head), in
+/// StageModule::parameters() order. Block b = layer-1 is named "layers.b.".
+std::vector<ParameterSpec> layer_parameters(const Dims& dims, int layer);
+
+TensorShard shard_layout(const ParameterSpec& spec, int tp_rank, int tp_size);
+
+/// Fills full (spec.rows*spec.cols) with the initial values: element e of a normal parameter is
+/// stddev * N(0,1) drawn by a counter-based hash of (seed, name, e); zeros and ones are constant.
+void initialize_full(const ParameterSpec& spec, uint64_t seed, float* full);
+
+}  // namespace whale::exec::gpt

@@ -1,0 +1,277 @@
+// File: profile_cpu_prober.cpp
+// CpuProber: measures whale-run's own CPU Backend (Eigen GEMMs on mapped float buffers): an fp32
+// matmul sweep, a copy bandwidth sweep, MemAvailable, the cost of a tiny op call, and the
+// wall-clock times of one GPT layer's forward ops.
+#include "whale/exec/profile/profile_cpu_prober.h"
+
+#include <Eigen/Core>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <sstream>
+#include <vector>
+
+#include "profile/profile_cpu_op_bandwidth.h"
+#include "whale/exec/backend/cpu_backend.h"
+#include "whale/exec/profile/profile_output.h"
+#include "whale/exec/profile/profile_statistics.h"
+#include "whale/exec/profile/profile_cache_flusher.h"
+#include "whale/exec/profile/profile_timer.h"
+#include "profile/profile_text.h"
+
+namespace whale::exec {
+namespace {
+
+std::string read_text_file(const char* path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// The value after "KEY<spaces>:" on the first line that starts with key; "" if none.
+std::string first_field(const std::string& text, const std::string& key) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, key.size(), key) != 0) continue;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::size_t begin = line.find_first_not_of(" \t", colon + 1);
+    return begin == std::string::npos ? "" : line.substr(begin);
+  }
+  return "";
+}
+
+/// One linear layer of a transformer block of width h over 2h tokens: `in` and `out` in units
+/// of h (qkv 1 -> 3, proj 1 -> 1, fc1 1 -> 4, fc2 4 -> 1).
+struct BlockLinear {
+  int in, out;
+};
+constexpr BlockLinear kBlockLinears[] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}};
+constexpr int kTokensPerWidth = 2;
+
+/// A buffer of the backend's memory, released by the destructor.
+class BackendBuffer {
+ public:
+  BackendBuffer(Backend& backend, std::size_t count)
+      : backend_(backend), data_(backend.allocate(count)) {}
+  ~BackendBuffer() { backend_.release(data_); }
+  BackendBuffer(const BackendBuffer&) = delete;
+  BackendBuffer& operator=(const BackendBuffer&) = delete;
+  float* get() const { return data_; }
+
+ private:
+  Backend& backend_;
+  float* data_;
+};
+
+class CpuProber : public DeviceProber {
+ public:
+  CpuProber()
+      : model_name_(first_field(read_text_file("/proc/cpuinfo"), "model name")),
+        backend_(make_cpu_backend()) {}
+
+  std::string description() const override {
+    return "cpu: " + (model_name_.empty() ? std::string("unknown model") : model_name_) + ", " +
+           std::to_string(Eigen::nbThreads()) + " Eigen thread(s)";
+  }
+
+  std::string default_name() const override {
+    return "cpu-" + (model_name_.empty() ? std::string("unknown") : profile_name_slug(model_name_));
+  }
+
+  ProbeResult measure(const ProbeOptions& options, const ProgressFn& progress) override {
+    TimerOptions timer;
+    timer.samples = options.quick ? 3 : 7;
+    timer.min_sample_s = options.quick ? 5e-3 : 20e-3;
+
+    ProbeResult result;
+    plan::DeviceProfile& profile = result.profile;
+    profile.name = options.name.empty() ? default_name() : options.name;
+    profile.kind = "cpu";
+
+    // GEMMs and the op classes start from cold caches, as in a training step (CacheFlusher);
+    // the copy sweep stays hot: its small sizes are meant to read the caches' bandwidth.
+    TimerOptions cold = timer;
+    cold.samples = options.quick ? 5 : 9;
+    const std::string source_peak = measure_gemm(options.quick, cold, progress, &profile);
+    const std::string source_memory = measure_memory(options.quick, timer, progress, &profile);
+    profile.memory_bytes = mem_available_bytes(read_text_file("/proc/meminfo"));
+    progress(format("memory: MemAvailable %.2f GiB", profile.memory_bytes / kBytesPerGiB));
+
+    BackendBuffer one(*backend_, 3);
+    profile.kernel_launch_s = median_call_time_s(
+        [&] { backend_->matmul(false, false, 1, 1, 1, one.get(), one.get() + 1, one.get() + 2, false); },
+        timer);
+    progress(format("launch: 1x1x1 matmul call %.3f us", profile.kernel_launch_s * 1e6));
+    measure_cpu_op_bandwidth(*backend_, options.quick, cold, flusher_, progress, &profile);
+    result.op_timings = time_layer_ops(options.quick, timer);
+    result.op_timing_source = "wall clock, CPU backend";
+
+    profile.source = "measured by whale-profile --device cpu" +
+                     std::string(options.quick ? " --quick" : "") + " on " +
+                     (model_name_.empty() ? "an unknown CPU" : model_name_) + "; " + source_peak +
+                     "; " + source_memory;
+    return result;
+  }
+
+ private:
+  /// Fills the fp32 peak and curve; returns the sentence of `source` that says where the peak
+  /// comes from.
+  std::string measure_gemm(bool quick, const TimerOptions& timer, const ProgressFn& progress,
+                           plan::DeviceProfile* profile) {
+    // Each point: the GEMMs a transformer block of width h runs in training, over 2h tokens,
+    // which is what libsim prices with this curve. Square GEMMs of the same FLOPs run up to 15%
+    // faster in Eigen (and power-of-two squares hit cache-set conflicts the model's shapes
+    // partly avoid), so a square sweep made every prediction optimistic. For each linear
+    // (m tokens, k in, n out), the three products of a training step: forward x * W^T (NT),
+    // input gradient dy * W accumulated (NN), weight gradient dy^T * x accumulated (TN). The
+    // point is (mean FLOPs of one product, total FLOPs / total time).
+    const std::vector<int> widths = quick ? std::vector<int>{32, 64, 128, 256}
+                                          : std::vector<int>{32, 64, 128, 256, 384, 512};
+    std::vector<double> flops, achieved;
+    for (int h : widths) {
+      const int m = kTokensPerWidth * h;
+      const std::size_t widest = static_cast<std::size_t>(4) * h;
+      BackendBuffer x(*backend_, m * widest), w(*backend_, widest * h), y(*backend_, m * widest);
+      Seconds t = 0;
+      double block_flops = 0;
+      for (const BlockLinear& linear : kBlockLinears) {
+        const int k = linear.in * h, n = linear.out * h;
+        // Hot: the activation x in the forward, the output gradient dy (in y) in both
+        // backward products; the weight and the saved x of the weight gradient are cold.
+        const std::size_t x_count = static_cast<std::size_t>(m) * k, y_count = static_cast<std::size_t>(m) * n;
+        t += median_call_time_s([&] { backend_->matmul(false, true, m, n, k, x.get(), w.get(), y.get(), false); },
+                                flusher_.cold_except(timer, {{x.get(), x_count}}));
+        t += median_call_time_s([&] { backend_->matmul(false, false, m, k, n, y.get(), w.get(), x.get(), true); },
+                                flusher_.cold_except(timer, {{y.get(), y_count}}));
+        t += median_call_time_s([&] { backend_->matmul(true, false, n, k, m, y.get(), x.get(), w.get(), true); },
+                                flusher_.cold_except(timer, {{y.get(), y_count}}));
+        block_flops += 3 * 2.0 * m * n * k;
+      }
+      flops.push_back(block_flops / (3 * std::size(kBlockLinears)));
+      achieved.push_back(block_flops / t);
+      progress(format("gemm fp32 block h=%.0f (%.0f tokens): %.3f ms, %.2f GFLOP/s", h, m,
+                      t * 1e3, achieved.back() / 1e9));
+    }
+    const double best = max_value(achieved);
+    const CpuPeak computed = cpu_peak_from_cpuinfo(read_text_file("/proc/cpuinfo"));
+    double peak = best / 0.9;
+    std::string source = format("fp32 peak = best measured GEMM %.2f GFLOP/s / 0.9", best / 1e9);
+    if (computed.flops_per_s >= best) {
+      peak = computed.flops_per_s;
+      source = format("fp32 peak computed = %.0f thread(s) x %.0f MHz x %.0f flop/cycle",
+                      computed.threads, computed.clock_hz / 1e6, computed.flops_per_cycle) +
+               " (" + computed.isa + ")";
+    } else if (computed.flops_per_s > 0) {
+      source += format(" (computed %.2f GFLOP/s is below what was measured)",
+                       computed.flops_per_s / 1e9);
+    }
+    progress("gemm fp32: " + source);
+    profile->peak_flops_per_s[plan::Precision::fp32] = peak;
+    profile->gemm_efficiency[plan::Precision::fp32] = efficiency_curve(flops, achieved, peak);
+    return source;
+  }
+
+  /// Fills the bandwidth and the curve; returns the sentence of `source` about them.
+  std::string measure_memory(bool quick, const TimerOptions& timer, const ProgressFn& progress,
+                      plan::DeviceProfile* profile) {
+    const std::size_t largest = quick ? (std::size_t{64} << 20) : (std::size_t{256} << 20);
+    std::vector<double> moved, achieved;
+    BackendBuffer src(*backend_, largest / sizeof(float)), dst(*backend_, largest / sizeof(float));
+    for (std::size_t bytes = 4096; bytes <= largest; bytes *= 4) {
+      const Seconds t = median_call_time_s(
+          [&] { backend_->copy(dst.get(), src.get(), bytes / sizeof(float)); }, timer);
+      moved.push_back(2.0 * bytes);  // read + write
+      achieved.push_back(2.0 * bytes / t);
+      progress(format("copy %.0f KiB: %.2f GB/s (read + write)", bytes / 1024.0,
+                      achieved.back() / 1e9));
+    }
+    const double largest_copy = achieved.back();  // the DRAM figure: no cache holds it
+    profile->memory_bandwidth_bytes_per_s = largest_copy;
+    profile->memory_efficiency = efficiency_curve(moved, achieved, largest_copy);
+    progress(format("copy: largest %.2f GB/s, best %.2f GB/s", largest_copy / 1e9,
+                    max_value(achieved) / 1e9));
+    return format("memory bandwidth = median copy of %.0f MiB (read + write bytes); smaller "
+                  "copies reached up to %.2f GB/s, clamped to efficiency 1",
+                  largest / 1048576.0, max_value(achieved) / 1e9);
+  }
+
+  /// Wall-clock medians of one GPT layer's forward ops through the backend, at 512 tokens x
+  /// 256 channels (quick: 128 tokens).
+  std::vector<OpTiming> time_layer_ops(bool quick, const TimerOptions& timer) {
+    const int rows = quick ? 128 : 512, channels = 256, wide = 4 * channels;
+    const std::size_t big = static_cast<std::size_t>(rows) * wide;
+    BackendBuffer x(*backend_, big), y(*backend_, big), w(*backend_, big), stats(*backend_, 2 * rows);
+    struct Op {
+      const char* name;
+      std::function<void()> run;
+    };
+    const auto linear = [&](int in, int out) {
+      backend_->linear_forward(y.get(), x.get(), w.get(), nullptr, rows, in, out);
+    };
+    const std::vector<Op> ops = {
+        {"gelu_forward", [&] { backend_->gelu_forward(y.get(), x.get(), big); }},
+        {"layernorm_forward",
+         [&] {
+           backend_->layernorm_forward(y.get(), stats.get(), stats.get() + rows, x.get(),
+                                       w.get(), w.get() + channels, rows, channels);
+         }},
+        {"linear_forward attention_out", [&] { linear(channels, channels); }},
+        {"linear_forward mlp_down", [&] { linear(wide, channels); }},
+        {"linear_forward mlp_up", [&] { linear(channels, wide); }},
+        {"linear_forward qkv", [&] { linear(channels, 3 * channels); }},
+    };
+    std::vector<OpTiming> timings;
+    for (const Op& op : ops) {
+      OpTiming t;
+      t.name = op.name;
+      t.calls = timer.samples;
+      t.median_s = median_call_time_s(op.run, timer);
+      t.total_s = t.median_s * t.calls;
+      timings.push_back(t);
+    }
+    return timings;
+  }
+
+  std::string model_name_;
+  std::unique_ptr<Backend> backend_;
+  CacheFlusher flusher_;  // cold-cache timing of the GEMMs and the op classes
+};
+
+}  // namespace
+
+CpuPeak cpu_peak_from_cpuinfo(const std::string& cpuinfo) {
+  CpuPeak peak;
+#if defined(EIGEN_VECTORIZE_AVX512)
+  const int lanes = 16;
+  peak.isa = "avx512";
+#elif defined(EIGEN_VECTORIZE_AVX)
+  const int lanes = 8;
+  peak.isa = "avx";
+#else
+  const int lanes = 4;
+  peak.isa = "sse";
+#endif
+#if defined(EIGEN_VECTORIZE_FMA)
+  peak.isa += "+fma";
+  peak.flops_per_cycle = lanes * 2.0 * 2.0;  // two FMA ports, 2 flops per lane each
+#else
+  peak.flops_per_cycle = lanes * 2.0;        // one add port and one multiply port
+#endif
+  peak.threads = Eigen::nbThreads();
+  const std::string mhz = first_field(cpuinfo, "cpu MHz");
+  peak.clock_hz = mhz.empty() ? 0.0 : std::atof(mhz.c_str()) * 1e6;
+  peak.flops_per_s = peak.threads * peak.clock_hz * peak.flops_per_cycle;
+  return peak;
+}
+
+Bytes mem_available_bytes(const std::string& meminfo) {
+  const std::string kib = first_field(meminfo, "MemAvailable");
+  return kib.empty() ? 0.0 : std::atof(kib.c_str()) * 1024.0;
+}
+
+std::unique_ptr<DeviceProber> make_cpu_prober() { return std::make_unique<CpuProber>(); }
+
+}  // namespace whale::exec

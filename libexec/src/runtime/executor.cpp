@@ -1,0 +1,187 @@
+// File: executor.cpp
+// Executor: construction (modules and communicators from the plan), the step loop that
+// interprets the group's schedule program, and forward/backward compute.
+#include "whale/exec/runtime/executor.h"
+
+#include <string>
+
+#include "runtime/executor_impl.h"
+#include "runtime/executor_optimizer.h"
+#include "whale/plan/error.h"
+
+namespace whale::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Consecutive stages on one group pass activations in memory, so replica r of one must be
+/// replica r of the other with the same samples.
+void check_local_boundaries(const plan::Plan& plan) {
+  for (std::size_t s = 1; s < plan.stages.size(); ++s) {
+    if (plan.group_of_stage(static_cast<int>(s)) != plan.group_of_stage(static_cast<int>(s) - 1))
+      continue;
+    const plan::Stage& a = plan.stages[s - 1];
+    const plan::Stage& b = plan.stages[s];
+    if (a.devices != b.devices || a.tp != b.tp || a.shares != b.shares)
+      throw Error(plan.source_file, "stages[" + std::to_string(s) + "]",
+                  "the same devices, tp and shares as stages[" + std::to_string(s - 1) +
+                      "], which runs on the same device group",
+                  "stages that share a group pass activations in memory");
+  }
+}
+
+}  // namespace
+
+int Executor::Impl::samples(int s) const {
+  return plan.stages[s].shares[stages.at(s).role.replica];
+}
+
+Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicator& world,
+                   PeerTransport& transport, const ExecutorOptions& options)
+    : impl_(std::make_unique<Impl>(plan, layout, world, transport, options)) {
+  check_local_boundaries(plan);
+  Impl& im = *impl_;
+  im.rank = world.rank();
+  im.device = layout.device_of_rank(im.rank);
+  im.program = plan::generate_schedule(plan).groups.at(layout.group_of_rank(im.rank));
+
+  // Groups are created in one global order (stage, then tp groups, then dp groups), each by
+  // its members only, so collective creation cannot deadlock; identical member lists share one
+  // communicator.
+  auto group_for = [&](const std::vector<int>& members) -> Communicator* {
+    if (members.size() < 2) return nullptr;
+    bool member = false;
+    for (int m : members) member = member || m == im.rank;
+    if (!member) return nullptr;
+    auto& slot = im.groups[members];
+    if (!slot) slot = world.subgroup(members);
+    return slot.get();
+  };
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
+    const plan::Stage& stage = plan.stages[s];
+    std::vector<Communicator*> tp_groups, dp_groups;
+    for (int r = 0; r < stage.dp(); ++r) tp_groups.push_back(group_for(layout.tp_group(s, r)));
+    for (int t = 0; t < stage.tp; ++t) dp_groups.push_back(group_for(layout.dp_group(s, t)));
+    for (const StageRole& role : layout.roles(im.rank)) {
+      if (role.stage != s) continue;
+      StageState& state = im.stages[s];
+      state.role = role;
+      state.tp = tp_groups[role.replica];
+      state.dp = dp_groups[role.tp_rank];
+      StageModuleOptions module_options;
+      module_options.first_layer = stage.first_layer;
+      module_options.end_layer = stage.end_layer;
+      module_options.tp_rank = role.tp_rank;
+      module_options.tp_size = stage.tp;
+      module_options.recompute = stage.recompute;
+      module_options.seed = options.seed;
+      module_options.slowdown_factor = plan.cluster.profile_of(im.device).slowdown_factor;
+      state.module = make_gpt_stage(plan.model, module_options, state.tp);
+      state.input_floats = state.module->input_floats_per_sample();
+      state.output_floats = state.module->output_floats_per_sample();
+      AdamWConfig adamw;
+      adamw.learning_rate = options.learning_rate;
+      state.optimizer = std::make_unique<StageOptimizer>(state.module->parameters(), state.dp,
+                                                         stage.shard_optimizer, adamw);
+    }
+  }
+}
+
+Executor::~Executor() = default;
+
+double Executor::train_step(const DataLoader& loader, int64_t step) {
+  Impl& im = *impl_;
+  timeline_.clear();
+  im.timeline = impl_->options.record_timeline ? &timeline_ : nullptr;
+  if (im.timeline) im.transport.barrier();  // a common origin for every rank's events
+  im.step_start = Clock::now();
+  im.loss_sum = 0;
+  for (auto& entry : im.stages) entry.second.module->zero_gradients();
+  for (const plan::Instruction& instruction : im.program.instructions)
+    im.execute(instruction, loader, step);
+  im.transport.wait_sends();
+  im.inputs.clear();
+  im.outputs.clear();
+  im.output_grads.clear();
+  im.input_grads.clear();
+  std::vector<double> loss = {im.loss_sum};
+  im.transport.sum(loss);
+  const double tokens = static_cast<double>(im.plan.global_batch()) * im.plan.model.sequence;
+  return loss[0] / tokens;
+}
+
+void Executor::Impl::execute(const plan::Instruction& in, const DataLoader& loader,
+                             int64_t step) {
+  using K = plan::InstructionKind;
+  switch (in.kind) {
+    case K::recv_activation: return recv_activation(in.stage, in.micro_batch);
+    case K::forward: return forward(in.stage, in.micro_batch, loader, step);
+    case K::send_activation: return send_activation(in.stage, in.micro_batch);
+    case K::recv_gradient: return recv_gradient(in.stage, in.micro_batch);
+    case K::backward: return backward(in.stage, in.micro_batch);
+    case K::send_gradient: return send_gradient(in.stage, in.micro_batch);
+    case K::reduce_gradients: return reduce_gradients(in.stage);
+    case K::optimizer_step: return optimizer_step(in.stage);
+  }
+}
+
+void Executor::Impl::forward(int s, int mb, const DataLoader& loader, int64_t step) {
+  StageState& st = stage(s);
+  const int n = samples(s);
+  const MicroBatchTokens tokens =
+      loader.micro_batch(step, mb, plan.stages[s].first_sample(st.role.replica), n);
+  std::vector<float> input;
+  if (st.input_floats > 0) {
+    // From the previous stage on this group, or as received by recv_activation.
+    auto& source = local(s - 1) ? outputs : inputs;
+    input = std::move(source.at({local(s - 1) ? s - 1 : s, mb}));
+    source.erase({local(s - 1) ? s - 1 : s, mb});
+  }
+  std::vector<float>& output = outputs[{s, mb}];
+  output.assign(static_cast<std::size_t>(n) * st.output_floats, 0.0f);
+  const auto start = Clock::now();
+  const double loss = st.module->forward(mb, tokens, input.data(), output.data());
+  record("compute", "F s" + std::to_string(s) + " mb" + std::to_string(mb), s, mb, start);
+  if (st.output_floats == 0) outputs.erase({s, mb});
+  if (st.role.tp_rank == 0) loss_sum += loss;
+}
+
+void Executor::Impl::backward(int s, int mb) {
+  StageState& st = stage(s);
+  const int n = samples(s);
+  std::vector<float> output_grad;
+  if (st.output_floats > 0) {
+    auto& source = local(s + 1) ? input_grads : output_grads;
+    const BufferKey key = {local(s + 1) ? s + 1 : s, mb};
+    output_grad = std::move(source.at(key));
+    source.erase(key);
+  }
+  std::vector<float>* input_grad = nullptr;
+  if (st.input_floats > 0) {
+    input_grad = &input_grads[{s, mb}];
+    input_grad->assign(static_cast<std::size_t>(n) * st.input_floats, 0.0f);
+  }
+  const double loss_scale =
+      1.0 / (static_cast<double>(plan.global_batch()) * plan.model.sequence);
+  const auto start = Clock::now();
+  st.module->backward(mb, output_grad.empty() ? nullptr : output_grad.data(),
+                      input_grad ? input_grad->data() : nullptr, loss_scale);
+  record("compute", "B s" + std::to_string(s) + " mb" + std::to_string(mb), s, mb, start);
+}
+
+void Executor::Impl::record(const char* lane, const std::string& name, int s, int mb,
+                            Clock::time_point start) {
+  if (!timeline) return;
+  const auto now = Clock::now();
+  plan::TimelineEvent event;
+  event.device = device;
+  event.lane = lane;
+  event.name = name;
+  event.stage = s;
+  event.micro_batch = mb;
+  event.start_s = std::chrono::duration<double>(start - step_start).count();
+  event.duration_s = std::chrono::duration<double>(now - start).count();
+  timeline->push_back(event);
+}
+
+}  // namespace whale::exec

@@ -1,0 +1,82 @@
+// File: executor_impl.h
+// Private state of the Executor, shared by its files: executor.cpp (construction, the step
+// loop, compute), executor_bridge.cpp (activations and gradients between groups) and
+// executor_update.cpp (gradient reduction, AdamW, state and summaries).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "runtime/executor_optimizer.h"
+#include "whale/exec/runtime/executor.h"
+#include "whale/exec/model/stage_module.h"
+#include "whale/plan/schedule_program.h"
+
+namespace whale::exec {
+
+
+
+/// One stage this rank runs.
+struct StageState {
+  StageRole role;
+  std::unique_ptr<StageModule> module;
+  Communicator* tp = nullptr;   // tensor group (null when tp = 1)
+  Communicator* dp = nullptr;   // data-parallel group of this tp rank (null when dp = 1)
+  std::size_t input_floats = 0;    // per sample
+  std::size_t output_floats = 0;   // per sample
+  std::unique_ptr<StageOptimizer> optimizer;
+};
+
+/// Key of a per-micro-batch buffer: (stage, micro_batch).
+using BufferKey = std::pair<int, int>;
+
+struct Executor::Impl {
+  const plan::Plan& plan;
+  const RankLayout& layout;
+  Communicator& world;
+  PeerTransport& transport;
+  ExecutorOptions options;
+  int rank = 0;
+  int device = 0;
+  plan::GroupProgram program;
+  std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;  // by member world ranks
+  std::map<int, StageState> stages;                                  // by stage index
+
+  // Per-step buffers, filled and consumed by the instructions.
+  std::map<BufferKey, std::vector<float>> inputs;        // activation entering the stage
+  std::map<BufferKey, std::vector<float>> outputs;       // activation leaving the stage
+  std::map<BufferKey, std::vector<float>> output_grads;  // gradient of the stage's output
+  std::map<BufferKey, std::vector<float>> input_grads;   // gradient of the stage's input
+  double loss_sum = 0;                                   // summed token cross-entropy here
+  std::vector<plan::TimelineEvent>* timeline = nullptr;
+  std::chrono::steady_clock::time_point step_start;
+
+  Impl(const plan::Plan& p, const RankLayout& l, Communicator& w, PeerTransport& t,
+       const ExecutorOptions& o)
+      : plan(p), layout(l), world(w), transport(t), options(o) {}
+
+  StageState& stage(int s) { return stages.at(s); }
+  /// True when stage s runs on this rank's group (no send/recv between s and its neighbour).
+  bool local(int s) const { return stages.count(s) != 0; }
+  int samples(int s) const;  // this rank's samples per micro-batch in stage s
+
+  void execute(const plan::Instruction& instruction, const DataLoader& loader, int64_t step);
+  void forward(int s, int mb, const DataLoader& loader, int64_t step);
+  void backward(int s, int mb);
+  // executor_bridge.cpp
+  void send_activation(int s, int mb);
+  void recv_activation(int s, int mb);
+  void send_gradient(int s, int mb);
+  void recv_gradient(int s, int mb);
+  // executor_update.cpp
+  void reduce_gradients(int s);
+  void optimizer_step(int s);
+  /// Records [start, now) on `lane` when a timeline is kept.
+  void record(const char* lane, const std::string& name, int s, int mb,
+              std::chrono::steady_clock::time_point start);
+};
+
+}  // namespace whale::exec

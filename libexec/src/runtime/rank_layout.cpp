@@ -1,0 +1,57 @@
+// File: rank_layout.cpp
+// RankLayout: ranks in ascending device-id order; per-rank stage roles and group members.
+#include "whale/exec/runtime/rank_layout.h"
+
+#include <algorithm>
+#include <string>
+
+#include "whale/plan/error.h"
+
+namespace whale::exec {
+
+RankLayout::RankLayout(const plan::Plan& plan) : plan_(&plan) {
+  for (const plan::Stage& stage : plan.stages)
+    devices_.insert(devices_.end(), stage.devices.begin(), stage.devices.end());
+  std::sort(devices_.begin(), devices_.end());
+  devices_.erase(std::unique(devices_.begin(), devices_.end()), devices_.end());
+  groups_.assign(devices_.size(), -1);
+  roles_.resize(devices_.size());
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
+    const plan::Stage& stage = plan.stages[s];
+    for (int i = 0; i < static_cast<int>(stage.devices.size()); ++i) {
+      const int rank = rank_of_device(stage.devices[i]);
+      groups_[rank] = plan.group_of_stage(s);
+      roles_[rank].push_back(StageRole{s, i / stage.tp, i % stage.tp});
+    }
+  }
+}
+
+int RankLayout::rank_of_device(int device) const {
+  auto it = std::lower_bound(devices_.begin(), devices_.end(), device);
+  if (it == devices_.end() || *it != device) return -1;
+  return static_cast<int>(it - devices_.begin());
+}
+
+std::vector<int> RankLayout::tp_group(int stage, int replica) const {
+  std::vector<int> ranks;
+  for (int device : plan_->stages.at(stage).replica_devices(replica))
+    ranks.push_back(rank_of_device(device));
+  return ranks;
+}
+
+std::vector<int> RankLayout::dp_group(int stage, int tp_rank) const {
+  const plan::Stage& s = plan_->stages.at(stage);
+  std::vector<int> ranks;
+  for (int r = 0; r < s.dp(); ++r) ranks.push_back(rank_of_device(s.devices[r * s.tp + tp_rank]));
+  return ranks;
+}
+
+void RankLayout::check_world_size(int mpi_world_size) const {
+  if (mpi_world_size == world_size()) return;
+  throw Error(plan_->source_file, "stages",
+              "the plan uses " + std::to_string(world_size()) + " devices but MPI runs " +
+                  std::to_string(mpi_world_size) + " ranks",
+              "run `mpirun -np " + std::to_string(world_size()) + " whale-run ...`");
+}
+
+}  // namespace whale::exec

@@ -1,0 +1,72 @@
+// File: run_outputs.cpp
+// Log lines, metrics records, the gathered measured trace and the full-parameter dump.
+#include "runtime/run_outputs.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "whale/plan/error.h"
+
+namespace whale::exec {
+
+std::string format_log_line(const StepRecord& r, int64_t steps) {
+  char line[160];
+  std::snprintf(line, sizeof(line), "step %lld/%lld  loss %.6f  step_time %.4f s  tokens/s %.0f",
+                static_cast<long long>(r.step), static_cast<long long>(steps), r.loss,
+                r.step_time_s, r.tokens_per_s);
+  return line;
+}
+
+std::string format_metrics_line(const StepRecord& r) {
+  char line[200];
+  std::snprintf(line, sizeof(line),
+                "{\"step\":%lld,\"loss\":%.17g,\"step_time_s\":%.6g,\"tokens_per_s\":%.6g}",
+                static_cast<long long>(r.step), r.loss, r.step_time_s, r.tokens_per_s);
+  return line;
+}
+
+std::ofstream open_output(const std::string& path) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw Error(path, "", "a file that can be written", "check the folder exists");
+  return out;
+}
+
+void write_measured_trace(const std::string& path, const plan::Plan& plan,
+                          const std::vector<plan::TimelineEvent>& mine,
+                          PeerTransport& transport) {
+  // One event per line: device stage micro_batch start duration lane name (name last: spaces).
+  std::ostringstream text;
+  text.precision(17);
+  for (const plan::TimelineEvent& e : mine)
+    text << e.device << ' ' << e.stage << ' ' << e.micro_batch << ' ' << e.start_s << ' '
+         << e.duration_s << ' ' << e.lane << ' ' << e.name << '\n';
+  const std::vector<std::string> parts = transport.gather_to_root(text.str());
+  if (transport.rank() != 0) return;
+  std::vector<plan::TimelineEvent> events;
+  for (const std::string& part : parts) {
+    std::istringstream in(part);
+    plan::TimelineEvent e;
+    while (in >> e.device >> e.stage >> e.micro_batch >> e.start_s >> e.duration_s >> e.lane) {
+      std::getline(in >> std::ws, e.name);
+      events.push_back(e);
+    }
+  }
+  std::vector<std::string> labels;
+  for (const plan::Device& d : plan.cluster.devices)
+    labels.push_back("dev " + std::to_string(d.id) + " " + d.model);
+  plan::write_chrome_trace_file(path, events, labels);
+}
+
+void write_parameters(const std::string& path, const std::vector<FullParameter>& parameters) {
+  std::ofstream out = open_output(path);
+  char number[32];
+  for (const FullParameter& p : parameters) {
+    out << p.name << ' ' << p.values.size() << '\n';
+    for (float v : p.values) {
+      std::snprintf(number, sizeof(number), "%.9g\n", v);
+      out << number;
+    }
+  }
+}
+
+}  // namespace whale::exec

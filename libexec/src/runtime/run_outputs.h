@@ -1,0 +1,41 @@
+// File: run_outputs.h
+// Private outputs of run_training: the per-step log line and metrics record, the measured
+// trace gathered to rank 0, and the full-parameter dump.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "whale/exec/runtime/executor.h"
+#include "whale/exec/comm/run_transport.h"
+#include "whale/plan/plan.h"
+
+namespace whale::exec {
+
+struct StepRecord {
+  int64_t step = 0;          // steps completed, from 1
+  double loss = 0;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+};
+
+/// "step 5/20  loss 5.123456  step_time 0.0123 s  tokens/s 20812"
+std::string format_log_line(const StepRecord& record, int64_t steps);
+/// {"step":5,"loss":5.1234567890123456,"step_time_s":0.0123,"tokens_per_s":20812.3}
+std::string format_metrics_line(const StepRecord& record);
+
+/// Opens `path` for writing; throws whale::Error naming it when it cannot.
+std::ofstream open_output(const std::string& path);
+
+/// Collective: gathers every rank's events to rank 0, which writes the Chrome trace.
+void write_measured_trace(const std::string& path, const plan::Plan& plan,
+                          const std::vector<plan::TimelineEvent>& mine, PeerTransport& transport);
+
+/// Per parameter, in the given order: a line "name count", then count lines of one value
+/// each (%.9g, which round-trips a float exactly), row-major.
+void write_parameters(const std::string& path, const std::vector<FullParameter>& parameters);
+
+}  // namespace whale::exec
