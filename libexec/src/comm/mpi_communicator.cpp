@@ -93,21 +93,7 @@ class MpiCommunicator : public Communicator {
   }
 
   std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override {
-    for (int m : members)
-      if (m < 0 || m >= size_)
-        throw std::logic_error("MpiCommunicator::subgroup: member " + std::to_string(m) +
-                               " outside 0.." + std::to_string(size_ - 1));
-    MPI_Group parent = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
-    WHALE_MPI_CHECK(MPI_Comm_group(comm_, &parent));
-    WHALE_MPI_CHECK(MPI_Group_incl(parent, static_cast<int>(members.size()), members.data(),
-                                   &group));
-    MPI_Comm created = MPI_COMM_NULL;
-    WHALE_MPI_CHECK(MPI_Comm_create_group(comm_, group, /*tag=*/0, &created));
-    WHALE_MPI_CHECK(MPI_Group_free(&group));
-    WHALE_MPI_CHECK(MPI_Group_free(&parent));
-    if (created == MPI_COMM_NULL)
-      throw std::logic_error("MpiCommunicator::subgroup: called by a non-member");
-    return std::make_unique<MpiCommunicator>(created);
+    return std::make_unique<MpiCommunicator>(create_mpi_subgroup(comm_, members));
   }
 
  private:
@@ -126,6 +112,43 @@ class MpiCommunicator : public Communicator {
 };
 
 }  // namespace
+
+MPI_Comm create_mpi_subgroup(MPI_Comm parent, const std::vector<int>& members) {
+  int size = 0;
+  WHALE_MPI_CHECK(MPI_Comm_size(parent, &size));
+  for (int m : members)
+    if (m < 0 || m >= size)
+      throw std::logic_error("create_mpi_subgroup: member " + std::to_string(m) +
+                             " outside 0.." + std::to_string(size - 1));
+  MPI_Group all = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+  WHALE_MPI_CHECK(MPI_Comm_group(parent, &all));
+  WHALE_MPI_CHECK(
+      MPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &group));
+  MPI_Comm created = MPI_COMM_NULL;
+  WHALE_MPI_CHECK(MPI_Comm_create_group(parent, group, /*tag=*/0, &created));
+  WHALE_MPI_CHECK(MPI_Group_free(&group));
+  WHALE_MPI_CHECK(MPI_Group_free(&all));
+  if (created == MPI_COMM_NULL)
+    throw std::logic_error("create_mpi_subgroup: called by a non-member");
+  WHALE_MPI_CHECK(MPI_Comm_set_errhandler(created, MPI_ERRORS_RETURN));
+  return created;
+}
+
+std::vector<int> world_host_ids() {
+  int world_rank = 0, world_size = 0;
+  WHALE_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  WHALE_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+  MPI_Comm node = MPI_COMM_NULL;
+  WHALE_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank,
+                                      MPI_INFO_NULL, &node));
+  int host = 0;
+  const int status = MPI_Allreduce(&world_rank, &host, 1, MPI_INT, MPI_MIN, node);
+  MPI_Comm_free(&node);
+  WHALE_MPI_CHECK(status);
+  std::vector<int> hosts(world_size);
+  WHALE_MPI_CHECK(MPI_Allgather(&host, 1, MPI_INT, hosts.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  return hosts;
+}
 
 std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm) {
   MPI_Comm duplicate = MPI_COMM_NULL;

@@ -7,6 +7,7 @@
 
 #include "runtime/executor_impl.h"
 #include "runtime/executor_optimizer.h"
+#include "whale/exec/runtime/comm_groups.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec {
@@ -45,17 +46,15 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
   im.device = layout.device_of_rank(im.rank);
   im.program = plan::generate_schedule(plan).groups.at(layout.group_of_rank(im.rank));
 
-  // Groups are created in one global order (stage, then tp groups, then dp groups), each by
-  // its members only, so collective creation cannot deadlock; identical member lists share one
-  // communicator.
+  // This rank's tensor and data groups, created in plan_comm_groups' global order (each by its
+  // members only, so creation cannot deadlock); pipeline and bridge pairs go through the
+  // PeerTransport. A stage's tp or dp group of one rank has no communicator (null).
+  for (const CommGroup& g : groups_of_rank(plan_comm_groups(plan, layout), im.rank))
+    if (g.role == GroupRole::tensor || g.role == GroupRole::data)
+      im.groups[g.ranks] = world.subgroup(g.ranks);
   auto group_for = [&](const std::vector<int>& members) -> Communicator* {
-    if (members.size() < 2) return nullptr;
-    bool member = false;
-    for (int m : members) member = member || m == im.rank;
-    if (!member) return nullptr;
-    auto& slot = im.groups[members];
-    if (!slot) slot = world.subgroup(members);
-    return slot.get();
+    auto it = im.groups.find(members);
+    return it == im.groups.end() ? nullptr : it->second.get();
   };
   for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
     const plan::Stage& stage = plan.stages[s];

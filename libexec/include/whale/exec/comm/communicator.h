@@ -1,6 +1,7 @@
 // File: communicator.h
 // Communicator: collectives and point-to-point among a fixed group of ranks. MPI implements
-// it for CPU tensors (and bootstrap); NCCL will implement it for GPU tensors.
+// it for CPU tensors (and bootstrap), NCCL for GPU tensors (comm/cuda), and the host bridge
+// where GPU and CPU ranks meet (host_bridge_communicator.h).
 #pragma once
 
 #include <cstddef>

@@ -50,6 +50,15 @@ std::unique_ptr<Communicator> world_communicator();
 /// Wraps a duplicate of `comm`; the caller keeps ownership of `comm`.
 std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm);
 
+/// A new MPI communicator of `members` (ranks of `parent`; new rank i = members[i]), made with
+/// MPI_Comm_create_group, so only the members call it. The caller owns (frees) the result.
+/// Throws std::logic_error for a member outside `parent` or a caller that is not a member.
+MPI_Comm create_mpi_subgroup(MPI_Comm parent, const std::vector<int>& members);
+
+/// The host of every rank of MPI_COMM_WORLD, indexed by world rank: ranks that share memory
+/// (MPI_Comm_split_type shared) get the same id, the lowest world rank among them.
+std::vector<int> world_host_ids();
+
 /// Ends every process of the job (MPI_Abort on MPI_COMM_WORLD) with `code`; for failure
 /// handling when a rank cannot continue. Does nothing more when MPI is not initialised.
 void abort_world(int code);

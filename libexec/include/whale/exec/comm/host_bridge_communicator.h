@@ -1,0 +1,65 @@
+// File: host_bridge_communicator.h
+// The host-memory bridge: a Communicator whose data live in a rank's device memory (a GPU's,
+// or the host's on a CPU rank) and travel over an MPI communicator through host buffers:
+// download to a host buffer, MPI, upload. It joins GPU and CPU ranks in one group.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "whale/exec/comm/communicator.h"
+
+namespace whale::exec {
+
+/// Copies between one rank's device memory and host memory; blocking (the copy is complete
+/// when the call returns).
+class DeviceStaging {
+ public:
+  virtual ~DeviceStaging() = default;
+  virtual void download(float* host, const float* device, std::size_t count) = 0;
+  virtual void upload(float* device, const float* host, std::size_t count) = 0;
+};
+
+/// Staging for a CPU rank: its "device" memory is host memory (a plain copy).
+std::shared_ptr<DeviceStaging> make_host_staging();
+
+/// Floats moved through the staging buffers since construction.
+struct StagingCounts {
+  std::size_t downloaded_floats = 0;
+  std::size_t uploaded_floats = 0;
+};
+
+class HostBridgeCommunicator : public Communicator {
+ public:
+  /// `host` carries host buffers among the members (MPI); `staging` moves this rank's data.
+  HostBridgeCommunicator(std::unique_ptr<Communicator> host,
+                         std::shared_ptr<DeviceStaging> staging);
+
+  int rank() const override { return host_->rank(); }
+  int size() const override { return host_->size(); }
+  /// Every call: download the input, run the host communicator's call, upload the output.
+  void all_reduce_sum(float* data, std::size_t count) override;
+  void reduce_scatter_sum(const float* input, float* output,
+                          std::size_t count_per_rank) override;
+  void all_gather(const float* input, float* output, std::size_t count_per_rank) override;
+  void send(const float* data, std::size_t count, int peer, int tag) override;
+  void recv(float* data, std::size_t count, int peer, int tag) override;
+  /// A bridge over the host communicator's subgroup, with the same staging.
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override;
+
+  const StagingCounts& counts() const { return counts_; }
+
+ private:
+  float* staged_input(const float* device, std::size_t count);
+  float* output_buffer(std::size_t count);
+  void upload_output(float* device, const float* host, std::size_t count);
+
+  std::unique_ptr<Communicator> host_;
+  std::shared_ptr<DeviceStaging> staging_;
+  std::vector<float> in_;   // host copy of the input (grown, never shrunk)
+  std::vector<float> out_;  // host buffer of the output
+  StagingCounts counts_;
+};
+
+}  // namespace whale::exec

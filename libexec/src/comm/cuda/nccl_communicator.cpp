@@ -1,0 +1,84 @@
+// File: nccl_communicator.cpp
+// NcclCommunicator: Communicator over NCCL for device memory, bootstrapped through MPI (the
+// unique id is broadcast over an MPI communicator of the same ranks); every call
+// synchronizes its stream before returning.
+#include "whale/exec/comm/nccl_communicator.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "profile/cuda/profile_cuda_check.h"
+#include "whale/exec/comm/mpi_communicator.h"
+
+namespace whale::exec {
+namespace {
+
+class NcclCommunicator : public Communicator {
+ public:
+  /// Takes ownership of `mpi` (a communicator of exactly the member ranks) and uses `gpu`.
+  NcclCommunicator(MPI_Comm mpi, int gpu) : mpi_(mpi), gpu_(gpu) {
+    WHALE_MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
+    WHALE_MPI_CHECK(MPI_Comm_size(mpi_, &size_));
+    ncclUniqueId id;
+    if (rank_ == 0) WHALE_NCCL_CHECK(ncclGetUniqueId(&id));
+    WHALE_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpi_));
+    WHALE_CUDA_CHECK(cudaSetDevice(gpu_));
+    WHALE_CUDA_CHECK(cudaStreamCreate(&stream_));
+    WHALE_NCCL_CHECK(ncclCommInitRank(&nccl_, size_, id, rank_));
+  }
+  ~NcclCommunicator() override {
+    if (nccl_ != nullptr) ncclCommDestroy(nccl_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&mpi_);
+  }
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void all_reduce_sum(float* data, std::size_t count) override {
+    WHALE_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, nccl_, stream_));
+    synchronize();
+  }
+  void reduce_scatter_sum(const float* input, float* output,
+                          std::size_t count_per_rank) override {
+    WHALE_NCCL_CHECK(
+        ncclReduceScatter(input, output, count_per_rank, ncclFloat, ncclSum, nccl_, stream_));
+    synchronize();
+  }
+  void all_gather(const float* input, float* output, std::size_t count_per_rank) override {
+    WHALE_NCCL_CHECK(ncclAllGather(input, output, count_per_rank, ncclFloat, nccl_, stream_));
+    synchronize();
+  }
+  void send(const float* data, std::size_t count, int peer, int /*tag*/) override {
+    WHALE_NCCL_CHECK(ncclSend(data, count, ncclFloat, peer, nccl_, stream_));
+    synchronize();
+  }
+  void recv(float* data, std::size_t count, int peer, int /*tag*/) override {
+    WHALE_NCCL_CHECK(ncclRecv(data, count, ncclFloat, peer, nccl_, stream_));
+    synchronize();
+  }
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override {
+    return std::make_unique<NcclCommunicator>(create_mpi_subgroup(mpi_, members), gpu_);
+  }
+
+ private:
+  void synchronize() { WHALE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  MPI_Comm mpi_;
+  int gpu_;
+  int rank_ = 0, size_ = 0;
+  cudaStream_t stream_ = nullptr;
+  ncclComm_t nccl_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm members, int gpu) {
+  return std::make_unique<NcclCommunicator>(members, gpu);
+}
+
+}  // namespace whale::exec

@@ -1,0 +1,85 @@
+// File: host_bridge_communicator.cpp
+// HostBridgeCommunicator: download to host buffers, the host (MPI) communicator's call, upload;
+// and the host staging of CPU ranks (memory copies).
+#include "whale/exec/comm/host_bridge_communicator.h"
+
+#include <algorithm>
+
+namespace whale::exec {
+namespace {
+
+class HostStaging : public DeviceStaging {
+ public:
+  void download(float* host, const float* device, std::size_t count) override {
+    std::copy(device, device + count, host);
+  }
+  void upload(float* device, const float* host, std::size_t count) override {
+    std::copy(host, host + count, device);
+  }
+};
+
+float* grown(std::vector<float>& buffer, std::size_t count) {
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
+}
+
+}  // namespace
+
+std::shared_ptr<DeviceStaging> make_host_staging() { return std::make_shared<HostStaging>(); }
+
+HostBridgeCommunicator::HostBridgeCommunicator(std::unique_ptr<Communicator> host,
+                                               std::shared_ptr<DeviceStaging> staging)
+    : host_(std::move(host)), staging_(std::move(staging)) {}
+
+float* HostBridgeCommunicator::staged_input(const float* device, std::size_t count) {
+  float* host = grown(in_, count);
+  staging_->download(host, device, count);
+  counts_.downloaded_floats += count;
+  return host;
+}
+
+float* HostBridgeCommunicator::output_buffer(std::size_t count) { return grown(out_, count); }
+
+void HostBridgeCommunicator::upload_output(float* device, const float* host,
+                                           std::size_t count) {
+  staging_->upload(device, host, count);
+  counts_.uploaded_floats += count;
+}
+
+void HostBridgeCommunicator::all_reduce_sum(float* data, std::size_t count) {
+  float* host = staged_input(data, count);
+  host_->all_reduce_sum(host, count);
+  upload_output(data, host, count);
+}
+
+void HostBridgeCommunicator::reduce_scatter_sum(const float* input, float* output,
+                                                std::size_t count_per_rank) {
+  const float* host = staged_input(input, count_per_rank * size());
+  float* reduced = output_buffer(count_per_rank);
+  host_->reduce_scatter_sum(host, reduced, count_per_rank);
+  upload_output(output, reduced, count_per_rank);
+}
+
+void HostBridgeCommunicator::all_gather(const float* input, float* output,
+                                        std::size_t count_per_rank) {
+  const float* host = staged_input(input, count_per_rank);
+  float* gathered = output_buffer(count_per_rank * size());
+  host_->all_gather(host, gathered, count_per_rank);
+  upload_output(output, gathered, count_per_rank * size());
+}
+
+void HostBridgeCommunicator::send(const float* data, std::size_t count, int peer, int tag) {
+  host_->send(staged_input(data, count), count, peer, tag);
+}
+
+void HostBridgeCommunicator::recv(float* data, std::size_t count, int peer, int tag) {
+  float* received = output_buffer(count);
+  host_->recv(received, count, peer, tag);
+  upload_output(data, received, count);
+}
+
+std::unique_ptr<Communicator> HostBridgeCommunicator::subgroup(const std::vector<int>& members) {
+  return std::make_unique<HostBridgeCommunicator>(host_->subgroup(members), staging_);
+}
+
+}  // namespace whale::exec
