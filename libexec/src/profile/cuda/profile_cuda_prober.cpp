@@ -1,18 +1,22 @@
 // File: profile_cuda_prober.cpp
-// CudaProber: cuBLAS GEMM sweeps per dtype (L2 flushed between repetitions, cudaEvent timing,
-// median), device-to-device copy bandwidth, cudaMemGetInfo, empty-kernel launch overhead, and
-// CUPTI kernel timings of one transformer layer's kernels.
+// CudaProber: cuBLASLt GEMM sweeps per dtype (L2 flushed between repetitions, cudaEvent timing,
+// median), device-to-device copy bandwidth, the GELU and layernorm op classes, cudaMemGetInfo,
+// empty-kernel launch overhead, and CUPTI kernel timings of one transformer layer's kernels.
+// The times become a profile through gpu_profile_from (tested on the host).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "profile/cuda/profile_cuda_buffer.h"
+#include "profile/cuda/profile_cublaslt_gemm.h"
 #include "profile/cuda/profile_cuda_check.h"
 #include "profile/cuda/profile_cuda_factory.h"
 #include "profile/cuda/profile_cuda_kernels.h"
 #include "profile/cuda/profile_cupti_collector.h"
+#include "whale/exec/profile/profile_gpu_measurements.h"
 #include "whale/exec/profile/profile_output.h"
 #include "whale/exec/profile/profile_statistics.h"
 #include "whale/plan/error.h"
@@ -23,28 +27,27 @@ namespace {
 
 using plan::Precision;
 
-/// The stream, the cuBLAS handle, the timing events and the L2 flush buffer of one device.
+/// The stream, the cuBLASLt handle, the timing events and the L2 flush buffer of one device.
 class GpuContext {
  public:
   explicit GpuContext(const cudaDeviceProp& props)
       : flush_(std::max<std::size_t>(2 * static_cast<std::size_t>(props.l2CacheSize), 8 << 20)) {
     WHALE_CUDA_CHECK(cudaStreamCreate(&stream_));
-    WHALE_CUBLAS_CHECK(cublasCreate(&cublas_));
-    WHALE_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    WHALE_CUBLAS_CHECK(cublasLtCreate(&cublas_));
     WHALE_CUDA_CHECK(cudaEventCreate(&start_));
     WHALE_CUDA_CHECK(cudaEventCreate(&stop_));
   }
   ~GpuContext() {
     cudaEventDestroy(stop_);
     cudaEventDestroy(start_);
-    cublasDestroy(cublas_);
+    cublasLtDestroy(cublas_);
     cudaStreamDestroy(stream_);
   }
   GpuContext(const GpuContext&) = delete;
   GpuContext& operator=(const GpuContext&) = delete;
 
   cudaStream_t stream() const { return stream_; }
-  cublasHandle_t cublas() const { return cublas_; }
+  cublasLtHandle_t cublas() const { return cublas_; }
 
   /// Median device time of `op` over `reps` timed runs (after one untimed warm-up); before
   /// each run, untimed, the L2 cache is flushed by writing a buffer twice its size.
@@ -66,30 +69,10 @@ class GpuContext {
 
  private:
   cudaStream_t stream_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublas_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceBuffer flush_;
 };
-
-cudaDataType_t data_type(Precision p) {
-  switch (p) {
-    case Precision::fp16: return CUDA_R_16F;
-    case Precision::bf16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
-}
-
-/// Column-major C (m x n) = A (m x k) * B (k x n), all stored in `p`, accumulated in fp32
-/// (tf32: fp32 storage with TF32 tensor-core math).
-void gemm(cublasHandle_t handle, Precision p, int m, int n, int k, const void* a, const void* b,
-          void* c) {
-  const float alpha = 1.0f, beta = 0.0f;
-  const cublasComputeType_t compute =
-      p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const cudaDataType_t type = data_type(p);
-  WHALE_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a, type, m,
-                                  b, type, k, &beta, c, type, m, compute, CUBLAS_GEMM_DEFAULT));
-}
 
 class CudaProber : public DeviceProber {
  public:
@@ -108,32 +91,34 @@ class CudaProber : public DeviceProber {
   ProbeResult measure(const ProbeOptions& options, const ProgressFn& progress) override {
     WHALE_CUDA_CHECK(cudaSetDevice(index_));
     GpuContext gpu(props_);
-    ProbeResult result;
-    plan::DeviceProfile& profile = result.profile;
-    profile.name = options.name.empty() ? default_name() : options.name;
-    profile.kind = "gpu";
+    GpuMeasurements m;
+    m.name = options.name.empty() ? default_name() : options.name;
     for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
-      measure_gemm(gpu, p, options.quick, progress, &profile);
-    measure_copy(gpu, options.quick, progress, &profile);
-    measure_launch(gpu, progress, &profile);
+      m.gemm[p] = measure_gemm(gpu, p, options.quick, progress);
+    m.copy = measure_copy(gpu, options.quick, progress);
+    m.op_classes = measure_op_classes(gpu, options.quick, progress);
+    m.kernel_launch_s = measure_launch(gpu, progress);
+    ProbeResult result;
     result.op_timings = time_layer_kernels(gpu, options.quick);
     result.op_timing_source = "CUPTI kernel activity";
     progress(format("cupti: %.0f kernel names recorded", result.op_timings.size()));
     std::size_t free_bytes = 0, total_bytes = 0;
     WHALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    profile.memory_bytes = static_cast<double>(free_bytes);
+    m.memory_bytes = static_cast<double>(free_bytes);
     progress(format("memory: %.2f GiB free of %.2f GiB", free_bytes / kBytesPerGiB,
                     total_bytes / kBytesPerGiB));
-    profile.source = "measured by whale-profile --device cuda:" + std::to_string(index_) +
-                     (options.quick ? " --quick" : "") + " on " + props_.name +
-                     "; peaks = best cuBLAS GEMM of each dtype's sweep (L2 flushed, median); "
-                     "memory bandwidth = the largest device-to-device copy (read + write bytes)";
+    m.source = "measured by whale-profile --device cuda:" + std::to_string(index_) +
+               (options.quick ? " --quick" : "") + " on " + props_.name +
+               "; peaks = best cuBLASLt GEMM of each dtype's sweep (L2 flushed, median); "
+               "memory bandwidth = the largest device-to-device copy (read + write bytes); "
+               "op classes gelu and layernorm = their forward kernels, L2 flushed";
+    result.profile = gpu_profile_from(m);
     return result;
   }
 
  private:
-  void measure_gemm(GpuContext& gpu, Precision p, bool quick, const ProgressFn& progress,
-                    plan::DeviceProfile* profile) {
+  std::vector<TimedSize> measure_gemm(GpuContext& gpu, Precision p, bool quick,
+                                      const ProgressFn& progress) {
     const std::vector<int> sizes = quick ? std::vector<int>{256, 512, 1024, 2048, 4096}
                                          : std::vector<int>{256, 512, 1024, 2048, 4096, 8192};
     const int largest = sizes.back();
@@ -142,27 +127,23 @@ class CudaProber : public DeviceProber {
     DeviceBuffer a(bytes), b(bytes), c(bytes);
     cuda_kernels::fill(a.get(), elements, p, gpu.stream());
     cuda_kernels::fill(b.get(), elements, p, gpu.stream());
-    std::vector<double> flops, achieved;
+    std::vector<TimedSize> samples;
     for (int n : sizes) {
+      LtGemm gemm(gpu.cublas(), p, n, n, n);
       const Seconds t = gpu.median_time_s(
-          [&] { gemm(gpu.cublas(), p, n, n, n, a.get(), b.get(), c.get()); }, quick ? 5 : 10,
-          true);
-      flops.push_back(2.0 * n * n * n);
-      achieved.push_back(flops.back() / t);
+          [&] { gemm.run(a.get(), b.get(), c.get(), gpu.stream()); }, quick ? 5 : 10, true);
+      samples.push_back({2.0 * n * n * n, t});
       progress(std::string("gemm ") + plan::to_string(p) +
-               format(" n=%.0f: %.3f ms, %.2f TFLOP/s", n, t * 1e3, achieved.back() / 1e12));
+               format(" n=%.0f: %.3f ms, %.2f TFLOP/s", n, t * 1e3, samples.back().size / t / 1e12));
     }
-    const double peak = max_value(achieved);
-    profile->peak_flops_per_s[p] = peak;
-    profile->gemm_efficiency[p] = efficiency_curve(flops, achieved, peak);
+    return samples;
   }
 
-  void measure_copy(GpuContext& gpu, bool quick, const ProgressFn& progress,
-                    plan::DeviceProfile* profile) {
+  std::vector<TimedSize> measure_copy(GpuContext& gpu, bool quick, const ProgressFn& progress) {
     const std::size_t largest = quick ? (std::size_t{256} << 20) : (std::size_t{1} << 30);
     DeviceBuffer src(largest), dst(largest);
     WHALE_CUDA_CHECK(cudaMemsetAsync(src.get(), 1, largest, gpu.stream()));
-    std::vector<double> moved, achieved;
+    std::vector<TimedSize> samples;
     for (std::size_t bytes = 64 << 10; bytes <= largest; bytes *= 4) {
       const Seconds t = gpu.median_time_s(
           [&] {
@@ -170,25 +151,51 @@ class CudaProber : public DeviceProber {
                                              cudaMemcpyDeviceToDevice, gpu.stream()));
           },
           quick ? 5 : 10, false);
-      moved.push_back(2.0 * bytes);
-      achieved.push_back(2.0 * bytes / t);
+      samples.push_back({2.0 * bytes, t});
       progress(format("copy %.0f KiB: %.2f GB/s (read + write)", bytes / 1024.0,
-                      achieved.back() / 1e9));
+                      2.0 * bytes / t / 1e9));
     }
-    const double largest_copy = achieved.back();  // the DRAM figure: no cache holds it
-    profile->memory_bandwidth_bytes_per_s = largest_copy;
-    profile->memory_efficiency = efficiency_curve(moved, achieved, largest_copy);
+    return samples;
   }
 
-  void measure_launch(GpuContext& gpu, const ProgressFn& progress, plan::DeviceProfile* profile) {
+  /// GELU and layernorm forward, L2 flushed, in the bytes the model counts for them (the
+  /// CPU prober's classes: 2 x 4 bytes per element, in and out).
+  std::map<std::string, TimedSize> measure_op_classes(GpuContext& gpu, bool quick,
+                                                      const ProgressFn& progress) {
+    const int rows = quick ? 4096 : 16384, channels = 1024;
+    const std::size_t wide = static_cast<std::size_t>(rows) * 4 * channels;
+    const std::size_t narrow = static_cast<std::size_t>(rows) * channels;
+    DeviceBuffer x(wide * sizeof(float)), y(wide * sizeof(float)), w(2 * channels * sizeof(float));
+    for (const DeviceBuffer* buffer : {&x, &y, &w})
+      cuda_kernels::fill(buffer->get(), buffer->bytes() / sizeof(float), Precision::fp32,
+                         gpu.stream());
+    std::map<std::string, TimedSize> classes;
+    classes["gelu"] = {2.0 * wide * sizeof(float),
+                       gpu.median_time_s([&] { cuda_kernels::gelu_forward(y.floats(), x.floats(), wide, gpu.stream()); },
+                                         quick ? 5 : 10, true)};
+    classes["layernorm"] = {
+        2.0 * narrow * sizeof(float),
+        gpu.median_time_s(
+            [&] {
+              cuda_kernels::layernorm_forward(y.floats(), x.floats(), w.floats(),
+                                              w.floats() + channels, rows, channels, gpu.stream());
+            },
+            quick ? 5 : 10, true)};
+    for (const auto& [name, timed] : classes)
+      progress(std::string("op ") + name + format(": %.3f ms, %.2f GB/s", timed.time_s * 1e3,
+                                                timed.size / timed.time_s / 1e9));
+    return classes;
+  }
+
+  Seconds measure_launch(GpuContext& gpu, const ProgressFn& progress) {
     const int launches = 1000;
     const Seconds t = gpu.median_time_s(
         [&] {
           for (int i = 0; i < launches; ++i) cuda_kernels::launch_empty(gpu.stream());
         },
         5, false);
-    profile->kernel_launch_s = t / launches;
-    progress(format("launch: empty kernel %.3f us", profile->kernel_launch_s * 1e6));
+    progress(format("launch: empty kernel %.3f us", t / launches * 1e6));
+    return t / launches;
   }
 
   /// The kernels of one GPT layer's forward (layernorm, QKV, projection, MLP GEMMs in TF32 and
@@ -203,18 +210,20 @@ class CudaProber : public DeviceProber {
                          gpu.stream());
     WHALE_CUDA_CHECK(cudaStreamSynchronize(gpu.stream()));
     // Row-major [tokens, in] x [in, out] is column-major C (out x tokens) = W (out x in) X.
-    const auto linear = [&](int in, int out) {
-      gemm(gpu.cublas(), Precision::tf32, out, tokens, in, w.get(), x.get(), y.get());
-    };
+    LtGemm qkv(gpu.cublas(), Precision::tf32, 3 * hidden, tokens, hidden);
+    LtGemm projection(gpu.cublas(), Precision::tf32, hidden, tokens, hidden);
+    LtGemm up(gpu.cublas(), Precision::tf32, 4 * hidden, tokens, hidden);
+    LtGemm down(gpu.cublas(), Precision::tf32, hidden, tokens, 4 * hidden);
+    const auto linear = [&](LtGemm& gemm) { gemm.run(w.get(), x.get(), y.get(), gpu.stream()); };
     KernelActivityCollector collector;
     for (int r = 0; r < repeats; ++r) {
       cuda_kernels::layernorm_forward(y.floats(), x.floats(), gamma.floats(), beta.floats(),
                                       tokens, hidden, gpu.stream());
-      linear(hidden, 3 * hidden);  // QKV
-      linear(hidden, hidden);      // attention output projection
-      linear(hidden, 4 * hidden);  // MLP up
+      linear(qkv);
+      linear(projection);  // attention output projection
+      linear(up);          // MLP up
       cuda_kernels::gelu_forward(y.floats(), x.floats(), wide, gpu.stream());
-      linear(4 * hidden, hidden);  // MLP down
+      linear(down);        // MLP down
     }
     WHALE_CUDA_CHECK(cudaStreamSynchronize(gpu.stream()));
     return collector.stop();

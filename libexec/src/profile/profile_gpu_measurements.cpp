@@ -1,0 +1,49 @@
+// File: profile_gpu_measurements.cpp
+// gpu_profile_from: peaks, efficiency curves and op-class bandwidths from a GPU probe's times.
+#include "whale/exec/profile/profile_gpu_measurements.h"
+
+#include <algorithm>
+
+#include "whale/exec/profile/profile_statistics.h"
+
+namespace whale::exec {
+namespace {
+
+/// Sizes and throughputs (size / time) of `samples`.
+void throughputs(const std::vector<TimedSize>& samples, std::vector<double>* sizes,
+                 std::vector<double>* achieved) {
+  for (const TimedSize& s : samples) {
+    sizes->push_back(s.size);
+    achieved->push_back(s.size / s.time_s);
+  }
+}
+
+}  // namespace
+
+plan::DeviceProfile gpu_profile_from(const GpuMeasurements& m) {
+  plan::DeviceProfile profile;
+  profile.name = m.name;
+  profile.kind = "gpu";
+  profile.source = m.source;
+  profile.memory_bytes = m.memory_bytes;
+  profile.kernel_launch_s = m.kernel_launch_s;
+  for (const auto& [precision, samples] : m.gemm) {
+    std::vector<double> flops, achieved;
+    throughputs(samples, &flops, &achieved);
+    const double peak = max_value(achieved);
+    profile.peak_flops_per_s[precision] = peak;
+    profile.gemm_efficiency[precision] = efficiency_curve(flops, achieved, peak);
+  }
+  std::vector<TimedSize> copies = m.copy;
+  std::sort(copies.begin(), copies.end(),
+            [](const TimedSize& a, const TimedSize& b) { return a.size < b.size; });
+  std::vector<double> bytes, achieved;
+  throughputs(copies, &bytes, &achieved);
+  profile.memory_bandwidth_bytes_per_s = achieved.back();
+  profile.memory_efficiency = efficiency_curve(bytes, achieved, achieved.back());
+  for (const auto& [name, timed] : m.op_classes)
+    profile.op_bandwidth_bytes_per_s[name] = timed.size / timed.time_s;
+  return profile;
+}
+
+}  // namespace whale::exec
