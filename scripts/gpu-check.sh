@@ -153,11 +153,13 @@ done
 
 # --- one fp32 step on the GPU equals the CPU ------------------------------------------------
 single_gpu=$(gpu_plan configs/plans/tiny/single.yaml single-gpu)
+whale_run_cpu_only=0  # set when whale-run ran a GPU plan on the CPU: benchmarks would take hours
 train configs/plans/tiny/single.yaml 1 cpu-1 --steps 1
 if ! train "$single_gpu" 1 gpu-1 --steps 1; then
   record fp32_step FAIL "whale-run: $(one_line "$work/gpu-1.log")"
 elif ! on_gpu "$work/gpu-1.jsonl"; then
   record fp32_step FAIL "$no_gpu_reason"
+  whale_run_cpu_only=1
 elif compare cpu-1 gpu-1 1; then
   record fp32_step PASS "$(summary_of gpu-1)"
 else
@@ -251,12 +253,19 @@ EOF
 for spec in "gpt2-124m 13 8" "gpt3-1.3b 25 2"; do
   set -- $spec
   model=$1 plan=$(bench_plan "$@")
+  if [ "$whale_run_cpu_only" = 1 ]; then
+    record "bench/$model" FAIL "not run: $no_gpu_reason"
+    record "memory/$model" FAIL "not run: $no_gpu_reason"
+    continue
+  fi
   if [ "$profiled" != 1 ]; then
     record "bench/$model" FAIL "whale-profile --device cuda:0: $(one_line "$work/profile.log")"
+    record "memory/$model" FAIL "whale-profile --device cuda:0 failed: nothing to predict with"
     continue
   fi
   "$bin/whale-sim" "$plan" --profiles "$work/profiles" --format json > "$work/sim-$model.json" 2> "$work/sim-$model.log"
-  if ! train "$plan" 1 "bench-$model" --steps 20; then
+  if ! timeout 3600 "$run" "$plan" --data data/corpus.txt --log-every 0 --seed 7 --steps 20 \
+         --metrics "$work/bench-$model.jsonl" > "$work/bench-$model.log" 2>&1; then
     record "bench/$model" FAIL "whale-run: $(one_line "$work/bench-$model.log")"
     record "memory/$model" FAIL "whale-run did not finish"
     continue
