@@ -96,10 +96,12 @@ class GptStage : public StageModule {
     MicroBatchState& s = it->second;
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
     Buffer dx(*backend_, nc);
-    if (has_head_)
+    if (has_head_) {
       head_backward(s, dx.data(), loss_scale);
-    else
+      layer_backward_done(dims_.layers + 1);
+    } else {
       backend_->copy(dx.data(), output_gradient, nc);
+    }
     for (std::size_t k = blocks_.size(); k-- > 0;) {
       if (options_.recompute == plan::Recompute::full) {  // redo the block's forward
         reuse_or_allocate(recomputed_output_, *backend_, nc);
@@ -112,12 +114,15 @@ class GptStage : public StageModule {
       // for the next forward (the peak, all blocks' activations, is the same).
       if (options_.recompute == plan::Recompute::full) s.blocks[k] = BlockActivations{};
       std::swap(dx, dx_spare_);
+      layer_backward_done(first_block_ + static_cast<int>(k));
     }
-    if (has_embedding_)
+    if (has_embedding_) {
       backend_->embedding_backward(wte_.grad, wpe_.grad, dx.data(), s.inputs.data(), s.samples,
                                    dims_.sequence, dims_.channels);
-    else
+      layer_backward_done(0);
+    } else {
       backend_->copy(input_gradient, dx.data(), nc);
+    }
     spare_.push_back(std::move(s));  // its buffers serve a later forward
     in_flight_.erase(it);
   }
@@ -154,25 +159,30 @@ class GptStage : public StageModule {
   /// One flat value buffer and one flat gradient buffer; each parameter is the shard of the
   /// full tensor initialised from (seed, name).
   void create_parameters() {
-    std::vector<std::pair<ParameterSpec, TensorShard>> shards;
+    struct Shard {
+      ParameterSpec spec;
+      TensorShard layout;
+      int layer;
+    };
+    std::vector<Shard> shards;
     std::size_t total = 0;
     for (int layer = options_.first_layer; layer < options_.end_layer; ++layer)
       for (const ParameterSpec& spec : layer_parameters(dims_, layer)) {
-        shards.emplace_back(spec, shard_layout(spec, options_.tp_rank, options_.tp_size));
-        total += shards.back().second.shard_count();
+        shards.push_back({spec, shard_layout(spec, options_.tp_rank, options_.tp_size), layer});
+        total += shards.back().layout.shard_count();
       }
     values_ = Buffer(*backend_, total);
     gradients_ = Buffer(*backend_, total);
     std::size_t offset = 0;
     std::vector<float> full, shard;
-    for (const auto& [spec, layout] : shards) {
+    for (const auto& [spec, layout, layer] : shards) {
       full.resize(layout.full_count());
       shard.resize(layout.shard_count());
       initialize_full(spec, options_.seed, full.data());
       extract_shard(layout, full.data(), shard.data());
       backend_->upload(values_.data() + offset, shard.data(), shard.size());
       views_.push_back({spec.name, values_.data() + offset, gradients_.data() + offset,
-                        shard.size(), layout.replicated()});
+                        shard.size(), layout.replicated(), layer});
       offset += shard.size();
     }
     auto find = [&](const std::string& name) {

@@ -8,6 +8,7 @@
 #include "runtime/executor_impl.h"
 #include "runtime/executor_optimizer.h"
 #include "whale/plan/error.h"
+#include "whale/plan/gradient_buckets.h"
 
 namespace whale::exec {
 namespace {
@@ -83,8 +84,16 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       adamw.learning_rate = options.learning_rate;
       state.optimizer = std::make_unique<StageOptimizer>(state.module->parameters(), state.dp,
                                                          stage.shard_optimizer, adamw);
+      if (state.dp)
+        state.reducer = std::make_unique<GradientReducer>(
+            state.module->parameters(), plan::gradient_buckets(plan, s), state.dp);
     }
   }
+  // reduce_bucket(s, 0) directly follows the last backward of s (schedule_program.h).
+  const auto& code = im.program.instructions;
+  for (std::size_t i = 1; i < code.size(); ++i)
+    if (code[i].kind == plan::InstructionKind::reduce_bucket && code[i].bucket == 0)
+      im.stage(code[i].stage).last_backward_mb = code[i - 1].micro_batch;
 }
 
 Executor::~Executor() = default;
@@ -120,7 +129,8 @@ void Executor::Impl::execute(const plan::Instruction& in, const DataLoader& load
     case K::recv_gradient: return recv_gradient(in.stage, in.micro_batch);
     case K::backward: return backward(in.stage, in.micro_batch);
     case K::send_gradient: return send_gradient(in.stage, in.micro_batch);
-    case K::reduce_gradients: return reduce_gradients(in.stage);
+    case K::reduce_bucket: return reduce_bucket(in.stage, in.bucket);
+    case K::wait_reductions: return wait_reductions(in.stage);
     case K::optimizer_step: return optimizer_step(in.stage);
   }
 }
@@ -163,16 +173,23 @@ void Executor::Impl::backward(int s, int mb) {
   }
   const double loss_scale =
       1.0 / (static_cast<double>(plan.global_batch()) * plan.model.sequence);
+  const bool last = st.reducer && mb == st.last_backward_mb;
+  st.module->set_layer_done([this, s, last](int layer) { layer_done(s, layer, last); });
   const auto start = Clock::now();
   st.module->backward(mb, output_grad.empty() ? nullptr : output_grad.data(),
                       input_grad ? input_grad->data() : nullptr, loss_scale);
   record("compute", "B s" + std::to_string(s) + " mb" + std::to_string(mb), s, mb, start);
+  st.module->set_layer_done(nullptr);
 }
 
 void Executor::Impl::record(const char* lane, const std::string& name, int s, int mb,
                             Clock::time_point start) {
+  if (timeline) record(lane, name, s, mb, start, Clock::now());
+}
+
+void Executor::Impl::record(const char* lane, const std::string& name, int s, int mb,
+                            Clock::time_point start, Clock::time_point end) {
   if (!timeline) return;
-  const auto now = Clock::now();
   plan::TimelineEvent event;
   event.device = device;
   event.lane = lane;
@@ -180,7 +197,7 @@ void Executor::Impl::record(const char* lane, const std::string& name, int s, in
   event.stage = s;
   event.micro_batch = mb;
   event.start_s = std::chrono::duration<double>(start - step_start).count();
-  event.duration_s = std::chrono::duration<double>(now - start).count();
+  event.duration_s = std::chrono::duration<double>(end - start).count();
   timeline->push_back(event);
 }
 

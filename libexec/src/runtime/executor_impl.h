@@ -1,7 +1,7 @@
 // File: executor_impl.h
 // Private state of the Executor, shared by its files: executor.cpp (construction, the step
 // loop, compute), executor_bridge.cpp (activations and gradients between groups) and
-// executor_update.cpp (gradient reduction, AdamW, state and summaries).
+// executor_update.cpp (gradient buckets, AdamW, state and summaries).
 #pragma once
 
 #include <chrono>
@@ -11,13 +11,12 @@
 #include <vector>
 
 #include "runtime/executor_optimizer.h"
+#include "runtime/gradient_reducer.h"
 #include "whale/exec/runtime/executor.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/schedule_program.h"
 
 namespace whale::exec {
-
-
 
 /// One stage this rank runs.
 struct StageState {
@@ -28,6 +27,8 @@ struct StageState {
   std::size_t input_floats = 0;    // per sample
   std::size_t output_floats = 0;   // per sample
   std::unique_ptr<StageOptimizer> optimizer;
+  std::unique_ptr<GradientReducer> reducer;  // null when dp = 1
+  int last_backward_mb = -1;  // the backward that reduce_bucket instructions follow
 };
 
 /// Key of a per-micro-batch buffer: (stage, micro_batch).
@@ -72,11 +73,18 @@ struct Executor::Impl {
   void send_gradient(int s, int mb);
   void recv_gradient(int s, int mb);
   // executor_update.cpp
-  void reduce_gradients(int s);
+  void reduce_bucket(int s, int bucket);
+  void wait_reductions(int s);
   void optimizer_step(int s);
-  /// Records [start, now) on `lane` when a timeline is kept.
+  /// Between two layers of a backward of stage s: starts the buckets of s that became ready
+  /// when this is s's last backward, and lets every bucket in flight on this rank progress.
+  void layer_done(int s, int layer, bool last_backward);
+  /// Records [start, now) (or [start, end)) on `lane` when a timeline is kept.
   void record(const char* lane, const std::string& name, int s, int mb,
               std::chrono::steady_clock::time_point start);
+  void record(const char* lane, const std::string& name, int s, int mb,
+              std::chrono::steady_clock::time_point start,
+              std::chrono::steady_clock::time_point end);
 };
 
 }  // namespace whale::exec

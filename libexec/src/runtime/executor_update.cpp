@@ -1,5 +1,5 @@
 // File: executor_update.cpp
-// Executor: gradient reduction and optimizer instructions, checkpoint state, and the full
+// Executor: gradient bucket and optimizer instructions, checkpoint state, and the full
 // parameters gathered to rank 0.
 #include <cstdio>
 #include <cstring>
@@ -15,10 +15,23 @@
 
 namespace whale::exec {
 
-void Executor::Impl::reduce_gradients(int s) {
-  const auto start = std::chrono::steady_clock::now();
-  stage(s).optimizer->reduce_gradients();
-  record("dp", "allreduce s" + std::to_string(s), s, -1, start);
+void Executor::Impl::layer_done(int s, int layer, bool last_backward) {
+  if (last_backward) stage(s).reducer->layer_done(layer);
+  for (auto& entry : stages)
+    if (entry.second.reducer) entry.second.reducer->progress();
+}
+
+void Executor::Impl::reduce_bucket(int s, int bucket) {
+  // Normally started from within the backward already (layer_done); this is the latest point.
+  stage(s).reducer->start_through(bucket);
+}
+
+void Executor::Impl::wait_reductions(int s) {
+  GradientReducer& reducer = *stage(s).reducer;
+  reducer.wait_all();
+  for (int b = 0; b < reducer.buckets(); ++b)
+    record("dp", "reduce_bucket s" + std::to_string(s) + " b" + std::to_string(b), s, -1,
+           reducer.started(b), reducer.completed(b));
 }
 
 void Executor::Impl::optimizer_step(int s) {

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "whale/plan/model.h"
@@ -30,6 +32,7 @@ struct ParameterView {
   float* gradient = nullptr;
   std::size_t count = 0;
   bool tp_replicated = false;  // identical on every tp rank (layernorm, row-parallel bias)
+  int layer = 0;               // the model layer (plan::Model::layers index) it belongs to
 };
 
 class StageModule {
@@ -55,8 +58,26 @@ class StageModule {
   virtual void backward(int micro_batch, const float* output_gradient, float* input_gradient,
                         double loss_scale) = 0;
 
+  /// The parameters, in layer order (a layer's parameters back to back).
   virtual std::vector<ParameterView> parameters() = 0;
   virtual void zero_gradients() = 0;
+
+  /// Called by backward each time it has finished the backward of one model layer (layers in
+  /// descending order, each once per backward): that layer's parameter gradients of this
+  /// micro-batch are accumulated and no later part of the same backward writes them. Lets
+  /// the executor start gradient reductions and drive communication progress between layers.
+  /// Null (the default) for none.
+  using LayerDone = std::function<void(int layer)>;
+  void set_layer_done(LayerDone callback) { layer_done_ = std::move(callback); }
+
+ protected:
+  /// For implementations: reports layer `layer` finished to the callback, if any.
+  void layer_backward_done(int layer) {
+    if (layer_done_) layer_done_(layer);
+  }
+
+ private:
+  LayerDone layer_done_;
 };
 
 struct StageModuleOptions {
