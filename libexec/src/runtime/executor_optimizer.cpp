@@ -6,22 +6,20 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "whale/exec/backend/cpu_backend.h"
-
 namespace whale::exec {
 
-StageOptimizer::StageOptimizer(std::vector<ParameterView> parameters, Communicator* dp,
-                               bool shard, const AdamWConfig& config)
+StageOptimizer::StageOptimizer(Backend& backend, std::vector<ParameterView> parameters,
+                               Communicator* dp, bool shard, const AdamWConfig& config)
     : parameters_(std::move(parameters)),
       dp_(dp),
       shard_(shard && dp != nullptr),
       config_(config),
-      backend_(make_cpu_backend()) {
+      backend_(backend) {
   for (const ParameterView& p : parameters_) total_ += p.count;
   const std::size_t members = shard_ ? static_cast<std::size_t>(dp_->size()) : 1;
   shard_size_ = (total_ + members - 1) / members;
   shard_begin_ = shard_ ? std::min(total_, shard_size_ * static_cast<std::size_t>(dp_->rank())) : 0;
-  adamw_ = std::make_unique<AdamW>(*backend_, parameters_, shard_begin_, shard_begin_ + shard_size_);
+  adamw_ = std::make_unique<AdamW>(backend_, parameters_, shard_begin_, shard_begin_ + shard_size_);
 }
 
 StageOptimizer::~StageOptimizer() = default;
@@ -30,18 +28,25 @@ void StageOptimizer::gather(std::size_t begin, std::size_t count, float* flat) c
   std::size_t offset = 0;  // flat index of the current parameter's first element
   for (const ParameterView& p : parameters_) {
     const std::size_t lo = std::max(begin, offset), hi = std::min(begin + count, offset + p.count);
-    if (lo < hi) std::copy(p.value + (lo - offset), p.value + (hi - offset), flat + (lo - begin));
+    const TensorView source = p.value;
+    if (lo < hi)
+      backend_.download(flat + (lo - begin), source.slice(lo - offset, hi - lo), Stream::compute);
     offset += p.count;
   }
+  backend_.synchronize(Stream::compute);
 }
 
-void StageOptimizer::scatter(std::size_t begin, std::size_t count, const float* flat) {
+void StageOptimizer::scatter(std::size_t begin, std::size_t count,
+                             const float* flat) {
   std::size_t offset = 0;
   for (const ParameterView& p : parameters_) {
     const std::size_t lo = std::max(begin, offset), hi = std::min(begin + count, offset + p.count);
-    if (lo < hi) std::copy(flat + (lo - begin), flat + (hi - begin), p.value + (lo - offset));
+    const TensorView target = p.value;
+    if (lo < hi)
+      backend_.upload(target.slice(lo - offset, hi - lo), flat + (lo - begin), Stream::compute);
     offset += p.count;
   }
+  backend_.synchronize(Stream::compute);
 }
 
 void StageOptimizer::step() {
@@ -58,8 +63,9 @@ std::vector<float> StageOptimizer::save_state() const {
   const std::size_t moments = adamw_->state_count();
   std::vector<float> state(total_ + 2 * moments + 1);
   gather(0, total_, state.data());
-  backend_->download(state.data() + total_, adamw_->first_moment(), moments);
-  backend_->download(state.data() + total_ + moments, adamw_->second_moment(), moments);
+  backend_.download(state.data() + total_, adamw_->first_moment(), Stream::compute);
+  backend_.download(state.data() + total_ + moments, adamw_->second_moment(), Stream::compute);
+  backend_.synchronize(Stream::compute);
   state.back() = static_cast<float>(adamw_->step_count());  // exact below 2^24 steps
   return state;
 }
@@ -73,8 +79,9 @@ std::size_t StageOptimizer::load_state(const std::vector<float>& state, std::siz
                                 " remain");
   const float* at = state.data() + offset;
   scatter(0, total_, at);
-  backend_->upload(adamw_->first_moment(), at + total_, moments);
-  backend_->upload(adamw_->second_moment(), at + total_ + moments, moments);
+  backend_.upload(adamw_->first_moment(), at + total_, Stream::compute);
+  backend_.upload(adamw_->second_moment(), at + total_ + moments, Stream::compute);
+  backend_.synchronize(Stream::compute);
   adamw_->set_step_count(static_cast<int>(at[needed - 1]));
   return needed;
 }

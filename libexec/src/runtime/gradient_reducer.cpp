@@ -8,9 +8,9 @@
 
 namespace whale::exec {
 
-GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
+GradientReducer::GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
                                  std::vector<plan::GradientBucket> buckets, Communicator* dp)
-    : buckets_(std::move(buckets)), dp_(dp) {
+    : backend_(backend), buckets_(std::move(buckets)), dp_(dp) {
   const std::size_t n = buckets_.size();
   begin_.assign(n, nullptr);
   count_.assign(n, 0);
@@ -18,16 +18,17 @@ GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
   done_.assign(n, false);
   started_.resize(n);
   completed_.resize(n);
-  float* next = parameters.empty() ? nullptr : parameters.front().gradient;
+  float* next = parameters.empty() ? nullptr : parameters.front().gradient.as<float>();
   for (const ParameterView& p : parameters) {
-    if (p.gradient != next)
+    float* gradient = p.gradient.as<float>();
+    if (p.gradient.dtype != DType::fp32 || gradient != next)
       throw std::logic_error("GradientReducer: the gradient of " + p.name +
-                             " does not follow the previous one in the flat buffer");
+                             " is not the fp32 continuation of the flat gradient tensor");
     next += p.count;
     for (std::size_t b = 0; b < n; ++b) {
       if (p.layer < buckets_[b].first_layer || p.layer >= buckets_[b].end_layer) continue;
-      if (!begin_[b]) begin_[b] = p.gradient;
-      if (begin_[b] + count_[b] != p.gradient)
+      if (!begin_[b]) begin_[b] = gradient;
+      if (begin_[b] + count_[b] != gradient)
         throw std::logic_error("GradientReducer: bucket " + std::to_string(b) +
                                " is not one range of the flat gradient buffer");
       count_[b] += p.count;
@@ -36,6 +37,8 @@ GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
 }
 
 void GradientReducer::start_through(int b) {
+  if (next_ > b || next_ >= buckets()) return;
+  backend_.synchronize(Stream::compute);
   for (; next_ <= b && next_ < buckets(); ++next_) {
     started_[next_] = Clock::now();
     done_[next_] = false;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "whale/exec/backend/backend.h"
 #include "whale/exec/comm/communicator.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/gradient_buckets.h"
@@ -18,11 +19,12 @@ class GradientReducer {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// `parameters`: the stage module's, in layer order with their gradients back to back in one
-  /// buffer (else std::logic_error); `buckets`: plan::gradient_buckets of the stage; `dp`: the
-  /// stage's data-parallel group. Every replica's gradient is already scaled by 1 / global
-  /// tokens, so the sum over the group is the global-batch gradient, weighted by samples.
-  GradientReducer(const std::vector<ParameterView>& parameters,
+  /// `parameters`: the stage module's, in layer order with their fp32 gradients back to back in
+  /// one tensor of `backend` (else std::logic_error); `buckets`: plan::gradient_buckets of the
+  /// stage; `dp`: the stage's data-parallel group. Every replica's gradient is already scaled
+  /// by 1 / global tokens, so the sum over the group is the global-batch gradient, weighted by
+  /// samples. `backend` and `dp` must outlive this.
+  GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
                   std::vector<plan::GradientBucket> buckets, Communicator* dp);
 
   int buckets() const { return static_cast<int>(buckets_.size()); }
@@ -31,7 +33,9 @@ class GradientReducer {
   /// started whose layers are all done (first_layer >= layer), then lets the ones in flight
   /// progress (MPI_Test). For StageModule::set_layer_done.
   void layer_done(int layer);
-  /// Starts buckets 0..b that have not started (the program's reduce_bucket(stage, b)).
+  /// Starts buckets 0..b that have not started (the program's reduce_bucket(stage, b)), each
+  /// once the compute stream has finished writing the gradients (the communicator reads the
+  /// memory itself).
   void start_through(int b);
   /// Lets the buckets in flight progress (MPI_Test); never blocks.
   void progress();
@@ -43,6 +47,7 @@ class GradientReducer {
   Clock::time_point completed(int b) const { return completed_.at(b); }
 
  private:
+  Backend& backend_;
   std::vector<plan::GradientBucket> buckets_;
   Communicator* dp_;
   std::vector<float*> begin_;         // per bucket: its first gradient
