@@ -116,6 +116,10 @@ void run_training(const RunOptions& options, std::ostream& log) {
     record.step_time_s = std::chrono::duration<double>(Clock::now() - start).count();
     record.tokens_per_s = tokens_per_step / record.step_time_s;
     record.step = ++step;
+    if (plan.precision == plan::Precision::fp16) {
+      record.skipped_steps = executor.skipped_steps();
+      record.loss_scale = executor.loss_scale();
+    }
     if (root && options.log_every > 0 && (step % options.log_every == 0 || step == options.steps))
       log << format_log_line(record, options.steps) << std::endl;
     if (root && metrics.is_open()) metrics << format_metrics_line(record) << std::endl;
