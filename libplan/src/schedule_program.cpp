@@ -1,6 +1,7 @@
 // File: schedule_program.cpp
 // generate_schedule: checks the shape, takes each group's compute order from its generator and
-// emits the instructions, with sends and receives only where adjacent stages change group.
+// emits the instructions, with sends and receives only where adjacent stages change group;
+// add_gradient_reductions then places every dp stage's gradient buckets.
 #include <algorithm>
 #include <string>
 #include <utility>

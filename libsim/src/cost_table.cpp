@@ -3,7 +3,6 @@
 #include "cost_table.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <string>
 #include <tuple>

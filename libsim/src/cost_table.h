@@ -9,7 +9,6 @@
 
 #include "whale/plan/plan.h"
 #include "whale/plan/units.h"
-#include "whale/sim/simulator.h"
 
 namespace whale::sim {
 
