@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # File: equality_cli.sh
 # End-to-end checks of whale-run, one per call (from the source root):
-#   scripts/equality_cli.sh CHECK WHALE_RUN
+#   scripts/equality_cli.sh CHECK WHALE_RUN [WHALE_SIM]
 # CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 and 2 ranks), bad_input (each
 # case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
-# and exits 0), trace (a measured Chrome trace), learning (the loss falls on data/corpus.txt).
+# and exits 0), trace (a measured Chrome trace), learning (the loss falls on data/corpus.txt),
+# buckets (whale-run's measured trace and WHALE_SIM's predicted one reduce the same gradient
+# buckets on the same devices: those of the schedule program, as written in the plan's header).
 set -uo pipefail
-check=$1 run=$2
+check=$1 run=$2 sim=${3:-}
 out=$(mktemp -d /tmp/whale-cli.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 data=data/corpus.txt
@@ -102,6 +104,21 @@ trace)
   for text in '"traceEvents"' '"F s1 mb3"' '"B s0 mb0"' 'dev 0 cpu' 'dev 1 cpu' 'send act s0 mb2' '"ph":"X"'; do
     grep -qF -- "$text" "$out/trace.json" || fail "trace lacks $text"
   done
+  ;;
+buckets)
+  plan=configs/plans/tiny/buckets.yaml
+  mpirun -np 4 --oversubscribe "$run" $plan --data $data --steps 1 --log-every 0 \
+    --trace "$out/run.json" || fail "buckets run"
+  "$sim" $plan --trace "$out/sim.json" >/dev/null || fail "buckets simulation"
+  # "device: reduce_bucket sS bB", one line per bucket reduction in the trace, sorted.
+  reductions() { grep -o '"name":"reduce_bucket s[0-9]* b[0-9]*","ph":"X","pid":[0-9]*' "$1" |
+    sed 's/"name":"\([^"]*\)","ph":"X","pid":\(.*\)/\2: \1/' | sort; }
+  expected=$(for d in 0 1; do for b in 0 1 2; do echo "$d: reduce_bucket s0 b$b"; done; done
+             for d in 2 3; do for b in 0 1 2; do echo "$d: reduce_bucket s1 b$b"; done; done)
+  [ "$(reductions "$out/run.json")" = "$expected" ] ||
+    fail "whale-run's buckets: $(reductions "$out/run.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
+  [ "$(reductions "$out/sim.json")" = "$expected" ] ||
+    fail "whale-sim's buckets: $(reductions "$out/sim.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
   ;;
 learning)
   "$run" configs/plans/tiny/single.yaml --data $data --steps 40 --lr 0.003 --log-every 0 \

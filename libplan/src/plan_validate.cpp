@@ -22,6 +22,10 @@ void check_schedule(const Plan& plan, const std::string& file) {
   if (plan.micro_batch_size <= 0) throw Error(file, "micro_batch_size", "expected a positive micro_batch_size");
   if (plan.micro_batches <= 0) throw Error(file, "micro_batches", "expected a positive number of micro_batches");
   if (plan.stages.empty()) throw Error(file, "stages", "expected at least one stage");
+  if (!(plan.gradient_bucket_mib > 0 && plan.gradient_bucket_mib < 1e9)) {
+    throw Error(file, "gradient_bucket_mib", "a positive, finite gradient bucket size in MiB, got " + std::to_string(plan.gradient_bucket_mib),
+                "leave it out for PyTorch DDP's 25 MiB");
+  }
   const int chunks = plan.schedule.chunks;
   if (chunks <= 0) throw Error(file, "schedule.chunks", "expected a positive chunks");
   const bool multi_chunk = plan.schedule.kind == ScheduleKind::interleaved_1f1b || plan.schedule.kind == ScheduleKind::wave;

@@ -92,6 +92,8 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
   emit_text_field(out, "precision", to_string(plan.precision));
   emit_number_field(out, "micro_batch_size", plan.micro_batch_size);
   emit_number_field(out, "micro_batches", plan.micro_batches);
+  if (plan.gradient_bucket_mib != kDefaultGradientBucketMib)  // the default stays implicit
+    emit_number_field(out, "gradient_bucket_mib", plan.gradient_bucket_mib);
   out << YAML::Key << "schedule" << YAML::Value << YAML::Flow << YAML::BeginMap;
   emit_text_field(out, "kind", to_string(plan.schedule.kind));
   emit_number_field(out, "chunks", plan.schedule.chunks);
@@ -121,7 +123,7 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
 Plan load_plan(const std::string& path, const std::string& profiles_dir) {
   const YamlField root = load_yaml_file(path);
   root.expect_keys({"cluster", "model", "profiles_dir", "precision", "micro_batch_size",
-                    "micro_batches", "schedule", "stages"});
+                    "micro_batches", "gradient_bucket_mib", "schedule", "stages"});
   const std::string folder = parent_folder(path);
   Plan plan;
   plan.source_file = path;
@@ -155,6 +157,7 @@ Plan load_plan(const std::string& path, const std::string& profiles_dir) {
   }
   plan.micro_batch_size = root.get("micro_batch_size").positive_integer();
   plan.micro_batches = root.get("micro_batches").positive_integer();
+  plan.gradient_bucket_mib = root.positive_number_or("gradient_bucket_mib", kDefaultGradientBucketMib);
   plan.schedule = parse_schedule(root.get("schedule"));
   const YamlField stages = root.get("stages");
   for (const YamlField& stage : stages.elements()) plan.stages.push_back(parse_stage(stage, plan.micro_batch_size));

@@ -38,7 +38,8 @@ class ScheduleRun {
     received_activation_ = forward_done_;
     received_gradient_ = forward_done_;
     backwards_left_.assign(stages_, micro_batches_);
-    reduced_.assign(stages_, false);
+    buckets_started_.assign(stages_, 0);
+    waited_.assign(stages_, false);
   }
 
   ScheduleAnalysis run() {
@@ -99,7 +100,8 @@ class ScheduleRun {
   bool step(int g, const Instruction& in) {
     using K = InstructionKind;
     const int s = in.stage;
-    const bool per_micro_batch = in.kind != K::reduce_gradients && in.kind != K::optimizer_step;
+    const bool per_micro_batch = in.kind != K::reduce_bucket && in.kind != K::wait_reductions &&
+                                 in.kind != K::optimizer_step;
     if (s < 0 || s >= stages_ || owner_[s] != g) fail(g, "the stage is not one of the group's");
     if (per_micro_batch && in.micro_batch < 0) fail(g, "needs a micro-batch >= 0");
     if (!per_micro_batch && in.micro_batch != -1) fail(g, "takes micro-batch -1");
@@ -122,12 +124,21 @@ class ScheduleRun {
       case K::backward:
         backward(g, s, mb);
         return true;
-      case K::reduce_gradients:
+      case K::reduce_bucket:
         if (backwards_left_[s] != 0) fail(g, "reduces before all backwards of the stage");
-        reduced_[s] = true;
+        if (waited_[s]) fail(g, "reduces after wait_reductions");
+        if (in.bucket != buckets_started_[s])
+          fail(g, "reduces bucket " + std::to_string(in.bucket) + " where bucket " +
+                      std::to_string(buckets_started_[s]) + " comes next");
+        ++buckets_started_[s];
+        return true;
+      case K::wait_reductions:
+        if (buckets_started_[s] == 0) fail(g, "waits for reductions never started");
+        waited_[s] = true;
         return true;
       case K::optimizer_step:
-        if (!reduced_[s]) fail(g, "steps before reduce_gradients");
+        if (backwards_left_[s] != 0) fail(g, "steps before all backwards of the stage");
+        if (buckets_started_[s] > 0 && !waited_[s]) fail(g, "steps before wait_reductions");
         return true;
     }
     return true;
@@ -212,7 +223,8 @@ class ScheduleRun {
   std::vector<std::vector<bool>> received_activation_, received_gradient_;  // [stage][mb]
   std::map<std::tuple<bool, int, int>, Seconds> sent_;  // (activation, from stage, mb) -> time
   std::vector<int> backwards_left_;                     // index = stage
-  std::vector<bool> reduced_;                           // index = stage
+  std::vector<int> buckets_started_;                    // index = stage: reduce_buckets so far
+  std::vector<bool> waited_;                            // index = stage: wait_reductions ran
   std::vector<int> in_flight_stage_, in_flight_group_;
   ScheduleAnalysis result_;
 };

@@ -1,11 +1,14 @@
 // File: schedule_program.cpp
 // generate_schedule: checks the shape, takes each group's compute order from its generator and
-// emits the instructions, with sends and receives only where adjacent stages change group.
+// emits the instructions, with sends and receives only where adjacent stages change group;
+// add_gradient_reductions then places every dp stage's gradient buckets.
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "schedule_order.h"
 #include "whale/plan/error.h"
+#include "whale/plan/gradient_buckets.h"
 #include "whale/plan/schedule_program.h"
 
 namespace whale::plan {
@@ -18,7 +21,8 @@ const char* to_string(InstructionKind k) {
     case InstructionKind::recv_gradient: return "recv_gradient";
     case InstructionKind::backward: return "backward";
     case InstructionKind::send_gradient: return "send_gradient";
-    case InstructionKind::reduce_gradients: return "reduce_gradients";
+    case InstructionKind::reduce_bucket: return "reduce_bucket";
+    case InstructionKind::wait_reductions: return "wait_reductions";
     case InstructionKind::optimizer_step: return "optimizer_step";
   }
   return "unknown";
@@ -86,11 +90,31 @@ ScheduleProgram generate_schedule(ScheduleKind kind, int groups, int chunks, int
     gp.group = g;
     for (const detail::ComputeOp& op : orders[g]) emit_compute(op, group_of, g, &gp.instructions);
     for (auto s = gp.stages.rbegin(); s != gp.stages.rend(); ++s) {
-      gp.instructions.push_back({InstructionKind::reduce_gradients, *s, -1});
       gp.instructions.push_back({InstructionKind::optimizer_step, *s, -1});
     }
   }
   return program;
+}
+
+void add_gradient_reductions(const std::vector<int>& buckets_per_stage,
+                             ScheduleProgram* program) {
+  using K = InstructionKind;
+  for (GroupProgram& gp : program->groups) {
+    std::vector<Instruction> out;
+    out.reserve(gp.instructions.size());
+    std::vector<int> backwards_left(buckets_per_stage.size(), 0);
+    for (const Instruction& in : gp.instructions)
+      if (in.kind == K::backward) ++backwards_left.at(in.stage);
+    for (const Instruction& in : gp.instructions) {
+      const int buckets = buckets_per_stage.at(in.stage);
+      if (in.kind == K::optimizer_step && buckets > 0)
+        out.push_back({K::wait_reductions, in.stage, -1});
+      out.push_back(in);
+      if (in.kind == K::backward && --backwards_left[in.stage] == 0)
+        for (int b = 0; b < buckets; ++b) out.push_back({K::reduce_bucket, in.stage, -1, b});
+    }
+    gp.instructions = std::move(out);
+  }
 }
 
 ScheduleProgram generate_schedule(const Plan& plan) {
@@ -101,8 +125,14 @@ ScheduleProgram generate_schedule(const Plan& plan) {
     require(stages >= 1 && stages % chunks == 0,
             "a stage count divisible by chunks (got " + std::to_string(stages) +
                 " stages, chunks " + std::to_string(chunks) + ")");
-    return generate_schedule(plan.schedule.kind, plan.pipeline_groups(), chunks,
-                             plan.micro_batches);
+    ScheduleProgram program = generate_schedule(plan.schedule.kind, plan.pipeline_groups(),
+                                                chunks, plan.micro_batches);
+    std::vector<int> buckets(stages, 0);
+    for (int s = 0; s < stages; ++s) {
+      if (plan.stages[s].dp() > 1) buckets[s] = static_cast<int>(gradient_buckets(plan, s).size());
+    }
+    add_gradient_reductions(buckets, &program);
+    return program;
   } catch (const Error& e) {
     if (plan.source_file.empty()) throw;
     throw Error(plan.source_file, e.yaml_path(), e.expected(), e.hint());

@@ -3,12 +3,12 @@
 #include "cost_table.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <string>
 #include <tuple>
 
 #include "whale/plan/bridge.h"
+#include "whale/plan/gradient_buckets.h"
 #include "whale/sim/collective_cost.h"
 #include "whale/sim/memory_model.h"
 #include "whale/sim/op_cost.h"
@@ -44,11 +44,16 @@ ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int rep
   return key;
 }
 
-ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int replica) {
+/// `buckets`: the stage's gradient buckets, empty when it has no dp reduction.
+ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int replica,
+                         const std::vector<plan::GradientBucket>& buckets) {
   const std::vector<int> devices = stage.replica_devices(replica);
   const plan::DeviceProfile& profile = plan.cluster.profile_of(devices.front());
   const double samples = stage.shares.at(replica);
   ReplicaCost out;
+  out.bucket_backward_s.assign(buckets.size(), 0);
+  out.bucket_tp_s.assign(buckets.size(), 0);
+  std::size_t bucket = buckets.size();  // the bucket of layer l: buckets run from the last layer
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const plan::Layer& layer = plan.model.layers.at(l);
     const LayerCost cost =
@@ -60,6 +65,10 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
     const Seconds tp_s = allreduce_s(plan.cluster, devices, layer.tp_allreduce_bytes * samples);
     out.tp_forward_s += tp_s;
     if (stage.recompute == plan::Recompute::full) out.tp_recompute_s += tp_s;
+    if (buckets.empty()) continue;
+    if (bucket == buckets.size() || l == buckets[bucket].end_layer) --bucket;
+    out.bucket_backward_s[bucket] += cost.backward_s;
+    out.bucket_tp_s[bucket] += tp_s;
   }
   return out;
 }
@@ -84,23 +93,15 @@ Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replic
   return bytes / (profile.memory_bandwidth_bytes_per_s * profile.memory_efficiency.at(bytes));
 }
 
-/// DP gradient reduction of a stage: the tp groups reduce their shards at once; replica
-/// devices of tp rank 0 stand for all of them.
-void fill_dp(const plan::Plan& plan, const plan::Stage& stage, const SimulatorOptions& options,
-             StageCost* out) {
-  if (stage.dp() <= 1) return;
-  const StateBytesPerParam state =
-      state_bytes_per_param(plan.precision, plan.model.training.optimizer);
-  double parameters = 0;
-  for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-    parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
-  }
-  const Bytes gradient_bytes = parameters * state.gradients;
-  if (gradient_bytes <= 0) return;
+/// The all-reduce of each gradient bucket of a stage: the tp groups reduce their shards at
+/// once; replica devices of tp rank 0 stand for all of them.
+std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stage& stage,
+                                        const std::vector<plan::GradientBucket>& buckets) {
   std::vector<int> group;
   for (int r = 0; r < stage.dp(); ++r) group.push_back(stage.devices.at(r * stage.tp));
-  out->dp_buckets = std::max(1, static_cast<int>(std::ceil(gradient_bytes / options.dp_bucket_bytes)));
-  out->dp_bucket_s = allreduce_s(plan.cluster, group, gradient_bytes / out->dp_buckets);
+  std::vector<Seconds> out;
+  for (const plan::GradientBucket& b : buckets) out.push_back(allreduce_s(plan.cluster, group, b.bytes));
+  return out;
 }
 
 /// Bridge transfers from `from` to `to`: each moves its samples' output bytes from the
@@ -120,22 +121,27 @@ std::vector<TransferCost> bridge_costs(const plan::Plan& plan, const plan::Stage
 
 }  // namespace
 
-CostTable build_cost_table(const plan::Plan& plan, const SimulatorOptions& options) {
+CostTable build_cost_table(const plan::Plan& plan) {
   CostTable table;
   table.stages.resize(plan.stages.size());
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const plan::Stage& stage = plan.stages[s];
     StageCost& cost = table.stages[s];
     table.max_replicas = std::max(table.max_replicas, stage.dp());
+    // The same buckets as the schedule program's reduce_bucket instructions.
+    const std::vector<plan::GradientBucket> buckets =
+        stage.dp() > 1 ? plan::gradient_buckets(plan, static_cast<int>(s))
+                       : std::vector<plan::GradientBucket>{};
     // Replicas with the same share, device model and node layout cost the same: compute once.
     std::map<ReplicaKey, int> first_alike;
     for (int r = 0; r < stage.dp(); ++r) {
       const auto [it, inserted] = first_alike.emplace(replica_key(plan, stage, r), r);
-      cost.replicas.push_back(inserted ? replica_cost(plan, stage, r) : cost.replicas[it->second]);
+      cost.replicas.push_back(inserted ? replica_cost(plan, stage, r, buckets)
+                                       : cost.replicas[it->second]);
       cost.optimizer_s.push_back(inserted ? optimizer_s(plan, stage, r)
                                           : cost.optimizer_s[it->second]);
     }
-    fill_dp(plan, stage, options, &cost);
+    cost.bucket_allreduce_s = bucket_allreduce_s(plan, stage, buckets);
     if (s + 1 < plan.stages.size()) cost.to_next = bridge_costs(plan, stage, plan.stages[s + 1]);
   }
   return table;

@@ -1,14 +1,14 @@
 // File: cost_table.h
 // CostTable: every duration the engine needs, computed once per plan before the run: per
-// (stage, replica) compute, recomputation and TP time; per stage the DP buckets and the
-// optimizer; per stage boundary the bridge transfers. Private to libsim.
+// (stage, replica) compute, recomputation and TP time, also per gradient bucket; per stage the
+// all-reduce of each gradient bucket and the optimizer; per stage boundary the bridge
+// transfers. Private to libsim.
 #pragma once
 
 #include <vector>
 
 #include "whale/plan/plan.h"
 #include "whale/plan/units.h"
-#include "whale/sim/simulator.h"
 
 namespace whale::sim {
 
@@ -20,6 +20,11 @@ struct ReplicaCost {
   Seconds tp_forward_s = 0;    // TP all-reduces of one forward (the backward has as many)
   Seconds tp_recompute_s = 0;  // TP all-reduces repeated by recomputation
   Flops model_flops = 0;       // 3 x forward GEMM flops of this device (no recomputation)
+  // Per gradient bucket b of the stage (plan::gradient_buckets; empty when dp == 1): the
+  // backward compute and TP all-reduces of its layers. Their sums over the buckets are
+  // backward_s and tp_forward_s.
+  std::vector<Seconds> bucket_backward_s;
+  std::vector<Seconds> bucket_tp_s;
 };
 
 /// A bridge transfer of one micro-batch between adjacent stages, forward direction.
@@ -31,8 +36,8 @@ struct TransferCost {
 
 struct StageCost {
   std::vector<ReplicaCost> replicas;       // by replica
-  int dp_buckets = 0;                      // 0 when dp == 1
-  Seconds dp_bucket_s = 0;                 // all-reduce of one bucket across the replicas
+  std::vector<Seconds> bucket_allreduce_s; // per gradient bucket: its all-reduce across the
+                                           // replicas; empty when dp == 1
   std::vector<Seconds> optimizer_s;        // by replica
   std::vector<TransferCost> to_next;       // bridge to stage + 1 (empty for the last stage)
 };
@@ -43,6 +48,6 @@ struct CostTable {
 };
 
 /// Builds the table of a validated plan.
-CostTable build_cost_table(const plan::Plan& plan, const SimulatorOptions& options);
+CostTable build_cost_table(const plan::Plan& plan);
 
 }  // namespace whale::sim

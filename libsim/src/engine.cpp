@@ -1,7 +1,7 @@
 // File: engine.cpp
 // The discrete-event engine. Each replica unit runs its group's program in order; it blocks on
-// a receive until every bridge transfer into it has landed, and on an optimizer step until its
-// stage's gradient reduction is done. Each stream serves its work in program order, so an op
+// a receive until every bridge transfer into it has landed, and on wait_reductions until every
+// gradient bucket of its stage is reduced. Each stream serves its work in program order, so an op
 // starts at the later of its dependencies and its stream becoming free.
 #include "engine.h"
 
@@ -34,7 +34,7 @@ struct UnitState {
   std::size_t pc = 0;
   Seconds compute_free_s = 0;
   Seconds send_free_s = 0;
-  int waiting_reduce_stage = -1;
+  int waiting_reduce_stage = -1;  // blocked on wait_reductions of this stage
 };
 
 class Engine {
@@ -67,7 +67,9 @@ class Engine {
     const std::size_t slots = static_cast<std::size_t>(stages_) * replicas_;
     last_backward_start_s_.assign(slots, 0);
     last_backward_end_s_.assign(slots, 0);
-    reduce_reached_.assign(stages_, 0);
+    bucket_reached_.resize(stages_);
+    for (int s = 0; s < stages_; ++s)
+      bucket_reached_[s].assign(table.stages[s].bucket_allreduce_s.size(), 0);
     reduce_done_s_.assign(stages_, kUnknown);
     gradients_ready_s_.assign(stages_, 0);
     dp_free_s_.assign(program.groups.size(), 0);
@@ -128,8 +130,9 @@ class Engine {
       case K::backward: backward(u, ins); return true;
       case K::send_activation: send(u, ins, kActivation); return true;
       case K::send_gradient: send(u, ins, kGradient); return true;
-      case K::reduce_gradients: reduce(u, ins.stage); return true;
-      case K::optimizer_step: return optimizer_step(u, ins.stage);
+      case K::reduce_bucket: reduce_bucket(u, ins.stage, ins.bucket); return true;
+      case K::wait_reductions: return wait_reductions(u, ins.stage);
+      case K::optimizer_step: optimizer_step(u, ins.stage); return true;
     }
     return true;
   }
@@ -217,39 +220,41 @@ class Engine {
     }
   }
 
-  /// A replica reached the reduction of `stage`; the last one to arrive schedules the buckets
-  /// on the group's DP stream, each ready once every replica's last backward produced it.
-  void reduce(int u, int stage) {
+  /// Unit u reached reduce_bucket(stage, bucket) (schedule_program.h). The last replica to
+  /// reach it schedules the bucket's all-reduce on the group's DP stream: it starts once every
+  /// replica's last backward of the stage has passed the bucket's layers (that backward's start
+  /// plus the compute and exposed TP time of buckets 0..bucket) and the stream is free.
+  void reduce_bucket(int u, int stage, int bucket) {
     const int group = result_.units[u].group;
     const plan::Stage& st = plan_.stages[stage];
-    if (++reduce_reached_[stage] < st.dp()) return;
+    if (++bucket_reached_[stage].at(bucket) < st.dp()) return;
     const StageCost& cost = table_.stages[stage];
-    const int first_unit = result_.group_first_unit[group];
-    Seconds& dp_free_s = dp_free_s_[group];
-    Seconds first_start_s = std::numeric_limits<Seconds>::max();
-    for (int b = 0; b < cost.dp_buckets; ++b) {
-      const double produced = static_cast<double>(b + 1) / cost.dp_buckets;
-      Seconds ready_s = 0;
-      for (int r = 0; r < st.dp(); ++r) {
-        const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
-        const Seconds begin_s = last_backward_start_s_[slot];
-        ready_s = std::max(ready_s, begin_s + produced * (last_backward_end_s_[slot] - begin_s));
-      }
-      const Seconds start_s = std::max(dp_free_s, ready_s);
-      first_start_s = std::min(first_start_s, start_s);
-      dp_free_s = start_s + cost.dp_bucket_s;
+    Seconds ready_s = 0;
+    for (int r = 0; r < st.dp(); ++r) {
+      const ReplicaCost& c = cost.replicas[r];
+      const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
+      Seconds passed_s = last_backward_start_s_[slot];
+      for (int b = 0; b <= bucket; ++b) passed_s += c.bucket_backward_s[b] + exposed_ * c.bucket_tp_s[b];
+      ready_s = std::max(ready_s, std::min(passed_s, last_backward_end_s_[slot]));
     }
-    reduce_done_s_[stage] = cost.dp_buckets > 0 ? dp_free_s : 0;
+    Seconds& dp_free_s = dp_free_s_[group];
+    const Seconds start_s = std::max(dp_free_s, ready_s);
+    const Seconds duration_s = cost.bucket_allreduce_s[bucket];
+    dp_free_s = start_s + duration_s;
+    const int first_unit = result_.group_first_unit[group];
+    for (int r = 0; r < st.dp(); ++r) {
+      result_.units[first_unit + r].dp_s += duration_s;
+      record(first_unit + r, Lane::dp, 'D', stage, -1, start_s, duration_s, bucket);
+    }
+    if (bucket + 1 < static_cast<int>(cost.bucket_allreduce_s.size())) return;
+    // The stage's last bucket: every bucket is scheduled, so the reduction's end is known.
+    reduce_done_s_[stage] = dp_free_s;
     for (int r = 0; r < st.dp(); ++r) {
       const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
       gradients_ready_s_[stage] = std::max(gradients_ready_s_[stage], last_backward_end_s_[slot]);
     }
     for (int r = 0; r < st.dp(); ++r) {
       const int unit = first_unit + r;
-      result_.units[unit].dp_s += cost.dp_buckets * cost.dp_bucket_s;
-      if (cost.dp_buckets > 0) {
-        record(unit, Lane::dp, 'D', stage, -1, first_start_s, dp_free_s - first_start_s);
-      }
       if (units_[unit].waiting_reduce_stage == stage) {
         units_[unit].waiting_reduce_stage = -1;
         queue_.push(reduce_done_s_[stage], EventKind::resume_unit, unit);
@@ -257,7 +262,9 @@ class Engine {
     }
   }
 
-  bool optimizer_step(int u, int stage) {
+  /// Blocks the compute stream until every bucket of `stage` is reduced; false while the end
+  /// of the reduction is not known yet (a replica has not reached the last bucket).
+  bool wait_reductions(int u, int stage) {
     UnitState& st = units_[u];
     if (reduce_done_s_[stage] == kUnknown) {
       st.waiting_reduce_stage = stage;
@@ -271,15 +278,20 @@ class Engine {
           reduce_done_s_[stage] - std::max(st.compute_free_s, gradients_ready_s_[stage]);
       st.compute_free_s = reduce_done_s_[stage];
     }
-    const Seconds duration_s = table_.stages[stage].optimizer_s[stats.replica];
-    occupy(u, duration_s, 'O', stage, -1);
-    stats.compute_s += duration_s;
     return true;
   }
 
-  void record(int u, Lane lane, char op, int stage, int mb, Seconds start_s, Seconds duration_s) {
+  void optimizer_step(int u, int stage) {
+    UnitStats& stats = result_.units[u];
+    const Seconds duration_s = table_.stages[stage].optimizer_s[stats.replica];
+    occupy(u, duration_s, 'O', stage, -1);
+    stats.compute_s += duration_s;
+  }
+
+  void record(int u, Lane lane, char op, int stage, int mb, Seconds start_s, Seconds duration_s,
+              int bucket = -1) {
     if (!record_ || duration_s <= 0) return;
-    result_.events.push_back(UnitEvent{u, lane, op, stage, mb, start_s, duration_s});
+    result_.events.push_back(UnitEvent{u, lane, op, stage, mb, bucket, start_s, duration_s});
   }
 
   const plan::Plan& plan_;
@@ -296,9 +308,9 @@ class Engine {
   std::vector<Seconds> arrival_s_;       // latest landing so far
   std::vector<Seconds> transfer_start_s_;  // start of that latest transfer
   std::vector<int> waiting_unit_;        // unit blocked on it, -1 if none
-  // Per (stage, replica): the last backward, for gradient bucket readiness.
+  // Per (stage, replica): the last backward so far, for gradient bucket readiness.
   std::vector<Seconds> last_backward_start_s_, last_backward_end_s_;
-  std::vector<int> reduce_reached_;      // per stage: replicas that reached its reduction
+  std::vector<std::vector<int>> bucket_reached_;  // per stage and bucket: replicas there
   std::vector<Seconds> reduce_done_s_;   // per stage: end of its reduction, kUnknown before
   std::vector<Seconds> gradients_ready_s_;  // per stage: every replica's last backward ended
   std::vector<Seconds> dp_free_s_;       // per group: its DP stream frees up

@@ -1,7 +1,8 @@
 // File: engine.h
 // The discrete-event engine: runs a plan's schedule program for every replica unit (one replica
 // of a device group; its tp devices behave identically) with a compute stream, a point-to-point
-// send stream per unit and a data-parallel stream per group. Private to libsim.
+// send stream per unit and a data-parallel stream per group (the devices' communication
+// streams, on which gradient buckets reduce). Private to libsim.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,7 @@ struct UnitEvent {
   char op = 'F';
   int stage = -1;
   int micro_batch = -1;
+  int bucket = -1;             // 'D' only: the gradient bucket
   Seconds start_s = 0;
   Seconds duration_s = 0;
 };

@@ -29,10 +29,6 @@ StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::s
   return out;
 }
 
-double parameters_per_device(const plan::Layer& layer, int tp) {
-  return (layer.parameters - layer.parameters_replicated) / tp + layer.parameters_replicated;
-}
-
 Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute) {
   switch (recompute) {
     case plan::Recompute::none: return layer.activation_bytes(tp);

@@ -36,7 +36,7 @@ std::string event_name(const UnitEvent& e) {
     case 'T': return "tp " + where + mb;
     case 'A': return "send act " + where + mb;
     case 'G': return "send grad " + where + mb;
-    case 'D': return "allreduce " + where;
+    case 'D': return "reduce_bucket " + where + " b" + std::to_string(e.bucket);
     case 'O': return "optimizer " + where;
   }
   return where;
@@ -54,7 +54,7 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan,
 plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateOptions& options,
                                    SimulationStats* stats) const {
   const plan::ScheduleProgram program = plan::generate_schedule(plan);
-  const CostTable table = build_cost_table(plan, options_);
+  const CostTable table = build_cost_table(plan);
   const EngineResult run = run_engine(plan, program, table, options_.tp_overlap, options.timeline);
 
   if (stats) {

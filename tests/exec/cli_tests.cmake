@@ -1,6 +1,7 @@
 # End-to-end tests of whale-run (included by tests/exec/CMakeLists.txt).
 # - equality_<plan>: every tiny plan trains 20 steps equal to single.yaml (scripts/equality.sh);
-# - resume, bad input (exit 2, nothing overwritten), signals, trace: scripts/equality_cli.sh.
+# - resume, bad input (exit 2, nothing overwritten), signals, trace, buckets (whale-run and
+#   whale-sim reduce the same gradient buckets): scripts/equality_cli.sh.
 if(NOT TARGET whale-run)
   return()
 endif()
@@ -8,7 +9,8 @@ set(WHALE_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP
 
 # plan:ranks for every plan of configs/plans/tiny except the reference itself.
 set(WHALE_TINY_PLANS dp2:2 dp2-zero:2 dp3-uneven:3 tp2:2 pp2-gpipe:2 pp2-1f1b:2
-    pp2-1f1b-recompute:2 pp4-interleaved:4 wave:2 hybrid-8:8 hybrid-8-zero-recompute:8 bridges:7)
+    pp2-1f1b-recompute:2 pp4-interleaved:4 wave:2 hybrid-8:8 hybrid-8-zero-recompute:8 bridges:7
+    buckets:4)
 foreach(entry ${WHALE_TINY_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 plan)
@@ -19,9 +21,9 @@ foreach(entry ${WHALE_TINY_PLANS})
   set_tests_properties(equality_${plan} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}")
 endforeach()
 
-foreach(check resume bad_input signal trace learning)
+foreach(check resume bad_input signal trace learning buckets)
   add_test(NAME whale_run_${check}
-    COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run>
+    COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
   set_tests_properties(whale_run_${check} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}")
 endforeach()

@@ -85,6 +85,19 @@ TEST_CASE("collectives across the bridge equal MPI's, element for element") {
   CHECK(bridge.counts().uploaded_floats == 11);
 }
 
+TEST_CASE("a non-blocking all-reduce across the bridge uploads its sum once, on completion") {
+  auto comm = bridge_of_world();
+  auto& bridge = dynamic_cast<HostBridgeCommunicator&>(*comm);
+  const float r = static_cast<float>(bridge.rank());
+  std::vector<float> data = {1.0f + r, -2.0f * r, 4.0f};
+  auto request = bridge.start_all_reduce_sum(data.data(), data.size());
+  CHECK(bridge.counts().downloaded_floats == 3);
+  request->wait();
+  CHECK(data == std::vector<float>{3.0f, -2.0f, 8.0f});
+  CHECK(request->test());  // complete: test() after wait() uploads nothing more
+  CHECK(bridge.counts().uploaded_floats == 3);
+}
+
 TEST_CASE("a subgroup of the bridge is a bridge with the same staging") {
   auto comm = bridge_of_world();
   auto sub = comm->subgroup({1, 0});

@@ -128,12 +128,26 @@ TEST_CASE("duplicates, missing work and misplaced tails are rejected") {
   CHECK(rejection(one_group({0}, {{K::forward, 0, 0}, {K::forward, 0, 1}, {K::backward, 0, 1}})) ==
         "schedule: a forward and a backward of every stage and micro-batch (stage 0 micro-batch 0 "
         "lacks its backward)");
-  CHECK(contains(rejection(one_group(
-                     {0}, {{K::forward, 0, 0}, {K::reduce_gradients, 0, -1}, {K::backward, 0, 0}})),
+  CHECK(contains(rejection(one_group({0}, {{K::forward, 0, 0},
+                                           {K::reduce_bucket, 0, -1, 0},
+                                           {K::backward, 0, 0}})),
                  "reduces before all backwards of the stage"));
+  CHECK(contains(rejection(one_group({0}, {{K::forward, 0, 0},
+                                           {K::backward, 0, 0},
+                                           {K::reduce_bucket, 0, -1, 1}})),
+                 "reduces bucket 1 where bucket 0 comes next"));
+  CHECK(contains(rejection(one_group({0}, {{K::forward, 0, 0},
+                                           {K::backward, 0, 0},
+                                           {K::reduce_bucket, 0, -1, 0},
+                                           {K::optimizer_step, 0, -1}})),
+                 "steps before wait_reductions"));
+  CHECK(contains(rejection(one_group({0}, {{K::forward, 0, 0},
+                                           {K::backward, 0, 0},
+                                           {K::wait_reductions, 0, -1}})),
+                 "waits for reductions never started"));
   CHECK(contains(rejection(one_group(
-                     {0}, {{K::forward, 0, 0}, {K::backward, 0, 0}, {K::optimizer_step, 0, -1}})),
-                 "steps before reduce_gradients"));
+                     {0}, {{K::forward, 0, 0}, {K::optimizer_step, 0, -1}, {K::backward, 0, 0}})),
+                 "steps before all backwards of the stage"));
   CHECK(contains(rejection(one_group({0}, {{K::forward, 1, 0}})), "not one of the group's"));
   CHECK(contains(rejection(one_group({0}, {{K::send_activation, 0, 0}})),
                  "sends before its forward"));

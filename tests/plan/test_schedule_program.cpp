@@ -1,6 +1,7 @@
 // File: test_schedule_program.cpp
 // generate_schedule: an instruction list written out by hand, sends only across groups, the
-// reduce/step tail, the Plan overload, and the errors for impossible shapes.
+// optimizer tail, the Plan overload, and the errors for impossible shapes. The gradient
+// reduction's instructions: test_schedule_reductions.cpp.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -44,14 +45,12 @@ TEST_CASE("1f1b with p=2, m=2 is the hand-written program") {
   const std::vector<Instruction> group0 = {
       {K::forward, 0, 0},        {K::send_activation, 0, 0}, {K::forward, 0, 1},
       {K::send_activation, 0, 1}, {K::recv_gradient, 0, 0},  {K::backward, 0, 0},
-      {K::recv_gradient, 0, 1},  {K::backward, 0, 1},        {K::reduce_gradients, 0, -1},
-      {K::optimizer_step, 0, -1}};
+      {K::recv_gradient, 0, 1},  {K::backward, 0, 1},        {K::optimizer_step, 0, -1}};
   // Group 1 (the last stage) has no warm-up: F0 B0 F1 B1.
   const std::vector<Instruction> group1 = {
       {K::recv_activation, 1, 0}, {K::forward, 1, 0},  {K::backward, 1, 0},
       {K::send_gradient, 1, 0},   {K::recv_activation, 1, 1}, {K::forward, 1, 1},
-      {K::backward, 1, 1},        {K::send_gradient, 1, 1},   {K::reduce_gradients, 1, -1},
-      {K::optimizer_step, 1, -1}};
+      {K::backward, 1, 1},        {K::send_gradient, 1, 1},   {K::optimizer_step, 1, -1}};
   CHECK(program.groups[0].group == 0);
   CHECK(program.groups[0].stages == std::vector<int>{0});
   CHECK(program.groups[0].instructions == group0);
@@ -65,7 +64,7 @@ TEST_CASE("gpipe runs every forward, then the backwards in reverse micro-batch o
   const std::vector<Instruction> expected = {
       {K::forward, 0, 0},  {K::forward, 0, 1},  {K::forward, 0, 2},
       {K::backward, 0, 2}, {K::backward, 0, 1}, {K::backward, 0, 0},
-      {K::reduce_gradients, 0, -1}, {K::optimizer_step, 0, -1}};
+      {K::optimizer_step, 0, -1}};
   CHECK(program.groups[0].instructions == expected);
 }
 
@@ -88,15 +87,15 @@ TEST_CASE("wave sends nothing between consecutive stages on the same group") {
   CHECK(count_kind(g0, K::recv_gradient, 0) == 4);
 }
 
-TEST_CASE("each program ends with reduce then step per stage, last stage first") {
+TEST_CASE("each program ends with a step per stage, last stage first") {
   const auto program = generate_schedule(ScheduleKind::interleaved_1f1b, 2, 3, 2);
   const auto& code = program.groups[1].instructions;  // stages 1, 3, 5
-  REQUIRE(code.size() >= 6);
-  const std::vector<Instruction> tail(code.end() - 6, code.end());
+  REQUIRE(code.size() >= 3);
+  const std::vector<Instruction> tail(code.end() - 3, code.end());
   const std::vector<Instruction> expected = {
-      {K::reduce_gradients, 5, -1}, {K::optimizer_step, 5, -1}, {K::reduce_gradients, 3, -1},
-      {K::optimizer_step, 3, -1},   {K::reduce_gradients, 1, -1}, {K::optimizer_step, 1, -1}};
+      {K::optimizer_step, 5, -1}, {K::optimizer_step, 3, -1}, {K::optimizer_step, 1, -1}};
   CHECK(tail == expected);
+  CHECK(count_kind(code, K::reduce_bucket, 5) == 0);  // shapes carry no dp
 }
 
 TEST_CASE("the Plan overload uses the plan's schedule, groups and micro-batches") {

@@ -149,3 +149,17 @@ TEST_CASE("stages on one device group with different layouts") {
                 "{kind: wave, chunks: 2}");
   CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "stages[2].shares", "shares differ from those of stage 1");
 }
+
+TEST_CASE("a gradient bucket size that is not a positive, finite number of MiB") {
+  const std::string stages = "  - {layers: [0, 9], devices: \"0-1\"}\n";
+  std::string p = plan_file(stages, "1f1b", "micro_batch_size: 4\ngradient_bucket_mib: 0\n");
+  CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "gradient_bucket_mib", "expected a positive number, got '0'");
+  p = plan_file(stages, "1f1b", "micro_batch_size: 4\ngradient_bucket_mib: 1e12\n");
+  CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "gradient_bucket_mib", "a positive, finite gradient bucket size in MiB");
+  p = plan_file(stages, "1f1b", "micro_batch_size: 4\ngradient_bucket_mib: 0.5\n");
+  const Plan plan = load_plan(p);
+  CHECK(plan.gradient_bucket_mib == 0.5);
+  CHECK(plan_to_yaml(plan, false).find("gradient_bucket_mib: 0.5\n") != std::string::npos);
+  CHECK(load_plan(plan_file(stages)).gradient_bucket_mib == 25.0);
+  CHECK(plan_to_yaml(load_plan(plan_file(stages)), false).find("gradient_bucket") == std::string::npos);
+}

@@ -1,6 +1,7 @@
 // File: test_engine.cpp
 // Step times of tiny plans against hand-computed makespans: one device, textbook GPipe and
-// 1F1B pipelines, transfers, uneven shares across a bridge, DP reduction before the optimizer.
+// 1F1B pipelines, transfers, uneven shares across a bridge, DP gradient buckets overlapping the
+// backward before the optimizer.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -93,9 +94,10 @@ TEST_CASE("uneven shares: the next stage waits for the slowest sender of its sam
   CHECK(est.devices[2].busy_s == doctest::Approx(12e-3));
 }
 
-TEST_CASE("the DP all-reduce of the last backward's buckets delays the optimizer step") {
-  // 2 replicas on 2 devices of one node; 1e9 parameters -> 2e9 gradient bytes in 10 buckets
-  // of 2e8; each bucket's all-reduce on a 1e10 B/s ring of 2: 2e8 / 1e10 = 20 ms.
+TEST_CASE("one bucket: its all-reduce starts when the last backward ends") {
+  // 2 replicas on 2 devices of one node; 1e9 parameters -> 2e9 bf16 gradient bytes, more than
+  // the 25 MiB cap but one layer, so one bucket; its all-reduce on a 1e10 B/s ring of 2:
+  // 2e9 / 1e10 = 200 ms.
   const plan::Cluster c = test::make_cluster(1, 2, test::flat_profile(1e14, 1e15),
                                              test::link(1e10, 0), test::link(1e10, 0));
   plan::Layer layer = millisecond_layer();
@@ -103,11 +105,44 @@ TEST_CASE("the DP all-reduce of the last backward's buckets delays the optimizer
   const plan::Plan p =
       test::pipeline_plan(c, {layer}, plan::ScheduleKind::one_f_one_b, 1, 2, 1, 1);
   const plan::Estimate est = evaluate(p);
-  // The first bucket is ready 1/10 into the 2 ms backward (at 1.2 ms); buckets then run back
-  // to back: 1.2 ms + 10 * 20 ms. Optimizer: 1e9 * 30 bytes / 1e15 B/s = 30 us.
-  CHECK(est.step_time_s == doctest::Approx(1.2e-3 + 0.2 + 3e-5));
-  CHECK(est.breakdown.dp_comm_s == doctest::Approx(0.2));
-  CHECK(est.breakdown.exposed_comm_s == doctest::Approx(0.2 + 1.2e-3 - 3e-3));
+  // F 1 ms, B 2 ms, then 200 ms. Optimizer: 1e9 * 30 bytes / 1e15 B/s = 30 us.
+  CHECK(est.step_time_s == doctest::Approx(3e-3 + 0.2 + 3e-5));
+  CHECK(est.breakdown.dp_comm_s == doctest::Approx(0.2));  // per device
+  CHECK(est.breakdown.exposed_comm_s == doctest::Approx(0.2));
+}
+
+TEST_CASE("two layers, two buckets: the first reduces while the second layer's backward runs") {
+  // One stage of two layers on 2 replicas, 1 sample each: F 1 ms and B 2 ms per layer.
+  // 1e8 parameters a layer -> 2e8 bf16 gradient bytes; a 100 MiB (104857600 bytes) cap puts
+  // each layer in its own bucket: bucket 0 = layer 1, bucket 1 = layer 0. Each all-reduce on a
+  // 1e10 B/s ring of 2: 2e8 / 1e10 = 20 ms.
+  const plan::Cluster c = test::make_cluster(1, 2, test::flat_profile(1e14, 1e15),
+                                             test::link(1e10, 0), test::link(1e10, 0));
+  plan::Layer layer = millisecond_layer();
+  layer.parameters = 1e8;
+  plan::Plan p = test::pipeline_plan(c, {layer}, plan::ScheduleKind::one_f_one_b, 1, 2, 1, 1);
+  p.model.layers.push_back(layer);
+  p.stages[0].end_layer = 2;
+  p.gradient_bucket_mib = 100;
+  // F 0-2 ms; B of layer 1 2-4 ms, so bucket 0 reduces 4-24 ms; B of layer 0 ends at 6 ms,
+  // bucket 1 waits for the stream: 24-44 ms. Optimizer: 2e8 * 30 bytes / 1e15 B/s = 6 us.
+  const plan::Estimate est = evaluate(p, true);
+  CHECK(est.step_time_s == doctest::Approx(44e-3 + 6e-6));
+  CHECK(est.breakdown.dp_comm_s == doctest::Approx(40e-3));  // per device
+  CHECK(est.breakdown.exposed_comm_s == doctest::Approx(38e-3));
+  int buckets = 0;
+  for (const plan::TimelineEvent& e : est.timeline) {
+    if (e.lane != "dp" || e.device != 0) continue;
+    CAPTURE(e.name);
+    CHECK(e.name == (buckets == 0 ? "reduce_bucket s0 b0" : "reduce_bucket s0 b1"));
+    CHECK(e.start_s == doctest::Approx(buckets == 0 ? 4e-3 : 24e-3));
+    CHECK(e.duration_s == doctest::Approx(20e-3));
+    ++buckets;
+  }
+  CHECK(buckets == 2);
+  // With one bucket for both layers it would start at 6 ms and end at 46 ms.
+  p.gradient_bucket_mib = 400;
+  CHECK(evaluate(p).step_time_s == doctest::Approx(46e-3 + 6e-6));
 }
 
 TEST_CASE("a timeline records every compute op on every device") {

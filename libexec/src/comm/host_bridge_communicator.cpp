@@ -18,6 +18,42 @@ class HostStaging : public DeviceStaging {
   }
 };
 
+/// A host all-reduce in flight on its own host copy; uploads the result once, on completion.
+class BridgeRequest : public CommRequest {
+ public:
+  BridgeRequest(std::vector<float> host, float* device, DeviceStaging& staging,
+                StagingCounts& counts, Communicator& host_comm)
+      : host_(std::move(host)), device_(device), staging_(staging), counts_(counts) {
+    request_ = host_comm.start_all_reduce_sum(host_.data(), host_.size());
+  }
+  ~BridgeRequest() override {
+    if (!uploaded_) request_->wait();
+  }
+  bool test() override {
+    if (!uploaded_ && request_->test()) upload();
+    return uploaded_;
+  }
+  void wait() override {
+    if (uploaded_) return;
+    request_->wait();
+    upload();
+  }
+
+ private:
+  void upload() {
+    staging_.upload(device_, host_.data(), host_.size());
+    counts_.uploaded_floats += host_.size();
+    uploaded_ = true;
+  }
+
+  std::vector<float> host_;
+  float* device_;
+  DeviceStaging& staging_;
+  StagingCounts& counts_;
+  std::unique_ptr<CommRequest> request_;
+  bool uploaded_ = false;
+};
+
 float* grown(std::vector<float>& buffer, std::size_t count) {
   if (buffer.size() < count) buffer.resize(count);
   return buffer.data();
@@ -50,6 +86,14 @@ void HostBridgeCommunicator::all_reduce_sum(float* data, std::size_t count) {
   float* host = staged_input(data, count);
   host_->all_reduce_sum(host, count);
   upload_output(data, host, count);
+}
+
+std::unique_ptr<CommRequest> HostBridgeCommunicator::start_all_reduce_sum(float* data,
+                                                                          std::size_t count) {
+  std::vector<float> host(count);
+  staging_->download(host.data(), data, count);
+  counts_.downloaded_floats += count;
+  return std::make_unique<BridgeRequest>(std::move(host), data, *staging_, counts_, *host_);
 }
 
 void HostBridgeCommunicator::reduce_scatter_sum(const float* input, float* output,

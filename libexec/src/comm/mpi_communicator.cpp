@@ -1,12 +1,16 @@
 // File: mpi_communicator.cpp
-// MpiCommunicator: Communicator over an MPI communicator. Sums are reduced in rank order in
-// double by the rank that owns each chunk (all-to-all, sum, all-gather), so every member gets
-// bit-identical results, independent of MPI's reduction algorithm.
+// MpiCommunicator: Communicator over an MPI communicator. Blocking sums are reduced in rank
+// order in double by the rank that owns each chunk (all-to-all, sum, all-gather), so every
+// member gets bit-identical results, independent of MPI's reduction algorithm. The
+// non-blocking all-reduce is MPI_Iallreduce: one collective, started in program order (a
+// two-step all-to-all then all-gather would start its second step whenever the first one
+// completes, in an order that differs between ranks), summed in float by MPI's algorithm.
 #include <climits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "comm/mpi_request.h"
 #include "whale/exec/comm/mpi_communicator.h"
 
 namespace whale::exec {
@@ -62,6 +66,17 @@ class MpiCommunicator : public Communicator {
     sum_blocks(blocks, size_, mine, reduced);
     WHALE_MPI_CHECK(MPI_Allgatherv(reduced, static_cast<int>(mine), MPI_FLOAT, data,
                                    lengths.data(), offsets.data(), MPI_FLOAT, comm_));
+  }
+
+  /// MPI_Iallreduce in place. Open MPI's algorithms (libnbc: binomial reduce and broadcast,
+  /// or ring reduce-scatter and all-gather) reduce each element once and hand the same bits to
+  /// every member, so replicas stay identical.
+  std::unique_ptr<CommRequest> start_all_reduce_sum(float* data, std::size_t count) override {
+    if (size_ == 1 || count == 0) return std::make_unique<MpiRequest>(MPI_REQUEST_NULL);
+    MPI_Request request = MPI_REQUEST_NULL;
+    WHALE_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, to_mpi_count(count), MPI_FLOAT, MPI_SUM,
+                                   comm_, &request));
+    return std::make_unique<MpiRequest>(request);
   }
 
   void reduce_scatter_sum(const float* input, float* output,

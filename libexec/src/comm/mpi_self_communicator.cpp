@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "comm/mpi_request.h"
 #include "whale/exec/comm/mpi_communicator.h"
 
 namespace whale::exec {
 
 void SelfCommunicator::all_reduce_sum(float*, std::size_t) {}
+
+std::unique_ptr<CommRequest> SelfCommunicator::start_all_reduce_sum(float*, std::size_t) {
+  return std::make_unique<MpiRequest>(MPI_REQUEST_NULL);
+}
 
 void SelfCommunicator::reduce_scatter_sum(const float* input, float* output,
                                           std::size_t count_per_rank) {

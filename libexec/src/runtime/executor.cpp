@@ -7,8 +7,10 @@
 
 #include "runtime/executor_impl.h"
 #include "runtime/executor_optimizer.h"
+#include "whale/exec/backend/backend_factory.h"
 #include "whale/exec/runtime/comm_groups.h"
 #include "whale/plan/error.h"
+#include "whale/plan/gradient_buckets.h"
 
 namespace whale::exec {
 namespace {
@@ -31,6 +33,22 @@ void check_local_boundaries(const plan::Plan& plan) {
   }
 }
 
+/// The backend this rank needs: the plan's device (its profile's kind and slowdown), or the
+/// CPU when the run asks for one; the plan's precision; the run's thread count.
+BackendRequest backend_request(const plan::Plan& plan, int device,
+                               const ExecutorOptions& options) {
+  const plan::DeviceProfile& profile = plan.cluster.profile_of(device);
+  BackendRequest request;
+  request.plan_file = plan.source_file;
+  request.device_kind = options.cpu_device ? "cpu" : profile.kind;
+  request.device_name = profile.name;
+  request.local_gpu = plan.cluster.devices.at(device).local_index;
+  request.precision = plan.precision;
+  request.threads = options.threads;
+  request.slowdown_factor = profile.slowdown_factor;
+  return request;
+}
+
 }  // namespace
 
 int Executor::Impl::samples(int s) const {
@@ -45,6 +63,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
   im.rank = world.rank();
   im.device = layout.device_of_rank(im.rank);
   im.program = plan::generate_schedule(plan).groups.at(layout.group_of_rank(im.rank));
+  im.backend = make_backend(backend_request(plan, im.device, options));
 
   // This rank's tensor and data groups, created in plan_comm_groups' global order (each by its
   // members only, so creation cannot deadlock); pipeline and bridge pairs go through the
@@ -74,16 +93,23 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.tp_size = stage.tp;
       module_options.recompute = stage.recompute;
       module_options.seed = options.seed;
-      module_options.slowdown_factor = plan.cluster.profile_of(im.device).slowdown_factor;
-      state.module = make_gpt_stage(plan.model, module_options, state.tp);
+      state.module = make_gpt_stage(plan.model, module_options, *im.backend, state.tp);
       state.input_floats = state.module->input_floats_per_sample();
       state.output_floats = state.module->output_floats_per_sample();
       AdamWConfig adamw;
       adamw.learning_rate = options.learning_rate;
-      state.optimizer = std::make_unique<StageOptimizer>(state.module->parameters(), state.dp,
-                                                         stage.shard_optimizer, adamw);
+      state.optimizer = std::make_unique<StageOptimizer>(
+          *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw);
+      if (state.dp)
+        state.reducer = std::make_unique<GradientReducer>(
+            *im.backend, state.module->parameters(), plan::gradient_buckets(plan, s), state.dp);
     }
   }
+  // reduce_bucket(s, 0) directly follows the last backward of s (schedule_program.h).
+  const auto& code = im.program.instructions;
+  for (std::size_t i = 1; i < code.size(); ++i)
+    if (code[i].kind == plan::InstructionKind::reduce_bucket && code[i].bucket == 0)
+      im.stage(code[i].stage).last_backward_mb = code[i - 1].micro_batch;
 }
 
 Executor::~Executor() = default;
@@ -99,6 +125,7 @@ double Executor::train_step(const DataLoader& loader, int64_t step) {
   for (const plan::Instruction& instruction : im.program.instructions)
     im.execute(instruction, loader, step);
   im.transport.wait_sends();
+  im.finish_scaled_step();
   im.inputs.clear();
   im.outputs.clear();
   im.output_grads.clear();
@@ -108,6 +135,31 @@ double Executor::train_step(const DataLoader& loader, int64_t step) {
   const double tokens = static_cast<double>(im.plan.global_batch()) * im.plan.model.sequence;
   return loss[0] / tokens;
 }
+
+void Executor::Impl::finish_scaled_step() {
+  if (!scaler.enabled()) return;
+  std::vector<double> overflow = {0.0};
+  for (auto& entry : stages)
+    for (const ParameterView& p : entry.second.module->parameters())
+      if (backend->has_non_finite(p.gradient)) overflow[0] = 1.0;
+  transport.sum(overflow);
+  const double used_scale = scaler.scale();
+  if (scaler.update(overflow[0] == 0.0)) {
+    for (int s : deferred_steps) {
+      const auto start = Clock::now();
+      for (const ParameterView& p : stage(s).module->parameters())
+        backend->scale(p.gradient, 1.0 / used_scale);
+      stage(s).optimizer->step();
+      stage(s).module->parameters_updated();
+      record("optimizer", "optimizer s" + std::to_string(s), s, -1, start);
+    }
+  }
+  deferred_steps.clear();
+}
+
+int64_t Executor::skipped_steps() const { return impl_->scaler.skipped_steps(); }
+
+double Executor::loss_scale() const { return impl_->scaler.scale(); }
 
 void Executor::Impl::execute(const plan::Instruction& in, const DataLoader& loader,
                              int64_t step) {
@@ -119,7 +171,8 @@ void Executor::Impl::execute(const plan::Instruction& in, const DataLoader& load
     case K::recv_gradient: return recv_gradient(in.stage, in.micro_batch);
     case K::backward: return backward(in.stage, in.micro_batch);
     case K::send_gradient: return send_gradient(in.stage, in.micro_batch);
-    case K::reduce_gradients: return reduce_gradients(in.stage);
+    case K::reduce_bucket: return reduce_bucket(in.stage, in.bucket);
+    case K::wait_reductions: return wait_reductions(in.stage);
     case K::optimizer_step: return optimizer_step(in.stage);
   }
 }
@@ -161,17 +214,24 @@ void Executor::Impl::backward(int s, int mb) {
     input_grad->assign(static_cast<std::size_t>(n) * st.input_floats, 0.0f);
   }
   const double loss_scale =
-      1.0 / (static_cast<double>(plan.global_batch()) * plan.model.sequence);
+      scaler.scale() / (static_cast<double>(plan.global_batch()) * plan.model.sequence);
+  const bool last = st.reducer && mb == st.last_backward_mb;
+  st.module->set_layer_done([this, s, last](int layer) { layer_done(s, layer, last); });
   const auto start = Clock::now();
   st.module->backward(mb, output_grad.empty() ? nullptr : output_grad.data(),
                       input_grad ? input_grad->data() : nullptr, loss_scale);
   record("compute", "B s" + std::to_string(s) + " mb" + std::to_string(mb), s, mb, start);
+  st.module->set_layer_done(nullptr);
 }
 
 void Executor::Impl::record(const char* lane, const std::string& name, int s, int mb,
                             Clock::time_point start) {
+  if (timeline) record(lane, name, s, mb, start, Clock::now());
+}
+
+void Executor::Impl::record(const char* lane, const std::string& name, int s, int mb,
+                            Clock::time_point start, Clock::time_point end) {
   if (!timeline) return;
-  const auto now = Clock::now();
   plan::TimelineEvent event;
   event.device = device;
   event.lane = lane;
@@ -179,7 +239,7 @@ void Executor::Impl::record(const char* lane, const std::string& name, int s, in
   event.stage = s;
   event.micro_batch = mb;
   event.start_s = std::chrono::duration<double>(start - step_start).count();
-  event.duration_s = std::chrono::duration<double>(now - start).count();
+  event.duration_s = std::chrono::duration<double>(end - start).count();
   timeline->push_back(event);
 }
 

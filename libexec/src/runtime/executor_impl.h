@@ -1,7 +1,7 @@
 // File: executor_impl.h
 // Private state of the Executor, shared by its files: executor.cpp (construction, the step
 // loop, compute), executor_bridge.cpp (activations and gradients between groups) and
-// executor_update.cpp (gradient reduction, AdamW, state and summaries).
+// executor_update.cpp (gradient buckets, AdamW, state and summaries).
 #pragma once
 
 #include <chrono>
@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "runtime/executor_optimizer.h"
+#include "runtime/gradient_reducer.h"
+#include "whale/exec/backend/backend.h"
+#include "whale/exec/runtime/loss_scaler.h"
 #include "whale/exec/runtime/executor.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/schedule_program.h"
 
 namespace whale::exec {
-
-
 
 /// One stage this rank runs.
 struct StageState {
@@ -28,6 +29,8 @@ struct StageState {
   std::size_t input_floats = 0;    // per sample
   std::size_t output_floats = 0;   // per sample
   std::unique_ptr<StageOptimizer> optimizer;
+  std::unique_ptr<GradientReducer> reducer;  // null when dp = 1
+  int last_backward_mb = -1;  // the backward that reduce_bucket instructions follow
 };
 
 /// Key of a per-micro-batch buffer: (stage, micro_batch).
@@ -42,6 +45,7 @@ struct Executor::Impl {
   int rank = 0;
   int device = 0;
   plan::GroupProgram program;
+  std::unique_ptr<Backend> backend;  // this rank's one backend, shared by its stages
   std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;  // by member world ranks
   std::map<int, StageState> stages;                                  // by stage index
 
@@ -51,6 +55,8 @@ struct Executor::Impl {
   std::map<BufferKey, std::vector<float>> output_grads;  // gradient of the stage's output
   std::map<BufferKey, std::vector<float>> input_grads;   // gradient of the stage's input
   double loss_sum = 0;                                   // summed token cross-entropy here
+  LossScaler scaler{plan.precision == plan::Precision::fp16};  // fp16 only; else scale 1
+  std::vector<int> deferred_steps;  // stages whose optimizer step waits for the overflow check
   std::vector<plan::TimelineEvent>* timeline = nullptr;
   std::chrono::steady_clock::time_point step_start;
 
@@ -72,11 +78,21 @@ struct Executor::Impl {
   void send_gradient(int s, int mb);
   void recv_gradient(int s, int mb);
   // executor_update.cpp
-  void reduce_gradients(int s);
+  void reduce_bucket(int s, int bucket);
+  void wait_reductions(int s);
   void optimizer_step(int s);
-  /// Records [start, now) on `lane` when a timeline is kept.
+  /// Between two layers of a backward of stage s: starts the buckets of s that became ready
+  /// when this is s's last backward, and lets every bucket in flight on this rank progress.
+  void layer_done(int s, int layer, bool last_backward);
+  /// Loss scaling: after the program, agrees with every rank whether all gradients are finite,
+  /// then unscales them and runs the deferred optimizer steps, or skips them all.
+  void finish_scaled_step();
+  /// Records [start, now) (or [start, end)) on `lane` when a timeline is kept.
   void record(const char* lane, const std::string& name, int s, int mb,
               std::chrono::steady_clock::time_point start);
+  void record(const char* lane, const std::string& name, int s, int mb,
+              std::chrono::steady_clock::time_point start,
+              std::chrono::steady_clock::time_point end);
 };
 
 }  // namespace whale::exec

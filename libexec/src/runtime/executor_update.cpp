@@ -1,5 +1,5 @@
 // File: executor_update.cpp
-// Executor: gradient reduction and optimizer instructions, checkpoint state, and the full
+// Executor: gradient bucket and optimizer instructions, checkpoint state, and the full
 // parameters gathered to rank 0.
 #include <cstdio>
 #include <cstring>
@@ -15,15 +15,33 @@
 
 namespace whale::exec {
 
-void Executor::Impl::reduce_gradients(int s) {
-  const auto start = std::chrono::steady_clock::now();
-  stage(s).optimizer->reduce_gradients();
-  record("dp", "allreduce s" + std::to_string(s), s, -1, start);
+void Executor::Impl::layer_done(int s, int layer, bool last_backward) {
+  if (last_backward) stage(s).reducer->layer_done(layer);
+  for (auto& entry : stages)
+    if (entry.second.reducer) entry.second.reducer->progress();
+}
+
+void Executor::Impl::reduce_bucket(int s, int bucket) {
+  // Normally started from within the backward already (layer_done); this is the latest point.
+  stage(s).reducer->start_through(bucket);
+}
+
+void Executor::Impl::wait_reductions(int s) {
+  GradientReducer& reducer = *stage(s).reducer;
+  reducer.wait_all();
+  for (int b = 0; b < reducer.buckets(); ++b)
+    record("dp", "reduce_bucket s" + std::to_string(s) + " b" + std::to_string(b), s, -1,
+           reducer.started(b), reducer.completed(b));
 }
 
 void Executor::Impl::optimizer_step(int s) {
+  if (scaler.enabled()) {  // after the overflow check of the whole step (finish_scaled_step)
+    deferred_steps.push_back(s);
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
   stage(s).optimizer->step();
+  stage(s).module->parameters_updated();
   record("optimizer", "optimizer s" + std::to_string(s), s, -1, start);
 }
 
@@ -33,14 +51,30 @@ std::vector<float> Executor::save_state() const {
     const std::vector<float> part = entry.second.optimizer->save_state();
     state.insert(state.end(), part.begin(), part.end());
   }
+  const LossScaler& scaler = impl_->scaler;
+  if (scaler.enabled()) {  // a power of two and counts below 2^24: exact as floats
+    state.push_back(static_cast<float>(scaler.scale()));
+    state.push_back(static_cast<float>(scaler.good_steps()));
+    state.push_back(static_cast<float>(scaler.skipped_steps()));
+  }
   return state;
 }
 
 void Executor::load_state(const std::vector<float>& state) {
   std::size_t offset = 0;
-  for (auto& entry : impl_->stages) offset += entry.second.optimizer->load_state(state, offset);
-  if (offset != state.size())
-    throw std::invalid_argument("executor state: " + std::to_string(state.size() - offset) +
+  std::size_t end = state.size();
+  if (impl_->scaler.enabled()) {
+    if (end < 3) throw std::invalid_argument("executor state: no loss scaler state");
+    end -= 3;
+    impl_->scaler.restore(state[end], static_cast<int64_t>(state[end + 1]),
+                          static_cast<int64_t>(state[end + 2]));
+  }
+  for (auto& entry : impl_->stages) {
+    offset += entry.second.optimizer->load_state(state, offset);
+    entry.second.module->parameters_updated();
+  }
+  if (offset != end)
+    throw std::invalid_argument("executor state: " + std::to_string(end - offset) +
                                 " floats left over");
 }
 
@@ -57,8 +91,11 @@ std::vector<FullParameter> Executor::gather_parameters() {
       if (p.tp_replicated && st.role.tp_rank != 0) continue;
       text += p.name + ' ' + std::to_string(st.role.tp_rank) + ' ' + std::to_string(tp_size) +
               ' ' + std::to_string(p.count);
-      for (std::size_t i = 0; i < p.count; ++i) {
-        std::snprintf(number, sizeof(number), " %.9g", p.value[i]);
+      std::vector<float> values(p.count);
+      impl_->backend->download(values.data(), p.value, Stream::compute);
+      impl_->backend->synchronize(Stream::compute);
+      for (float value : values) {
+        std::snprintf(number, sizeof(number), " %.9g", value);
         text += number;
       }
       text += '\n';

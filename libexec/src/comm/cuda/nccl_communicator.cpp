@@ -13,6 +13,22 @@
 namespace whale::exec {
 namespace {
 
+/// The NCCL collectives queued on `stream` so far: complete once the stream has drained.
+class StreamRequest : public CommRequest {
+ public:
+  explicit StreamRequest(cudaStream_t stream) : stream_(stream) {}
+  bool test() override {
+    const cudaError_t status = cudaStreamQuery(stream_);
+    if (status == cudaErrorNotReady) return false;
+    WHALE_CUDA_CHECK(status);
+    return true;
+  }
+  void wait() override { WHALE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_;
+};
+
 class NcclCommunicator : public Communicator {
  public:
   /// Takes ownership of `mpi` (a communicator of exactly the member ranks) and uses `gpu`.
@@ -42,6 +58,10 @@ class NcclCommunicator : public Communicator {
   void all_reduce_sum(float* data, std::size_t count) override {
     WHALE_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, nccl_, stream_));
     synchronize();
+  }
+  std::unique_ptr<CommRequest> start_all_reduce_sum(float* data, std::size_t count) override {
+    WHALE_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, nccl_, stream_));
+    return std::make_unique<StreamRequest>(stream_);
   }
   void reduce_scatter_sum(const float* input, float* output,
                           std::size_t count_per_rank) override {

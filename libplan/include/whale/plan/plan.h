@@ -42,6 +42,9 @@ struct Stage {
 
 /// The schedule. `chunks` is the number of stages per device group (model chunks per device)
 /// for interleaved-1f1b and wave; 1 otherwise.
+/// PyTorch DDP's default gradient bucket size, bucket_cap_mb = 25 (MiB).
+constexpr double kDefaultGradientBucketMib = 25.0;
+
 struct Schedule {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
   int chunks = 1;
@@ -56,6 +59,10 @@ struct Plan {
   Precision precision = Precision::bf16;
   int micro_batch_size = 1;   // samples per micro-batch
   int micro_batches = 1;      // micro-batches per step
+  /// Size of the data-parallel gradient buckets (gradient_buckets.h), in MiB of one tp shard's
+  /// gradients. Default: PyTorch DDP's (torch.nn.parallel.DistributedDataParallel,
+  /// bucket_cap_mb = 25).
+  double gradient_bucket_mib = kDefaultGradientBucketMib;
   Schedule schedule;
   /// Stages in model order. With chunks v over p device groups there are p*v stages;
   /// interleaved-1f1b places stage s on group s % p; wave places chunk c = s / p on group

@@ -37,8 +37,9 @@ struct ScheduleAnalysis {
 ///    group, the forward first;
 ///  - a forward has its input: stage 0, or stage-1's forward earlier on the same group, or a
 ///    receive of stage-1's sent activation earlier; a backward likewise has stage+1's gradient;
-///  - a send follows the compute whose result it sends; reduce_gradients of a stage follows all
-///    its backwards, and optimizer_step follows reduce_gradients;
+///  - a send follows the compute whose result it sends; a stage's reduce_bucket instructions
+///    follow all its backwards, in bucket order 0, 1, ..; wait_reductions follows them, and
+///    optimizer_step follows all the stage's backwards and, when it has buckets, wait_reductions;
 ///  - no group is left waiting forever (deadlock).
 /// Throws whale::Error(file "", yaml_path "schedule", ...) naming the group, the instruction and
 /// the broken rule (or every blocked group for a deadlock). Never loops forever.

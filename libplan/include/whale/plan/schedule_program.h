@@ -17,7 +17,9 @@ enum class InstructionKind {
   recv_gradient,     // receive the output gradient of (stage, micro_batch) from stage+1's group
   backward,          // backward of (stage, micro_batch); recomputes first if the stage does
   send_gradient,     // send the input gradient of (stage, micro_batch) to stage-1's group
-  reduce_gradients,  // all-reduce stage's gradients across its dp replicas (micro_batch = -1)
+  reduce_bucket,     // all-reduce gradient bucket `bucket` of stage across its dp replicas,
+                     // started during the stage's last backward (micro_batch = -1; see below)
+  wait_reductions,   // wait until every bucket of stage is reduced (micro_batch = -1)
   optimizer_step,    // update stage's parameters (micro_batch = -1)
 };
 const char* to_string(InstructionKind k);
@@ -26,10 +28,31 @@ struct Instruction {
   InstructionKind kind = InstructionKind::forward;
   int stage = 0;
   int micro_batch = -1;
+  int bucket = -1;  // reduce_bucket only: index into gradient_buckets(plan, stage)
   bool operator==(const Instruction& o) const {
-    return kind == o.kind && stage == o.stage && micro_batch == o.micro_batch;
+    return kind == o.kind && stage == o.stage && micro_batch == o.micro_batch &&
+           bucket == o.bucket;
   }
 };
+
+/// The data-parallel gradient reduction of a stage s with dp > 1 and n buckets
+/// (gradient_buckets(plan, s): bucket 0 holds the stage's last layers):
+/// - reduce_bucket(s, 0) .. reduce_bucket(s, n-1) directly follow the LAST backward of s in its
+///   group's program (before that backward's send_gradient). They are bound to that backward:
+///   the backward runs the stage's layers from the last down to the first, and bucket b is
+///   READY once it has finished layer buckets[b].first_layer, all earlier micro-batches'
+///   backwards having accumulated into the same gradients. Its all-reduce starts when it is
+///   ready, on the device's communication stream, although the instruction is listed after
+///   the backward: an interpreter starts it from within the backward (or, at the latest, when
+///   it reaches the instruction). Buckets start in index order and run one after another on
+///   that stream; a bucket's all-reduce sums in place, so nothing may write its gradients
+///   until it is waited for.
+/// - Concurrency: the rest of that backward and every later instruction (sends, receives,
+///   other stages' compute) run on the compute stream while buckets reduce; nothing but
+///   wait_reductions waits for them.
+/// - wait_reductions(s) blocks the compute stream until every bucket of s has been reduced;
+///   it directly precedes optimizer_step(s).
+/// Stages with dp = 1 have neither instruction.
 
 /// The program of one device group; every device of the group runs it (each on its own
 /// share of samples and its own tp shard).
@@ -50,10 +73,16 @@ struct ScheduleProgram {
 /// - interleaved-1f1b: Megatron's interleaved 1F1B over v chunks (requires m % p == 0).
 /// - wave: Hanayo's wave over v chunks in a V placement.
 /// Send/recv instructions are emitted only between stages on different groups. Each group's
-/// program ends with, per stage it runs (last stage first), reduce_gradients then
-/// optimizer_step. Throws whale::Error(file "", ...) for impossible shapes.
+/// program ends with, per stage it runs (last stage first), optimizer_step. Shapes carry no dp,
+/// so this program has no gradient reduction (see add_gradient_reductions).
+/// Throws whale::Error(file "", ...) for impossible shapes.
 ScheduleProgram generate_schedule(ScheduleKind kind, int groups, int chunks, int micro_batches);
-/// The program of a plan.
+/// Adds the reduction above to a program of generate_schedule: for every stage s with
+/// buckets_per_stage[s] = n > 0, reduce_bucket(s, 0 .. n-1) after the last backward of s and
+/// wait_reductions(s) before optimizer_step(s). Stages with 0 get nothing.
+void add_gradient_reductions(const std::vector<int>& buckets_per_stage, ScheduleProgram* program);
+/// The program of a plan: generate_schedule of its shape, with the reduction of every stage
+/// with dp > 1 in gradient_buckets(plan, s).
 ScheduleProgram generate_schedule(const Plan& plan);
 
 }  // namespace whale::plan

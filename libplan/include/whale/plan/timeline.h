@@ -14,7 +14,7 @@ namespace whale::plan {
 struct TimelineEvent {
   int device = 0;
   std::string lane;        // "compute", "tp", "pp", "dp", "optimizer"
-  std::string name;        // e.g. "F s1 mb3", "B s1 mb3", "allreduce s1"
+  std::string name;        // e.g. "F s1 mb3", "B s1 mb3", "reduce_bucket s1 b0"
   int stage = -1;
   int micro_batch = -1;
   Seconds start_s = 0;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "whale/plan/gradient_buckets.h"
 #include "whale/plan/plan.h"
 #include "whale/plan/schedule_program.h"
 #include "whale/plan/units.h"
@@ -23,8 +24,8 @@ struct StateBytesPerParam {
 /// Throws whale::Error for an unknown optimizer (known: adam, adamw, sgd).
 StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::string& optimizer);
 
-/// Parameters one tp shard holds of `layer`.
-double parameters_per_device(const plan::Layer& layer, int tp);
+/// Parameters one tp shard holds of `layer`: plan::parameters_per_device (gradient_buckets.h).
+using plan::parameters_per_device;
 
 /// Activation bytes one sample of a micro-batch keeps in a layer until its backward:
 /// none: activation_bytes(tp); selective: minus activation_bytes_attention / tp;

@@ -14,9 +14,6 @@ struct SimulatorOptions {
   /// Share of each tensor-parallel all-reduce hidden behind compute, in [0, 1]. 0 is Megatron
   /// (all-reduces on the critical path); > 0 models Merak's sub-pipelined TP.
   double tp_overlap = 0.0;
-  /// Gradients are reduced across dp in buckets of this size, each started as soon as the last
-  /// micro-batch's backward has produced it (overlapped with that backward).
-  Bytes dp_bucket_bytes = 200e6;
   /// Fixed per-device allowance for framework, allocator and kernel workspace.
   Bytes workspace_bytes = 2.0 * kBytesPerGiB;
 };

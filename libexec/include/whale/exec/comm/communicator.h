@@ -10,6 +10,19 @@
 
 namespace whale::exec {
 
+/// A non-blocking collective in flight, from Communicator::start_all_reduce_sum. Its buffer
+/// belongs to the collective until it completes: nothing may read or write it before then.
+/// The communicator that started it must outlive it; destroying it before it completes waits.
+class CommRequest {
+ public:
+  virtual ~CommRequest() = default;
+  /// Advances the collective without blocking (MPI progress); true once it is complete, after
+  /// which the buffer holds the result.
+  virtual bool test() = 0;
+  /// Blocks until the collective is complete.
+  virtual void wait() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -18,6 +31,10 @@ class Communicator {
   virtual int size() const = 0;
   /// In-place element-wise sum over all members. Every member calls it with the same count.
   virtual void all_reduce_sum(float* data, std::size_t count) = 0;
+  /// all_reduce_sum without blocking: starts it and returns its request; once complete, `data`
+  /// holds what all_reduce_sum would have left there. Several may be in flight at once. Every
+  /// member starts this communicator's collectives, blocking or not, in the same order.
+  virtual std::unique_ptr<CommRequest> start_all_reduce_sum(float* data, std::size_t count) = 0;
   /// input holds size()*count_per_rank floats; output gets this rank's block of the sum.
   virtual void reduce_scatter_sum(const float* input, float* output,
                                   std::size_t count_per_rank) = 0;

@@ -40,6 +40,9 @@ class HostBridgeCommunicator : public Communicator {
   int size() const override { return host_->size(); }
   /// Every call: download the input, run the host communicator's call, upload the output.
   void all_reduce_sum(float* data, std::size_t count) override;
+  /// Downloads now, starts the host all-reduce on a host buffer of its own, and uploads the
+  /// result when the request completes (test() or wait()).
+  std::unique_ptr<CommRequest> start_all_reduce_sum(float* data, std::size_t count) override;
   void reduce_scatter_sum(const float* input, float* output,
                           std::size_t count_per_rank) override;
   void all_gather(const float* input, float* output, std::size_t count_per_rank) override;

@@ -1,0 +1,78 @@
+// File: gradient_reducer.cpp
+// GradientReducer: maps buckets (layer ranges) to ranges of the flat gradient buffer, starts
+// their all-reduces in bucket order and completes them.
+#include "runtime/gradient_reducer.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace whale::exec {
+
+GradientReducer::GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
+                                 std::vector<plan::GradientBucket> buckets, Communicator* dp)
+    : backend_(backend), buckets_(std::move(buckets)), dp_(dp) {
+  const std::size_t n = buckets_.size();
+  begin_.assign(n, nullptr);
+  count_.assign(n, 0);
+  requests_.resize(n);
+  done_.assign(n, false);
+  started_.resize(n);
+  completed_.resize(n);
+  float* next = parameters.empty() ? nullptr : parameters.front().gradient.as<float>();
+  for (const ParameterView& p : parameters) {
+    float* gradient = p.gradient.as<float>();
+    if (p.gradient.dtype != DType::fp32 || gradient != next)
+      throw std::logic_error("GradientReducer: the gradient of " + p.name +
+                             " is not the fp32 continuation of the flat gradient tensor");
+    next += p.count;
+    for (std::size_t b = 0; b < n; ++b) {
+      if (p.layer < buckets_[b].first_layer || p.layer >= buckets_[b].end_layer) continue;
+      if (!begin_[b]) begin_[b] = gradient;
+      if (begin_[b] + count_[b] != gradient)
+        throw std::logic_error("GradientReducer: bucket " + std::to_string(b) +
+                               " is not one range of the flat gradient buffer");
+      count_[b] += p.count;
+    }
+  }
+}
+
+void GradientReducer::start_through(int b) {
+  if (next_ > b || next_ >= buckets()) return;
+  backend_.synchronize(Stream::compute);
+  for (; next_ <= b && next_ < buckets(); ++next_) {
+    started_[next_] = Clock::now();
+    done_[next_] = false;
+    requests_[next_] = dp_->start_all_reduce_sum(begin_[next_], count_[next_]);
+  }
+}
+
+void GradientReducer::layer_done(int layer) {
+  int last_ready = next_ - 1;
+  while (last_ready + 1 < buckets() && buckets_[last_ready + 1].first_layer >= layer) ++last_ready;
+  start_through(last_ready);
+  progress();
+}
+
+void GradientReducer::progress() {
+  for (int b = 0; b < next_; ++b) {
+    if (done_[b] || !requests_[b]->test()) continue;
+    done_[b] = true;
+    completed_[b] = Clock::now();
+  }
+}
+
+void GradientReducer::wait_all() {
+  if (next_ != buckets())
+    throw std::logic_error("GradientReducer: waiting with bucket " + std::to_string(next_) +
+                           " of " + std::to_string(buckets()) + " never started");
+  for (int b = 0; b < buckets(); ++b) {
+    if (!done_[b]) {
+      requests_[b]->wait();
+      completed_[b] = Clock::now();
+    }
+    requests_[b].reset();
+  }
+  next_ = 0;  // ready for the next step
+}
+
+}  // namespace whale::exec

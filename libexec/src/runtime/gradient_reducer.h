@@ -1,0 +1,61 @@
+// File: gradient_reducer.h
+// GradientReducer: the data-parallel gradient reduction of one stage on this rank, bucket by
+// bucket as the schedule program says (reduce_bucket, wait_reductions): each bucket is a
+// non-blocking all-reduce, in place, of its layers' part of the stage's flat gradient buffer.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "whale/exec/backend/backend.h"
+#include "whale/exec/comm/communicator.h"
+#include "whale/exec/model/stage_module.h"
+#include "whale/plan/gradient_buckets.h"
+
+namespace whale::exec {
+
+class GradientReducer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// `parameters`: the stage module's, in layer order with their fp32 gradients back to back in
+  /// one tensor of `backend` (else std::logic_error); `buckets`: plan::gradient_buckets of the
+  /// stage; `dp`: the stage's data-parallel group. Every replica's gradient is already scaled
+  /// by 1 / global tokens, so the sum over the group is the global-batch gradient, weighted by
+  /// samples. `backend` and `dp` must outlive this.
+  GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
+                  std::vector<plan::GradientBucket> buckets, Communicator* dp);
+
+  int buckets() const { return static_cast<int>(buckets_.size()); }
+
+  /// The stage's last backward has finished `layer`: starts, in order, every bucket not yet
+  /// started whose layers are all done (first_layer >= layer), then lets the ones in flight
+  /// progress (MPI_Test). For StageModule::set_layer_done.
+  void layer_done(int layer);
+  /// Starts buckets 0..b that have not started (the program's reduce_bucket(stage, b)), each
+  /// once the compute stream has finished writing the gradients (the communicator reads the
+  /// memory itself).
+  void start_through(int b);
+  /// Lets the buckets in flight progress (MPI_Test); never blocks.
+  void progress();
+  /// Waits for every bucket; std::logic_error when one was never started.
+  void wait_all();
+
+  /// Of bucket b in the last step: when it started and when this rank saw it complete.
+  Clock::time_point started(int b) const { return started_.at(b); }
+  Clock::time_point completed(int b) const { return completed_.at(b); }
+
+ private:
+  Backend& backend_;
+  std::vector<plan::GradientBucket> buckets_;
+  Communicator* dp_;
+  std::vector<float*> begin_;         // per bucket: its first gradient
+  std::vector<std::size_t> count_;    // per bucket: its gradients
+  std::vector<std::unique_ptr<CommRequest>> requests_;  // per bucket; null before its start
+  std::vector<bool> done_;
+  std::vector<Clock::time_point> started_, completed_;
+  int next_ = 0;                      // the next bucket to start
+};
+
+}  // namespace whale::exec

@@ -1,0 +1,31 @@
+// File: gradient_buckets.cpp
+// gradient_buckets: a stage's layers in reverse order, cut into buckets of at least
+// gradient_bucket_mib (the last one excepted).
+#include "whale/plan/gradient_buckets.h"
+
+#include "whale/plan/precision.h"
+
+namespace whale::plan {
+
+double parameters_per_device(const Layer& layer, int tp) {
+  return (layer.parameters - layer.parameters_replicated) / tp + layer.parameters_replicated;
+}
+
+std::vector<GradientBucket> gradient_buckets(const Plan& plan, int stage) {
+  const Stage& st = plan.stages.at(stage);
+  const Bytes cap_bytes = plan.gradient_bucket_mib * 1024.0 * 1024.0;
+  const double bytes_per_gradient = bytes_per_element(plan.precision);
+  std::vector<GradientBucket> buckets;
+  GradientBucket open{st.end_layer, st.end_layer, 0};
+  for (int l = st.end_layer - 1; l >= st.first_layer; --l) {
+    open.first_layer = l;
+    open.bytes += parameters_per_device(plan.model.layers.at(l), st.tp) * bytes_per_gradient;
+    if (open.bytes >= cap_bytes || l == st.first_layer) {
+      buckets.push_back(open);
+      open = GradientBucket{l, l, 0};
+    }
+  }
+  return buckets;
+}
+
+}  // namespace whale::plan

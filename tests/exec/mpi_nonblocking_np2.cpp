@@ -1,0 +1,50 @@
+// File: mpi_nonblocking_np2.cpp
+// Two ranks: Communicator::start_all_reduce_sum gives exact sums in place, with several
+// all-reduces in flight at once and completed by test() or wait() in any order; a one-rank
+// communicator's request is complete at once.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <vector>
+
+#include "whale/exec/comm/mpi_communicator.h"
+
+using namespace whale::exec;
+
+namespace {
+MpiSession session;  // MPI_Init before doctest's main, MPI_Finalize after it
+}
+
+TEST_CASE("start_all_reduce_sum: three buckets of one buffer in flight, each summed in place") {
+  auto world = world_communicator();
+  const int r = world->rank();
+  // One flat buffer cut into buckets [0, 3), [3, 4), [4, 6), started in that order.
+  std::vector<float> data = {1.0f + r, 2.0f, -4.0f * r, 0.25f, 100.0f + r, 1e8f * r};
+  std::unique_ptr<CommRequest> b0 = world->start_all_reduce_sum(data.data(), 3);
+  std::unique_ptr<CommRequest> b1 = world->start_all_reduce_sum(data.data() + 3, 1);
+  std::unique_ptr<CommRequest> b2 = world->start_all_reduce_sum(data.data() + 4, 2);
+  // Progress by test() until the last one completes, then wait for the others out of order.
+  while (!b2->test()) {
+  }
+  b0->wait();
+  b1->wait();
+  CHECK(b0->test());  // a completed request stays complete
+  CHECK(data == std::vector<float>{3.0f, 4.0f, -4.0f, 0.5f, 201.0f, 1e8f});
+}
+
+TEST_CASE("start_all_reduce_sum of nothing, and a destroyed request that was never waited for") {
+  auto world = world_communicator();
+  std::vector<float> data = {1.0f, 2.0f};
+  CHECK(world->start_all_reduce_sum(data.data(), 0)->test());
+  { auto pending = world->start_all_reduce_sum(data.data(), 2); }  // the destructor waits
+  CHECK(data == std::vector<float>{2.0f, 4.0f});
+}
+
+TEST_CASE("a one-rank communicator's all-reduce is complete at once and leaves the data") {
+  SelfCommunicator self;
+  std::vector<float> data = {1.5f, -2.0f};
+  auto request = self.start_all_reduce_sum(data.data(), data.size());
+  CHECK(request->test());
+  request->wait();
+  CHECK(data == std::vector<float>{1.5f, -2.0f});
+}
