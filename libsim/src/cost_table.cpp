@@ -52,12 +52,18 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const plan::Layer& layer = plan.model.layers.at(l);
     const LayerCost cost =
-        layer_cost(layer, profile, plan.precision, stage.tp, samples, stage.recompute);
+        layer_cost(layer, profile, plan.precision, stage.tp, samples, stage.recompute,
+                   stage.sequence_parallel);
     out.forward_s += cost.forward_s;
     out.backward_s += cost.backward_s;
     out.recompute_s += cost.recompute_s;
     out.model_flops += 3.0 * cost.forward_flops;
-    const Seconds tp_s = allreduce_s(plan.cluster, devices, layer.tp_allreduce_bytes * samples);
+    // Sequence parallelism replaces each all-reduce by an all-gather and a reduce-scatter of
+    // the same bytes (Korthikanti et al. 2022, Section 4.2.2).
+    const Bytes tp_bytes = layer.tp_allreduce_bytes * samples;
+    const Seconds tp_s = stage.sequence_parallel ? all_gather_s(plan.cluster, devices, tp_bytes) +
+                                                       reduce_scatter_s(plan.cluster, devices, tp_bytes)
+                                                 : allreduce_s(plan.cluster, devices, tp_bytes);
     out.tp_forward_s += tp_s;
     if (stage.recompute == plan::Recompute::full) out.tp_recompute_s += tp_s;
   }
@@ -85,7 +91,9 @@ Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replic
 }
 
 /// DP gradient reduction of a stage: the tp groups reduce their shards at once; replica
-/// devices of tp rank 0 stand for all of them.
+/// devices of tp rank 0 stand for all of them. Buckets are all-reduced; with sharded
+/// gradients (ZeRO-2) they are reduce-scattered instead, and the updated weights are
+/// all-gathered after the optimizer step (dp_gather_s).
 void fill_dp(const plan::Plan& plan, const plan::Stage& stage, const SimulatorOptions& options,
              StageCost* out) {
   if (stage.dp() <= 1) return;
@@ -100,7 +108,12 @@ void fill_dp(const plan::Plan& plan, const plan::Stage& stage, const SimulatorOp
   std::vector<int> group;
   for (int r = 0; r < stage.dp(); ++r) group.push_back(stage.devices.at(r * stage.tp));
   out->dp_buckets = std::max(1, static_cast<int>(std::ceil(gradient_bytes / options.dp_bucket_bytes)));
-  out->dp_bucket_s = allreduce_s(plan.cluster, group, gradient_bytes / out->dp_buckets);
+  const Bytes bucket_bytes = gradient_bytes / out->dp_buckets;
+  out->dp_bucket_s = stage.shard_gradients ? reduce_scatter_s(plan.cluster, group, bucket_bytes)
+                                           : allreduce_s(plan.cluster, group, bucket_bytes);
+  if (stage.shard_gradients) {
+    out->dp_gather_s = all_gather_s(plan.cluster, group, parameters * state.weights);
+  }
 }
 
 /// Bridge transfers from `from` to `to`: each moves its samples' output bytes from the

@@ -33,6 +33,9 @@ struct StageCost {
   std::vector<ReplicaCost> replicas;       // by replica
   int dp_buckets = 0;                      // 0 when dp == 1
   Seconds dp_bucket_s = 0;                 // all-reduce of one bucket across the replicas
+                                           // (reduce-scatter with sharded gradients)
+  Seconds dp_gather_s = 0;                 // sharded gradients: all-gather of the updated
+                                           // weights after the optimizer step
   std::vector<Seconds> optimizer_s;        // by replica
   std::vector<TransferCost> to_next;       // bridge to stage + 1 (empty for the last stage)
 };
