@@ -52,3 +52,13 @@ TEST_CASE("sequence_parallel needs tp > 1 dividing the sequence; shard_gradients
                        doctest::Contains("stages[0].shard_gradients: shard_gradients needs shard_optimizer: true"),
                        Error);
 }
+
+TEST_CASE("sequence_parallel at tp 1 is refused with the field's path") {
+  plan::Plan p = plan::load_plan(kPlan + "sequence-parallel-selective.yaml");
+  p.stages[2].tp = 1;
+  p.stages[2].devices.resize(1);
+  p.stages[2].shares = {1};
+  CHECK_THROWS_WITH_AS(plan::validate_plan(p),
+                       doctest::Contains("stages[2].sequence_parallel: sequence_parallel needs tp > 1, got tp 1"),
+                       Error);
+}
