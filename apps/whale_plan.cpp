@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "whale/plan/error.h"
+#include "whale/plan/plan_runtime.h"
 #include "whale/plan/planner.h"
 #include "whale/plan/timeline.h"
 #include "whale/sim/report.h"
@@ -33,14 +34,20 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "simulator threads")->check(CLI::PositiveNumber);
   app.add_option("--max-evaluations", options.max_evaluations,
                  "analytic layouts per search at most (0: no cap)")->check(CLI::NonNegativeNumber);
+  bool runnable = false, progress = false;
+  app.add_flag("--runnable", runnable,
+               "only strategies whale-run executes today (no sequence parallelism, no ZeRO-2)");
+  app.add_flag("--progress", progress, "report search progress on stderr even when it is not a terminal");
   CLI11_PARSE(app, argc, argv);
+  if (runnable) options.strategies = whale::plan::runnable_strategies();
   try {
     const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
     const whale::plan::Model model = whale::plan::load_model(model_path);
     if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);
-    if (isatty(STDERR_FILENO)) {
+    if (progress || isatty(STDERR_FILENO)) {
       options.progress = [](const whale::plan::Progress& p) {
-        std::fprintf(stderr, "\r%-40s %ld/%ld   ", p.phase.c_str(), p.done, p.total);
+        std::fprintf(stderr, "\r%-40s %ld/%ld  best %.3f samples/s   ", p.phase.c_str(), p.done,
+                     p.total, p.best_samples_per_s);
         std::fflush(stderr);
       };
     }

@@ -91,7 +91,7 @@ EVEN=configs/plans/fidelity/hetero/even.yaml
 BALANCED=configs/plans/fidelity/hetero/balanced.yaml
 if [ "${WHALE_HETERO_PLANNER:-0}" = 1 ] && [ -x "$BUILD/apps/whale-plan" ]; then
   "$BUILD/apps/whale-plan" --cluster configs/clusters/cpu-local-slow.yaml \
-    --model configs/models/bench-d256.yaml --global-batch 12 --out "$WORK/planned.yaml" > "$WORK/plan.log" 2>&1
+    --model configs/models/bench-d256.yaml --global-batch 12 --runnable --out "$WORK/planned.yaml" > "$WORK/plan.log" 2>&1
   BALANCED=$WORK/planned.yaml
 fi
 

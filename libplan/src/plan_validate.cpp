@@ -85,6 +85,19 @@ void check_degrees(const Plan& plan, int s, const std::string& file) {
   if (plan.model.kv_heads > 0 && plan.model.kv_heads % stage.tp != 0) {
     throw Error(file, stage_path(s, "tp"), "tp " + std::to_string(stage.tp) + " does not divide the model's " + std::to_string(plan.model.kv_heads) + " kv_heads");
   }
+  if (stage.sequence_parallel && stage.tp < 2) {
+    throw Error(file, stage_path(s, "sequence_parallel"), "sequence_parallel needs tp > 1, got tp " + std::to_string(stage.tp),
+                "set tp to 2 or more, or drop sequence_parallel");
+  }
+  if (stage.sequence_parallel && plan.model.sequence > 0 && plan.model.sequence % stage.tp != 0) {
+    throw Error(file, stage_path(s, "sequence_parallel"),
+                "tp " + std::to_string(stage.tp) + " does not divide the model's sequence " + std::to_string(plan.model.sequence),
+                "sequence parallelism gives each tp device sequence / tp tokens");
+  }
+  if (stage.shard_gradients && !stage.shard_optimizer) {
+    throw Error(file, stage_path(s, "shard_gradients"), "shard_gradients needs shard_optimizer: true",
+                "ZeRO-2 shards the gradients on top of the optimizer state: set both");
+  }
   if (static_cast<int>(stage.shares.size()) != stage.dp()) {
     throw Error(file, stage_path(s, "shares"), "expected " + std::to_string(stage.dp()) + " shares (one per replica), got " + std::to_string(stage.shares.size()));
   }

@@ -35,7 +35,8 @@ Schedule parse_schedule(const YamlField& field) {
 }
 
 Stage parse_stage(const YamlField& field, int micro_batch_size) {
-  field.expect_keys({"layers", "devices", "tp", "shares", "recompute", "shard_optimizer"});
+  field.expect_keys({"layers", "devices", "tp", "shares", "recompute", "shard_optimizer",
+                     "shard_gradients", "sequence_parallel"});
   Stage stage;
   const YamlField layers = field.get("layers");
   const std::vector<YamlField> range = layers.elements();
@@ -71,6 +72,8 @@ Stage parse_stage(const YamlField& field, int micro_batch_size) {
     }
   }
   stage.shard_optimizer = field.boolean_or("shard_optimizer", false);
+  stage.shard_gradients = field.boolean_or("shard_gradients", false);
+  stage.sequence_parallel = field.boolean_or("sequence_parallel", false);
   return stage;
 }
 
@@ -112,6 +115,9 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
     out << YAML::EndSeq;
     emit_text_field(out, "recompute", to_string(stage.recompute));
     out << YAML::Key << "shard_optimizer" << YAML::Value << stage.shard_optimizer;
+    // Written only when set, so plans without the newer strategies read as before.
+    if (stage.shard_gradients) out << YAML::Key << "shard_gradients" << YAML::Value << true;
+    if (stage.sequence_parallel) out << YAML::Key << "sequence_parallel" << YAML::Value << true;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

@@ -52,7 +52,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   const auto start = Clock::now();
   EngineOutput out;
   out.rejected_by_hint.assign(in.hints ? in.hints->layers.size() : 0, 0);
-  AnalyticModel an(cluster, model);
+  AnalyticModel an(cluster, model, options.strategies);
   const int n = static_cast<int>(in.structures.size());
   std::vector<std::vector<Choice>> choices(n);
   for (int i = 0; i < n; ++i) {
@@ -170,7 +170,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   // Simulates candidate c, raising the rung of the groups whose devices overflow (stage-aware
   // escalation) until it fits; returns the fitting plan, if any.
   auto simulate = [&](Candidate c, LayoutRules rules, Plan& scratch) -> std::optional<RankedPlan> {
-    for (int attempt = 0; attempt <= kMaxRung; ++attempt) {
+    for (int attempt = 0; attempt <= max_rung(an); ++attempt) {
       apply_layout(scratch, c.choice, c.layout);
       Estimate e;
       try {
@@ -185,7 +185,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       std::vector<bool> done(rules.min_rung.size(), false);
       for (const DeviceEstimate& d : e.devices) {
         const int g = d.peak_memory_bytes > d.capacity_bytes ? group_of_device(in.structures[c.structure], d.id) : -1;
-        if (g < 0 || done[g] || rules.min_rung[g] >= kMaxRung) continue;
+        if (g < 0 || done[g] || rules.min_rung[g] >= max_rung(an)) continue;
         done[g] = true;
         rules.min_rung[g]++;
         raised = true;

@@ -55,7 +55,9 @@ std::string plan_json(const RankedPlan& r) {
       << json_quote(format_device_list(s.devices)) << ", \"device_models\": " << json_quote(models_of(p, s))
       << ", \"dp\": " << s.dp() << ", \"tp\": " << s.tp << ", \"shares\": [" << join_ints(s.shares)
       << "], \"recompute\": " << json_quote(to_string(s.recompute))
-      << ", \"shard_optimizer\": " << (s.shard_optimizer ? "true" : "false") << "}";
+      << ", \"shard_optimizer\": " << (s.shard_optimizer ? "true" : "false")
+      << ", \"shard_gradients\": " << (s.shard_gradients ? "true" : "false")
+      << ", \"sequence_parallel\": " << (s.sequence_parallel ? "true" : "false") << "}";
   }
   o << "]}";
   return o.str();
@@ -73,8 +75,9 @@ std::string describe_plan(const Plan& plan) {
     o << "  stage " << i << ": layers " << s.first_layer << "-" << s.end_layer - 1 << " ("
       << s.end_layer - s.first_layer << ") on devices " << format_device_list(s.devices) << " ("
       << models_of(plan, s) << "), dp " << s.dp() << " x tp " << s.tp << ", shares [" << join_ints(s.shares)
-      << "], recompute " << to_string(s.recompute) << ", optimizer " << (s.shard_optimizer ? "sharded" : "replicated")
-      << "\n";
+      << "], recompute " << to_string(s.recompute) << ", optimizer "
+      << (s.shard_gradients ? "and gradients sharded" : s.shard_optimizer ? "sharded" : "replicated")
+      << (s.sequence_parallel ? ", sequence-parallel" : "") << "\n";
   }
   return o.str();
 }

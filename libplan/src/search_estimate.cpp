@@ -33,9 +33,11 @@ bool attention_core(const std::string& name) {
 
 }  // namespace
 
-AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model)
+AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
+                             SearchStrategies strategies)
     : cluster_(cluster),
       model_(model),
+      strategies_(strategies),
       precision_(model.training.precision),
       element_bytes_(bytes_per_element(precision_)),
       optimizer_bytes_(optimizer_bytes_per_param(precision_)) {
@@ -67,6 +69,11 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model)
   }
 }
 
+bool AnalyticModel::sequence_parallel(int tp) const {
+  return strategies_.sequence_parallel && tp > 1 &&
+         (model_.sequence <= 0 || model_.sequence % tp == 0);
+}
+
 const ComputeTable& AnalyticModel::table(const std::string& device_model, int tp, int share) {
   size_t index = 0;
   while (index < model_names_.size() && model_names_[index] != device_model) ++index;
@@ -78,6 +85,8 @@ const ComputeTable& AnalyticModel::table(const std::string& device_model, int tp
   const DeviceProfile& prof = cluster_.profiles.at(device_model);
   const double peak = prof.peak(precision_);
   const EfficiencyCurve& gemm = prof.gemm_curve(precision_);
+  // Sequence parallelism runs every memory op on 1/tp of the tokens.
+  const bool sp = sequence_parallel(tp);
   ComputeTable p;
   p.forward_s.assign(1, 0.0);
   p.selective_s.assign(1, 0.0);
@@ -95,7 +104,7 @@ const ComputeTable& AnalyticModel::table(const std::string& device_model, int tp
       if (attention_core(g.name)) attention += s;
     }
     for (const MemoryOp& op : l.memory_ops) {
-      const double bytes = op.bytes * share / (op.tp_split ? tp : 1);
+      const double bytes = op.bytes * share / (op.tp_split || sp ? tp : 1);
       const double eff = std::max(1e-3, prof.memory_efficiency.at(bytes));
       const double s = bytes / (prof.memory_bandwidth_bytes_per_s * eff) + prof.kernel_launch_s;
       forward += s;
@@ -136,6 +145,10 @@ Seconds AnalyticModel::dp_comm_s(const Link& link, int tp, int dp, int first, in
   return ring_allreduce_s(link, dp, params * element_bytes_);
 }
 
+Seconds AnalyticModel::dp_gather_s(const Link& link, int tp, int dp, int first, int end) const {
+  return 0.5 * dp_comm_s(link, tp, dp, first, end);
+}
+
 double AnalyticModel::act_max_range(int first, int end) const {
   if (end <= first) return 0.0;
   int k = 0;
@@ -148,23 +161,27 @@ Bytes AnalyticModel::boundary_bytes(int end) const {
 }
 
 MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, int in_flight,
-                                 Recompute r, bool shard_optimizer) const {
+                                 Recompute r, bool shard_optimizer, bool shard_gradients) const {
   const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
   const double elt = element_bytes_;
   const double optimizer = optimizer_bytes_ / (shard_optimizer ? dp : 1);
+  const double gradients = elt / (shard_gradients ? dp : 1);
+  // Korthikanti et al. 2022, Table 2: sequence parallelism shards the replicated activations
+  // (and the full-recomputation checkpoint) along the sequence too.
+  const double sp = sequence_parallel(tp) ? tp : 1;
   MemoryNeed need;
-  need.state_bytes = params * (2.0 * elt + optimizer);
+  need.state_bytes = params * (elt + gradients + optimizer);
   double per_sample = 0;
   switch (r) {
     case Recompute::none:
-      per_sample = range(act_replicated_, first, end) +
+      per_sample = range(act_replicated_, first, end) / sp +
                    (range(act_split_, first, end) + range(act_attention_, first, end)) / tp;
       break;
     case Recompute::selective:
-      per_sample = range(act_replicated_, first, end) + range(act_split_, first, end) / tp;
+      per_sample = range(act_replicated_, first, end) / sp + range(act_split_, first, end) / tp;
       break;
     case Recompute::full: {
-      per_sample = range(act_input_, first, end);
+      per_sample = range(act_input_, first, end) / sp;
       const double worst = act_max_range(first, end);
       per_sample += worst / tp / std::max(1, in_flight);  // one layer rebuilt at a time
       break;

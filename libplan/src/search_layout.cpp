@@ -108,6 +108,10 @@ Recompute rung_recompute(int rung) {
 
 bool rung_shards(int rung, int dp) { return rung >= 1 && dp > 1; }
 
+bool rung_shards_gradients(int rung, int dp) { return rung >= 4 && dp > 1; }
+
+int max_rung(const AnalyticModel& an) { return an.strategies().shard_gradients ? kMaxRung : 3; }
+
 Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, const LayoutRules& rules) {
   const int p = static_cast<int>(st.groups.size());
   const int v = c.schedule.chunks;
@@ -118,6 +122,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   std::vector<int> min_rung(p, 0);
   for (int g = 0; g < p && g < static_cast<int>(rules.min_rung.size()); ++g) min_rung[g] = rules.min_rung[g];
   const double inf = std::numeric_limits<double>::infinity();
+  const int top_rung = max_rung(an);
 
   // Seconds per micro-batch of stage s over [a, e) at rung r (the slowest replica class).
   auto time_at = [&](int s, int a, int e, int r) {
@@ -138,7 +143,8 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     double worst = -inf;
     for (const ModelShare& ms : gi[g].model_max_share) {
       const MemoryNeed need = an.memory(a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
-                                        rung_recompute(r), rung_shards(r, gi[g].dp));
+                                        rung_recompute(r), rung_shards(r, gi[g].dp),
+                                        rung_shards_gradients(r, gi[g].dp));
       const double usable = ms.usable_bytes / v;
       if (need.total() - usable > worst) {
         worst = need.total() - usable;
@@ -151,8 +157,9 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // fits; -1 when none does.
   auto rung_for = [&](int s, int a, int e) {
     const int g = stage_group(c.schedule, p, s);
-    for (int r = min_rung[g]; r <= kMaxRung; ++r) {
-      if (r == 1 && gi[g].dp == 1 && r > min_rung[g]) continue;  // sharding over one replica
+    for (int r = min_rung[g]; r <= top_rung; ++r) {
+      // Sharding over one replica changes nothing.
+      if ((r == 1 || r == 4) && gi[g].dp == 1 && r > min_rung[g]) continue;
       if (gap_at(s, a, e, r, nullptr) <= 0) return r;
     }
     return -1;
@@ -162,7 +169,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     return r < 0 ? inf : time_at(s, a, e, r);
   };
   double upper = 0;  // every fitting range costs at most this
-  for (int s = 0; s < S; ++s) upper = std::max(upper, time_at(s, 0, L, kMaxRung));
+  for (int s = 0; s < S; ++s) upper = std::max(upper, time_at(s, 0, L, top_rung));
 
   // Per-stage rungs of split b; empty when some stage fits at no rung.
   auto rungs_of = [&](const std::vector<int>& b) {
@@ -195,6 +202,8 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       stage.shares = gi[g].shares;
       stage.recompute = rung_recompute(rungs[s]);
       stage.shard_optimizer = rung_shards(rungs[s], gi[g].dp);
+      stage.shard_gradients = rung_shards_gradients(rungs[s], gi[g].dp);
+      stage.sequence_parallel = an.sequence_parallel(gi[g].tp);
       out.stages.push_back(stage);
       group_time[g] += time_at(s, b[s], b[s + 1], rungs[s]);
       group_dp[g] += an.dp_comm_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
@@ -202,6 +211,8 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       for (const auto& ms : gi[g].model_max_share) {
         opt = std::max(opt, an.optimizer_s(ms.model, b[s], b[s + 1], gi[g].tp, gi[g].dp, stage.shard_optimizer));
       }
+      // ZeRO-2 all-gathers the updated weights after the optimizer step.
+      if (stage.shard_gradients) opt += an.dp_gather_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
       group_opt[g] += opt;
       if (s + 1 < S) {
         const int h = stage_group(c.schedule, p, s + 1);
@@ -264,12 +275,12 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // Report the gap at the compute-balanced split with every saving switched on.
   if (b.empty()) {
     b = partition_layers(
-        L, S, [&](int s, int a, int e) { return time_at(s, a, e, kMaxRung); }, any);
+        L, S, [&](int s, int a, int e) { return time_at(s, a, e, top_rung); }, any);
   }
   best.shortfall.need_bytes = -1;
   for (int s = 0; s < S && !b.empty(); ++s) {
     Shortfall sf;
-    if (gap_at(s, b[s], b[s + 1], kMaxRung, &sf) > best.shortfall.gap() || best.shortfall.need_bytes < 0) best.shortfall = sf;
+    if (gap_at(s, b[s], b[s + 1], top_rung, &sf) > best.shortfall.gap() || best.shortfall.need_bytes < 0) best.shortfall = sf;
   }
   return best;
 }
@@ -283,7 +294,9 @@ Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batc
     std::vector<double> per_sample;
     for (const ReplicaKind& k : g.kinds) {
       const ComputeTable& t = an.table(k.model, g.tp, share);
-      per_sample.push_back((t.forward(0, an.layers()) + t.backward(0, an.layers())) / share);
+      // Tensor-parallel all-reduces (forward and backward) count as build_layout counts them.
+      const double tp_s = 2.0 * an.tp_comm_s(k.intra_link, g.tp, share, 0, an.layers());
+      per_sample.push_back((t.forward(0, an.layers()) + t.backward(0, an.layers()) + tp_s) / share);
     }
     for (int k : g.replica_kind) speed += 1.0 / per_sample[k];
   }
@@ -295,7 +308,8 @@ Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batc
 double structure_hold_fraction(AnalyticModel& an, const Structure& st) {
   double held = 0;  // fraction of the model's state the groups can hold
   for (const GroupSpec& g : st.groups) {
-    const MemoryNeed whole = an.memory(0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1);
+    const MemoryNeed whole = an.memory(0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1,
+                                       g.dp() > 1 && an.strategies().shard_gradients);
     double usable = std::numeric_limits<double>::infinity();
     const std::string* last = nullptr;
     for (int d : g.devices) {

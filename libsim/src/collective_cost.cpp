@@ -1,5 +1,6 @@
 // File: collective_cost.cpp
-// Alpha-beta ring collectives, the hierarchical all-reduce across nodes, and point-to-point.
+// Alpha-beta ring collectives, the hierarchical reduce-scatter, all-gather and all-reduce across
+// nodes, and point-to-point.
 #include "whale/sim/collective_cost.h"
 
 #include <algorithm>
@@ -34,7 +35,8 @@ plan::Link device_network_share(const plan::Cluster& cluster, int node) {
   return share;
 }
 
-Seconds allreduce_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes) {
+Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& devices,
+                         Bytes bytes) {
   if (devices.size() <= 1 || bytes <= 0) return 0;
   std::map<int, int> members_per_node;
   for (int d : devices) ++members_per_node[cluster.devices.at(d).node];
@@ -50,10 +52,20 @@ Seconds allreduce_s(const plan::Cluster& cluster, const std::vector<int>& device
     first = false;
   }
   const int nodes = static_cast<int>(members_per_node.size());
-  if (nodes == 1) return ring_allreduce_s(bytes, local_ranks, intra);
+  if (nodes == 1) return ring_reduce_scatter_s(bytes, local_ranks, intra);
   return ring_reduce_scatter_s(bytes, local_ranks, intra) +
-         ring_allreduce_s(bytes / local_ranks, nodes, network) +
-         ring_reduce_scatter_s(bytes, local_ranks, intra);  // all-gather costs the same
+         ring_reduce_scatter_s(bytes / local_ranks, nodes, network);
+}
+
+Seconds all_gather_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes) {
+  // A ring all-gather moves what a ring reduce-scatter moves, in the other direction.
+  return reduce_scatter_s(cluster, devices, bytes);
+}
+
+Seconds allreduce_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes) {
+  // Hierarchical all-reduce = intra reduce-scatter, inter all-reduce (= inter reduce-scatter +
+  // inter all-gather) of bytes/k, intra all-gather: a reduce-scatter then an all-gather.
+  return reduce_scatter_s(cluster, devices, bytes) + all_gather_s(cluster, devices, bytes);
 }
 
 Seconds p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Bytes bytes) {

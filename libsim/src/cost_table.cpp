@@ -57,12 +57,18 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const plan::Layer& layer = plan.model.layers.at(l);
     const LayerCost cost =
-        layer_cost(layer, profile, plan.precision, stage.tp, samples, stage.recompute);
+        layer_cost(layer, profile, plan.precision, stage.tp, samples, stage.recompute,
+                   stage.sequence_parallel);
     out.forward_s += cost.forward_s;
     out.backward_s += cost.backward_s;
     out.recompute_s += cost.recompute_s;
     out.model_flops += 3.0 * cost.forward_flops;
-    const Seconds tp_s = allreduce_s(plan.cluster, devices, layer.tp_allreduce_bytes * samples);
+    // Sequence parallelism replaces each all-reduce by an all-gather and a reduce-scatter of
+    // the same bytes (Korthikanti et al. 2022, Section 4.2.2).
+    const Bytes tp_bytes = layer.tp_allreduce_bytes * samples;
+    const Seconds tp_s = stage.sequence_parallel ? all_gather_s(plan.cluster, devices, tp_bytes) +
+                                                       reduce_scatter_s(plan.cluster, devices, tp_bytes)
+                                                 : allreduce_s(plan.cluster, devices, tp_bytes);
     out.tp_forward_s += tp_s;
     if (stage.recompute == plan::Recompute::full) out.tp_recompute_s += tp_s;
     if (buckets.empty()) continue;
@@ -93,15 +99,38 @@ Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replic
   return bytes / (profile.memory_bandwidth_bytes_per_s * profile.memory_efficiency.at(bytes));
 }
 
-/// The all-reduce of each gradient bucket of a stage: the tp groups reduce their shards at
-/// once; replica devices of tp rank 0 stand for all of them.
-std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stage& stage,
-                                        const std::vector<plan::GradientBucket>& buckets) {
+/// The replica devices of tp rank 0 of a stage: they stand for every tp group's reduction,
+/// which all run at once.
+std::vector<int> dp_group(const plan::Stage& stage) {
   std::vector<int> group;
   for (int r = 0; r < stage.dp(); ++r) group.push_back(stage.devices.at(r * stage.tp));
+  return group;
+}
+
+/// The data-parallel reduction of each gradient bucket of a stage: an all-reduce, or with
+/// sharded gradients (ZeRO-2) a reduce-scatter.
+std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stage& stage,
+                                        const std::vector<plan::GradientBucket>& buckets) {
+  const std::vector<int> group = dp_group(stage);
   std::vector<Seconds> out;
-  for (const plan::GradientBucket& b : buckets) out.push_back(allreduce_s(plan.cluster, group, b.bytes));
+  for (const plan::GradientBucket& b : buckets) {
+    out.push_back(stage.shard_gradients ? reduce_scatter_s(plan.cluster, group, b.bytes)
+                                        : allreduce_s(plan.cluster, group, b.bytes));
+  }
   return out;
+}
+
+/// Sharded gradients (ZeRO-2): the all-gather of the updated weights after the optimizer
+/// step; 0 otherwise.
+Seconds weight_gather_s(const plan::Plan& plan, const plan::Stage& stage) {
+  if (stage.dp() <= 1 || !stage.shard_gradients) return 0;
+  const StateBytesPerParam state =
+      state_bytes_per_param(plan.precision, plan.model.training.optimizer);
+  double parameters = 0;
+  for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+    parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
+  }
+  return all_gather_s(plan.cluster, dp_group(stage), parameters * state.weights);
 }
 
 /// Bridge transfers from `from` to `to`: each moves its samples' output bytes from the
@@ -142,6 +171,7 @@ CostTable build_cost_table(const plan::Plan& plan) {
                                           : cost.optimizer_s[it->second]);
     }
     cost.bucket_allreduce_s = bucket_allreduce_s(plan, stage, buckets);
+    cost.dp_gather_s = weight_gather_s(plan, stage);
     if (s + 1 < plan.stages.size()) cost.to_next = bridge_costs(plan, stage, plan.stages[s + 1]);
   }
   return table;

@@ -36,8 +36,11 @@ struct TransferCost {
 
 struct StageCost {
   std::vector<ReplicaCost> replicas;       // by replica
-  std::vector<Seconds> bucket_allreduce_s; // per gradient bucket: its all-reduce across the
-                                           // replicas; empty when dp == 1
+  std::vector<Seconds> bucket_allreduce_s; // per gradient bucket: its reduction across the
+                                           // replicas (all-reduce; reduce-scatter with sharded
+                                           // gradients); empty when dp == 1
+  Seconds dp_gather_s = 0;                 // sharded gradients: all-gather of the updated
+                                           // weights after the optimizer step
   std::vector<Seconds> optimizer_s;        // by replica
   std::vector<TransferCost> to_next;       // bridge to stage + 1 (empty for the last stage)
 };

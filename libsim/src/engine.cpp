@@ -286,6 +286,15 @@ class Engine {
     const Seconds duration_s = table_.stages[stage].optimizer_s[stats.replica];
     occupy(u, duration_s, 'O', stage, -1);
     stats.compute_s += duration_s;
+    // Sharded gradients: the replicas all-gather their updated weights; nothing overlaps it.
+    const Seconds gather_s = table_.stages[stage].dp_gather_s;
+    if (gather_s > 0) {
+      UnitState& st = units_[u];
+      record(u, Lane::dp, 'W', stage, -1, st.compute_free_s, gather_s);
+      st.compute_free_s += gather_s;
+      stats.dp_s += gather_s;
+      stats.dp_exposed_s += gather_s;
+    }
   }
 
   void record(int u, Lane lane, char op, int stage, int mb, Seconds start_s, Seconds duration_s,

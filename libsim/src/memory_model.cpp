@@ -4,6 +4,7 @@
 #include "whale/sim/memory_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "whale/plan/error.h"
@@ -29,23 +30,46 @@ StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::s
   return out;
 }
 
-Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute) {
+// Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+// Table 2, activation bytes per transformer layer (s sequence, b micro-batch, h hidden, a
+// heads, t tensor-parallel degree; 2-byte elements):
+//   no parallelism:                      sbh (34 + 5as/h)
+//   tensor parallelism:                  sbh (10 + 24/t + 5as/(ht))
+//   tensor + sequence parallelism:       sbh/t (34 + 5as/h)
+//   tensor + selective recomputation:    sbh (10 + 24/t)
+//   tensor + sequence + selective:       sbh/t 34
+//   full recomputation:                  2sbh (the layer input; sharded along the sequence,
+//                                        2sbh/t, under sequence parallelism, Section 5)
+// A Layer carries the three parts: replicated (10sbh), split (24sbh) and attention (5as^2b).
+Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
+                            bool sequence_parallel) {
+  const Bytes replicated = layer.activation_bytes_replicated / (sequence_parallel ? tp : 1);
   switch (recompute) {
-    case plan::Recompute::none: return layer.activation_bytes(tp);
-    case plan::Recompute::selective:
-      return layer.activation_bytes(tp) - layer.activation_bytes_attention / tp;
-    case plan::Recompute::full: return layer.input_bytes;
+    case plan::Recompute::none:
+      return replicated + (layer.activation_bytes_split + layer.activation_bytes_attention) / tp;
+    case plan::Recompute::selective: return replicated + layer.activation_bytes_split / tp;
+    case plan::Recompute::full: return layer.input_bytes / (sequence_parallel ? tp : 1);
   }
-  return layer.activation_bytes(tp);
+  return 0;
 }
 
-Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute) {
+Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
+                                bool sequence_parallel) {
   switch (recompute) {
     case plan::Recompute::none: return 0;
     case plan::Recompute::selective: return layer.activation_bytes_attention / tp;
-    case plan::Recompute::full: return layer.activation_bytes(tp);
+    case plan::Recompute::full:
+      return kept_activation_bytes(layer, tp, plan::Recompute::none, sequence_parallel);
   }
   return 0;
+}
+
+double flat_shard_elements(double elements, int members, int member) {
+  const long long total = std::llround(elements);
+  if (members <= 1) return static_cast<double>(total);
+  const long long size = (total + members - 1) / members;
+  const long long begin = std::min(total, size * member);
+  return static_cast<double>(std::min(size, total - begin));
 }
 
 int peak_in_flight(const plan::GroupProgram& program, int stage) {
@@ -74,15 +98,20 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const plan::Layer& layer = plan.model.layers.at(l);
       parameters += parameters_per_device(layer, stage.tp);
-      kept += kept_activation_bytes(layer, stage.tp, stage.recompute) * samples;
-      transient_bytes = std::max(transient_bytes, recompute_transient_bytes(layer, stage.tp,
-                                                                            stage.recompute) *
-                                                      samples);
+      kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel) *
+              samples;
+      transient_bytes =
+          std::max(transient_bytes, recompute_transient_bytes(layer, stage.tp, stage.recompute,
+                                                              stage.sequence_parallel) *
+                                        samples);
     }
     kept_per_micro_batch[s] = kept;
+    // Sharded state: this replica's piece of the flat buffer (ceil(n/dp) elements, the last
+    // piece shorter), as whale-run's sharded optimizer splits it.
+    const double own = flat_shard_elements(parameters, stage.dp(), replica);
     out.weights_bytes += parameters * state.weights;
-    out.gradients_bytes += parameters * state.gradients;
-    out.optimizer_bytes += parameters * state.optimizer / (stage.shard_optimizer ? stage.dp() : 1);
+    out.gradients_bytes += (stage.shard_gradients ? own : parameters) * state.gradients;
+    out.optimizer_bytes += (stage.shard_optimizer ? own : parameters) * state.optimizer;
   }
   Bytes live = 0, peak = 0;
   int in_flight = 0;

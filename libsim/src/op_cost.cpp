@@ -20,8 +20,9 @@ Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profi
 }
 
 Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& profile, int tp,
-                        double samples) {
-  const Bytes bytes = op.tp_split ? op.bytes * samples / tp : op.bytes * samples;
+                        double samples, bool sequence_parallel) {
+  const bool split = op.tp_split || sequence_parallel;
+  const Bytes bytes = split ? op.bytes * samples / tp : op.bytes * samples;
   if (bytes <= 0) return 0;
   // Ops the profile measured as compute-bound (a CPU core's tanh, exp, sqrt) take their time.
   const BytesPerSecond measured = profile.op_bandwidth(op.name);
@@ -41,7 +42,7 @@ bool is_attention_core(const std::string& op_name) {
 
 LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profile,
                      plan::Precision precision, int tp, double samples,
-                     plan::Recompute recompute) {
+                     plan::Recompute recompute, bool sequence_parallel) {
   const Seconds launch_s = profile.kernel_launch_s;
   LayerCost cost;
   Seconds attention_core_s = 0;
@@ -53,7 +54,7 @@ LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profil
     if (is_attention_core(gemm.name)) attention_core_s += kernel_s + launch_s;
   }
   for (const plan::MemoryOp& op : layer.memory_ops) {
-    const Seconds kernel_s = memory_kernel_s(op, profile, tp, samples);
+    const Seconds kernel_s = memory_kernel_s(op, profile, tp, samples, sequence_parallel);
     cost.forward_s += kernel_s + launch_s;
     cost.backward_s += kernel_s + launch_s;
     if (is_attention_core(op.name)) attention_core_s += kernel_s + launch_s;

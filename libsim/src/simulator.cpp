@@ -38,6 +38,7 @@ std::string event_name(const UnitEvent& e) {
     case 'G': return "send grad " + where + mb;
     case 'D': return "reduce_bucket " + where + " b" + std::to_string(e.bucket);
     case 'O': return "optimizer " + where;
+    case 'W': return "allgather weights " + where;
   }
   return where;
 }

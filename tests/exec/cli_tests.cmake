@@ -27,3 +27,11 @@ foreach(check resume bad_input signal trace learning buckets)
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
   set_tests_properties(whale_run_${check} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}")
 endforeach()
+
+# whale-run refuses a plan with a strategy it does not execute yet (sequence parallelism): one
+# line naming the field, exit 2.
+add_test(NAME whale_run_refuses_unexecuted_strategy
+  COMMAND bash -c "out=$(\"$0\" \"$1\" --data data/corpus.txt 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 2 ] && echo \"$out\" | grep -q 'stages\\[0\\].sequence_parallel: only strategies whale-run executes'"
+          $<TARGET_FILE:whale-run> configs/validation/korthikanti-2022/175b-64gpu-sequence-parallel-selective.yaml
+  WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
+set_tests_properties(whale_run_refuses_unexecuted_strategy PROPERTIES TIMEOUT 60 ENVIRONMENT "${WHALE_MPI_ENV}")

@@ -101,6 +101,23 @@ TEST_CASE("wave with tf == tb: the textbook interleaved bubble, below 1f1b's") {
   }
 }
 
+TEST_CASE("wave without a multiple of p micro-batches: valid, never above 1f1b's bubble") {
+  // p = 4, v = 2, equal costs; m = 5, 6, 7 are no multiples of 4 (interleaved-1f1b refuses
+  // them). The play's partial last round leaves more than the textbook (v m + p - 1) slots:
+  // makespans 32, 34, 36 against 26, 30, 34; bubbles 12/32, 10/34, 8/36 against 1f1b's
+  // 3/8, 3/9, 3/10.
+  const UnitCosts costs{1.0, 1.0};
+  const double expected_makespan[] = {32, 34, 36};
+  for (int m : {5, 6, 7}) {
+    CAPTURE(m);
+    const auto a = analyze_schedule(generate_schedule(ScheduleKind::wave, 4, 2, m), costs);
+    const auto base = analyze_schedule(generate_schedule(ScheduleKind::one_f_one_b, 4, 1, m), costs);
+    CHECK(a.makespan_s == expected_makespan[m - 5]);
+    CHECK(a.bubble_fraction <= base.bubble_fraction);
+    CHECK(a.peak_in_flight_per_stage[0] == 4);
+  }
+}
+
 TEST_CASE("wave keeps at most p micro-batches in flight on the first stage") {
   for (int p : {2, 4}) {
     const auto a = analyze_schedule(generate_schedule(ScheduleKind::wave, p, 2, 8));

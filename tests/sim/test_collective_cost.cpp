@@ -36,6 +36,21 @@ TEST_CASE("all-reduce across nodes is hierarchical over each device's network sh
   CHECK(allreduce_s(c, {0, 4}, 8e8) == doctest::Approx(0.08 + 2e-5));
 }
 
+TEST_CASE("reduce-scatter and all-gather are each half of the hierarchical all-reduce") {
+  const plan::Cluster c = test::make_cluster(2, 4, test::flat_profile(1e14, 1e12),
+                                             test::link(1e11, 1e-6), test::link(4e10, 1e-5));
+  // One node: a ring reduce-scatter, 3/4 * 8e8 / 1e11 + 3 * 1e-6.
+  CHECK(reduce_scatter_s(c, {0, 1, 2, 3}, 8e8) == doctest::Approx(0.006 + 3e-6));
+  CHECK(all_gather_s(c, {0, 1, 2, 3}, 8e8) == doctest::Approx(0.006 + 3e-6));
+  // Two nodes: intra reduce-scatter (0.006 + 3e-6), then an inter ring reduce-scatter of 2e8
+  // over 2 nodes on the 1e10 B/s share: 1/2 * 2e8 / 1e10 + 1e-5.
+  CHECK(reduce_scatter_s(c, {0, 1, 2, 3, 4, 5, 6, 7}, 8e8) == doctest::Approx(0.006 + 3e-6 + 0.01 + 1e-5));
+  CHECK(reduce_scatter_s(c, {0, 1, 2, 3, 4, 5, 6, 7}, 8e8) +
+            all_gather_s(c, {0, 1, 2, 3, 4, 5, 6, 7}, 8e8) ==
+        doctest::Approx(allreduce_s(c, {0, 1, 2, 3, 4, 5, 6, 7}, 8e8)));
+  CHECK(reduce_scatter_s(c, {3}, 8e8) == 0);
+}
+
 TEST_CASE("the slowest node bounds a hierarchical all-reduce") {
   plan::Cluster c = test::make_cluster(2, 2, test::flat_profile(1e14, 1e12),
                                        test::link(1e11, 1e-6), test::link(2e10, 1e-5));

@@ -91,3 +91,21 @@ TEST_CASE("out of memory: fits is false once a device's peak exceeds its capacit
   CHECK(oom.devices[0].peak_memory_bytes > oom.devices[0].capacity_bytes);
   CHECK(oom.devices[7].peak_memory_bytes <= oom.devices[7].capacity_bytes);
 }
+
+TEST_CASE("ZeRO-2 shards the gradients as well, each replica holding its piece of the flat buffer") {
+  // 550 parameters per device over dp 2: pieces of 275. Gradients 1100 -> 550, optimizer
+  // 6600 -> 3300.
+  plan::Plan p = memory_plan(plan::Recompute::none, true, 1e9);
+  for (plan::Stage& s : p.stages) s.shard_gradients = true;
+  const double state = 1100 + 550 + 3300 + 1000;
+  CHECK(evaluate(p).devices[0].peak_memory_bytes == doctest::Approx(state + 240));
+}
+
+TEST_CASE("flat shards: pieces of ceil(n / members), the last ones shorter or empty") {
+  CHECK(flat_shard_elements(10, 4, 0) == 3);
+  CHECK(flat_shard_elements(10, 4, 2) == 3);
+  CHECK(flat_shard_elements(10, 4, 3) == 1);
+  CHECK(flat_shard_elements(5, 4, 2) == 1);
+  CHECK(flat_shard_elements(5, 4, 3) == 0);
+  CHECK(flat_shard_elements(7, 1, 0) == 7);
+}

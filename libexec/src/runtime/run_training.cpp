@@ -20,6 +20,7 @@
 #include "whale/exec/runtime/run_signals.h"
 #include "whale/exec/comm/run_transport.h"
 #include "whale/plan/error.h"
+#include "whale/plan/plan_runtime.h"
 
 namespace whale::exec {
 namespace {
@@ -57,6 +58,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
 
   // 1. Inputs, all checked before anything is written.
   const plan::Plan plan = plan::load_plan(options.plan_file);
+  plan::check_runnable(plan);
   const RankLayout layout(plan);
   layout.check_world_size(transport->size());
   if (options.resume && options.checkpoint_dir.empty())

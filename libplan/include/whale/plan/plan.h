@@ -32,6 +32,12 @@ struct Stage {
   std::vector<int> shares;      // samples of each micro-batch per replica; sum = micro_batch_size
   Recompute recompute = Recompute::none;
   bool shard_optimizer = false; // ZeRO-1: optimizer state sharded across the dp replicas
+  bool shard_gradients = false; // ZeRO-2: gradients sharded too (requires shard_optimizer)
+  /// Sequence parallelism (Korthikanti et al. 2022, Section 4.2.2): the layernorm and dropout
+  /// regions are sharded along the sequence across the tp devices, and each tensor-parallel
+  /// all-reduce becomes an all-gather before and a reduce-scatter after the tp region.
+  /// Requires tp > 1.
+  bool sequence_parallel = false;
 
   int dp() const { return static_cast<int>(devices.size()) / tp; }
   /// Devices of replica r, in tp-rank order.

@@ -11,6 +11,7 @@
 #include "whale/plan/cost_model.h"
 #include "whale/plan/hints.h"
 #include "whale/plan/plan.h"
+#include "whale/plan/search_estimate.h"
 
 namespace whale::plan {
 
@@ -36,6 +37,9 @@ struct PlannerOptions {
   long max_evaluations = 5000;
   int threads = 1;             // simulator calls in parallel (the CostModel must be const-safe)
   bool compare = true;         // also find the baseline and the upper bound
+  /// Strategies beyond what whale-run executes (sequence parallelism, ZeRO-2); whale-plan's
+  /// --runnable turns them off (runnable_strategies()).
+  SearchStrategies strategies;
   std::function<void(const Progress&)> progress;
 };
 

@@ -41,10 +41,26 @@ struct ComputeTable {
   }
 };
 
+/// The strategies a search may use beyond those whale-run executes today (plan_runtime.h).
+struct SearchStrategies {
+  /// Sequence parallelism on every stage with tp > 1 (where tp divides the sequence). It is
+  /// never slower and never needs more memory than tensor parallelism alone in the simulator
+  /// (the same bytes through an all-gather + reduce-scatter pair costs an all-reduce; memory
+  /// ops and activations shrink by tp), so the search turns it on rather than branching.
+  bool sequence_parallel = true;
+  /// ZeRO-2: gradients sharded over the dp replicas, the last memory-saving rung.
+  bool shard_gradients = true;
+};
+
 class AnalyticModel {
  public:
   /// Keeps references: `cluster` and `model` must outlive it. Not thread-safe (it caches).
-  AnalyticModel(const Cluster& cluster, const Model& model);
+  AnalyticModel(const Cluster& cluster, const Model& model, SearchStrategies strategies = {});
+
+  const SearchStrategies& strategies() const { return strategies_; }
+  /// Whether a stage at tensor-parallel degree tp runs sequence-parallel: allowed, tp > 1 and
+  /// tp divides the model's sequence.
+  bool sequence_parallel(int tp) const;
 
   /// The compute table of one replica; the reference stays valid while this model lives.
   const ComputeTable& table(const std::string& device_model, int tp, int share);
@@ -61,12 +77,17 @@ class AnalyticModel {
   Seconds tp_comm_s(const Link& link, int tp, int share, int first, int end) const;
   /// Data-parallel gradient reduction seconds of layers [first, end) over `link` (a ring).
   Seconds dp_comm_s(const Link& link, int tp, int dp, int first, int end) const;
+  /// ZeRO-2's all-gather of the updated weights of layers [first, end) over `link` (a ring):
+  /// half of dp_comm_s.
+  Seconds dp_gather_s(const Link& link, int tp, int dp, int first, int end) const;
   /// Bytes of the activation that leaves layer `end - 1`, per sample.
   Bytes boundary_bytes(int end) const;
   /// Memory of one device of a stage holding layers [first, end) at (tp, dp), with `share`
   /// samples per micro-batch and `in_flight` micro-batches of activations kept.
+  /// Sequence parallelism follows sequence_parallel(tp); `shard_gradients` divides the
+  /// gradients by dp as well (ZeRO-2).
   MemoryNeed memory(int first, int end, int tp, int dp, int share, int in_flight, Recompute r,
-                    bool shard_optimizer) const;
+                    bool shard_optimizer, bool shard_gradients = false) const;
   /// Seconds of the optimizer step of layers [first, end) on one device (memory bound).
   Seconds optimizer_s(const std::string& device_model, int first, int end, int tp, int dp,
                       bool shard_optimizer) const;
@@ -82,6 +103,7 @@ class AnalyticModel {
 
   const Cluster& cluster_;
   const Model& model_;
+  SearchStrategies strategies_;
   Precision precision_;
   double element_bytes_;     // bytes per element at precision_
   double optimizer_bytes_;   // optimizer-state bytes per parameter

@@ -13,10 +13,14 @@
 namespace whale::plan {
 
 /// Memory-saving rungs, cheapest first: 0 none, 1 sharded optimizer, 2 selective
-/// recomputation (+ sharding), 3 full recomputation (+ sharding). Sharding applies when dp > 1.
-constexpr int kMaxRung = 3;
+/// recomputation (+ sharding), 3 full recomputation (+ sharding), 4 full recomputation +
+/// sharded optimizer and gradients (ZeRO-2). Sharding applies when dp > 1.
+constexpr int kMaxRung = 4;
 Recompute rung_recompute(int rung);
 bool rung_shards(int rung, int dp);
+bool rung_shards_gradients(int rung, int dp);
+/// The highest rung the analytic model's strategies allow (3 without ZeRO-2).
+int max_rung(const AnalyticModel& analytic);
 
 /// How the layers are split over the stages. With one stage per group the two agree.
 enum class Split {
@@ -62,8 +66,9 @@ Layout build_layout(AnalyticModel& analytic, const Structure& structure, const C
                     const LayoutRules& rules);
 
 /// A lower bound of build_layout(...).estimate_s over every choice of `structure` with this
-/// micro-batch size: the global batch over the summed per-sample speed of the replicas, each
-/// at the largest share it could get, times the least pipeline bubble (1 + (p - 1) / (4 m)).
+/// micro-batch size: the global batch over the summed per-sample speed of the replicas (compute
+/// and tensor-parallel all-reduces), each at the largest share it could get, times the least
+/// pipeline bubble (1 + (p - 1) / (4 m)).
 Seconds structure_bound_s(AnalyticModel& analytic, const Structure& structure, int micro_batch_size,
                           int global_batch);
 

@@ -28,6 +28,15 @@ plan::Link device_network_share(const plan::Cluster& cluster, int node);
 ///   slowest link of its kind among the nodes involved (lowest bandwidth, highest latency).
 Seconds allreduce_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes);
 
+/// Reduce-scatter of `bytes` (each device ends with bytes / n of the sum) among `devices`, the
+/// first half of allreduce_s: on one node a ring over the intra link; across nodes an
+/// intra-node reduce-scatter (k ranks) then an inter-node ring reduce-scatter of bytes/k over
+/// the network share (N ranks). allreduce_s == reduce_scatter_s + all_gather_s exactly.
+Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& devices,
+                         Bytes bytes);
+/// All-gather to `bytes` in total on every device: the same cost as reduce_scatter_s.
+Seconds all_gather_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes);
+
 /// A point-to-point transfer of `bytes` from device a to device b on
 /// Cluster::link_between(a, b); 0 when a == b or bytes <= 0.
 Seconds p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Bytes bytes);

@@ -27,14 +27,24 @@ StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::s
 /// Parameters one tp shard holds of `layer`: plan::parameters_per_device (gradient_buckets.h).
 using plan::parameters_per_device;
 
-/// Activation bytes one sample of a micro-batch keeps in a layer until its backward:
+/// Activation bytes one sample of a micro-batch keeps in a layer until its backward
+/// (Korthikanti et al. 2022, Table 2; the formulas are in memory_model.cpp):
 /// none: activation_bytes(tp); selective: minus activation_bytes_attention / tp;
-/// full: input_bytes (the checkpoint).
-Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute);
+/// full: input_bytes (the checkpoint). Sequence parallelism divides the replicated part (and
+/// the checkpoint) by tp too.
+Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
+                            bool sequence_parallel = false);
 
 /// Bytes per sample that recomputing one layer materialises again during its backward:
-/// full: the layer's activation_bytes(tp); selective: its attention part / tp; none: 0.
-Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute);
+/// full: what the layer keeps without recomputation; selective: its attention part / tp;
+/// none: 0.
+Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
+                                bool sequence_parallel = false);
+
+/// Elements that member `member` of `members` owns of a flat buffer of `elements` (rounded to
+/// a whole count): pieces of ceil(n / members), the last ones shorter or empty. This is how
+/// whale-run's sharded optimizer splits its flat parameter buffer.
+double flat_shard_elements(double elements, int members, int member);
 
 struct MemoryBreakdown {
   Bytes weights_bytes = 0;

@@ -23,9 +23,11 @@ Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profi
                       plan::Precision precision, int tp, double samples);
 
 /// Kernel time of one forward memory-bound op (no launch):
-/// bytes / (memory bandwidth * memory_efficiency.at(bytes)), bytes divided by tp if tp_split.
+/// bytes / (memory bandwidth * memory_efficiency.at(bytes)), bytes divided by tp if tp_split
+/// or under sequence parallelism (which shards layernorm, dropout and residual along the
+/// sequence: every memory op of the layer then runs on 1/tp of the tokens).
 Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& profile, int tp,
-                        double samples);
+                        double samples, bool sequence_parallel = false);
 
 /// Whether a named op belongs to the attention core (scores, softmax, attention dropout,
 /// context): what selective recomputation recomputes and what it does not keep.
@@ -43,6 +45,6 @@ struct LayerCost {
 
 LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profile,
                      plan::Precision precision, int tp, double samples,
-                     plan::Recompute recompute);
+                     plan::Recompute recompute, bool sequence_parallel = false);
 
 }  // namespace whale::sim
