@@ -55,11 +55,11 @@ std::vector<float> to_host(const DeviceArray<T>& device) {
 
 template <class T>
 void check_gelu() {
-  auto cpu = make_cpu_backend();
+  auto cpu = make_reference();
   const std::size_t n = 3000;
   const auto inp = random_vector(n, 1, 4.0f);
   std::vector<float> ref(n);
-  cpu->gelu_forward(ref.data(), inp.data(), n);
+  cpu->gelu_forward(view(ref), view(inp), n);
   const auto x = to_device<T>(inp);
   DeviceArray<T> out(n);
   cuda::gelu_forward(nullptr, out.data, x->data, n);
@@ -76,11 +76,11 @@ TEST_CASE("GELU in bf16 and fp16 storage") {
 }
 
 TEST_CASE("layernorm forward in bf16 storage") {
-  auto cpu = make_cpu_backend();
+  auto cpu = make_reference();
   const int N = 20, C = 80;
   const auto inp = random_vector(N * C, 2, 3.0f), w = random_vector(C, 3), b = random_vector(C, 4);
   std::vector<float> ref(inp.size()), mean(N), rstd(N);
-  cpu->layernorm_forward(ref.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
+  cpu->layernorm_forward(view(ref), view(mean), view(rstd), view(inp), view(w), view(b), N, C);
   const auto x = to_device<__nv_bfloat16>(inp), dw = to_device<__nv_bfloat16>(w), db = to_device<__nv_bfloat16>(b);
   DeviceArray<__nv_bfloat16> out(inp.size());
   DeviceArray<float> dmean(N), drstd(N);
@@ -89,11 +89,11 @@ TEST_CASE("layernorm forward in bf16 storage") {
 }
 
 TEST_CASE("flash attention forward in bf16 storage") {
-  auto cpu = make_cpu_backend();
+  auto cpu = make_reference();
   const int B = 1, NH = 4, T = 90, HS = 64, C = NH * HS;
   const auto qkv = random_vector(static_cast<std::size_t>(B) * T * 3 * C, 5);
   std::vector<float> ref(static_cast<std::size_t>(B) * T * C), probs(static_cast<std::size_t>(B) * NH * T * T);
-  cpu->attention_forward(ref.data(), probs.data(), qkv.data(), B, T, NH, HS);
+  cpu->attention_forward(view(ref), view(probs), view(qkv), B, T, NH, HS);
   const auto x = to_device<__nv_bfloat16>(qkv);
   DeviceArray<__nv_bfloat16> out(ref.size());
   DeviceArray<float> lse(static_cast<std::size_t>(B) * NH * T);
@@ -102,12 +102,12 @@ TEST_CASE("flash attention forward in bf16 storage") {
 }
 
 TEST_CASE("fused cross-entropy gradient written in bf16") {
-  auto cpu = make_cpu_backend();
+  auto cpu = make_reference();
   const int N = 4, V = 777;
   const auto logits = random_vector(static_cast<std::size_t>(N) * V, 6, 5.0f);
   const std::vector<int32_t> targets = {5, 0, 776, 300};
   std::vector<float> ref(logits.size(), 0.0f);
-  cpu->cross_entropy_backward(ref.data(), logits.data(), targets.data(), N, V, 1.0);
+  cpu->cross_entropy_backward(view(ref), view(logits), view(targets), N, V, 1.0);
   const auto x = to_device<__nv_bfloat16>(logits);
   DeviceArray<__nv_bfloat16> grad(logits.size());
   DeviceArray<float> losses(N);
@@ -137,11 +137,11 @@ TEST_CASE("multi-tensor AdamW: fp32 master, bf16 gradient, bf16 compute copy") {
   WHALE_CUDA_CHECK(cudaMemcpy(device_chunks.data, chunks.data(), chunks.size() * sizeof chunks[0], cudaMemcpyHostToDevice));
   cuda::adamw_multi_tensor(nullptr, device_table.data, device_chunks.data, static_cast<int>(chunks.size()),
                            kmath::adamw_scalars(1e-3, 0.9, 0.95, 1e-8, 0.1, 1));
-  auto cpu = make_cpu_backend();
+  auto cpu = make_reference();
   for (std::size_t t = 0; t < counts.size(); ++t) {
     std::vector<float> rp = random_vector(counts[t], 10 + t), rm(counts[t]), rv(counts[t]);
     const std::vector<float> rg = to_host(*g[t]);  // the bf16 gradient as the kernel read it
-    cpu->adamw_update(rp.data(), rg.data(), rm.data(), rv.data(), counts[t], 1e-3, 0.9, 0.95, 1e-8, 0.1, 1);
+    cpu->adamw_update(view(rp), view(rg), view(rm), view(rv), counts[t], 1e-3, 0.9, 0.95, 1e-8, 0.1, 1);
     const std::vector<float> master = to_host(*p[t]);
     CHECK(normwise_error(master, rp) <= kDeviceFp32Tolerance);
     CHECK(to_host(*copy[t]) == through_bf16(master));

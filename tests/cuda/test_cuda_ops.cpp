@@ -56,7 +56,7 @@ TEST_CASE("bias add, residual add and their backward") {
     b->bias_add_backward(gpu ? db.on_gpu : db.on_cpu, gpu ? dout.on_gpu : dout.on_cpu, N, C);
     b->add_forward(gpu ? sum.on_gpu : sum.on_cpu, gpu ? a.on_gpu : a.on_cpu,
                    gpu ? out.on_gpu : out.on_cpu, static_cast<std::size_t>(N) * C);
-    b->add_backward(gpu ? da.on_gpu : da.on_cpu, nullptr, gpu ? dout.on_gpu : dout.on_cpu,
+    b->add_backward(gpu ? da.on_gpu : da.on_cpu, TensorView{}, gpu ? dout.on_gpu : dout.on_cpu,
                     static_cast<std::size_t>(N) * C);
   }
   CHECK(out.gpu_values() == out.cpu_values());
@@ -122,15 +122,15 @@ TEST_CASE("flash attention forward and backward, head sizes 16, 64 and 128") {
 TEST_CASE("embedding forward and backward, bit for bit") {
   Backends be;
   const int B = 3, T = 5, C = 33, V = 11;
-  const std::vector<int32_t> tokens = {1, 4, 4, 0, 10, 4, 1, 1, 2, 3, 4, 5, 6, 7, 4};
+  const Twin tokens = be.ints({1, 4, 4, 0, 10, 4, 1, 1, 2, 3, 4, 5, 6, 7, 4});
   const Twin wte = be.tensor(random_vector(V * C, 61)), wpe = be.tensor(random_vector(T * C, 62)),
              dout = be.tensor(random_vector(B * T * C, 63));
   Twin out = be.tensor(std::vector<float>(B * T * C)), dwte = be.tensor(random_vector(V * C, 64)),
        dwpe = be.tensor(random_vector(T * C, 65));
-  be.cpu->embedding_forward(out.on_cpu, tokens.data(), wte.on_cpu, wpe.on_cpu, B, T, C);
-  be.gpu->embedding_forward(out.on_gpu, tokens.data(), wte.on_gpu, wpe.on_gpu, B, T, C);
-  be.cpu->embedding_backward(dwte.on_cpu, dwpe.on_cpu, dout.on_cpu, tokens.data(), B, T, C);
-  be.gpu->embedding_backward(dwte.on_gpu, dwpe.on_gpu, dout.on_gpu, tokens.data(), B, T, C);
+  be.cpu->embedding_forward(out.on_cpu, tokens.on_cpu, wte.on_cpu, wpe.on_cpu, B, T, C);
+  be.gpu->embedding_forward(out.on_gpu, tokens.on_gpu, wte.on_gpu, wpe.on_gpu, B, T, C);
+  be.cpu->embedding_backward(dwte.on_cpu, dwpe.on_cpu, dout.on_cpu, tokens.on_cpu, B, T, C);
+  be.gpu->embedding_backward(dwte.on_gpu, dwpe.on_gpu, dout.on_gpu, tokens.on_gpu, B, T, C);
   CHECK(out.gpu_values() == out.cpu_values());
   CHECK(dwte.gpu_values() == dwte.cpu_values());
   CHECK(dwpe.gpu_values() == dwpe.cpu_values());
@@ -140,16 +140,16 @@ TEST_CASE("fused softmax + cross-entropy: summed loss and gradient") {
   Backends be;
   const int N = 7, V = 1001;
   const Twin logits = be.tensor(random_vector(static_cast<std::size_t>(N) * V, 71, 5.0f));
-  const std::vector<int32_t> targets = {0, 1000, 17, 500, 3, 999, 256};
+  const Twin targets = be.ints({0, 1000, 17, 500, 3, 999, 256});
   Twin dlogits = be.tensor(random_vector(logits.count, 72));
-  const double cpu_loss = be.cpu->cross_entropy_forward(logits.on_cpu, targets.data(), N, V);
-  const double gpu_loss = be.gpu->cross_entropy_forward(logits.on_gpu, targets.data(), N, V);
+  const double cpu_loss = be.cpu->cross_entropy_forward(logits.on_cpu, targets.on_cpu, N, V);
+  const double gpu_loss = be.gpu->cross_entropy_forward(logits.on_gpu, targets.on_gpu, N, V);
   CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(kDeviceFp32Tolerance));
-  be.cpu->cross_entropy_backward(dlogits.on_cpu, logits.on_cpu, targets.data(), N, V, 0.25);
-  be.gpu->cross_entropy_backward(dlogits.on_gpu, logits.on_gpu, targets.data(), N, V, 0.25);
+  be.cpu->cross_entropy_backward(dlogits.on_cpu, logits.on_cpu, targets.on_cpu, N, V, 0.25);
+  be.gpu->cross_entropy_backward(dlogits.on_gpu, logits.on_gpu, targets.on_gpu, N, V, 0.25);
   CHECK(dlogits.error() <= kDeviceFp32Tolerance);
-  const std::vector<int32_t> bad = {0, 0, 0, 0, 0, 0, V};
-  CHECK_THROWS_AS(be.gpu->cross_entropy_forward(logits.on_gpu, bad.data(), N, V), std::out_of_range);
+  const Twin bad = be.ints({0, 0, 0, 0, 0, 0, V});
+  CHECK_THROWS_AS(be.gpu->cross_entropy_forward(logits.on_gpu, bad.on_gpu, N, V), std::out_of_range);
 }
 
 TEST_CASE("AdamW update over several chunks") {
@@ -172,7 +172,7 @@ TEST_CASE("the arena's peak covers the workspace and every live allocation") {
   Backends be;
   const std::size_t before = cuda_backend_peak_bytes(*be.gpu);
   CHECK(before >= (std::size_t{32} << 20));  // cuBLASLt's workspace
-  float* block = be.gpu->allocate(1 << 20);
+  void* block = be.gpu->allocate(std::size_t{4} << 20);
   CHECK(cuda_backend_peak_bytes(*be.gpu) == before + (std::size_t{4} << 20));
   be.gpu->release(block);
   CHECK(cuda_backend_peak_bytes(*be.gpu) == before + (std::size_t{4} << 20));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "host_views.h"
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/exec/model/tensor_shard.h"
@@ -102,6 +103,15 @@ TEST_CASE("WHALE_MPI_CHECK names the call, file and line") {
 
 namespace {
 
+/// The fp32 CPU backend of this rank's stages (it outlives them all).
+Backend& cpu() {
+  static const std::unique_ptr<Backend> backend = test::make_cpu_backend();
+  return *backend;
+}
+
+std::vector<float> floats(ConstTensorView view) { return test::host_floats(cpu(), view); }
+
+
 whale::plan::Model tp_model() {
   whale::plan::Model m;
   m.family = "gpt";
@@ -130,9 +140,9 @@ std::map<std::string, std::vector<float>> reassemble(StageModule& stage, Communi
                                                      bool gradients) {
   std::map<std::string, std::vector<float>> full;
   for (const ParameterView& v : stage.parameters()) {
-    const float* mine = gradients ? v.gradient : v.value;
+    const std::vector<float> mine = floats(gradients ? v.gradient : v.value);
     std::vector<float> all(v.count * tp.size());
-    tp.all_gather(mine, all.data(), v.count);
+    tp.all_gather(mine.data(), all.data(), v.count);
     std::vector<float>& f = full[v.name];
     for (int r = 0; r < tp.size(); ++r) {
       const TensorShard layout = gpt_parameter_shard(m, v.name, r, tp.size());
@@ -151,8 +161,7 @@ std::map<std::string, std::vector<float>> reassemble(StageModule& stage, Communi
 std::map<std::string, std::vector<float>> tensors_of(StageModule& stage, bool gradients) {
   std::map<std::string, std::vector<float>> t;
   for (const ParameterView& v : stage.parameters())
-    t[v.name].assign(gradients ? v.gradient : v.value,
-                     (gradients ? v.gradient : v.value) + v.count);
+    t[v.name] = floats(gradients ? v.gradient : v.value);
   return t;
 }
 
@@ -172,8 +181,8 @@ TEST_CASE("tp=2 stage matches tp=1: loss, input gradient, reassembled parameter 
     StageModuleOptions sharded = single;
     sharded.tp_rank = world->rank();
     sharded.tp_size = 2;
-    auto reference = make_gpt_stage(m, single, nullptr);
-    auto stage = make_gpt_stage(m, sharded, world.get());
+    auto reference = make_gpt_stage(m, single, cpu(), nullptr);
+    auto stage = make_gpt_stage(m, sharded, cpu(), world.get());
 
     std::mt19937 rng(5);
     MicroBatchTokens tokens;

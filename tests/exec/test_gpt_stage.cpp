@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "host_views.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/error.h"
 
@@ -16,6 +17,14 @@ using namespace whale;
 using namespace whale::exec;
 
 namespace {
+
+/// The fp32 CPU backend every stage of these tests runs on (it outlives them all).
+Backend& cpu() {
+  static const std::unique_ptr<Backend> backend = test::make_cpu_backend();
+  return *backend;
+}
+
+std::vector<float> floats(ConstTensorView view) { return test::host_floats(cpu(), view); }
 
 plan::Model tiny_model() {
   plan::Model m;
@@ -55,7 +64,7 @@ using Gradients = std::map<std::string, std::vector<float>>;
 Gradients gradients_of(StageModule& stage) {
   Gradients g;
   for (const ParameterView& v : stage.parameters())
-    g[v.name].assign(v.gradient, v.gradient + v.count);
+    g[v.name] = floats(v.gradient);
   return g;
 }
 
@@ -72,7 +81,7 @@ double whole_model_step(StageModule& stage, const MicroBatchTokens& tokens, doub
 TEST_CASE("whole-model stage: parameter gradients match finite differences") {
   const plan::Model m = tiny_model();
   const int L = m.num_layers;
-  auto stage = make_gpt_stage(m, stage_options(0, L + 2), nullptr);
+  auto stage = make_gpt_stage(m, stage_options(0, L + 2), cpu(), nullptr);
   CHECK(stage->input_floats_per_sample() == 0);
   CHECK(stage->output_floats_per_sample() == 0);
   const auto tokens = random_tokens(m, 2, 7);
@@ -89,13 +98,17 @@ TEST_CASE("whole-model stage: parameter gradients match finite differences") {
     for (float x : g) norm += static_cast<double>(x) * x;
     norm = std::sqrt(norm);
     REQUIRE(norm > 0.0);
-    const std::vector<float> saved(v.value, v.value + v.count);
+    const std::vector<float> saved = floats(v.value);
     const double eps = 1e-2;
     auto loss_at = [&](double step) {
+      std::vector<float> moved(v.count);
       for (std::size_t i = 0; i < v.count; ++i)
-        v.value[i] = static_cast<float>(saved[i] + step * g[i] / norm);
+        moved[i] = static_cast<float>(saved[i] + step * g[i] / norm);
+      cpu().upload(v.value, moved.data(), Stream::compute);
+      stage->parameters_updated();
       const double l = stage->forward(0, tokens, nullptr, nullptr) * scale;
-      std::copy(saved.begin(), saved.end(), v.value);
+      cpu().upload(v.value, saved.data(), Stream::compute);
+      stage->parameters_updated();
       return l;
     };
     const double numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps);
@@ -109,11 +122,11 @@ TEST_CASE("two chained stages give the same loss and gradients as one stage") {
   const int L = m.num_layers;
   const auto tokens = random_tokens(m, 2, 11);
   const double scale = 1.0 / 16;
-  auto whole = make_gpt_stage(m, stage_options(0, L + 2), nullptr);
+  auto whole = make_gpt_stage(m, stage_options(0, L + 2), cpu(), nullptr);
   const double loss = whole_model_step(*whole, tokens, scale);
 
-  auto first = make_gpt_stage(m, stage_options(0, 2), nullptr);   // embedding + block 0
-  auto second = make_gpt_stage(m, stage_options(2, L + 2), nullptr);
+  auto first = make_gpt_stage(m, stage_options(0, 2), cpu(), nullptr);   // embedding + block 0
+  auto second = make_gpt_stage(m, stage_options(2, L + 2), cpu(), nullptr);
   CHECK(first->output_floats_per_sample() == 8 * 16);
   CHECK(second->input_floats_per_sample() == 8 * 16);
   std::vector<float> activation(2 * 8 * 16), activation_grad(activation.size());
@@ -138,7 +151,7 @@ TEST_CASE("recompute none, full and selective give bit-identical losses and grad
   for (plan::Recompute r :
        {plan::Recompute::none, plan::Recompute::full, plan::Recompute::selective}) {
     // A middle stage and a head stage, to cover the input gradient too.
-    auto stage = make_gpt_stage(m, stage_options(1, L + 2, r), nullptr);
+    auto stage = make_gpt_stage(m, stage_options(1, L + 2, r), cpu(), nullptr);
     std::vector<float> input(3 * 8 * 16), input_grad(input.size());
     for (std::size_t i = 0; i < input.size(); ++i) input[i] = std::sin(0.37 * i);
     stage->zero_gradients();
@@ -165,9 +178,9 @@ TEST_CASE("two micro-batches in flight accumulate to the gradient of their union
   b.inputs.assign(both.inputs.begin() + 8, both.inputs.end());
   b.targets.assign(both.targets.begin() + 8, both.targets.end());
 
-  auto joint = make_gpt_stage(m, stage_options(0, L + 2), nullptr);
+  auto joint = make_gpt_stage(m, stage_options(0, L + 2), cpu(), nullptr);
   const double joint_loss = whole_model_step(*joint, both, 1.0 / 16);
-  auto split = make_gpt_stage(m, stage_options(0, L + 2), nullptr);
+  auto split = make_gpt_stage(m, stage_options(0, L + 2), cpu(), nullptr);
   split->zero_gradients();
   const double loss_a = split->forward(0, a, nullptr, nullptr);
   const double loss_b = split->forward(1, b, nullptr, nullptr);
@@ -190,11 +203,11 @@ TEST_CASE("two micro-batches in flight accumulate to the gradient of their union
 
 TEST_CASE("initial parameters depend on seed and name only") {
   const plan::Model m = tiny_model();
-  auto whole = make_gpt_stage(m, stage_options(0, 4), nullptr);
-  auto part = make_gpt_stage(m, stage_options(2, 3), nullptr);  // block 1 alone
+  auto whole = make_gpt_stage(m, stage_options(0, 4), cpu(), nullptr);
+  auto part = make_gpt_stage(m, stage_options(2, 3), cpu(), nullptr);  // block 1 alone
   auto other_seed_options = stage_options(2, 3);
   other_seed_options.seed = 99;
-  auto other = make_gpt_stage(m, other_seed_options, nullptr);
+  auto other = make_gpt_stage(m, other_seed_options, cpu(), nullptr);
   std::map<std::string, ParameterView> by_name;
   for (const ParameterView& v : whole->parameters()) by_name[v.name] = v;
   const auto part_views = part->parameters();
@@ -203,44 +216,43 @@ TEST_CASE("initial parameters depend on seed and name only") {
   for (std::size_t i = 0; i < part_views.size(); ++i) {
     const ParameterView& v = part_views[i];
     const ParameterView& w = by_name.at(v.name);
-    CHECK(std::vector<float>(v.value, v.value + v.count) ==
-          std::vector<float>(w.value, w.value + w.count));
+    CHECK(floats(v.value) == floats(w.value));
     CHECK(v.tp_replicated == (v.name.find("ln") != std::string::npos ||
                               v.name.find("proj.bias") != std::string::npos ||
                               v.name.find("fc2.bias") != std::string::npos));
   }
-  const ParameterView qkv = part_views[2], qkv_other = other->parameters()[2];
-  CHECK(qkv.value[0] != qkv_other.value[0]);
+  const std::vector<float> qkv = floats(part_views[2].value);
+  CHECK(qkv[0] != floats(other->parameters()[2].value)[0]);
   double sum_squares = 0.0;
-  for (std::size_t i = 0; i < qkv.count; ++i) sum_squares += qkv.value[i] * qkv.value[i];
-  CHECK(std::sqrt(sum_squares / qkv.count) == doctest::Approx(0.02).epsilon(0.1));
-  CHECK(part_views[0].value[0] == 1.0f);  // ln1.weight
-  CHECK(part_views[1].value[0] == 0.0f);  // ln1.bias
+  for (float x : qkv) sum_squares += x * x;
+  CHECK(std::sqrt(sum_squares / qkv.size()) == doctest::Approx(0.02).epsilon(0.1));
+  CHECK(floats(part_views[0].value)[0] == 1.0f);  // ln1.weight
+  CHECK(floats(part_views[1].value)[0] == 0.0f);  // ln1.bias
 }
 
 TEST_CASE("bad models and options are rejected with the field named") {
   plan::Model m = tiny_model();
   m.source_file = "configs/models/x.yaml";
   m.family = "bert";
-  CHECK_THROWS_WITH_AS(make_gpt_stage(m, stage_options(0, 4), nullptr),
+  CHECK_THROWS_WITH_AS(make_gpt_stage(m, stage_options(0, 4), cpu(), nullptr),
                        doctest::Contains("configs/models/x.yaml: family: a gpt-family model"),
                        Error);
   m = tiny_model();
   m.source_file = "m.yaml";
   m.heads = 3;
-  CHECK_THROWS_WITH_AS(make_gpt_stage(m, stage_options(0, 4), nullptr),
+  CHECK_THROWS_WITH_AS(make_gpt_stage(m, stage_options(0, 4), cpu(), nullptr),
                        doctest::Contains("m.yaml: heads: a divisor of hidden 16, got 3"), Error);
   m.heads = 2;
   auto options = stage_options(0, 4);
   options.end_layer = 5;
-  CHECK_THROWS_WITH_AS(make_gpt_stage(m, options, nullptr),
+  CHECK_THROWS_WITH_AS(make_gpt_stage(m, options, cpu(), nullptr),
                        doctest::Contains("layers: a stage range within 0..4, got [0, 5)"), Error);
   m.ffn_hidden = 30;
   m.heads = 4;
   m.hidden = 16;
   options = stage_options(0, 4);
   options.tp_size = 4;
-  CHECK_THROWS_WITH_AS(make_gpt_stage(m, options, nullptr),
+  CHECK_THROWS_WITH_AS(make_gpt_stage(m, options, cpu(), nullptr),
                        doctest::Contains("tensor-parallel communicator"),
                        std::invalid_argument);
 }

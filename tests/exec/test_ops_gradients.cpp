@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "whale/exec/backend/backend.h"
-#include "whale/exec/backend/cpu_backend.h"
+#include "host_views.h"
 
 using namespace whale::exec;
+using whale::exec::test::host_view;
+using whale::exec::test::make_cpu_backend;
 
 namespace {
 
@@ -57,13 +59,13 @@ TEST_CASE("matmul: all four transpose combinations on a 2x2 case") {
   auto be = make_cpu_backend();
   const std::vector<float> a = {1, 2, 3, 4}, b = {5, 6, 7, 8};
   std::vector<float> c(4);
-  be->matmul(false, false, 2, 2, 2, a.data(), b.data(), c.data(), false);
+  be->matmul(false, false, 2, 2, 2, host_view(a), host_view(b), host_view(c), false);
   CHECK(c == std::vector<float>{19, 22, 43, 50});
-  be->matmul(true, false, 2, 2, 2, a.data(), b.data(), c.data(), false);
+  be->matmul(true, false, 2, 2, 2, host_view(a), host_view(b), host_view(c), false);
   CHECK(c == std::vector<float>{26, 30, 38, 44});
-  be->matmul(false, true, 2, 2, 2, a.data(), b.data(), c.data(), false);
+  be->matmul(false, true, 2, 2, 2, host_view(a), host_view(b), host_view(c), false);
   CHECK(c == std::vector<float>{17, 23, 39, 53});
-  be->matmul(true, true, 2, 2, 2, a.data(), b.data(), c.data(), true);  // accumulates
+  be->matmul(true, true, 2, 2, 2, host_view(a), host_view(b), host_view(c), true);  // accumulates
   CHECK(c == std::vector<float>{17 + 23, 23 + 31, 39 + 34, 53 + 46});
 }
 
@@ -73,16 +75,16 @@ TEST_CASE("linear: forward value and gradients of input, weight and bias") {
   auto inp = random_vector(N * C, 1), w = random_vector(OC * C, 2), bias = random_vector(OC, 3);
   const auto r = random_vector(N * OC, 4);
   std::vector<float> out(N * OC);
-  be->linear_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
+  be->linear_forward(host_view(out), host_view(inp), host_view(w), host_view(bias), N, C, OC);
   double expected = bias[2];
   for (int c = 0; c < C; ++c) expected += static_cast<double>(inp[C + c]) * w[2 * C + c];
   CHECK(out[OC + 2] == doctest::Approx(expected).epsilon(1e-6));
   auto loss = [&] {
-    be->linear_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
+    be->linear_forward(host_view(out), host_view(inp), host_view(w), host_view(bias), N, C, OC);
     return dot(out, r);
   };
   std::vector<float> dinp(N * C), dw(OC * C), dbias(OC);
-  be->linear_backward(dinp.data(), dw.data(), dbias.data(), r.data(), inp.data(), w.data(), N,
+  be->linear_backward(host_view(dinp), host_view(dw), host_view(dbias), host_view(r), host_view(inp), host_view(w), N,
                       C, OC);
   CHECK(gradient_error(inp, loss, dinp) <= 1e-3);
   CHECK(gradient_error(w, loss, dw) <= 1e-3);
@@ -93,16 +95,16 @@ TEST_CASE("bias_add and add: values and accumulated gradients") {
   auto be = make_cpu_backend();
   std::vector<float> out = {1, 2, 3, 4, 5, 6};
   const std::vector<float> bias = {10, 20, 30};
-  be->bias_add_forward(out.data(), bias.data(), 2, 3);
+  be->bias_add_forward(host_view(out), host_view(bias), 2, 3);
   CHECK(out == std::vector<float>{11, 22, 33, 14, 25, 36});
   std::vector<float> dbias = {1, 1, 1};
-  be->bias_add_backward(dbias.data(), out.data(), 2, 3);
+  be->bias_add_backward(host_view(dbias), host_view(out), 2, 3);
   CHECK(dbias == std::vector<float>{26, 48, 70});
   std::vector<float> sum(3), da = {1, 1, 1}, db(3);
   const std::vector<float> a = {1, 2, 3}, b = {0.5f, 0.25f, -1};
-  be->add_forward(sum.data(), a.data(), b.data(), 3);
+  be->add_forward(host_view(sum), host_view(a), host_view(b), 3);
   CHECK(sum == std::vector<float>{1.5f, 2.25f, 2});
-  be->add_backward(da.data(), db.data(), b.data(), 3);
+  be->add_backward(host_view(da), host_view(db), host_view(b), 3);
   CHECK(da == std::vector<float>{1.5f, 1.25f, 0});
   CHECK(db == b);
 }
@@ -110,7 +112,7 @@ TEST_CASE("bias_add and add: values and accumulated gradients") {
 TEST_CASE("layernorm of [1, 2, 3] is [-1.2247, 0, 1.2247]; gradients match") {
   auto be = make_cpu_backend();
   std::vector<float> x = {1, 2, 3}, w = {1, 1, 1}, b = {0, 0, 0}, out(3), mean(1), rstd(1);
-  be->layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), 1, 3);
+  be->layernorm_forward(host_view(out), host_view(mean), host_view(rstd), host_view(x), host_view(w), host_view(b), 1, 3);
   const double s = 1.0 / std::sqrt(2.0 / 3.0 + 1e-5);
   CHECK(mean[0] == 2.0f);
   CHECK(rstd[0] == doctest::Approx(s).epsilon(1e-7));
@@ -123,14 +125,14 @@ TEST_CASE("layernorm of [1, 2, 3] is [-1.2247, 0, 1.2247]; gradients match") {
   const auto r = random_vector(N * C, 8);
   std::vector<float> y(N * C), mu(N), rs(N);
   auto loss = [&] {
-    be->layernorm_forward(y.data(), mu.data(), rs.data(), inp.data(), weight.data(),
-                          bias.data(), N, C);
+    be->layernorm_forward(host_view(y), host_view(mu), host_view(rs), host_view(inp), host_view(weight),
+                          host_view(bias), N, C);
     return dot(y, r);
   };
   loss();
   std::vector<float> dinp(N * C), dw(C), db(C);
-  be->layernorm_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), weight.data(),
-                         mu.data(), rs.data(), N, C);
+  be->layernorm_backward(host_view(dinp), host_view(dw), host_view(db), host_view(r), host_view(inp), host_view(weight),
+                         host_view(mu), host_view(rs), N, C);
   CHECK(gradient_error(inp, loss, dinp, 1e-3f) <= 1e-3);
   CHECK(gradient_error(weight, loss, dw) <= 1e-3);
   CHECK(gradient_error(bias, loss, db) <= 1e-3);
@@ -139,7 +141,7 @@ TEST_CASE("layernorm of [1, 2, 3] is [-1.2247, 0, 1.2247]; gradients match") {
 TEST_CASE("GELU(0) = 0, GELU(x) ~ x for large x; gradient matches") {
   auto be = make_cpu_backend();
   std::vector<float> x = {0.0f, 10.0f, -10.0f, 1.0f}, y(4);
-  be->gelu_forward(y.data(), x.data(), 4);
+  be->gelu_forward(host_view(y), host_view(x), 4);
   CHECK(y[0] == 0.0f);
   CHECK(y[1] == 10.0f);
   CHECK(y[2] == doctest::Approx(0.0).epsilon(1e-6));
@@ -149,10 +151,10 @@ TEST_CASE("GELU(0) = 0, GELU(x) ~ x for large x; gradient matches") {
   const auto r = random_vector(12, 10);
   std::vector<float> out(12), dinp(12);
   auto loss = [&] {
-    be->gelu_forward(out.data(), inp.data(), 12);
+    be->gelu_forward(host_view(out), host_view(inp), 12);
     return dot(out, r);
   };
-  be->gelu_backward(dinp.data(), inp.data(), r.data(), 12);
+  be->gelu_backward(host_view(dinp), host_view(inp), host_view(r), 12);
   CHECK(gradient_error(inp, loss, dinp, 1e-3f) <= 1e-3);
 }
 
@@ -163,7 +165,7 @@ TEST_CASE("attention: causal softmax rows sum to 1, zeros above the diagonal; dq
   const auto r = random_vector(B * T * C, 12);
   std::vector<float> out(B * T * C), probs(B * NH * T * T);
   auto loss = [&] {
-    be->attention_forward(out.data(), probs.data(), qkv.data(), B, T, NH, HS);
+    be->attention_forward(host_view(out), host_view(probs), host_view(qkv), B, T, NH, HS);
     return dot(out, r);
   };
   loss();
@@ -180,7 +182,7 @@ TEST_CASE("attention: causal softmax rows sum to 1, zeros above the diagonal; dq
   for (int h = 0; h < NH; ++h)
     for (int d = 0; d < HS; ++d) CHECK(out[h * HS + d] == qkv[2 * C + h * HS + d]);
   std::vector<float> dqkv(qkv.size());
-  be->attention_backward(dqkv.data(), r.data(), qkv.data(), probs.data(), B, T, NH, HS);
+  be->attention_backward(host_view(dqkv), host_view(r), host_view(qkv), host_view(probs), B, T, NH, HS);
   CHECK(gradient_error(qkv, loss, dqkv, 1e-3f) <= 1e-3);
 }
 
@@ -191,14 +193,14 @@ TEST_CASE("embedding: token plus position rows; gradients accumulate per token")
   auto wte = random_vector(V * C, 13), wpe = random_vector(T * C, 14);
   const auto r = random_vector(B * T * C, 15);
   std::vector<float> out(B * T * C);
-  be->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  be->embedding_forward(host_view(out), host_view(tokens), host_view(wte), host_view(wpe), B, T, C);
   CHECK(out[4 * C + 1] == wte[2 * C + 1] + wpe[1 * C + 1]);
   auto loss = [&] {
-    be->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+    be->embedding_forward(host_view(out), host_view(tokens), host_view(wte), host_view(wpe), B, T, C);
     return dot(out, r);
   };
   std::vector<float> dwte(V * C), dwpe(T * C);
-  be->embedding_backward(dwte.data(), dwpe.data(), r.data(), tokens.data(), B, T, C);
+  be->embedding_backward(host_view(dwte), host_view(dwpe), host_view(r), host_view(tokens), B, T, C);
   CHECK(gradient_error(wte, loss, dwte) <= 1e-3);
   CHECK(gradient_error(wpe, loss, dwpe) <= 1e-3);
 }
@@ -208,15 +210,15 @@ TEST_CASE("cross-entropy of a uniform distribution is ln V; gradient matches") {
   const int N = 3, V = 5;
   std::vector<float> uniform(N * V, 0.7f);
   const std::vector<int32_t> targets = {0, 4, 2};
-  CHECK(be->cross_entropy_forward(uniform.data(), targets.data(), N, V) ==
+  CHECK(be->cross_entropy_forward(host_view(uniform), host_view(targets), N, V) ==
         doctest::Approx(3.0 * std::log(5.0)).epsilon(1e-12));
   auto logits = random_vector(N * V, 16, 2.0f);
-  auto loss = [&] { return 0.5 * be->cross_entropy_forward(logits.data(), targets.data(), N, V); };
+  auto loss = [&] { return 0.5 * be->cross_entropy_forward(host_view(logits), host_view(targets), N, V); };
   std::vector<float> dlogits(N * V);
-  be->cross_entropy_backward(dlogits.data(), logits.data(), targets.data(), N, V, 0.5);
+  be->cross_entropy_backward(host_view(dlogits), host_view(logits), host_view(targets), N, V, 0.5);
   CHECK(gradient_error(logits, loss, dlogits, 1e-3f) <= 1e-3);
   const std::vector<int32_t> bad = {0, 5, 1};
-  CHECK_THROWS_WITH(be->cross_entropy_forward(logits.data(), bad.data(), N, V),
+  CHECK_THROWS_WITH(be->cross_entropy_forward(host_view(logits), host_view(bad), N, V),
                     doctest::Contains("target 5 outside vocabulary 0..4"));
 }
 
@@ -224,12 +226,12 @@ TEST_CASE("adamw: one hand-checked step with and without weight decay") {
   auto be = make_cpu_backend();
   // m = 0.05, v = 0.00025; corrected 0.5 and 0.25; update = 0.5 / 0.5 = 1 (+ wd * p).
   std::vector<float> p = {1.0f, 1.0f}, g = {0.5f, 0.5f}, m(2), v(2);
-  be->adamw_update(p.data(), g.data(), m.data(), v.data(), 1, 0.1, 0.9, 0.999, 0.0, 0.0, 1);
+  be->adamw_update(host_view(p), host_view(g), host_view(m), host_view(v), 1, 0.1, 0.9, 0.999, 0.0, 0.0, 1);
   CHECK(p[0] == doctest::Approx(0.9).epsilon(1e-7));
   CHECK(m[0] == doctest::Approx(0.05).epsilon(1e-7));
   CHECK(v[0] == doctest::Approx(0.00025).epsilon(1e-6));
   CHECK(p[1] == 1.0f);  // outside the count: untouched
   std::vector<float> q = {1.0f}, mq(1), vq(1);
-  be->adamw_update(q.data(), g.data(), mq.data(), vq.data(), 1, 0.1, 0.9, 0.999, 0.0, 0.1, 1);
+  be->adamw_update(host_view(q), host_view(g), host_view(mq), host_view(vq), 1, 0.1, 0.9, 0.999, 0.0, 0.1, 1);
   CHECK(q[0] == doctest::Approx(0.89).epsilon(1e-7));
 }

@@ -5,12 +5,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/kernel_math/float_round.h"
+#include "whale/exec/backend/backend.h"
 
 namespace whale::exec::test {
+
+/// The reference: the fp32 CPU backend, one thread.
+inline std::unique_ptr<Backend> make_reference() { return make_cpu_backend(DType::fp32, 1); }
+
+/// Host vectors as CPU-backend tensors (its memory is host memory).
+inline TensorView view(std::vector<float>& x) { return {x.data(), x.size(), DType::fp32}; }
+inline ConstTensorView view(const std::vector<float>& x) { return {x.data(), x.size(), DType::fp32}; }
+inline ConstTensorView view(const std::vector<int32_t>& x) { return {x.data(), x.size(), DType::i32}; }
 
 inline std::vector<float> random_vector(std::size_t n, unsigned seed, float scale = 1.0f) {
   std::mt19937 rng(seed);

@@ -15,81 +15,98 @@ class SlowedBackend : public Backend {
       : inner_(std::move(inner)), extra_(factor - 1.0) {}
 
   const char* name() const override { return inner_->name(); }
-  float* allocate(std::size_t n) override { return inner_->allocate(n); }
-  void release(float* p) override { inner_->release(p); }
-  void upload(float* d, const float* h, std::size_t n) override { inner_->upload(d, h, n); }
-  void download(float* h, const float* d, std::size_t n) override { inner_->download(h, d, n); }
-  void copy(float* d, const float* s, std::size_t n) override { inner_->copy(d, s, n); }
-  void fill_zero(float* p, std::size_t n) override { inner_->fill_zero(p, n); }
+  DType compute_dtype() const override { return inner_->compute_dtype(); }
+  void* allocate(std::size_t n) override { return inner_->allocate(n); }
+  void release(void* p) override { inner_->release(p); }
+  void upload(TensorView d, const void* h, Stream s) override { inner_->upload(d, h, s); }
+  void download(void* h, ConstTensorView d, Stream s) override { inner_->download(h, d, s); }
+  void copy(TensorView d, ConstTensorView x, Stream s) override { inner_->copy(d, x, s); }
+  void cast(TensorView d, ConstTensorView x, Stream s) override { inner_->cast(d, x, s); }
+  void fill_zero(TensorView p, Stream s) override { inner_->fill_zero(p, s); }
+  Event create_event() override { return inner_->create_event(); }
+  void destroy_event(Event e) override { inner_->destroy_event(e); }
+  void record_event(Event e, Stream s) override { inner_->record_event(e, s); }
+  void wait_event(Stream s, Event e) override { inner_->wait_event(s, e); }
+  void synchronize(Stream s) override { inner_->synchronize(s); }
   void synchronize() override { inner_->synchronize(); }
+  void* native_stream(Stream s) override { return inner_->native_stream(s); }
 
-  void matmul(bool ta, bool tb, int m, int n, int k, const float* a, const float* b, float* c,
-              bool acc) override {
+  void matmul(bool ta, bool tb, int m, int n, int k, ConstTensorView a, ConstTensorView b,
+              TensorView c, bool acc) override {
     slowed([&] { inner_->matmul(ta, tb, m, n, k, a, b, c, acc); });
   }
-  void linear_forward(float* o, const float* i, const float* w, const float* b, int r, int ic,
-                      int oc) override {
+  void linear_forward(TensorView o, ConstTensorView i, ConstTensorView w, ConstTensorView b,
+                      int r, int ic, int oc) override {
     slowed([&] { inner_->linear_forward(o, i, w, b, r, ic, oc); });
   }
-  void linear_backward(float* di, float* dw, float* db, const float* d, const float* i,
-                       const float* w, int r, int ic, int oc) override {
+  void linear_backward(TensorView di, TensorView dw, TensorView db, ConstTensorView d,
+                       ConstTensorView i, ConstTensorView w, int r, int ic, int oc) override {
     slowed([&] { inner_->linear_backward(di, dw, db, d, i, w, r, ic, oc); });
   }
-  void bias_add_forward(float* o, const float* b, int r, int c) override {
+  void bias_add_forward(TensorView o, ConstTensorView b, int r, int c) override {
     slowed([&] { inner_->bias_add_forward(o, b, r, c); });
   }
-  void bias_add_backward(float* db, const float* d, int r, int c) override {
+  void bias_add_backward(TensorView db, ConstTensorView d, int r, int c) override {
     slowed([&] { inner_->bias_add_backward(db, d, r, c); });
   }
-  void add_forward(float* o, const float* a, const float* b, std::size_t n) override {
+  void add_forward(TensorView o, ConstTensorView a, ConstTensorView b, std::size_t n) override {
     slowed([&] { inner_->add_forward(o, a, b, n); });
   }
-  void add_backward(float* da, float* db, const float* d, std::size_t n) override {
+  void add_backward(TensorView da, TensorView db, ConstTensorView d, std::size_t n) override {
     slowed([&] { inner_->add_backward(da, db, d, n); });
   }
-  void layernorm_forward(float* o, float* m, float* s, const float* i, const float* w,
-                         const float* b, int r, int c) override {
+  void layernorm_forward(TensorView o, TensorView m, TensorView s, ConstTensorView i,
+                         ConstTensorView w, ConstTensorView b, int r, int c) override {
     slowed([&] { inner_->layernorm_forward(o, m, s, i, w, b, r, c); });
   }
-  void layernorm_backward(float* di, float* dw, float* db, const float* d, const float* i,
-                          const float* w, const float* m, const float* s, int r,
-                          int c) override {
+  void layernorm_backward(TensorView di, TensorView dw, TensorView db, ConstTensorView d,
+                          ConstTensorView i, ConstTensorView w, ConstTensorView m,
+                          ConstTensorView s, int r, int c) override {
     slowed([&] { inner_->layernorm_backward(di, dw, db, d, i, w, m, s, r, c); });
   }
-  void gelu_forward(float* o, const float* i, std::size_t n) override {
+  void gelu_forward(TensorView o, ConstTensorView i, std::size_t n) override {
     slowed([&] { inner_->gelu_forward(o, i, n); });
   }
-  void gelu_backward(float* di, const float* i, const float* d, std::size_t n) override {
+  void gelu_backward(TensorView di, ConstTensorView i, ConstTensorView d,
+                     std::size_t n) override {
     slowed([&] { inner_->gelu_backward(di, i, d, n); });
   }
-  void attention_forward(float* o, float* p, const float* q, int b, int t, int h,
+  void attention_forward(TensorView o, TensorView p, ConstTensorView q, int b, int t, int h,
                          int hs) override {
     slowed([&] { inner_->attention_forward(o, p, q, b, t, h, hs); });
   }
-  void attention_backward(float* dq, const float* d, const float* q, const float* p, int b,
-                          int t, int h, int hs) override {
+  void attention_backward(TensorView dq, ConstTensorView d, ConstTensorView q,
+                          ConstTensorView p, int b, int t, int h, int hs) override {
     slowed([&] { inner_->attention_backward(dq, d, q, p, b, t, h, hs); });
   }
-  void embedding_forward(float* o, const int32_t* t, const float* wte, const float* wpe, int b,
-                         int s, int c) override {
+  void embedding_forward(TensorView o, ConstTensorView t, ConstTensorView wte,
+                         ConstTensorView wpe, int b, int s, int c) override {
     slowed([&] { inner_->embedding_forward(o, t, wte, wpe, b, s, c); });
   }
-  void embedding_backward(float* dwte, float* dwpe, const float* d, const int32_t* t, int b,
-                          int s, int c) override {
+  void embedding_backward(TensorView dwte, TensorView dwpe, ConstTensorView d,
+                          ConstTensorView t, int b, int s, int c) override {
     slowed([&] { inner_->embedding_backward(dwte, dwpe, d, t, b, s, c); });
   }
-  double cross_entropy_forward(const float* l, const int32_t* t, int r, int v) override {
+  double cross_entropy_forward(ConstTensorView l, ConstTensorView t, int r, int v) override {
     double loss = 0.0;
     slowed([&] { loss = inner_->cross_entropy_forward(l, t, r, v); });
     return loss;
   }
-  void cross_entropy_backward(float* dl, const float* l, const int32_t* t, int r, int v,
+  void cross_entropy_backward(TensorView dl, ConstTensorView l, ConstTensorView t, int r, int v,
                               double scale) override {
     slowed([&] { inner_->cross_entropy_backward(dl, l, t, r, v, scale); });
   }
-  void adamw_update(float* p, const float* g, float* m, float* v, std::size_t n, double lr,
-                    double b1, double b2, double eps, double wd, int step) override {
+  void adamw_update(TensorView p, ConstTensorView g, TensorView m, TensorView v, std::size_t n,
+                    double lr, double b1, double b2, double eps, double wd, int step) override {
     slowed([&] { inner_->adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, step); });
+  }
+  void scale(TensorView d, double f) override {
+    slowed([&] { inner_->scale(d, f); });
+  }
+  bool has_non_finite(ConstTensorView d) override {
+    bool found = false;
+    slowed([&] { found = inner_->has_non_finite(d); });
+    return found;
   }
 
  private:

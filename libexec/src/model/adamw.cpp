@@ -13,8 +13,8 @@ AdamW::AdamW(Backend& backend, std::vector<ParameterView> params, std::size_t be
   for (const ParameterView& p : params_) total_ += p.count;
   end_ = std::min(end, total_);
   begin_ = std::min(begin, end_);
-  m_ = Buffer(backend_, end_ - begin_);
-  v_ = Buffer(backend_, end_ - begin_);
+  m_ = Tensor(backend_, end_ - begin_, DType::fp32);
+  v_ = Tensor(backend_, end_ - begin_, DType::fp32);
 }
 
 void AdamW::step(const AdamWConfig& c) {
@@ -24,9 +24,9 @@ void AdamW::step(const AdamWConfig& c) {
     const std::size_t lo = std::max(begin_, offset), hi = std::min(end_, offset + p.count);
     if (lo < hi) {
       const std::size_t in_param = lo - offset, in_state = lo - begin_;
-      backend_.adamw_update(p.value + in_param, p.gradient + in_param, m_.data() + in_state,
-                            v_.data() + in_state, hi - lo, c.learning_rate, c.beta1, c.beta2,
-                            c.eps, c.weight_decay, step_);
+      backend_.adamw_update(p.value.slice(in_param, hi - lo), p.gradient.slice(in_param, hi - lo),
+                            m_.slice(in_state, hi - lo), v_.slice(in_state, hi - lo), hi - lo,
+                            c.learning_rate, c.beta1, c.beta2, c.eps, c.weight_decay, step_);
     }
     offset += p.count;
   }

@@ -9,8 +9,6 @@
 
 #include "model/gpt_block.h"
 #include "model/gpt_parameters.h"
-#include "backend/ops_slowdown.h"
-#include "whale/exec/backend/cpu_backend.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/error.h"
 
@@ -18,23 +16,25 @@ namespace whale::exec {
 namespace gpt {
 namespace {
 
-/// What a micro-batch keeps between forward and backward. N = samples * T. Forward overwrites
-/// every buffer, so a finished state is reused for a later micro-batch.
+/// What a micro-batch keeps between forward and backward, in the compute dtype (act) unless
+/// said. N = samples * T. Forward overwrites every tensor, so a finished state is reused for a
+/// later micro-batch.
 struct MicroBatchState {
   int samples = 0;
-  std::vector<int32_t> inputs, targets;   // (samples, T), host
-  std::vector<Buffer> xs;                 // xs[k]: input of block k (N, C); xs[blocks]: head input
+  Tensor inputs, targets;                 // (samples, T) i32, uploaded once per micro-batch
+  std::vector<Tensor> xs;                 // xs[k]: input of block k (N, C); xs[blocks]: head input
   std::vector<BlockActivations> blocks;   // empty entries under full recomputation
-  Buffer head_ln, head_mean, head_rstd;   // (N, C), (N), (N)
-  Buffer logits;                          // (N, V)
+  Tensor head_ln, head_mean, head_rstd;   // (N, C), (N) fp32, (N) fp32
+  Tensor logits;                          // (N, V)
 };
 
 class GptStage : public StageModule {
  public:
-  GptStage(const plan::Model& model, const StageModuleOptions& options, Communicator* tp)
-      : dims_(gpt_dims(model)), options_(options) {
+  GptStage(const plan::Model& model, const StageModuleOptions& options, Backend& backend,
+           Communicator* tp)
+      : dims_(gpt_dims(model)), options_(options), backend_(&backend),
+        act_(backend.compute_dtype()) {
     validate(model);
-    backend_ = make_slowed_backend(make_cpu_backend(), options.slowdown_factor);
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
     first_block_ = std::max(options.first_layer, 1);
@@ -60,25 +60,24 @@ class GptStage : public StageModule {
       spare_.pop_back();
     }
     s.samples = tokens.samples;
-    s.inputs = tokens.inputs;
-    s.targets = tokens.targets;
+    upload_indices(s.inputs, tokens.inputs);
+    upload_indices(s.targets, tokens.targets);
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
     const bool full = options_.recompute == plan::Recompute::full;
     s.xs.resize(blocks_.size() + 1);
-    for (Buffer& x : s.xs) reuse_or_allocate(x, *backend_, nc);  // every one is overwritten
+    for (Tensor& x : s.xs) reuse_or_allocate(x, *backend_, nc, act_);  // each is overwritten
     if (has_embedding_)
-      backend_->embedding_forward(s.xs[0].data(), s.inputs.data(), wte_.value, wpe_.value,
-                                  s.samples, dims_.sequence, dims_.channels);
+      backend_->embedding_forward(s.xs[0], s.inputs, wte_.value, wpe_.value, s.samples,
+                                  dims_.sequence, dims_.channels);
     else
-      backend_->copy(s.xs[0].data(), input, nc);
+      upload_floats(s.xs[0], input);
     s.blocks.resize(blocks_.size());
     for (std::size_t k = 0; k < blocks_.size(); ++k) {
-      blocks_[k].forward(s.samples, s.xs[k].data(), s.xs[k + 1].data(),
-                         full ? dropped_ : s.blocks[k],
+      blocks_[k].forward(s.samples, s.xs[k], s.xs[k + 1], full ? dropped_ : s.blocks[k],
                          options_.recompute == plan::Recompute::none);
     }
     if (!has_head_) {
-      backend_->copy(output, s.xs.back().data(), nc);
+      download_floats(output, s.xs.back());
       s.xs.pop_back();  // backward needs block inputs only
       return 0.0;
     }
@@ -95,38 +94,72 @@ class GptStage : public StageModule {
                              " has no forward in flight");
     MicroBatchState& s = it->second;
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
-    Buffer dx(*backend_, nc);
+    Tensor dx(*backend_, nc, act_);
     if (has_head_)
-      head_backward(s, dx.data(), loss_scale);
+      head_backward(s, dx, loss_scale);
     else
-      backend_->copy(dx.data(), output_gradient, nc);
+      upload_floats(dx, output_gradient);
     for (std::size_t k = blocks_.size(); k-- > 0;) {
       if (options_.recompute == plan::Recompute::full) {  // redo the block's forward
-        reuse_or_allocate(recomputed_output_, *backend_, nc);
-        blocks_[k].forward(s.samples, s.xs[k].data(), recomputed_output_.data(), s.blocks[k],
-                           true);
+        reuse_or_allocate(recomputed_output_, *backend_, nc, act_);
+        blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, s.blocks[k], true);
       }
-      reuse_or_allocate(dx_spare_, *backend_, nc);  // overwritten by the block
-      blocks_[k].backward(s.samples, s.xs[k].data(), dx.data(), dx_spare_.data(), s.blocks[k]);
+      reuse_or_allocate(dx_spare_, *backend_, nc, act_);  // overwritten by the block
+      blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, s.blocks[k]);
       // Full recomputation holds one block's activations at a time; otherwise they are kept
       // for the next forward (the peak, all blocks' activations, is the same).
       if (options_.recompute == plan::Recompute::full) s.blocks[k] = BlockActivations{};
       std::swap(dx, dx_spare_);
     }
     if (has_embedding_)
-      backend_->embedding_backward(wte_.grad, wpe_.grad, dx.data(), s.inputs.data(), s.samples,
+      backend_->embedding_backward(wte_.grad, wpe_.grad, dx, s.inputs, s.samples,
                                    dims_.sequence, dims_.channels);
     else
-      backend_->copy(input_gradient, dx.data(), nc);
+      download_floats(input_gradient, dx);
     spare_.push_back(std::move(s));  // its buffers serve a later forward
     in_flight_.erase(it);
   }
 
   std::vector<ParameterView> parameters() override { return views_; }
 
-  void zero_gradients() override { backend_->fill_zero(gradients_.data(), gradients_.count()); }
+  void zero_gradients() override { backend_->fill_zero(gradients_, Stream::compute); }
+
+  void parameters_updated() override {
+    if (!compute_values_.empty()) backend_->cast(compute_values_, values_, Stream::compute);
+  }
 
  private:
+  /// dst (i32) = the host indices, uploaded (and waited for: `host` may change after).
+  void upload_indices(Tensor& dst, const std::vector<int32_t>& host) {
+    reuse_or_allocate(dst, *backend_, host.size(), DType::i32);
+    backend_->upload(dst, host.data(), Stream::compute);
+    backend_->synchronize(Stream::compute);
+  }
+
+  /// dst (act) = dst.count() host floats, rounded to the compute dtype.
+  void upload_floats(Tensor& dst, const float* host) {
+    if (act_ == DType::fp32) {
+      backend_->upload(dst, host, Stream::compute);
+    } else {
+      reuse_or_allocate(host_staging_, *backend_, dst.count(), DType::fp32);
+      backend_->upload(host_staging_, host, Stream::compute);
+      backend_->cast(dst, host_staging_, Stream::compute);
+    }
+    backend_->synchronize(Stream::compute);
+  }
+
+  /// host[0, src.count) = src (act) widened to fp32 (exact).
+  void download_floats(float* host, ConstTensorView src) {
+    if (act_ == DType::fp32) {
+      backend_->download(host, src, Stream::compute);
+    } else {
+      reuse_or_allocate(host_staging_, *backend_, src.count, DType::fp32);
+      backend_->cast(host_staging_, src, Stream::compute);
+      backend_->download(host, host_staging_, Stream::compute);
+    }
+    backend_->synchronize(Stream::compute);
+  }
+
   std::size_t rows(const MicroBatchState& s) const {
     return static_cast<std::size_t>(s.samples) * dims_.sequence;
   }
@@ -151,8 +184,9 @@ class GptStage : public StageModule {
                                           std::to_string(o.tp_size));
   }
 
-  /// One flat value buffer and one flat gradient buffer; each parameter is the shard of the
-  /// full tensor initialised from (seed, name).
+  /// One flat fp32 value (master) tensor, one flat fp32 gradient tensor and, for a 16-bit
+  /// compute dtype, one flat copy of the values in it; each parameter is the shard of the full
+  /// tensor initialised from (seed, name).
   void create_parameters() {
     std::vector<std::pair<ParameterSpec, TensorShard>> shards;
     std::size_t total = 0;
@@ -161,8 +195,9 @@ class GptStage : public StageModule {
         shards.emplace_back(spec, shard_layout(spec, options_.tp_rank, options_.tp_size));
         total += shards.back().second.shard_count();
       }
-    values_ = Buffer(*backend_, total);
-    gradients_ = Buffer(*backend_, total);
+    values_ = Tensor(*backend_, total, DType::fp32);
+    gradients_ = Tensor(*backend_, total, DType::fp32);
+    if (act_ != DType::fp32) compute_values_ = Tensor(*backend_, total, act_);
     std::size_t offset = 0;
     std::vector<float> full, shard;
     for (const auto& [spec, layout] : shards) {
@@ -170,14 +205,17 @@ class GptStage : public StageModule {
       shard.resize(layout.shard_count());
       initialize_full(spec, options_.seed, full.data());
       extract_shard(layout, full.data(), shard.data());
-      backend_->upload(values_.data() + offset, shard.data(), shard.size());
-      views_.push_back({spec.name, values_.data() + offset, gradients_.data() + offset,
-                        shard.size(), layout.replicated()});
+      backend_->upload(values_.slice(offset, shard.size()), shard.data(), Stream::compute);
+      backend_->synchronize(Stream::compute);  // `shard` is refilled next
+      views_.push_back({spec.name, values_.slice(offset, shard.size()),
+                        gradients_.slice(offset, shard.size()), shard.size(),
+                        layout.replicated()});
       offset += shard.size();
     }
+    parameters_updated();
     auto find = [&](const std::string& name) {
       for (const ParameterView& v : views_)
-        if (v.name == name) return Param{v.value, v.gradient};
+        if (v.name == name) return param(v);
       return Param{};
     };
     wte_ = find("embedding.wte");
@@ -187,25 +225,34 @@ class GptStage : public StageModule {
     head_w_ = find("head.weight");
   }
 
+  /// The compute-dtype value of a parameter (its master under fp32) and its gradient.
+  Param param(const ParameterView& v) const {
+    if (compute_values_.empty()) return {v.value, v.gradient};
+    const std::size_t offset =
+        (static_cast<const char*>(v.value.data) - static_cast<const char*>(values_.view().data)) /
+        sizeof(float);
+    return {compute_values_.slice(offset, v.count), v.gradient};
+  }
+
   BlockParams block_params(int layer) const {
     std::vector<Param> p;
     for (const ParameterSpec& spec : layer_parameters(dims_, layer))
       for (const ParameterView& v : views_)
-        if (v.name == spec.name) p.push_back({v.value, v.gradient});
+        if (v.name == spec.name) p.push_back(param(v));
     return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11]};
   }
 
   /// Final LN, LM head, summed cross-entropy of the micro-batch.
   double head_forward(MicroBatchState& s) {
     const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
-    reuse_or_allocate(s.head_ln, *backend_, rows(s) * C);
-    reuse_or_allocate(s.head_mean, *backend_, rows(s));
-    reuse_or_allocate(s.head_rstd, *backend_, rows(s));
-    backend_->layernorm_forward(s.head_ln.data(), s.head_mean.data(), s.head_rstd.data(),
-                                s.xs.back().data(), head_ln_w_.value, head_ln_b_.value, n, C);
-    reuse_or_allocate(s.logits, *backend_, rows(s) * V);
-    backend_->linear_forward(s.logits.data(), s.head_ln.data(), head_w_.value, nullptr, n, C, V);
-    return backend_->cross_entropy_forward(s.logits.data(), s.targets.data(), n, V);
+    reuse_or_allocate(s.head_ln, *backend_, rows(s) * C, act_);
+    reuse_or_allocate(s.head_mean, *backend_, rows(s), DType::fp32);
+    reuse_or_allocate(s.head_rstd, *backend_, rows(s), DType::fp32);
+    backend_->layernorm_forward(s.head_ln, s.head_mean, s.head_rstd, s.xs.back(),
+                                head_ln_w_.value, head_ln_b_.value, n, C);
+    reuse_or_allocate(s.logits, *backend_, rows(s) * V, act_);
+    backend_->linear_forward(s.logits, s.head_ln, head_w_.value, ConstTensorView{}, n, C, V);
+    return backend_->cross_entropy_forward(s.logits, s.targets, n, V);
   }
 
   void drop_head_activations(MicroBatchState& s) {
@@ -216,25 +263,26 @@ class GptStage : public StageModule {
   }
 
   /// dx (N, C) += gradient of loss_scale * summed loss w.r.t. the head input.
-  void head_backward(MicroBatchState& s, float* dx, double loss_scale) {
+  void head_backward(MicroBatchState& s, TensorView dx, double loss_scale) {
     if (s.logits.empty()) head_forward(s);  // full recomputation
     const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
-    Buffer dlogits(*backend_, rows(s) * V), dln(*backend_, rows(s) * C);
-    backend_->cross_entropy_backward(dlogits.data(), s.logits.data(), s.targets.data(), n, V,
-                                     loss_scale);
-    backend_->linear_backward(dln.data(), head_w_.grad, nullptr, dlogits.data(),
-                              s.head_ln.data(), head_w_.value, n, C, V);
-    backend_->layernorm_backward(dx, head_ln_w_.grad, head_ln_b_.grad, dln.data(),
-                                 s.xs.back().data(), head_ln_w_.value, s.head_mean.data(),
-                                 s.head_rstd.data(), n, C);
+    Tensor dlogits(*backend_, rows(s) * V, act_), dln(*backend_, rows(s) * C, act_);
+    backend_->cross_entropy_backward(dlogits, s.logits, s.targets, n, V, loss_scale);
+    backend_->linear_backward(dln, head_w_.grad, TensorView{}, dlogits, s.head_ln,
+                              head_w_.value, n, C, V);
+    backend_->layernorm_backward(dx, head_ln_w_.grad, head_ln_b_.grad, dln, s.xs.back(),
+                                 head_ln_w_.value, s.head_mean, s.head_rstd, n, C);
   }
 
   Dims dims_;
   StageModuleOptions options_;
-  std::unique_ptr<Backend> backend_;
+  Backend* backend_;
+  DType act_;  // the compute dtype of activations and compute weights
   bool has_embedding_ = false, has_head_ = false;
   int first_block_ = 1, end_block_ = 1;  // model layers of the blocks held
-  Buffer values_, gradients_;
+  Tensor values_, gradients_;  // fp32 masters and gradients, flat
+  Tensor compute_values_;      // the values in act_; empty under fp32 (the masters serve)
+  Tensor host_staging_;        // fp32 scratch between act_ and host floats
   std::vector<ParameterView> views_;
   Param wte_, wpe_, head_ln_w_, head_ln_b_, head_w_;
   std::vector<Block> blocks_;
@@ -243,7 +291,7 @@ class GptStage : public StageModule {
   /// per step); scratch activations of full recomputation.
   std::vector<MicroBatchState> spare_;
   BlockActivations dropped_;
-  Buffer recomputed_output_, dx_spare_;
+  Tensor recomputed_output_, dx_spare_;
   BlockScratch block_scratch_;  // shared by blocks_ (they run one at a time)
 };
 
@@ -251,12 +299,12 @@ class GptStage : public StageModule {
 }  // namespace gpt
 
 std::unique_ptr<StageModule> make_gpt_stage(const plan::Model& model,
-                                            const StageModuleOptions& options,
+                                            const StageModuleOptions& options, Backend& backend,
                                             Communicator* tp_comm) {
   if (options.tp_size > 1 && (tp_comm == nullptr || tp_comm->size() != options.tp_size))
     throw std::invalid_argument("make_gpt_stage: tp_size " + std::to_string(options.tp_size) +
                                 " needs a tensor-parallel communicator of that size");
-  return std::make_unique<gpt::GptStage>(model, options, tp_comm);
+  return std::make_unique<gpt::GptStage>(model, options, backend, tp_comm);
 }
 
 }  // namespace whale::exec

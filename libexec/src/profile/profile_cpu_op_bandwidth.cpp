@@ -24,25 +24,26 @@ class Buffers {
  public:
   explicit Buffers(Backend& backend) : backend_(backend) {}
   ~Buffers() {
-    for (float* p : owned_) backend_.release(p);
+    for (Tensor& t : owned_) t.reset();
   }
   Buffers(const Buffers&) = delete;
   Buffers& operator=(const Buffers&) = delete;
-  float* make(std::size_t count) {
-    owned_.push_back(backend_.allocate(count));
+  TensorView make(std::size_t count) {
+    owned_.emplace_back(backend_, count, DType::fp32);
     std::vector<float> values(count);
     uint32_t state = 12345;
     for (float& v : values) {
       state = state * 1664525u + 1013904223u;  // a linear congruential generator
       v = static_cast<float>(state >> 8) / static_cast<float>(1u << 24);
     }
-    backend_.upload(owned_.back(), values.data(), count);
+    backend_.upload(owned_.back(), values.data(), Stream::compute);
+    backend_.synchronize();
     return owned_.back();
   }
 
  private:
   Backend& backend_;
-  std::vector<float*> owned_;
+  std::vector<Tensor> owned_;
 };
 
 struct OpClass {
@@ -67,16 +68,22 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
   const std::size_t narrow_count = static_cast<std::size_t>(rows) * channels;
   const std::size_t logits_count = static_cast<std::size_t>(rows) * vocabulary;
   Buffers buf(backend);
-  float* x = buf.make(wide_count);
-  float* y = buf.make(wide_count);
-  float* dy = buf.make(wide_count);
-  float* weight = buf.make(2 * channels);
-  float* stats = buf.make(2 * rows);
-  float* qkv = buf.make(static_cast<std::size_t>(rows) * 3 * channels);
-  float* probs = buf.make(probs_count);
-  float* logits = buf.make(logits_count);
-  float* optimizer = buf.make(4 * parameters);
-  const std::vector<int32_t> targets(rows, 1);
+  const TensorView x = buf.make(wide_count);
+  const TensorView y = buf.make(wide_count);
+  const TensorView dy = buf.make(wide_count);
+  const TensorView weight = buf.make(2 * channels);
+  const TensorView w = weight.slice(0, channels), b = weight.slice(channels, channels);
+  const TensorView stats = buf.make(2 * rows);
+  const TensorView mean = stats.slice(0, rows), rstd = stats.slice(rows, rows);
+  const TensorView qkv = buf.make(static_cast<std::size_t>(rows) * 3 * channels);
+  const TensorView probs = buf.make(probs_count);
+  const TensorView logits = buf.make(logits_count);
+  const TensorView optimizer = buf.make(4 * parameters);
+  auto state = [&](int k) { return optimizer.slice(k * parameters, parameters); };
+  const std::vector<int32_t> host_targets(rows, 1);
+  Tensor targets(backend, host_targets.size(), DType::i32);
+  backend.upload(targets, host_targets.data(), Stream::compute);
+  backend.synchronize();
 
   // Attention core GEMMs (scores and context) as libsim prices them: flops of one op summed
   // over heads and samples, forward once, backward twice.
@@ -87,26 +94,24 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
 
   std::vector<OpClass> classes = {
       {"gelu", 2 * wide_count * kFloatBytes, [&] { backend.gelu_forward(y, x, wide_count); },
-       [&] { backend.gelu_backward(dy, x, y, wide_count); }, 0, {{x, wide_count}}, {{y, wide_count}}},
+       [&] { backend.gelu_backward(dy, x, y, wide_count); }, 0, {{x.as<float>(), wide_count}},
+       {{y.as<float>(), wide_count}}},
       {"layernorm", 2.0 * rows * channels * kFloatBytes,
-       [&] { backend.layernorm_forward(y, stats, stats + rows, x, weight, weight + channels, rows, channels); },
-       [&] {
-         backend.layernorm_backward(dy, weight, weight + channels, y, x, weight, stats,
-                                    stats + rows, rows, channels);
-       },
-       0, {{x, narrow_count}}, {{y, narrow_count}}},
+       [&] { backend.layernorm_forward(y, mean, rstd, x, w, b, rows, channels); },
+       [&] { backend.layernorm_backward(dy, w, b, y, x, w, mean, rstd, rows, channels); },
+       0, {{x.as<float>(), narrow_count}}, {{y.as<float>(), narrow_count}}},
       {"softmax", 2 * probs_count * kFloatBytes,
        [&] { backend.attention_forward(y, probs, qkv, batch, sequence, heads, head_size); },
        [&] { backend.attention_backward(dy, y, qkv, probs, batch, sequence, heads, head_size); },
-       attention_gemm_s, {{qkv, 3 * narrow_count}}, {{y, narrow_count}}},
+       attention_gemm_s, {{qkv.as<float>(), 3 * narrow_count}}, {{y.as<float>(), narrow_count}}},
       {"cross_entropy", 2.0 * rows * vocabulary * kFloatBytes,
-       [&] { backend.cross_entropy_forward(logits, targets.data(), rows, vocabulary); },
-       [&] { backend.cross_entropy_backward(dy, logits, targets.data(), rows, vocabulary, 1.0); },
-       0, {{logits, logits_count}}, {{logits, logits_count}}},  // backward follows at once
+       [&] { backend.cross_entropy_forward(logits, targets, rows, vocabulary); },
+       [&] { backend.cross_entropy_backward(dy, logits, targets, rows, vocabulary, 1.0); },
+       0, {{logits.as<float>(), logits_count}}, {{logits.as<float>(), logits_count}}},  // backward follows at once
       {"adamw", kAdamwBytesPerParameter * parameters,
        [&] {
-         backend.adamw_update(optimizer, optimizer + parameters, optimizer + 2 * parameters,
-                              optimizer + 3 * parameters, parameters, 1e-9, 0.9, 0.95, 1e-8, 0.0, 1);
+         backend.adamw_update(state(0), state(1), state(2), state(3), parameters, 1e-9, 0.9, 0.95,
+                              1e-8, 0.0, 1);
        },
        nullptr, 0, {}, {}},
   };

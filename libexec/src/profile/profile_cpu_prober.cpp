@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "profile/profile_cpu_op_bandwidth.h"
-#include "whale/exec/backend/cpu_backend.h"
+#include "whale/exec/backend/backend_factory.h"
 #include "whale/exec/profile/profile_output.h"
 #include "whale/exec/profile/profile_statistics.h"
 #include "whale/exec/profile/profile_cache_flusher.h"
@@ -51,26 +51,25 @@ struct BlockLinear {
 constexpr BlockLinear kBlockLinears[] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}};
 constexpr int kTokensPerWidth = 2;
 
-/// A buffer of the backend's memory, released by the destructor.
+/// fp32 tensors of the backend, released by the destructor; get() is the host address (the
+/// CPU backend's memory is host memory) for the cache flusher.
 class BackendBuffer {
  public:
-  BackendBuffer(Backend& backend, std::size_t count)
-      : backend_(backend), data_(backend.allocate(count)) {}
-  ~BackendBuffer() { backend_.release(data_); }
-  BackendBuffer(const BackendBuffer&) = delete;
-  BackendBuffer& operator=(const BackendBuffer&) = delete;
-  float* get() const { return data_; }
+  BackendBuffer(Backend& backend, std::size_t count) : tensor_(backend, count, DType::fp32) {}
+  float* get() { return tensor_.view().as<float>(); }
+  TensorView view(std::size_t offset = 0) {
+    return tensor_.slice(offset, tensor_.count() - offset);
+  }
 
  private:
-  Backend& backend_;
-  float* data_;
+  Tensor tensor_;
 };
 
 class CpuProber : public DeviceProber {
  public:
   CpuProber()
       : model_name_(first_field(read_text_file("/proc/cpuinfo"), "model name")),
-        backend_(make_cpu_backend()) {}
+        backend_(make_backend(BackendRequest{})) {}
 
   std::string description() const override {
     return "cpu: " + (model_name_.empty() ? std::string("unknown model") : model_name_) + ", " +
@@ -102,7 +101,7 @@ class CpuProber : public DeviceProber {
 
     BackendBuffer one(*backend_, 3);
     profile.kernel_launch_s = median_call_time_s(
-        [&] { backend_->matmul(false, false, 1, 1, 1, one.get(), one.get() + 1, one.get() + 2, false); },
+        [&] { backend_->matmul(false, false, 1, 1, 1, one.view(0), one.view(1), one.view(2), false); },
         timer);
     progress(format("launch: 1x1x1 matmul call %.3f us", profile.kernel_launch_s * 1e6));
     measure_cpu_op_bandwidth(*backend_, options.quick, cold, flusher_, progress, &profile);
@@ -142,11 +141,11 @@ class CpuProber : public DeviceProber {
         // Hot: the activation x in the forward, the output gradient dy (in y) in both
         // backward products; the weight and the saved x of the weight gradient are cold.
         const std::size_t x_count = static_cast<std::size_t>(m) * k, y_count = static_cast<std::size_t>(m) * n;
-        t += median_call_time_s([&] { backend_->matmul(false, true, m, n, k, x.get(), w.get(), y.get(), false); },
+        t += median_call_time_s([&] { backend_->matmul(false, true, m, n, k, x.view(), w.view(), y.view(), false); },
                                 flusher_.cold_except(timer, {{x.get(), x_count}}));
-        t += median_call_time_s([&] { backend_->matmul(false, false, m, k, n, y.get(), w.get(), x.get(), true); },
+        t += median_call_time_s([&] { backend_->matmul(false, false, m, k, n, y.view(), w.view(), x.view(), true); },
                                 flusher_.cold_except(timer, {{y.get(), y_count}}));
-        t += median_call_time_s([&] { backend_->matmul(true, false, n, k, m, y.get(), x.get(), w.get(), true); },
+        t += median_call_time_s([&] { backend_->matmul(true, false, n, k, m, y.view(), x.view(), w.view(), true); },
                                 flusher_.cold_except(timer, {{y.get(), y_count}}));
         block_flops += 3 * 2.0 * m * n * k;
       }
@@ -182,7 +181,7 @@ class CpuProber : public DeviceProber {
     BackendBuffer src(*backend_, largest / sizeof(float)), dst(*backend_, largest / sizeof(float));
     for (std::size_t bytes = 4096; bytes <= largest; bytes *= 4) {
       const Seconds t = median_call_time_s(
-          [&] { backend_->copy(dst.get(), src.get(), bytes / sizeof(float)); }, timer);
+          [&] { backend_->copy(dst.view().slice(0, bytes / sizeof(float)), src.view().slice(0, bytes / sizeof(float)), Stream::compute); }, timer);
       moved.push_back(2.0 * bytes);  // read + write
       achieved.push_back(2.0 * bytes / t);
       progress(format("copy %.0f KiB: %.2f GB/s (read + write)", bytes / 1024.0,
@@ -209,14 +208,14 @@ class CpuProber : public DeviceProber {
       std::function<void()> run;
     };
     const auto linear = [&](int in, int out) {
-      backend_->linear_forward(y.get(), x.get(), w.get(), nullptr, rows, in, out);
+      backend_->linear_forward(y.view(), x.view(), w.view(), TensorView{}, rows, in, out);
     };
     const std::vector<Op> ops = {
-        {"gelu_forward", [&] { backend_->gelu_forward(y.get(), x.get(), big); }},
+        {"gelu_forward", [&] { backend_->gelu_forward(y.view(), x.view(), big); }},
         {"layernorm_forward",
          [&] {
-           backend_->layernorm_forward(y.get(), stats.get(), stats.get() + rows, x.get(),
-                                       w.get(), w.get() + channels, rows, channels);
+           backend_->layernorm_forward(y.view(), stats.view(), stats.view(rows), x.view(),
+                                       w.view(), w.view(channels), rows, channels);
          }},
         {"linear_forward attention_out", [&] { linear(channels, channels); }},
         {"linear_forward mlp_down", [&] { linear(wide, channels); }},

@@ -7,6 +7,7 @@
 
 #include "runtime/executor_impl.h"
 #include "runtime/executor_optimizer.h"
+#include "whale/exec/backend/backend_factory.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec {
@@ -30,6 +31,22 @@ void check_local_boundaries(const plan::Plan& plan) {
   }
 }
 
+/// The backend this rank needs: the plan's device (its profile's kind and slowdown), or the
+/// CPU when the run asks for one; the plan's precision; the run's thread count.
+BackendRequest backend_request(const plan::Plan& plan, int device,
+                               const ExecutorOptions& options) {
+  const plan::DeviceProfile& profile = plan.cluster.profile_of(device);
+  BackendRequest request;
+  request.plan_file = plan.source_file;
+  request.device_kind = options.cpu_device ? "cpu" : profile.kind;
+  request.device_name = profile.name;
+  request.local_gpu = plan.cluster.devices.at(device).local_index;
+  request.precision = plan.precision;
+  request.threads = options.threads;
+  request.slowdown_factor = profile.slowdown_factor;
+  return request;
+}
+
 }  // namespace
 
 int Executor::Impl::samples(int s) const {
@@ -44,6 +61,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
   im.rank = world.rank();
   im.device = layout.device_of_rank(im.rank);
   im.program = plan::generate_schedule(plan).groups.at(layout.group_of_rank(im.rank));
+  im.backend = make_backend(backend_request(plan, im.device, options));
 
   // Groups are created in one global order (stage, then tp groups, then dp groups), each by
   // its members only, so collective creation cannot deadlock; identical member lists share one
@@ -75,14 +93,13 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.tp_size = stage.tp;
       module_options.recompute = stage.recompute;
       module_options.seed = options.seed;
-      module_options.slowdown_factor = plan.cluster.profile_of(im.device).slowdown_factor;
-      state.module = make_gpt_stage(plan.model, module_options, state.tp);
+      state.module = make_gpt_stage(plan.model, module_options, *im.backend, state.tp);
       state.input_floats = state.module->input_floats_per_sample();
       state.output_floats = state.module->output_floats_per_sample();
       AdamWConfig adamw;
       adamw.learning_rate = options.learning_rate;
-      state.optimizer = std::make_unique<StageOptimizer>(state.module->parameters(), state.dp,
-                                                         stage.shard_optimizer, adamw);
+      state.optimizer = std::make_unique<StageOptimizer>(
+          *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw);
     }
   }
 }

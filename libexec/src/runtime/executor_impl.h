@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/executor_optimizer.h"
+#include "whale/exec/backend/backend.h"
 #include "whale/exec/runtime/executor.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/schedule_program.h"
@@ -42,6 +43,7 @@ struct Executor::Impl {
   int rank = 0;
   int device = 0;
   plan::GroupProgram program;
+  std::unique_ptr<Backend> backend;  // this rank's one backend, shared by its stages
   std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;  // by member world ranks
   std::map<int, StageState> stages;                                  // by stage index
 

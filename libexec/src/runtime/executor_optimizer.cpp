@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "whale/exec/backend/cpu_backend.h"
 
 namespace whale::exec {
 namespace {
@@ -15,28 +14,28 @@ namespace {
 /// module's flat gradient buffer), so that the all-reduce needs no copy; else null.
 float* contiguous_gradients(const std::vector<ParameterView>& parameters) {
   if (parameters.empty()) return nullptr;
-  float* next = parameters.front().gradient;
+  float* next = parameters.front().gradient.as<float>();
   for (const ParameterView& p : parameters) {
-    if (p.gradient != next) return nullptr;
+    if (p.gradient.as<float>() != next) return nullptr;
     next += p.count;
   }
-  return parameters.front().gradient;
+  return parameters.front().gradient.as<float>();
 }
 
 }  // namespace
 
-StageOptimizer::StageOptimizer(std::vector<ParameterView> parameters, Communicator* dp,
-                               bool shard, const AdamWConfig& config)
+StageOptimizer::StageOptimizer(Backend& backend, std::vector<ParameterView> parameters,
+                               Communicator* dp, bool shard, const AdamWConfig& config)
     : parameters_(std::move(parameters)),
       dp_(dp),
       shard_(shard && dp != nullptr),
       config_(config),
-      backend_(make_cpu_backend()) {
+      backend_(backend) {
   for (const ParameterView& p : parameters_) total_ += p.count;
   const std::size_t members = shard_ ? static_cast<std::size_t>(dp_->size()) : 1;
   shard_size_ = (total_ + members - 1) / members;
   shard_begin_ = shard_ ? std::min(total_, shard_size_ * static_cast<std::size_t>(dp_->rank())) : 0;
-  adamw_ = std::make_unique<AdamW>(*backend_, parameters_, shard_begin_, shard_begin_ + shard_size_);
+  adamw_ = std::make_unique<AdamW>(backend_, parameters_, shard_begin_, shard_begin_ + shard_size_);
   contiguous_gradients_ = contiguous_gradients(parameters_);
 }
 
@@ -46,10 +45,12 @@ void StageOptimizer::gather(Field field, std::size_t begin, std::size_t count, f
   std::size_t offset = 0;  // flat index of the current parameter's first element
   for (const ParameterView& p : parameters_) {
     const std::size_t lo = std::max(begin, offset), hi = std::min(begin + count, offset + p.count);
-    const float* source = field == Field::value ? p.value : p.gradient;
-    if (lo < hi) std::copy(source + (lo - offset), source + (hi - offset), flat + (lo - begin));
+    const TensorView source = field == Field::value ? p.value : p.gradient;
+    if (lo < hi)
+      backend_.download(flat + (lo - begin), source.slice(lo - offset, hi - lo), Stream::compute);
     offset += p.count;
   }
+  backend_.synchronize(Stream::compute);
 }
 
 void StageOptimizer::scatter(Field field, std::size_t begin, std::size_t count,
@@ -57,10 +58,12 @@ void StageOptimizer::scatter(Field field, std::size_t begin, std::size_t count,
   std::size_t offset = 0;
   for (const ParameterView& p : parameters_) {
     const std::size_t lo = std::max(begin, offset), hi = std::min(begin + count, offset + p.count);
-    float* target = field == Field::value ? p.value : p.gradient;
-    if (lo < hi) std::copy(flat + (lo - begin), flat + (hi - begin), target + (lo - offset));
+    const TensorView target = field == Field::value ? p.value : p.gradient;
+    if (lo < hi)
+      backend_.upload(target.slice(lo - offset, hi - lo), flat + (lo - begin), Stream::compute);
     offset += p.count;
   }
+  backend_.synchronize(Stream::compute);
 }
 
 void StageOptimizer::reduce_gradients() {
@@ -97,8 +100,9 @@ std::vector<float> StageOptimizer::save_state() const {
   const std::size_t moments = adamw_->state_count();
   std::vector<float> state(total_ + 2 * moments + 1);
   gather(Field::value, 0, total_, state.data());
-  backend_->download(state.data() + total_, adamw_->first_moment(), moments);
-  backend_->download(state.data() + total_ + moments, adamw_->second_moment(), moments);
+  backend_.download(state.data() + total_, adamw_->first_moment(), Stream::compute);
+  backend_.download(state.data() + total_ + moments, adamw_->second_moment(), Stream::compute);
+  backend_.synchronize(Stream::compute);
   state.back() = static_cast<float>(adamw_->step_count());  // exact below 2^24 steps
   return state;
 }
@@ -112,8 +116,9 @@ std::size_t StageOptimizer::load_state(const std::vector<float>& state, std::siz
                                 " remain");
   const float* at = state.data() + offset;
   scatter(Field::value, 0, total_, at);
-  backend_->upload(adamw_->first_moment(), at + total_, moments);
-  backend_->upload(adamw_->second_moment(), at + total_ + moments, moments);
+  backend_.upload(adamw_->first_moment(), at + total_, Stream::compute);
+  backend_.upload(adamw_->second_moment(), at + total_ + moments, Stream::compute);
+  backend_.synchronize(Stream::compute);
   adamw_->set_step_count(static_cast<int>(at[needed - 1]));
   return needed;
 }

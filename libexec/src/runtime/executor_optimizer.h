@@ -17,9 +17,10 @@ namespace whale::exec {
 class StageOptimizer {
  public:
   /// `dp` is the stage's data-parallel group (null for one replica). With `shard`, each
-  /// member keeps the optimizer state of 1/dp of the flattened parameters only.
-  StageOptimizer(std::vector<ParameterView> parameters, Communicator* dp, bool shard,
-                 const AdamWConfig& config);
+  /// member keeps the optimizer state of 1/dp of the flattened parameters only. `backend` holds
+  /// the parameters (the stage module's) and the optimizer state; it must outlive this.
+  StageOptimizer(Backend& backend, std::vector<ParameterView> parameters, Communicator* dp,
+                 bool shard, const AdamWConfig& config);
   ~StageOptimizer();
 
   /// Sums the gradients over the dp group (every replica's gradient is already scaled by
@@ -36,7 +37,8 @@ class StageOptimizer {
   std::size_t load_state(const std::vector<float>& state, std::size_t offset);
 
  private:
-  /// Copies the flat [begin, begin + count) of the gradients (values) to or from `flat`.
+  /// Copies the flat [begin, begin + count) of the gradients (values) to or from `flat` (host
+  /// memory), by the backend's download and upload.
   enum class Field { value, gradient };
   void gather(Field field, std::size_t begin, std::size_t count, float* flat) const;
   void scatter(Field field, std::size_t begin, std::size_t count, const float* flat);
@@ -45,7 +47,7 @@ class StageOptimizer {
   Communicator* dp_ = nullptr;
   bool shard_ = false;
   AdamWConfig config_;
-  std::unique_ptr<Backend> backend_;
+  Backend& backend_;
   std::size_t total_ = 0;        // parameters of the stage shard this rank holds
   std::size_t shard_size_ = 0;   // flat elements per member, padded (total_ when not sharded)
   std::size_t shard_begin_ = 0;  // first flat index of this member's shard

@@ -24,6 +24,7 @@ void Executor::Impl::reduce_gradients(int s) {
 void Executor::Impl::optimizer_step(int s) {
   const auto start = std::chrono::steady_clock::now();
   stage(s).optimizer->step();
+  stage(s).module->parameters_updated();
   record("optimizer", "optimizer s" + std::to_string(s), s, -1, start);
 }
 
@@ -38,7 +39,10 @@ std::vector<float> Executor::save_state() const {
 
 void Executor::load_state(const std::vector<float>& state) {
   std::size_t offset = 0;
-  for (auto& entry : impl_->stages) offset += entry.second.optimizer->load_state(state, offset);
+  for (auto& entry : impl_->stages) {
+    offset += entry.second.optimizer->load_state(state, offset);
+    entry.second.module->parameters_updated();
+  }
   if (offset != state.size())
     throw std::invalid_argument("executor state: " + std::to_string(state.size() - offset) +
                                 " floats left over");
@@ -57,8 +61,11 @@ std::vector<FullParameter> Executor::gather_parameters() {
       if (p.tp_replicated && st.role.tp_rank != 0) continue;
       text += p.name + ' ' + std::to_string(st.role.tp_rank) + ' ' + std::to_string(tp_size) +
               ' ' + std::to_string(p.count);
-      for (std::size_t i = 0; i < p.count; ++i) {
-        std::snprintf(number, sizeof(number), " %.9g", p.value[i]);
+      std::vector<float> values(p.count);
+      impl_->backend->download(values.data(), p.value, Stream::compute);
+      impl_->backend->synchronize(Stream::compute);
+      for (float value : values) {
+        std::snprintf(number, sizeof(number), " %.9g", value);
         text += number;
       }
       text += '\n';

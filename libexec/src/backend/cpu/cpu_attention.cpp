@@ -57,7 +57,7 @@ void causal_softmax_row_backward(float* dp, const float* p, int i, int T, float 
 
 }  // namespace
 
-void CpuBackend::attention_forward(float* out, float* probs, const float* qkv, int batch,
+void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, int batch,
                                    int sequence, int heads, int head_size) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   const int T = sequence;
@@ -78,7 +78,7 @@ void CpuBackend::attention_forward(float* out, float* probs, const float* qkv, i
     }
 }
 
-void CpuBackend::attention_backward(float* dqkv, const float* dout, const float* qkv,
+void Fp32Kernels::attention_backward(float* dqkv, const float* dout, const float* qkv,
                                     const float* probs, int batch, int sequence, int heads,
                                     int head_size) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));

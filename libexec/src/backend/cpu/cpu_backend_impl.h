@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "whale/exec/backend/backend.h"
+#include "whale/exec/backend/tensor.h"
 
 namespace whale::exec::cpu {
 
@@ -64,69 +65,133 @@ inline AlignedArrayMap padded_packets(const float* src, std::size_t n, float* sc
 /// dst (C) += column sums of src (N, C), each summed over the rows in double.
 void add_column_sums(float* dst, const float* src, int rows, int channels);
 
+/// The fp32 kernels of every compute op, on host float pointers (the op's contract in
+/// backend.h, with every tensor fp32 and null for an empty view). CpuBackend widens operands of
+/// other dtypes to fp32 around them (cpu_backend_ops.cpp).
+struct Fp32Kernels {
+  static void matmul(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
+                     const float* b, float* c, bool accumulate);
+  static void linear_forward(float* out, const float* inp, const float* weight,
+                             const float* bias, int rows, int in_channels, int out_channels);
+  static void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                              const float* inp, const float* weight, int rows, int in_channels,
+                              int out_channels);
+  static void bias_add_forward(float* out, const float* bias, int rows, int channels);
+  static void bias_add_backward(float* dbias, const float* dout, int rows, int channels);
+  static void add_forward(float* out, const float* a, const float* b, std::size_t count);
+  static void add_backward(float* da, float* db, const float* dout, std::size_t count);
+  static void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                const float* weight, const float* bias, int rows, int channels);
+  static void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, const float* weight, const float* mean,
+                                 const float* rstd, int rows, int channels);
+  static void gelu_forward(float* out, const float* inp, std::size_t count);
+  static void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t count);
+  static void attention_forward(float* out, float* probs, const float* qkv, int batch,
+                                int sequence, int heads, int head_size);
+  static void attention_backward(float* dqkv, const float* dout, const float* qkv,
+                                 const float* probs, int batch, int sequence, int heads,
+                                 int head_size);
+  static void embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                                const float* wpe, int batch, int sequence, int channels);
+  static void embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                 const int32_t* tokens, int batch, int sequence, int channels);
+  static double cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
+                                      int vocabulary);
+  static void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets,
+                                     int rows, int vocabulary, double scale);
+  static void adamw_update(float* param, const float* grad, float* m, float* v,
+                           std::size_t count, double lr, double beta1, double beta2, double eps,
+                           double weight_decay, int step);
+};
+
 class CpuBackend : public Backend {
  public:
-  CpuBackend() = default;
+  CpuBackend(DType compute, int threads);
   CpuBackend(const CpuBackend&) = delete;
   CpuBackend& operator=(const CpuBackend&) = delete;
   ~CpuBackend() override;
 
   const char* name() const override { return "cpu"; }
+  DType compute_dtype() const override { return compute_; }
+  int threads() const { return threads_; }
 
-  float* allocate(std::size_t count) override;
-  void release(float* data) override;
-  void upload(float* device, const float* host, std::size_t count) override;
-  void download(float* host, const float* device, std::size_t count) override;
-  void copy(float* dst, const float* src, std::size_t count) override;
-  void fill_zero(float* data, std::size_t count) override;
+  void* allocate(std::size_t bytes) override;
+  void release(void* data) override;
+  void upload(TensorView device, const void* host, Stream stream) override;
+  void download(void* host, ConstTensorView device, Stream stream) override;
+  void copy(TensorView dst, ConstTensorView src, Stream stream) override;
+  void cast(TensorView dst, ConstTensorView src, Stream stream) override;
+  void fill_zero(TensorView data, Stream stream) override;
+
+  // Streams run every call at once, in order: events are plain handles.
+  Event create_event() override { return Event{next_event_++}; }
+  void destroy_event(Event) override {}
+  void record_event(Event, Stream) override {}
+  void wait_event(Stream, Event) override {}
+  void synchronize(Stream) override {}
   void synchronize() override {}
+  void* native_stream(Stream) override { return nullptr; }
 
-  void matmul(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
-              float* c, bool accumulate) override;
-  void linear_forward(float* out, const float* inp, const float* weight, const float* bias,
-                      int rows, int in_channels, int out_channels) override;
-  void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                       const float* inp, const float* weight, int rows, int in_channels,
-                       int out_channels) override;
-  void bias_add_forward(float* out, const float* bias, int rows, int channels) override;
-  void bias_add_backward(float* dbias, const float* dout, int rows, int channels) override;
-  void add_forward(float* out, const float* a, const float* b, std::size_t count) override;
-  void add_backward(float* da, float* db, const float* dout, std::size_t count) override;
-
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                         const float* weight, const float* bias, int rows,
+  void matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,
+              ConstTensorView b, TensorView c, bool accumulate) override;
+  void linear_forward(TensorView out, ConstTensorView inp, ConstTensorView weight,
+                      ConstTensorView bias, int rows, int in_channels,
+                      int out_channels) override;
+  void linear_backward(TensorView dinp, TensorView dweight, TensorView dbias,
+                       ConstTensorView dout, ConstTensorView inp, ConstTensorView weight,
+                       int rows, int in_channels, int out_channels) override;
+  void bias_add_forward(TensorView out, ConstTensorView bias, int rows, int channels) override;
+  void bias_add_backward(TensorView dbias, ConstTensorView dout, int rows,
                          int channels) override;
-  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const float* inp, const float* weight, const float* mean,
-                          const float* rstd, int rows, int channels) override;
-  void gelu_forward(float* out, const float* inp, std::size_t count) override;
-  void gelu_backward(float* dinp, const float* inp, const float* dout,
+  void add_forward(TensorView out, ConstTensorView a, ConstTensorView b,
+                   std::size_t count) override;
+  void add_backward(TensorView da, TensorView db, ConstTensorView dout,
+                    std::size_t count) override;
+
+  void layernorm_forward(TensorView out, TensorView mean, TensorView rstd, ConstTensorView inp,
+                         ConstTensorView weight, ConstTensorView bias, int rows,
+                         int channels) override;
+  void layernorm_backward(TensorView dinp, TensorView dweight, TensorView dbias,
+                          ConstTensorView dout, ConstTensorView inp, ConstTensorView weight,
+                          ConstTensorView mean, ConstTensorView rstd, int rows,
+                          int channels) override;
+  void gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) override;
+  void gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
                      std::size_t count) override;
 
-  void attention_forward(float* out, float* probs, const float* qkv, int batch, int sequence,
-                         int heads, int head_size) override;
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
-                          int batch, int sequence, int heads, int head_size) override;
+  void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
+                         int sequence, int heads, int head_size) override;
+  void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
+                          ConstTensorView probs, int batch, int sequence, int heads,
+                          int head_size) override;
 
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                         int batch, int sequence, int channels) override;
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                          int batch, int sequence, int channels) override;
-  double cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
+  void embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
+                         ConstTensorView wpe, int batch, int sequence, int channels) override;
+  void embedding_backward(TensorView dwte, TensorView dwpe, ConstTensorView dout,
+                          ConstTensorView tokens, int batch, int sequence,
+                          int channels) override;
+  double cross_entropy_forward(ConstTensorView logits, ConstTensorView targets, int rows,
                                int vocabulary) override;
-  void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets,
-                              int rows, int vocabulary, double scale) override;
+  void cross_entropy_backward(TensorView dlogits, ConstTensorView logits,
+                              ConstTensorView targets, int rows, int vocabulary,
+                              double scale) override;
 
-  void adamw_update(float* param, const float* grad, float* m, float* v, std::size_t count,
-                    double lr, double beta1, double beta2, double eps, double weight_decay,
-                    int step) override;
+  void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
+                    std::size_t count, double lr, double beta1, double beta2, double eps,
+                    double weight_decay, int step) override;
+  void scale(TensorView data, double factor) override;
+  bool has_non_finite(ConstTensorView data) override;
 
  private:
-  /// Released blocks by float count, reused by allocate (training allocates the same shapes
+  DType compute_;
+  int threads_;
+  int next_event_ = 0;
+  /// Released blocks by byte count, reused by allocate (training allocates the same shapes
   /// every step; fresh pages would cost a page fault each). Freed in the destructor.
-  std::unordered_map<std::size_t, std::vector<float*>> free_blocks_;
-  std::unordered_map<float*, std::size_t> block_counts_;  // every live or free block
-  std::size_t pooled_bytes_ = 0;                          // in free_blocks_
+  std::unordered_map<std::size_t, std::vector<void*>> free_blocks_;
+  std::unordered_map<void*, std::size_t> block_bytes_;  // every live or free block
+  std::size_t pooled_bytes_ = 0;                        // in free_blocks_
 };
 
 }  // namespace whale::exec::cpu

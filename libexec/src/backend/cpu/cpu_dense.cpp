@@ -25,7 +25,7 @@ void gemm_into(MatrixMap& c, const A& a, const B& b, bool accumulate) {
 }
 }  // namespace
 
-void CpuBackend::matmul(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
+void Fp32Kernels::matmul(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
                         const float* b, float* c, bool accumulate) {
   ConstMatrixMap A(a, trans_a ? k : m, trans_a ? m : k);
   ConstMatrixMap B(b, trans_b ? n : k, trans_b ? k : n);
@@ -40,14 +40,14 @@ void CpuBackend::matmul(bool trans_a, bool trans_b, int m, int n, int k, const f
     gemm_into(C, A, B, accumulate);
 }
 
-void CpuBackend::linear_forward(float* out, const float* inp, const float* weight,
+void Fp32Kernels::linear_forward(float* out, const float* inp, const float* weight,
                                 const float* bias, int rows, int in_channels,
                                 int out_channels) {
   matmul(false, true, rows, out_channels, in_channels, inp, weight, out, false);
   if (bias) bias_add_forward(out, bias, rows, out_channels);
 }
 
-void CpuBackend::linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+void Fp32Kernels::linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                  const float* inp, const float* weight, int rows,
                                  int in_channels, int out_channels) {
   if (dinp) matmul(false, false, rows, in_channels, out_channels, dout, weight, dinp, true);
@@ -55,20 +55,20 @@ void CpuBackend::linear_backward(float* dinp, float* dweight, float* dbias, cons
   if (dbias) add_column_sums(dbias, dout, rows, out_channels);
 }
 
-void CpuBackend::bias_add_forward(float* out, const float* bias, int rows, int channels) {
+void Fp32Kernels::bias_add_forward(float* out, const float* bias, int rows, int channels) {
   MatrixMap(out, rows, channels).rowwise() +=
       Eigen::Map<const Eigen::RowVectorXf>(bias, channels);
 }
 
-void CpuBackend::bias_add_backward(float* dbias, const float* dout, int rows, int channels) {
+void Fp32Kernels::bias_add_backward(float* dbias, const float* dout, int rows, int channels) {
   add_column_sums(dbias, dout, rows, channels);
 }
 
-void CpuBackend::add_forward(float* out, const float* a, const float* b, std::size_t count) {
+void Fp32Kernels::add_forward(float* out, const float* a, const float* b, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
 }
 
-void CpuBackend::add_backward(float* da, float* db, const float* dout, std::size_t count) {
+void Fp32Kernels::add_backward(float* da, float* db, const float* dout, std::size_t count) {
   for (float* d : {da, db})
     if (d)
       for (std::size_t i = 0; i < count; ++i) d[i] += dout[i];

@@ -31,7 +31,7 @@ void check_target(int32_t target, int vocabulary) {
 
 }  // namespace
 
-void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte,
+void Fp32Kernels::embedding_forward(float* out, const int32_t* tokens, const float* wte,
                                    const float* wpe, int batch, int sequence, int channels) {
   for (int b = 0; b < batch; ++b)
     for (int t = 0; t < sequence; ++t) {
@@ -43,7 +43,7 @@ void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const floa
     }
 }
 
-void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
+void Fp32Kernels::embedding_backward(float* dwte, float* dwpe, const float* dout,
                                     const int32_t* tokens, int batch, int sequence,
                                     int channels) {
   for (int b = 0; b < batch; ++b)
@@ -59,7 +59,7 @@ void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
     }
 }
 
-double CpuBackend::cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
+double Fp32Kernels::cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
                                          int vocabulary) {
   double total = 0.0;
   for (int r = 0; r < rows; ++r) {
@@ -71,7 +71,7 @@ double CpuBackend::cross_entropy_forward(const float* logits, const int32_t* tar
   return total;
 }
 
-void CpuBackend::cross_entropy_backward(float* dlogits, const float* logits,
+void Fp32Kernels::cross_entropy_backward(float* dlogits, const float* logits,
                                         const int32_t* targets, int rows, int vocabulary,
                                         double scale) {
   for (int r = 0; r < rows; ++r) {

@@ -16,7 +16,7 @@ constexpr float kGeluCubic = 0.044715f;
 // Layernorm: row statistics are float ordered_sums (vectorised, address-independent; a row is
 // at most a few thousand channels); rstd's square root and the per-channel parameter gradients,
 // summed over all rows, are in double.
-void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+void Fp32Kernels::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                                    const float* weight, const float* bias, int rows,
                                    int channels) {
   for (int r = 0; r < rows; ++r) {
@@ -35,7 +35,7 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
   }
 }
 
-void CpuBackend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+void Fp32Kernels::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                     const float* inp, const float* weight, const float* mean,
                                     const float* rstd, int rows, int channels) {
   std::vector<double> dweight_sum(channels, 0.0), dbias_sum(channels, 0.0);
@@ -84,7 +84,7 @@ void for_gelu_chunks(const float* inp, std::size_t count, Op op) {
 }
 }  // namespace
 
-void CpuBackend::gelu_forward(float* out, const float* inp, std::size_t count) {
+void Fp32Kernels::gelu_forward(float* out, const float* inp, std::size_t count) {
   for_gelu_chunks(inp, count, [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin,
                                   std::size_t n) {
     t = 0.5f * x * (1.0f + t);
@@ -92,7 +92,7 @@ void CpuBackend::gelu_forward(float* out, const float* inp, std::size_t count) {
   });
 }
 
-void CpuBackend::gelu_backward(float* dinp, const float* inp, const float* dout,
+void Fp32Kernels::gelu_backward(float* dinp, const float* inp, const float* dout,
                                std::size_t count) {
   for_gelu_chunks(inp, count, [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin,
                                   std::size_t n) {

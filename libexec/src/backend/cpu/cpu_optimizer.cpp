@@ -8,7 +8,7 @@
 
 namespace whale::exec::cpu {
 
-void CpuBackend::adamw_update(float* param, const float* grad, float* m, float* v,
+void Fp32Kernels::adamw_update(float* param, const float* grad, float* m, float* v,
                               std::size_t count, double lr, double beta1, double beta2,
                               double eps, double weight_decay, int step) {
   const double m_correction = 1.0 - std::pow(beta1, step);

@@ -80,9 +80,9 @@ void LtGemmRunner::run(cudaStream_t stream, const GemmCall& call) {
     op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, call.aux);
     op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, g.out.ld);
   }
-  const Layout first(type, g.first), second(type, g.second), out(type, g.out);
+  const Layout first(type, g.first), second(type, g.second), out(data_type(call.out_dtype), g.out);
 
-  const Key key{static_cast<int>(call.dtype), call.tf32, g.trans_first, g.trans_second,
+  const Key key{static_cast<int>(call.dtype), static_cast<int>(call.out_dtype), call.tf32, g.trans_first, g.trans_second,
                 g.beta_one, static_cast<int>(call.epilogue), g.m, g.n, g.k};
   auto cached = algorithms_.find(key);
   if (cached == algorithms_.end()) {

@@ -20,7 +20,8 @@ enum class GemmDtype { kF32, kBF16, kF16 };
 
 /// One row-major GEMM c (m, n) = op(a) op(b) [+ c] (gpu::lt_gemm's contract) with its epilogue.
 struct GemmCall {
-  GemmDtype dtype = GemmDtype::kF32;
+  GemmDtype dtype = GemmDtype::kF32;      // a and b
+  GemmDtype out_dtype = GemmDtype::kF32;  // c (and bias)
   bool tf32 = false;  // fp32 only: TF32 tensor cores (10-bit mantissa products)
   bool trans_a = false, trans_b = false, accumulate = false;
   int m = 0, n = 0, k = 0;
@@ -47,7 +48,7 @@ class LtGemmRunner {
   std::size_t cached_algorithms() const { return algorithms_.size(); }
 
  private:
-  using Key = std::tuple<int, bool, bool, bool, bool, int, int, int, int>;
+  using Key = std::tuple<int, int, bool, bool, bool, bool, int, int, int, int>;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
   std::size_t workspace_bytes_;

@@ -27,29 +27,29 @@ __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T*
 
 /// Block i: distinct token i; threads stride over the channels.
 template <class T>
-__global__ void embedding_token_grad_kernel(T* dwte, const T* dout, const int32_t* bucket_tokens,
+__global__ void embedding_token_grad_kernel(float* dwte, const T* dout, const int32_t* bucket_tokens,
                                             const int32_t* offsets, const int32_t* positions,
                                             int channels) {
   const int i = blockIdx.x;
-  T* row = dwte + static_cast<std::size_t>(bucket_tokens[i]) * channels;
+  float* row = dwte + static_cast<std::size_t>(bucket_tokens[i]) * channels;
   for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-    float sum = to_float(row[c]);
+    float sum = row[c];
     for (int p = offsets[i]; p < offsets[i + 1]; ++p)
       sum += to_float(dout[static_cast<std::size_t>(positions[p]) * channels + c]);
-    row[c] = from_float<T>(sum);
+    row[c] = sum;
   }
 }
 
 /// One thread per (t, c) of dwpe: the batch's rows at position t, in sample order.
 template <class T>
-__global__ void embedding_position_grad_kernel(T* dwpe, const T* dout, int batch, int sequence,
+__global__ void embedding_position_grad_kernel(float* dwpe, const T* dout, int batch, int sequence,
                                                int channels) {
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<std::size_t>(sequence) * channels) return;
-  float sum = to_float(dwpe[i]);
+  float sum = dwpe[i];
   for (int b = 0; b < batch; ++b)
     sum += to_float(dout[static_cast<std::size_t>(b) * sequence * channels + i]);
-  dwpe[i] = from_float<T>(sum);
+  dwpe[i] = sum;
 }
 
 }  // namespace
@@ -66,7 +66,7 @@ void embedding_forward(cudaStream_t stream, T* out, const int32_t* tokens, const
 }
 
 template <class T>
-void embedding_backward(cudaStream_t stream, T* dwte, T* dwpe, const T* dout,
+void embedding_backward(cudaStream_t stream, float* dwte, float* dwpe, const T* dout,
                         const int32_t* bucket_tokens, const int32_t* bucket_offsets,
                         const int32_t* bucket_positions, int distinct, int batch, int sequence,
                         int channels) {
@@ -85,7 +85,7 @@ void embedding_backward(cudaStream_t stream, T* dwte, T* dwpe, const T* dout,
 #define WHALE_INSTANTIATE_EMBEDDING(T)                                                          \
   template void embedding_forward<T>(cudaStream_t, T*, const int32_t*, const T*, const T*, int, \
                                      int, int);                                                 \
-  template void embedding_backward<T>(cudaStream_t, T*, T*, const T*, const int32_t*,          \
+  template void embedding_backward<T>(cudaStream_t, float*, float*, const T*, const int32_t*,  \
                                       const int32_t*, const int32_t*, int, int, int, int);
 WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_EMBEDDING)
 

@@ -30,19 +30,25 @@ void accumulate(cudaStream_t stream, T* dst, const T* src, std::size_t count);
 /// out (N, C) += bias (C).
 template <class T>
 void bias_add_forward(cudaStream_t stream, T* out, const T* bias, int rows, int channels);
-/// dbias (C) += column sums of dout (N, C), in double, rows in order.
+/// dbias (C, fp32) += column sums of dout (N, C), in double, rows in order.
 template <class T>
-void bias_add_backward(cudaStream_t stream, T* dbias, const T* dout, int rows, int channels);
+void bias_add_backward(cudaStream_t stream, float* dbias, const T* dout, int rows, int channels);
 /// dst = src converted (round-to-nearest-even when narrowing).
 template <class Dst, class Src>
 void cast(cudaStream_t stream, Dst* dst, const Src* src, std::size_t count);
+/// data *= factor.
+template <class T>
+void scale(cudaStream_t stream, T* data, float factor, std::size_t count);
+/// *flag = 1 when any element is inf or NaN (flag is device memory, set to 0 by the caller).
+template <class T>
+void find_non_finite(cudaStream_t stream, int* flag, const T* data, std::size_t count);
 
 // ---- layernorm (cuda_norm_kernels.cu) ------------------------------------------------
 template <class T>
 void layernorm_forward(cudaStream_t stream, T* out, float* mean, float* rstd, const T* inp,
                        const T* weight, const T* bias, int rows, int channels);
 template <class T>
-void layernorm_backward(cudaStream_t stream, T* dinp, T* dweight, T* dbias, const T* dout,
+void layernorm_backward(cudaStream_t stream, T* dinp, float* dweight, float* dbias, const T* dout,
                         const T* inp, const T* weight, const float* mean, const float* rstd,
                         int rows, int channels);
 
@@ -52,9 +58,9 @@ template <class T>
 void embedding_forward(cudaStream_t stream, T* out, const int32_t* tokens, const T* wte,
                        const T* wpe, int batch, int sequence, int channels);
 /// The buckets of gpu::token_buckets in device memory: `distinct` tokens, offsets
-/// (distinct + 1) and positions (B*T).
+/// (distinct + 1) and positions (B*T); the gradients are fp32.
 template <class T>
-void embedding_backward(cudaStream_t stream, T* dwte, T* dwpe, const T* dout,
+void embedding_backward(cudaStream_t stream, float* dwte, float* dwpe, const T* dout,
                         const int32_t* bucket_tokens, const int32_t* bucket_offsets,
                         const int32_t* bucket_positions, int distinct, int batch, int sequence,
                         int channels);

@@ -71,7 +71,7 @@ __global__ void layernorm_dinp_kernel(T* dinp, const T* dout, const T* inp, cons
 }
 
 template <class T>
-__global__ void layernorm_params_kernel(T* dweight, T* dbias, const T* dout, const T* inp,
+__global__ void layernorm_params_kernel(float* dweight, float* dbias, const T* dout, const T* inp,
                                         const float* mean, const float* rstd, int rows,
                                         int channels) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -82,8 +82,8 @@ __global__ void layernorm_params_kernel(T* dweight, T* dbias, const T* dout, con
                                to_float(dout[at(r)]));
   });
   const float db = kmath::ordered_row_sum(rows, [&](int r) { return static_cast<double>(to_float(dout[at(r)])); });
-  dweight[c] = from_float<T>(to_float(dweight[c]) + dw);
-  dbias[c] = from_float<T>(to_float(dbias[c]) + db);
+  dweight[c] += dw;
+  dbias[c] += db;
 }
 
 }  // namespace
@@ -99,7 +99,7 @@ void layernorm_forward(cudaStream_t stream, T* out, float* mean, float* rstd, co
 }
 
 template <class T>
-void layernorm_backward(cudaStream_t stream, T* dinp, T* dweight, T* dbias, const T* dout,
+void layernorm_backward(cudaStream_t stream, T* dinp, float* dweight, float* dbias, const T* dout,
                         const T* inp, const T* weight, const float* mean, const float* rstd,
                         int rows, int channels) {
   const kmath::Launch rows_launch = kmath::warp_per_row_launch(rows);
@@ -116,7 +116,7 @@ void layernorm_backward(cudaStream_t stream, T* dinp, T* dweight, T* dbias, cons
 #define WHALE_INSTANTIATE_NORM(T)                                                               \
   template void layernorm_forward<T>(cudaStream_t, T*, float*, float*, const T*, const T*,     \
                                      const T*, int, int);                                      \
-  template void layernorm_backward<T>(cudaStream_t, T*, T*, T*, const T*, const T*, const T*, \
+  template void layernorm_backward<T>(cudaStream_t, T*, float*, float*, const T*, const T*, const T*, \
                                       const float*, const float*, int, int);
 WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_NORM)
 

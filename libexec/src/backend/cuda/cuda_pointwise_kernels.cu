@@ -29,13 +29,13 @@ void launch_elementwise(cudaStream_t stream, std::size_t count, Op op) {
 
 /// One thread per column c: dst[c] += the rows' values in double, in row order.
 template <class T>
-__global__ void column_sum_kernel(T* dst, const T* src, int rows, int channels) {
+__global__ void column_sum_kernel(float* dst, const T* src, int rows, int channels) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= channels) return;
   const float sum = kmath::ordered_row_sum(rows, [&](int r) {
     return static_cast<double>(to_float(src[static_cast<std::size_t>(r) * channels + c]));
   });
-  dst[c] = from_float<T>(to_float(dst[c]) + sum);
+  dst[c] += sum;
 }
 
 }  // namespace
@@ -77,7 +77,7 @@ void bias_add_forward(cudaStream_t stream, T* out, const T* bias, int rows, int 
 }
 
 template <class T>
-void bias_add_backward(cudaStream_t stream, T* dbias, const T* dout, int rows, int channels) {
+void bias_add_backward(cudaStream_t stream, float* dbias, const T* dout, int rows, int channels) {
   const kmath::Launch l = kmath::column_launch(channels);
   if (l.grid_x == 0) return;
   column_sum_kernel<<<l.grid_x, l.block, 0, stream>>>(dbias, dout, rows, channels);
@@ -90,13 +90,29 @@ void cast(cudaStream_t stream, Dst* dst, const Src* src, std::size_t count) {
                      [=] __device__(std::size_t i) { dst[i] = from_float<Dst>(to_float(src[i])); });
 }
 
+template <class T>
+void scale(cudaStream_t stream, T* data, float factor, std::size_t count) {
+  launch_elementwise(stream, count,
+                     [=] __device__(std::size_t i) { data[i] = from_float<T>(to_float(data[i]) * factor); });
+}
+
+template <class T>
+void find_non_finite(cudaStream_t stream, int* flag, const T* data, std::size_t count) {
+  // Every writer stores the same 1: the result does not depend on their order.
+  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
+    if (!isfinite(to_float(data[i]))) *flag = 1;
+  });
+}
+
 #define WHALE_INSTANTIATE_POINTWISE(T)                                                      \
   template void gelu_forward<T>(cudaStream_t, T*, const T*, std::size_t);                  \
   template void gelu_backward<T>(cudaStream_t, T*, const T*, const T*, std::size_t);       \
   template void add_forward<T>(cudaStream_t, T*, const T*, const T*, std::size_t);         \
   template void accumulate<T>(cudaStream_t, T*, const T*, std::size_t);                    \
   template void bias_add_forward<T>(cudaStream_t, T*, const T*, int, int);                 \
-  template void bias_add_backward<T>(cudaStream_t, T*, const T*, int, int);
+  template void bias_add_backward<T>(cudaStream_t, float*, const T*, int, int);                \
+  template void scale<T>(cudaStream_t, T*, float, std::size_t);                            \
+  template void find_non_finite<T>(cudaStream_t, int*, const T*, std::size_t);
 WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_POINTWISE)
 template void cast<float, float>(cudaStream_t, float*, const float*, std::size_t);
 template void cast<__nv_bfloat16, float>(cudaStream_t, __nv_bfloat16*, const float*, std::size_t);

@@ -1,112 +1,170 @@
 // File: backend.h
-// Backend: the tensor ops of a GPT (forward and backward) on one device's memory. The CPU
-// backend (Eigen) implements it; a CUDA backend implements the same table. Callers never
-// branch on the device.
+// Backend: the tensor ops of a GPT (forward and backward) on one device's memory, with its
+// memory, streams and events. The CPU backend (Eigen) is the reference; a CUDA backend
+// implements the same table. Callers never branch on the device.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "whale/exec/backend/dtype.h"
+#include "whale/exec/backend/stream.h"
+#include "whale/exec/backend/tensor.h"
+
 namespace whale::exec {
 
 /// Conventions for every op:
-/// - Float pointers are the backend's memory (host memory for the CPU backend, device memory
-///   for a GPU backend), row-major, with the shape in a comment. Token and target arrays are
-///   HOST memory (int32); a GPU backend copies them.
-/// - Dimensions: N rows (= B*T tokens), B samples, T sequence, C channels, NH heads, HS head
-///   size, V vocabulary.
+/// - Tensors are views of this backend's memory, row-major, with the shape in a comment.
+///   Dimensions: N rows (= B*T tokens), B samples, T sequence, C channels, NH heads, HS head
+///   size, V vocabulary. A view's count must be at least the shape's element count.
+/// - Dtypes (mixed precision as in llm.c and Megatron): "act" tensors (activations and their
+///   gradients) and "weight" tensors used in compute are in the backend's compute_dtype();
+///   GEMMs accumulate in fp32 and round their output once; layernorm statistics (mean, rstd),
+///   softmax and the loss are computed in fp32; parameter gradients (dweight, dbias, dwte, dwpe)
+///   are fp32 and accumulate in fp32; the optimizer's tensors are fp32. Under fp32 every float
+///   tensor is fp32. Token and target tensors are i32 in backend memory (upload them once per
+///   micro-batch). An op given a dtype it does not support throws std::invalid_argument.
+/// - Compute ops run on Stream::compute in issue order.
 /// - Every *_backward op ADDS (+=) into each gradient it writes, inputs and parameters alike;
-///   callers zero a gradient buffer before its first contribution.
-/// - Ops are deterministic: the same inputs give bit-identical outputs.
+///   callers zero a gradient tensor before its first contribution. An empty view skips that
+///   gradient where the op says so.
+/// - Ops are deterministic: the same inputs give bit-identical outputs, whatever the thread
+///   count.
 class Backend {
  public:
   virtual ~Backend() = default;
+  /// "cpu", "cuda:<device>", ...
   virtual const char* name() const = 0;
+  /// The dtype of weights used in compute and of activations (fp32, bf16 or fp16).
+  virtual DType compute_dtype() const = 0;
 
   // ---- memory -------------------------------------------------------------------------
-  /// `count` zero-filled floats of backend memory; never null for count > 0.
-  virtual float* allocate(std::size_t count) = 0;
-  virtual void release(float* data) = 0;
-  virtual void upload(float* device, const float* host, std::size_t count) = 0;
-  virtual void download(float* host, const float* device, std::size_t count) = 0;
-  virtual void copy(float* dst, const float* src, std::size_t count) = 0;
-  virtual void fill_zero(float* data, std::size_t count) = 0;
-  /// Waits until every op issued so far has finished (a no-op on the CPU).
+  /// `bytes` zero-filled bytes of backend memory, aligned for every dtype; never null for
+  /// bytes > 0. Tensor (tensor.h) is the owning handle; prefer it.
+  virtual void* allocate(std::size_t bytes) = 0;
+  /// Frees memory from allocate(); null is a no-op.
+  virtual void release(void* data) = 0;
+  /// device = host[0, device.bytes()), the host bytes in device.dtype. Issued on `stream`; the
+  /// host memory must stay valid and unchanged until that stream is synchronized.
+  virtual void upload(TensorView device, const void* host, Stream stream) = 0;
+  /// host[0, device.bytes()) = device. Issued on `stream`; the host bytes are valid once that
+  /// stream is synchronized.
+  virtual void download(void* host, ConstTensorView device, Stream stream) = 0;
+  /// dst = src; the same dtype and count.
+  virtual void copy(TensorView dst, ConstTensorView src, Stream stream) = 0;
+  /// dst = src converted to dst.dtype (float dtypes, the same count): exact when widening,
+  /// round-to-nearest-even when narrowing (fp16 saturates to inf beyond its range).
+  virtual void cast(TensorView dst, ConstTensorView src, Stream stream) = 0;
+  virtual void fill_zero(TensorView data, Stream stream) = 0;
+
+  // ---- streams and events -------------------------------------------------------------
+  /// A new event, not yet recorded. Events end with the backend or by destroy_event.
+  virtual Event create_event() = 0;
+  virtual void destroy_event(Event event) = 0;
+  /// Marks the point of `stream` after every call issued on it so far.
+  virtual void record_event(Event event, Stream stream) = 0;
+  /// Later calls on `stream` start after the point recorded by `event` (at once when the event
+  /// was never recorded).
+  virtual void wait_event(Stream stream, Event event) = 0;
+  /// Blocks the caller until every call issued on `stream` has finished.
+  virtual void synchronize(Stream stream) = 0;
+  /// Blocks until every call issued on every stream has finished.
   virtual void synchronize() = 0;
+  /// The platform's handle of `stream` (a cudaStream_t for the CUDA backend, for NCCL); null
+  /// on the CPU.
+  virtual void* native_stream(Stream stream) = 0;
 
   // ---- dense algebra ------------------------------------------------------------------
   /// c (m, n) = op(a) * op(b) [+ c when accumulate]; op(a) is (m, k): a is (m, k), or
-  /// (k, m) when trans_a; op(b) is (k, n): b is (k, n), or (n, k) when trans_b.
-  virtual void matmul(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
-                      const float* b, float* c, bool accumulate) = 0;
-  /// out (N, OC) = inp (N, C) * weight(OC, C)^T [+ bias (OC), when not null].
-  virtual void linear_forward(float* out, const float* inp, const float* weight,
-                              const float* bias, int rows, int in_channels,
+  /// (k, m) when trans_a; op(b) is (k, n): b is (k, n), or (n, k) when trans_b. a and b share
+  /// a float dtype; c is any float dtype; fp32 accumulation.
+  virtual void matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,
+                      ConstTensorView b, TensorView c, bool accumulate) = 0;
+  /// out (N, OC) act = inp (N, C) act * weight (OC, C)^T weight [+ bias (OC) weight, when not
+  /// empty].
+  virtual void linear_forward(TensorView out, ConstTensorView inp, ConstTensorView weight,
+                              ConstTensorView bias, int rows, int in_channels,
                               int out_channels) = 0;
-  /// dinp (N, C) += dout * weight (skipped when dinp is null); dweight (OC, C) += dout^T inp;
-  /// dbias (OC) += column sums of dout (skipped when null).
-  virtual void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                               const float* inp, const float* weight, int rows,
-                               int in_channels, int out_channels) = 0;
-  /// out (N, C) += bias (C) on every row.
-  virtual void bias_add_forward(float* out, const float* bias, int rows, int channels) = 0;
-  /// dbias (C) += column sums of dout (N, C).
-  virtual void bias_add_backward(float* dbias, const float* dout, int rows, int channels) = 0;
-  /// out = a + b, `count` elements (out may alias a or b).
-  virtual void add_forward(float* out, const float* a, const float* b, std::size_t count) = 0;
-  /// da += dout; db += dout (either may be null).
-  virtual void add_backward(float* da, float* db, const float* dout, std::size_t count) = 0;
+  /// dinp (N, C) act += dout * weight (skipped when empty); dweight (OC, C) fp32 += dout^T inp;
+  /// dbias (OC) fp32 += column sums of dout (skipped when empty).
+  virtual void linear_backward(TensorView dinp, TensorView dweight, TensorView dbias,
+                               ConstTensorView dout, ConstTensorView inp,
+                               ConstTensorView weight, int rows, int in_channels,
+                               int out_channels) = 0;
+  /// out (N, C) act += bias (C) weight on every row.
+  virtual void bias_add_forward(TensorView out, ConstTensorView bias, int rows,
+                                int channels) = 0;
+  /// dbias (C) fp32 += column sums of dout (N, C) act.
+  virtual void bias_add_backward(TensorView dbias, ConstTensorView dout, int rows,
+                                 int channels) = 0;
+  /// out = a + b, `count` act elements (out may alias a or b).
+  virtual void add_forward(TensorView out, ConstTensorView a, ConstTensorView b,
+                           std::size_t count) = 0;
+  /// da += dout; db += dout (either may be empty); act.
+  virtual void add_backward(TensorView da, TensorView db, ConstTensorView dout,
+                            std::size_t count) = 0;
 
   // ---- normalisation and activation ---------------------------------------------------
-  /// out (N, C) = (inp - mean) * rstd * weight + bias; mean (N), rstd (N) are saved for
-  /// backward. rstd = 1 / sqrt(var + 1e-5), var the biased variance.
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                 const float* weight, const float* bias, int rows,
-                                 int channels) = 0;
-  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                  const float* inp, const float* weight, const float* mean,
-                                  const float* rstd, int rows, int channels) = 0;
+  /// out (N, C) act = (inp (N, C) act - mean) * rstd * weight (C) + bias (C); mean (N) and
+  /// rstd (N) fp32 are saved for backward. rstd = 1 / sqrt(var + 1e-5), var the biased
+  /// variance, all in fp32.
+  virtual void layernorm_forward(TensorView out, TensorView mean, TensorView rstd,
+                                 ConstTensorView inp, ConstTensorView weight,
+                                 ConstTensorView bias, int rows, int channels) = 0;
+  /// dinp (N, C) act, dweight (C) fp32 and dbias (C) fp32 += the gradients.
+  virtual void layernorm_backward(TensorView dinp, TensorView dweight, TensorView dbias,
+                                  ConstTensorView dout, ConstTensorView inp,
+                                  ConstTensorView weight, ConstTensorView mean,
+                                  ConstTensorView rstd, int rows, int channels) = 0;
   /// GELU, tanh approximation (GPT-2): out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-  virtual void gelu_forward(float* out, const float* inp, std::size_t count) = 0;
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout,
+  virtual void gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) = 0;
+  virtual void gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
                              std::size_t count) = 0;
 
   // ---- attention ----------------------------------------------------------------------
-  /// Causal multi-head attention. qkv (B, T, 3*NH*HS) holds [Q | K | V], each head-major
-  /// (head h at columns h*HS..h*HS+HS of its part). probs (B, NH, T, T): the softmax of
-  /// Q K^T / sqrt(HS) with the future masked (zeros above the diagonal), saved for backward.
-  /// out (B, T, NH*HS) = probs * V per head.
-  virtual void attention_forward(float* out, float* probs, const float* qkv, int batch,
-                                 int sequence, int heads, int head_size) = 0;
-  virtual void attention_backward(float* dqkv, const float* dout, const float* qkv,
-                                  const float* probs, int batch, int sequence, int heads,
+  /// Causal multi-head attention. qkv (B, T, 3*NH*HS) act holds [Q | K | V], each head-major
+  /// (head h at columns h*HS..h*HS+HS of its part). probs (B, NH, T, T) act: the softmax
+  /// (in fp32) of Q K^T / sqrt(HS) with the future masked (zeros above the diagonal), saved for
+  /// backward. out (B, T, NH*HS) act = probs * V per head.
+  virtual void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv,
+                                 int batch, int sequence, int heads, int head_size) = 0;
+  /// dqkv (B, T, 3*NH*HS) act += the gradient through attention.
+  virtual void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
+                                  ConstTensorView probs, int batch, int sequence, int heads,
                                   int head_size) = 0;
 
   // ---- embedding and loss -------------------------------------------------------------
-  /// out (B, T, C) = wte[tokens[b, t]] + wpe[t]; tokens (B, T) in host memory.
-  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                 const float* wpe, int batch, int sequence, int channels) = 0;
-  /// dwte (V, C) and dwpe (T, C) += the rows of dout (B, T, C), in token order.
-  virtual void embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                  const int32_t* tokens, int batch, int sequence,
+  /// out (B, T, C) act = wte[tokens[b, t]] + wpe[t]; tokens (B, T) i32; wte (V, C), wpe (T, C)
+  /// weight.
+  virtual void embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
+                                 ConstTensorView wpe, int batch, int sequence,
+                                 int channels) = 0;
+  /// dwte (V, C) and dwpe (T, C) fp32 += the rows of dout (B, T, C) act, in token order.
+  virtual void embedding_backward(TensorView dwte, TensorView dwpe, ConstTensorView dout,
+                                  ConstTensorView tokens, int batch, int sequence,
                                   int channels) = 0;
-  /// Returns the SUM over the N rows of -log softmax(logits (N, V))[target]; targets (N) in
-  /// host memory, each in [0, V).
-  virtual double cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
-                                       int vocabulary) = 0;
-  /// dlogits (N, V) += scale * (softmax(logits) - onehot(target)): the gradient of
+  /// Returns the SUM over the N rows of -log softmax(logits (N, V) act)[target], in fp32 or
+  /// wider; targets (N) i32, each in [0, V). Synchronizes the compute stream.
+  virtual double cross_entropy_forward(ConstTensorView logits, ConstTensorView targets,
+                                       int rows, int vocabulary) = 0;
+  /// dlogits (N, V) act += scale * (softmax(logits) - onehot(target)): the gradient of
   /// scale * the summed loss.
-  virtual void cross_entropy_backward(float* dlogits, const float* logits,
-                                      const int32_t* targets, int rows, int vocabulary,
+  virtual void cross_entropy_backward(TensorView dlogits, ConstTensorView logits,
+                                      ConstTensorView targets, int rows, int vocabulary,
                                       double scale) = 0;
 
-  // ---- optimizer ----------------------------------------------------------------------
-  /// One AdamW step (decoupled weight decay, bias-corrected moments) on `count` elements:
+  // ---- optimizer and mixed precision --------------------------------------------------
+  /// One AdamW step (decoupled weight decay, bias-corrected moments) on `count` fp32 elements:
   /// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr (m^ / (sqrt(v^) + eps) + wd p),
   /// with m^ = m / (1 - b1^step), v^ = v / (1 - b2^step); step >= 1.
-  virtual void adamw_update(float* param, const float* grad, float* m, float* v,
+  virtual void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                             std::size_t count, double lr, double beta1, double beta2,
                             double eps, double weight_decay, int step) = 0;
+  /// data *= factor, element-wise (float dtypes): unscales loss-scaled gradients.
+  virtual void scale(TensorView data, double factor) = 0;
+  /// True when any element of `data` is inf or NaN (loss scaling's overflow check).
+  /// Synchronizes the compute stream.
+  virtual bool has_non_finite(ConstTensorView data) = 0;
 };
 
 }  // namespace whale::exec

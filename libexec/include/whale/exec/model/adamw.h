@@ -35,10 +35,10 @@ class AdamW {
   std::size_t total_count() const { return total_; }
   std::size_t begin() const { return begin_; }
   std::size_t end() const { return end_; }
-  /// The moments of the slice, (end - begin) floats each, in backend memory; write them to
+  /// The moments of the slice, (end - begin) fp32 each, in backend memory; write them to
   /// restore a checkpoint.
-  float* first_moment() { return m_.data(); }
-  float* second_moment() { return v_.data(); }
+  TensorView first_moment() { return m_.view(); }
+  TensorView second_moment() { return v_.view(); }
   std::size_t state_count() const { return end_ - begin_; }
   int step_count() const { return step_; }
   void set_step_count(int step) { step_ = step; }
@@ -47,7 +47,7 @@ class AdamW {
   Backend& backend_;
   std::vector<ParameterView> params_;
   std::size_t total_ = 0, begin_ = 0, end_ = 0;
-  Buffer m_, v_;
+  Tensor m_, v_;  // fp32
   int step_ = 0;
 };
 

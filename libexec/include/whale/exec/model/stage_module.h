@@ -9,11 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "whale/exec/backend/tensor.h"
 #include "whale/plan/model.h"
 #include "whale/plan/plan.h"
 
 namespace whale::exec {
 
+class Backend;
 class Communicator;
 
 /// The tokens of the samples one replica processes in one micro-batch.
@@ -23,11 +25,12 @@ struct MicroBatchTokens {
   std::vector<int32_t> targets;    // [samples, sequence]: inputs shifted by one
 };
 
-/// A flat float buffer of one parameter tensor (this shard's part) and its gradient.
+/// One parameter tensor (this shard's part): its fp32 master value and its fp32 gradient, both
+/// in the stage's backend memory (read them with Backend::download).
 struct ParameterView {
   std::string name;      // e.g. "layers.3.attn.qkv.weight"
-  float* value = nullptr;
-  float* gradient = nullptr;
+  TensorView value;      // fp32 (count)
+  TensorView gradient;   // fp32 (count)
   std::size_t count = 0;
   bool tp_replicated = false;  // identical on every tp rank (layernorm, row-parallel bias)
 };
@@ -42,8 +45,10 @@ class StageModule {
   /// Floats per sample of the activation leaving end_layer-1; 0 for the head (it yields loss).
   virtual std::size_t output_floats_per_sample() const = 0;
 
-  /// Forward of micro-batch `micro_batch`. `input` holds tokens.samples * input floats (ignored
-  /// for the embedding stage); `output` receives tokens.samples * output floats. Returns the
+  /// Forward of micro-batch `micro_batch`. `input` (host memory) holds tokens.samples * input
+  /// floats (ignored for the embedding stage); `output` (host memory) receives tokens.samples *
+  /// output floats. Activations cross stages as fp32 on the host; in a 16-bit compute dtype
+  /// they are values of that dtype, so the round trip is exact. Returns the
   /// summed token cross-entropy of these samples when the stage holds the head, else 0.
   /// Keeps what backward needs (only the input under full recomputation).
   virtual double forward(int micro_batch, const MicroBatchTokens& tokens, const float* input,
@@ -55,8 +60,12 @@ class StageModule {
   virtual void backward(int micro_batch, const float* output_gradient, float* input_gradient,
                         double loss_scale) = 0;
 
+  /// The parameters in a fixed order; their gradients lie back to back in one fp32 tensor.
   virtual std::vector<ParameterView> parameters() = 0;
   virtual void zero_gradients() = 0;
+  /// Call after every change of the fp32 master values (optimizer step, checkpoint load): casts
+  /// them into the compute-dtype copy that forward and backward use (nothing under fp32).
+  virtual void parameters_updated() = 0;
 };
 
 struct StageModuleOptions {
@@ -67,14 +76,15 @@ struct StageModuleOptions {
   plan::Recompute recompute = plan::Recompute::none;
   uint64_t seed = 0;        // initial parameters depend on (seed, layer, name) only, never on
                             // tp/pp/dp, so every plan starts from the same model
-  double slowdown_factor = 1.0;  // emulated slow device: compute time is stretched by this
 };
 
 /// Builds the stage of a gpt-family model (layer indices as plan::Model::layers:
 /// 0 = embedding, 1..num_layers = blocks, num_layers+1 = head). `tp_comm` is the tensor group
-/// (size tp_size), unused when tp_size == 1. Throws whale::Error for other families.
+/// (size tp_size), unused when tp_size == 1. `backend` (from make_backend) holds the
+/// parameters and activations and sets their compute dtype; it must outlive the module.
+/// Throws whale::Error for other families.
 std::unique_ptr<StageModule> make_gpt_stage(const plan::Model& model,
-                                            const StageModuleOptions& options,
+                                            const StageModuleOptions& options, Backend& backend,
                                             Communicator* tp_comm);
 
 }  // namespace whale::exec

@@ -23,6 +23,8 @@ struct ExecutorOptions {
   uint64_t seed = 0;             // initial parameters (the same model under every plan)
   double learning_rate = 1e-3;   // AdamW
   bool record_timeline = false;  // keep the events of each step (last_timeline)
+  int threads = 1;               // CPU threads of this rank's backend (>= 1)
+  bool cpu_device = false;       // run on a CPU backend whatever device the plan gives the rank
 };
 
 /// One parameter of the whole model as the single-device model holds it: its tp shards
@@ -34,7 +36,8 @@ struct FullParameter {
 
 class Executor {
  public:
-  /// Builds this rank's stage modules, communicators (tp and dp groups from the plan; created
+  /// Builds this rank's backend (make_backend: the plan's device of this rank, or the CPU with
+  /// options.cpu_device; the plan's precision), stage modules, communicators (tp and dp groups from the plan; created
   /// collectively: every rank of `world` must construct its Executor at the same time) and
   /// optimizer state. `world` and `transport` span the same ranks as `layout`, and must
   /// outlive the Executor. Throws whale::Error naming the plan for a plan it cannot run
