@@ -28,6 +28,12 @@ int main(int argc, char** argv) {
                  "every full parameter after training (\"name count\", then one value a line)");
   app.add_option("--log-every", o.log_every, "log every K steps (0: none)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", o.threads,
+                 "CPU threads per rank (default: the node's cores divided among its ranks)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--device", o.device,
+                 "cpu: run every rank on a CPU backend, even where the plan gives it a GPU")
+      ->check(CLI::IsMember({"cpu"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -117,6 +117,7 @@ double Executor::train_step(const DataLoader& loader, int64_t step) {
   for (const plan::Instruction& instruction : im.program.instructions)
     im.execute(instruction, loader, step);
   im.transport.wait_sends();
+  im.finish_scaled_step();
   im.inputs.clear();
   im.outputs.clear();
   im.output_grads.clear();
@@ -126,6 +127,31 @@ double Executor::train_step(const DataLoader& loader, int64_t step) {
   const double tokens = static_cast<double>(im.plan.global_batch()) * im.plan.model.sequence;
   return loss[0] / tokens;
 }
+
+void Executor::Impl::finish_scaled_step() {
+  if (!scaler.enabled()) return;
+  std::vector<double> overflow = {0.0};
+  for (auto& entry : stages)
+    for (const ParameterView& p : entry.second.module->parameters())
+      if (backend->has_non_finite(p.gradient)) overflow[0] = 1.0;
+  transport.sum(overflow);
+  const double used_scale = scaler.scale();
+  if (scaler.update(overflow[0] == 0.0)) {
+    for (int s : deferred_steps) {
+      const auto start = Clock::now();
+      for (const ParameterView& p : stage(s).module->parameters())
+        backend->scale(p.gradient, 1.0 / used_scale);
+      stage(s).optimizer->step();
+      stage(s).module->parameters_updated();
+      record("optimizer", "optimizer s" + std::to_string(s), s, -1, start);
+    }
+  }
+  deferred_steps.clear();
+}
+
+int64_t Executor::skipped_steps() const { return impl_->scaler.skipped_steps(); }
+
+double Executor::loss_scale() const { return impl_->scaler.scale(); }
 
 void Executor::Impl::execute(const plan::Instruction& in, const DataLoader& loader,
                              int64_t step) {
@@ -179,7 +205,7 @@ void Executor::Impl::backward(int s, int mb) {
     input_grad->assign(static_cast<std::size_t>(n) * st.input_floats, 0.0f);
   }
   const double loss_scale =
-      1.0 / (static_cast<double>(plan.global_batch()) * plan.model.sequence);
+      scaler.scale() / (static_cast<double>(plan.global_batch()) * plan.model.sequence);
   const auto start = Clock::now();
   st.module->backward(mb, output_grad.empty() ? nullptr : output_grad.data(),
                       input_grad ? input_grad->data() : nullptr, loss_scale);

@@ -12,6 +12,7 @@
 
 #include "runtime/executor_optimizer.h"
 #include "whale/exec/backend/backend.h"
+#include "whale/exec/runtime/loss_scaler.h"
 #include "whale/exec/runtime/executor.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/schedule_program.h"
@@ -53,6 +54,8 @@ struct Executor::Impl {
   std::map<BufferKey, std::vector<float>> output_grads;  // gradient of the stage's output
   std::map<BufferKey, std::vector<float>> input_grads;   // gradient of the stage's input
   double loss_sum = 0;                                   // summed token cross-entropy here
+  LossScaler scaler{plan.precision == plan::Precision::fp16};  // fp16 only; else scale 1
+  std::vector<int> deferred_steps;  // stages whose optimizer step waits for the overflow check
   std::vector<plan::TimelineEvent>* timeline = nullptr;
   std::chrono::steady_clock::time_point step_start;
 
@@ -76,6 +79,9 @@ struct Executor::Impl {
   // executor_update.cpp
   void reduce_gradients(int s);
   void optimizer_step(int s);
+  /// Loss scaling: after the program, agrees with every rank whether all gradients are finite,
+  /// then unscales them and runs the deferred optimizer steps, or skips them all.
+  void finish_scaled_step();
   /// Records [start, now) on `lane` when a timeline is kept.
   void record(const char* lane, const std::string& name, int s, int mb,
               std::chrono::steady_clock::time_point start);

@@ -22,6 +22,10 @@ void Executor::Impl::reduce_gradients(int s) {
 }
 
 void Executor::Impl::optimizer_step(int s) {
+  if (scaler.enabled()) {  // after the overflow check of the whole step (finish_scaled_step)
+    deferred_steps.push_back(s);
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
   stage(s).optimizer->step();
   stage(s).module->parameters_updated();
@@ -34,17 +38,30 @@ std::vector<float> Executor::save_state() const {
     const std::vector<float> part = entry.second.optimizer->save_state();
     state.insert(state.end(), part.begin(), part.end());
   }
+  const LossScaler& scaler = impl_->scaler;
+  if (scaler.enabled()) {  // a power of two and counts below 2^24: exact as floats
+    state.push_back(static_cast<float>(scaler.scale()));
+    state.push_back(static_cast<float>(scaler.good_steps()));
+    state.push_back(static_cast<float>(scaler.skipped_steps()));
+  }
   return state;
 }
 
 void Executor::load_state(const std::vector<float>& state) {
   std::size_t offset = 0;
+  std::size_t end = state.size();
+  if (impl_->scaler.enabled()) {
+    if (end < 3) throw std::invalid_argument("executor state: no loss scaler state");
+    end -= 3;
+    impl_->scaler.restore(state[end], static_cast<int64_t>(state[end + 1]),
+                          static_cast<int64_t>(state[end + 2]));
+  }
   for (auto& entry : impl_->stages) {
     offset += entry.second.optimizer->load_state(state, offset);
     entry.second.module->parameters_updated();
   }
-  if (offset != state.size())
-    throw std::invalid_argument("executor state: " + std::to_string(state.size() - offset) +
+  if (offset != end)
+    throw std::invalid_argument("executor state: " + std::to_string(end - offset) +
                                 " floats left over");
 }
 

@@ -10,19 +10,26 @@
 namespace whale::exec {
 
 std::string format_log_line(const StepRecord& r, int64_t steps) {
-  char line[160];
-  std::snprintf(line, sizeof(line), "step %lld/%lld  loss %.6f  step_time %.4f s  tokens/s %.0f",
-                static_cast<long long>(r.step), static_cast<long long>(steps), r.loss,
-                r.step_time_s, r.tokens_per_s);
+  char line[200];
+  int n = std::snprintf(line, sizeof(line),
+                        "step %lld/%lld  loss %.6f  step_time %.4f s  tokens/s %.0f",
+                        static_cast<long long>(r.step), static_cast<long long>(steps), r.loss,
+                        r.step_time_s, r.tokens_per_s);
+  if (r.skipped_steps >= 0 && n > 0 && n < static_cast<int>(sizeof(line)))
+    std::snprintf(line + n, sizeof(line) - n, "  skipped %lld  loss_scale %.0f",
+                  static_cast<long long>(r.skipped_steps), r.loss_scale);
   return line;
 }
 
 std::string format_metrics_line(const StepRecord& r) {
-  char line[200];
-  std::snprintf(line, sizeof(line),
-                "{\"step\":%lld,\"loss\":%.17g,\"step_time_s\":%.6g,\"tokens_per_s\":%.6g}",
-                static_cast<long long>(r.step), r.loss, r.step_time_s, r.tokens_per_s);
-  return line;
+  char line[260];
+  int n = std::snprintf(line, sizeof(line),
+                        "{\"step\":%lld,\"loss\":%.17g,\"step_time_s\":%.6g,\"tokens_per_s\":%.6g",
+                        static_cast<long long>(r.step), r.loss, r.step_time_s, r.tokens_per_s);
+  if (r.skipped_steps >= 0 && n > 0 && n < static_cast<int>(sizeof(line)))
+    n += std::snprintf(line + n, sizeof(line) - n, ",\"skipped_steps\":%lld,\"loss_scale\":%.17g",
+                       static_cast<long long>(r.skipped_steps), r.loss_scale);
+  return std::string(line) + "}";
 }
 
 std::ofstream open_output(const std::string& path) {

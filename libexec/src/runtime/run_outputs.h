@@ -20,11 +20,15 @@ struct StepRecord {
   double loss = 0;
   double step_time_s = 0;
   double tokens_per_s = 0;
+  int64_t skipped_steps = -1;  // fp16 loss scaling: steps skipped so far; -1 without it
+  double loss_scale = 1;       // fp16 loss scaling: the scale of the next step
 };
 
-/// "step 5/20  loss 5.123456  step_time 0.0123 s  tokens/s 20812"
+/// "step 5/20  loss 5.123456  step_time 0.0123 s  tokens/s 20812", then with loss scaling
+/// "  skipped 2  loss_scale 32768"
 std::string format_log_line(const StepRecord& record, int64_t steps);
-/// {"step":5,"loss":5.1234567890123456,"step_time_s":0.0123,"tokens_per_s":20812.3}
+/// {"step":5,"loss":5.1234567890123456,"step_time_s":0.0123,"tokens_per_s":20812.3}, with
+/// ,"skipped_steps":2,"loss_scale":32768 before the brace under loss scaling
 std::string format_metrics_line(const StepRecord& record);
 
 /// Opens `path` for writing; throws whale::Error naming it when it cannot.

@@ -16,6 +16,7 @@
 #include "whale/exec/runtime/executor.h"
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/runtime/rank_layout.h"
+#include "whale/exec/runtime/rank_threads.h"
 #include "whale/exec/runtime/run_signals.h"
 #include "whale/exec/comm/run_transport.h"
 #include "whale/plan/error.h"
@@ -72,6 +73,14 @@ void run_training(const RunOptions& options, std::ostream& log) {
   executor_options.seed = seed;
   executor_options.learning_rate = options.learning_rate;
   executor_options.record_timeline = !options.trace_file.empty();
+  if (!options.device.empty() && options.device != "cpu")
+    throw Error("", "--device", "\"cpu\", got \"" + options.device + "\"",
+                "leave --device out to run on the plan's devices");
+  executor_options.cpu_device = options.device == "cpu";
+  if (options.threads < 0)
+    throw Error("", "--threads", "a thread count >= 1, got " + std::to_string(options.threads),
+                "leave it out for the node's cores divided among its ranks");
+  executor_options.threads = options.threads > 0 ? options.threads : default_rank_threads();
   Executor executor(plan, layout, *world, *transport, executor_options);
   int64_t first_step = 0;
   if (resumed) {
@@ -92,7 +101,12 @@ void run_training(const RunOptions& options, std::ostream& log) {
   if (root)
     log << "whale-run: " << plan.source_file << " on " << transport->size() << " rank(s), "
         << plan.global_batch() << " samples x " << plan.model.sequence << " tokens per step, "
-        << "steps " << first_step + 1 << ".." << options.steps << "\n";
+        << "steps " << first_step + 1 << ".." << options.steps << ", "
+        << plan::to_string(plan.precision) << ", " << executor_options.threads
+        << " thread(s) per rank\n";
+  if (root && executor_options.cpu_device)
+    log << "whale-run: note: --device cpu: every rank runs on a CPU backend, whatever device "
+           "the plan gives it\n";
   int64_t step = first_step;
   int64_t saved_step = resumed ? first_step : -1;
   while (step < options.steps) {
@@ -102,6 +116,10 @@ void run_training(const RunOptions& options, std::ostream& log) {
     record.step_time_s = std::chrono::duration<double>(Clock::now() - start).count();
     record.tokens_per_s = tokens_per_step / record.step_time_s;
     record.step = ++step;
+    if (plan.precision == plan::Precision::fp16) {
+      record.skipped_steps = executor.skipped_steps();
+      record.loss_scale = executor.loss_scale();
+    }
     if (root && options.log_every > 0 && (step % options.log_every == 0 || step == options.steps))
       log << format_log_line(record, options.steps) << std::endl;
     if (root && metrics.is_open()) metrics << format_metrics_line(record) << std::endl;

@@ -57,6 +57,11 @@ class Executor {
   /// after a barrier, when options.record_timeline.
   const std::vector<plan::TimelineEvent>& last_timeline() const { return timeline_; }
 
+  /// fp16 dynamic loss scaling (LossScaler): steps skipped so far for inf/NaN gradients, and
+  /// the scale of the next step; 0 and 1 under other precisions.
+  int64_t skipped_steps() const;
+  double loss_scale() const;
+
   /// This rank's parameters and optimizer state, flat, for a checkpoint.
   std::vector<float> save_state() const;
   /// Restores save_state()'s output; throws std::invalid_argument on a size mismatch.

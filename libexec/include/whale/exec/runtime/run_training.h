@@ -22,6 +22,8 @@ struct RunOptions {
   std::string trace_file;           // Chrome trace of the last step
   std::string dump_params_file;     // per-parameter summary after training
   int64_t log_every = 1;            // 0 = no per-step log lines
+  int threads = 0;                  // CPU threads per rank; 0 = cores / ranks on the node
+  std::string device;               // "" = the plan's devices; "cpu" = CPU ranks on purpose
 };
 
 /// Trains as `options` says on every rank of MPI_COMM_WORLD (MPI must be initialised).
