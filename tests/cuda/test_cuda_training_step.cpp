@@ -75,7 +75,9 @@ TEST_CASE("one fp32 training step of the tiny model on the GPU equals the CPU's"
   const StepResult gpu = train_step(model, tokens, *be.gpu);
   CHECK(gpu.loss == doctest::Approx(cpu.loss).epsilon(kDeviceFp32Tolerance));
   REQUIRE(gpu.gradients.size() == cpu.gradients.size());
-  for (const auto& [name, grad] : cpu.gradients) {
+  for (const auto& entry : cpu.gradients) {
+    const std::string& name = entry.first;  // not a structured binding: INFO captures it
+    const std::vector<float>& grad = entry.second;
     INFO(name);
     CHECK(normwise_error(gpu.gradients.at(name), grad) <= 1e-4);
     // Adam's first step moves each element by about lr times the sign of its gradient, so an
