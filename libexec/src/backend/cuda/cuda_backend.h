@@ -1,8 +1,10 @@
 // File: cuda_backend.h
 // Private: the CUDA backend's constructor, called by make_backend (backend_factory.cpp) for a
-// GPU device. Implemented under backend/cuda/ and compiled only when WHALE_HAVE_CUDA.
+// GPU device, and by the device tests. Implemented under backend/cuda/ and compiled only when
+// WHALE_HAVE_CUDA.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
 #include "whale/exec/backend/backend.h"
@@ -10,8 +12,23 @@
 
 namespace whale::exec {
 
+struct CudaBackendOptions {
+  int device = 0;                      // CUDA device ordinal
+  DType compute_dtype = DType::fp32;   // fp32, bf16 or fp16
+  /// fp32 GEMMs on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32): the plan's tf32 precision.
+  bool tf32 = false;
+  /// Bytes of the rank's memory arena, allocated once up front; 0 takes 90% of the device's
+  /// free memory at construction.
+  std::size_t arena_bytes = 0;
+};
+
 /// A Backend on GPU request.local_gpu computing in compute_dtype(request.precision), with its
 /// own compute, communication and copy streams. Throws whale::Error when the GPU is missing.
 std::unique_ptr<Backend> make_cuda_backend(const BackendRequest& request);
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
+
+/// The peak of arena bytes in use since construction, for a backend from make_cuda_backend
+/// (0 for any other backend).
+std::size_t cuda_backend_peak_bytes(const Backend& backend);
 
 }  // namespace whale::exec

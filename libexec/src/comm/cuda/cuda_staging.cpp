@@ -2,7 +2,7 @@
 // CudaStaging: the host bridge's copies between one GPU's memory and host memory.
 #include <cuda_runtime.h>
 
-#include "profile/cuda/profile_cuda_check.h"
+#include "backend/cuda/cuda_check.h"
 #include "whale/exec/comm/nccl_communicator.h"
 
 namespace whale::exec {

@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "profile/cuda/profile_cuda_check.h"
+#include "backend/cuda/cuda_check.h"
 #include "whale/exec/comm/mpi_communicator.h"
 
 namespace whale::exec {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "profile/cuda/profile_cuda_check.h"
+#include "backend/cuda/cuda_check.h"
 
 namespace whale::exec {
 

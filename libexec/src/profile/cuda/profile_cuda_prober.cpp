@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "profile/cuda/profile_cuda_buffer.h"
+#include "backend/cuda/cuda_check.h"
 #include "profile/cuda/profile_cublaslt_gemm.h"
-#include "profile/cuda/profile_cuda_check.h"
 #include "profile/cuda/profile_cuda_factory.h"
 #include "profile/cuda/profile_cuda_kernels.h"
 #include "profile/cuda/profile_cupti_collector.h"

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "profile/cuda/profile_cuda_check.h"
+#include "backend/cuda/cuda_check.h"
 #include "whale/exec/profile/profile_statistics.h"
 
 namespace whale::exec {

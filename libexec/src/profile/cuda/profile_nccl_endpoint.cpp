@@ -4,7 +4,7 @@
 #include <mpi.h>
 
 #include "profile/cuda/profile_cuda_buffer.h"
-#include "profile/cuda/profile_cuda_check.h"
+#include "backend/cuda/cuda_check.h"
 #include "profile/cuda/profile_cuda_factory.h"
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/comm/nccl_communicator.h"

@@ -1,6 +1,6 @@
-// File: profile_cuda_check.cpp
+// File: cuda_check.cpp
 // The failure path of the GPU check macros.
-#include "profile/cuda/profile_cuda_check.h"
+#include "backend/cuda/cuda_check.h"
 
 #include <stdexcept>
 #include <string>

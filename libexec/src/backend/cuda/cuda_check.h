@@ -1,5 +1,6 @@
-// File: profile_cuda_check.h
-// Check macros for CUDA runtime, cuBLAS, NCCL and CUPTI calls: a failure throws
+// File: cuda_check.h
+// Check macros for every CUDA runtime, cuBLAS(Lt), NCCL and CUPTI call of libexec (the backend,
+// the communicators and the profiler): a failure throws
 // std::runtime_error naming the library's error string, the call, the file and the line.
 #pragma once
 

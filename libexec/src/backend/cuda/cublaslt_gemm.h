@@ -1,0 +1,58 @@
+// File: cublaslt_gemm.h
+// GEMMs through cuBLASLt: fp32, bf16 or fp16 operands with fp32 accumulation
+// (CUBLAS_COMPUTE_32F; fp32 may opt into TF32, CUBLAS_COMPUTE_32F_FAST_TF32), optional
+// epilogues (bias, GELU with bias, GELU with bias and aux, DGELU, bias gradient), the
+// heuristic's first algorithm cached per shape, one workspace owned by the caller.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <map>
+#include <tuple>
+
+#include "backend/gpu_host/gemm_layout.h"
+
+namespace whale::exec::cuda {
+
+enum class GemmDtype { kF32, kBF16, kF16 };
+
+/// One row-major GEMM c (m, n) = op(a) op(b) [+ c] (gpu::lt_gemm's contract) with its epilogue.
+struct GemmCall {
+  GemmDtype dtype = GemmDtype::kF32;      // a and b
+  GemmDtype out_dtype = GemmDtype::kF32;  // c (and bias)
+  bool tf32 = false;  // fp32 only: TF32 tensor cores (10-bit mantissa products)
+  bool trans_a = false, trans_b = false, accumulate = false;
+  int m = 0, n = 0, k = 0;
+  gpu::GemmEpilogue epilogue = gpu::GemmEpilogue::kNone;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  const void* bias = nullptr;  // kBias, kGeluBias, kGeluAuxBias: n entries, dtype of c
+  void* bias_grad = nullptr;   // kBGradB (written): the sums of op(a) (m, k) over k, m entries
+  void* aux = nullptr;         // kGeluAuxBias (written), kDGelu (read): (m, n) row-major
+};
+
+class LtGemmRunner {
+ public:
+  /// `workspace` (device memory of workspace_bytes) must outlive the runner.
+  LtGemmRunner(void* workspace, std::size_t workspace_bytes);
+  ~LtGemmRunner();
+  LtGemmRunner(const LtGemmRunner&) = delete;
+  LtGemmRunner& operator=(const LtGemmRunner&) = delete;
+
+  /// Issues the GEMM on `stream`. Throws (WHALE_CUBLAS_CHECK) when cuBLASLt has no algorithm.
+  void run(cudaStream_t stream, const GemmCall& call);
+  /// Shapes whose algorithm is cached.
+  std::size_t cached_algorithms() const { return algorithms_.size(); }
+
+ private:
+  using Key = std::tuple<int, int, bool, bool, bool, bool, int, int, int, int>;
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_;
+  std::size_t workspace_bytes_;
+  std::map<Key, cublasLtMatmulAlgo_t> algorithms_;
+};
+
+}  // namespace whale::exec::cuda

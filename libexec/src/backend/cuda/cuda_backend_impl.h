@@ -1,0 +1,126 @@
+// File: cuda_backend_impl.h
+// Private: the CudaBackend class: the Backend's ops on one GPU. Compute ops run on the compute
+// stream; memory ops on the stream they name; three blocking CUDA streams (compute,
+// communication, copy); events are cudaEvent_t. Memory from a CudaArena, GEMMs through
+// cuBLASLt, everything else by the kernels of cuda_kernels.h. Memory and streams are defined in
+// cuda_backend.cpp, the ops in cuda_backend_ops.cpp.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cublaslt_gemm.h"
+#include "backend/cuda/cuda_arena.h"
+#include "backend/cuda/cuda_backend.h"
+
+namespace whale::exec::cuda {
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(const CudaBackendOptions& options);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  const char* name() const override { return name_.c_str(); }
+  DType compute_dtype() const override { return options_.compute_dtype; }
+  std::size_t peak_bytes() const { return arena_->peak_bytes(); }
+
+  void* allocate(std::size_t bytes) override;
+  void release(void* data) override;
+  void upload(TensorView device, const void* host, Stream stream) override;
+  void download(void* host, ConstTensorView device, Stream stream) override;
+  void copy(TensorView dst, ConstTensorView src, Stream stream) override;
+  void cast(TensorView dst, ConstTensorView src, Stream stream) override;
+  void fill_zero(TensorView data, Stream stream) override;
+
+  Event create_event() override;
+  void destroy_event(Event event) override;
+  void record_event(Event event, Stream stream) override;
+  void wait_event(Stream stream, Event event) override;
+  void synchronize(Stream stream) override;
+  void synchronize() override;
+  void* native_stream(Stream stream) override { return cuda_stream(stream); }
+
+  void matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,
+              ConstTensorView b, TensorView c, bool accumulate) override;
+  void linear_forward(TensorView out, ConstTensorView inp, ConstTensorView weight,
+                      ConstTensorView bias, int rows, int in_channels, int out_channels) override;
+  void linear_backward(TensorView dinp, TensorView dweight, TensorView dbias, ConstTensorView dout,
+                       ConstTensorView inp, ConstTensorView weight, int rows, int in_channels,
+                       int out_channels) override;
+  void bias_add_forward(TensorView out, ConstTensorView bias, int rows, int channels) override;
+  void bias_add_backward(TensorView dbias, ConstTensorView dout, int rows, int channels) override;
+  void add_forward(TensorView out, ConstTensorView a, ConstTensorView b, std::size_t count) override;
+  void add_backward(TensorView da, TensorView db, ConstTensorView dout, std::size_t count) override;
+
+  void layernorm_forward(TensorView out, TensorView mean, TensorView rstd, ConstTensorView inp,
+                         ConstTensorView weight, ConstTensorView bias, int rows,
+                         int channels) override;
+  void layernorm_backward(TensorView dinp, TensorView dweight, TensorView dbias,
+                          ConstTensorView dout, ConstTensorView inp, ConstTensorView weight,
+                          ConstTensorView mean, ConstTensorView rstd, int rows,
+                          int channels) override;
+  void gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) override;
+  void gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
+                     std::size_t count) override;
+
+  void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
+                         int sequence, int heads, int head_size) override;
+  void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
+                          ConstTensorView probs, int batch, int sequence, int heads,
+                          int head_size) override;
+
+  void embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
+                         ConstTensorView wpe, int batch, int sequence, int channels) override;
+  void embedding_backward(TensorView dwte, TensorView dwpe, ConstTensorView dout,
+                          ConstTensorView tokens, int batch, int sequence, int channels) override;
+  double cross_entropy_forward(ConstTensorView logits, ConstTensorView targets, int rows,
+                               int vocabulary) override;
+  void cross_entropy_backward(TensorView dlogits, ConstTensorView logits, ConstTensorView targets,
+                              int rows, int vocabulary, double scale) override;
+
+  void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
+                    std::size_t count, double lr, double beta1, double beta2, double eps,
+                    double weight_decay, int step) override;
+  void scale(TensorView data, double factor) override;
+  bool has_non_finite(ConstTensorView data) override;
+
+ private:
+  /// Arena memory for the duration of one op on the compute stream, released in stream order
+  /// (the next op on the same stream may reuse it).
+  class Scratch {
+   public:
+    Scratch(CudaArena& arena, std::size_t bytes) : arena_(arena), data_(arena.allocate(bytes)) {}
+    ~Scratch() { arena_.release(data_); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    template <class T>
+    T* as() const { return static_cast<T*>(data_); }
+
+   private:
+    CudaArena& arena_;
+    void* data_;
+  };
+
+  cudaStream_t cuda_stream(Stream stream) const;
+  cudaStream_t compute() const { return streams_[0]; }
+  /// c = op(a) op(b) [+ c] [+ bias] through cuBLASLt.
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a, ConstTensorView b,
+            TensorView c, bool accumulate, ConstTensorView bias);
+
+  CudaBackendOptions options_;
+  std::string name_;
+  cudaStream_t streams_[3] = {nullptr, nullptr, nullptr};  // compute, communication, copy
+  cudaEvent_t release_events_[2] = {nullptr, nullptr};     // see release()
+  std::vector<cudaEvent_t> events_;                         // by Event::id; null once destroyed
+  std::unique_ptr<CudaArena> arena_;
+  void* workspace_ = nullptr;  // cuBLASLt's, from the arena
+  std::unique_ptr<LtGemmRunner> gemm_;
+};
+
+}  // namespace whale::exec::cuda

@@ -1,0 +1,341 @@
+// File: cuda_backend_ops.cpp
+// The CUDA backend's ops: GEMMs through cuBLASLt (bias fused as an epilogue), everything else
+// through the kernels of cuda_kernels.h, instantiated for the tensors' dtype, all on the
+// compute stream (see cuda_backend_impl.h and the contracts in backend.h).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/gpu_host/adamw_chunks.h"
+#include "backend/gpu_host/token_buckets.h"
+
+namespace whale::exec::cuda {
+namespace {
+
+/// Calls op(T{}) with T the storage type of `dtype` (float, __nv_bfloat16, __half).
+template <class Op>
+void by_dtype(DType dtype, const char* what, Op op) {
+  switch (dtype) {
+    case DType::fp32: op(float{}); return;
+    case DType::bf16: op(__nv_bfloat16{}); return;
+    case DType::fp16: op(__half{}); return;
+    case DType::i32: break;
+  }
+  throw std::invalid_argument(std::string("CUDA backend ") + what + ": a float dtype, got " +
+                              dtype_name(dtype));
+}
+
+void expect_dtype(ConstTensorView view, DType dtype, const char* what) {
+  if (!view.empty() && view.dtype != dtype)
+    throw std::invalid_argument(std::string("CUDA backend ") + what + ": expected " +
+                                dtype_name(dtype) + ", got " + dtype_name(view.dtype));
+}
+
+GemmDtype gemm_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return GemmDtype::kBF16;
+    case DType::fp16: return GemmDtype::kF16;
+    default: return GemmDtype::kF32;
+  }
+}
+
+template <class T>
+T* data(TensorView v) { return v.as<T>(); }
+template <class T>
+const T* data(ConstTensorView v) { return v.as<T>(); }
+
+}  // namespace
+
+void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,
+                       ConstTensorView b, TensorView c, bool accumulate, ConstTensorView bias) {
+  if (m == 0 || n == 0) return;
+  expect_dtype(b, a.dtype, "matmul b");
+  if (k == 0) {  // an empty product: c = 0 (+ bias), or c unchanged when accumulating
+    if (!accumulate) fill_zero(c.slice(0, static_cast<std::size_t>(m) * n), Stream::compute);
+    if (!bias.empty()) bias_add_forward(c, bias, m, n);
+    return;
+  }
+  GemmCall call;
+  call.dtype = gemm_dtype(a.dtype);
+  call.out_dtype = gemm_dtype(c.dtype);
+  call.tf32 = options_.tf32;
+  call.trans_a = trans_a;
+  call.trans_b = trans_b;
+  call.accumulate = accumulate;
+  call.m = m;
+  call.n = n;
+  call.k = k;
+  call.a = a.data;
+  call.b = b.data;
+  call.c = c.data;
+  if (!bias.empty()) {
+    expect_dtype(bias, c.dtype, "linear bias");
+    call.epilogue = gpu::GemmEpilogue::kBias;
+    call.bias = bias.data;
+  }
+  gemm_->run(compute(), call);
+}
+
+void CudaBackend::matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,
+                         ConstTensorView b, TensorView c, bool accumulate) {
+  gemm(trans_a, trans_b, m, n, k, a, b, c, accumulate, {});
+}
+
+void CudaBackend::linear_forward(TensorView out, ConstTensorView inp, ConstTensorView weight,
+                                 ConstTensorView bias, int rows, int in_channels, int out_channels) {
+  gemm(false, true, rows, out_channels, in_channels, inp, weight, out, false, bias);
+}
+
+void CudaBackend::linear_backward(TensorView dinp, TensorView dweight, TensorView dbias,
+                                  ConstTensorView dout, ConstTensorView inp, ConstTensorView weight,
+                                  int rows, int in_channels, int out_channels) {
+  if (!dinp.empty()) gemm(false, false, rows, in_channels, out_channels, dout, weight, dinp, true, {});
+  gemm(true, false, out_channels, in_channels, rows, dout, inp, dweight, true, {});
+  // The bias gradient by the column-sum kernel, not cuBLASLt's BGRADB epilogue: BGRADB
+  // overwrites where the contract adds, and the kernel's double sums equal the CPU's bits.
+  if (!dbias.empty()) bias_add_backward(dbias, dout, rows, out_channels);
+}
+
+void CudaBackend::bias_add_forward(TensorView out, ConstTensorView bias, int rows, int channels) {
+  by_dtype(out.dtype, "bias_add_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::bias_add_forward(compute(), data<T>(out), data<T>(bias), rows, channels);
+  });
+}
+
+void CudaBackend::bias_add_backward(TensorView dbias, ConstTensorView dout, int rows, int channels) {
+  expect_dtype(dbias, DType::fp32, "bias gradient");
+  by_dtype(dout.dtype, "bias_add_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::bias_add_backward(compute(), data<float>(dbias), data<T>(dout), rows, channels);
+  });
+}
+
+void CudaBackend::add_forward(TensorView out, ConstTensorView a, ConstTensorView b, std::size_t count) {
+  by_dtype(out.dtype, "add_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::add_forward(compute(), data<T>(out), data<T>(a), data<T>(b), count);
+  });
+}
+
+void CudaBackend::add_backward(TensorView da, TensorView db, ConstTensorView dout, std::size_t count) {
+  for (TensorView d : {da, db})
+    if (!d.empty())
+      by_dtype(d.dtype, "add_backward", [&](auto t) {
+        using T = decltype(t);
+        cuda::accumulate(compute(), data<T>(d), data<T>(dout), count);
+      });
+}
+
+void CudaBackend::cast(TensorView dst, ConstTensorView src, Stream stream) {
+  if (dst.count != src.count) throw std::invalid_argument("CUDA backend cast: counts differ");
+  by_dtype(dst.dtype, "cast", [&](auto d) {
+    using D = decltype(d);
+    by_dtype(src.dtype, "cast", [&](auto s) {
+      using S = decltype(s);
+      if constexpr (std::is_same_v<D, S>) {
+        copy(dst, src, stream);
+      } else if constexpr (std::is_same_v<D, float> || std::is_same_v<S, float>) {
+        cuda::cast(cuda_stream(stream), data<D>(dst), data<S>(src), src.count);
+      } else {  // bf16 <-> fp16: through fp32, which holds both exactly
+        const Scratch wide(*arena_, src.count * sizeof(float));
+        cuda::cast(cuda_stream(stream), wide.as<float>(), data<S>(src), src.count);
+        cuda::cast(cuda_stream(stream), data<D>(dst), wide.as<const float>(), src.count);
+      }
+    });
+  });
+}
+
+void CudaBackend::layernorm_forward(TensorView out, TensorView mean, TensorView rstd,
+                                    ConstTensorView inp, ConstTensorView weight,
+                                    ConstTensorView bias, int rows, int channels) {
+  expect_dtype(mean, DType::fp32, "layernorm mean");
+  expect_dtype(rstd, DType::fp32, "layernorm rstd");
+  by_dtype(out.dtype, "layernorm_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::layernorm_forward(compute(), data<T>(out), data<float>(mean), data<float>(rstd),
+                            data<T>(inp), data<T>(weight), data<T>(bias), rows, channels);
+  });
+}
+
+void CudaBackend::layernorm_backward(TensorView dinp, TensorView dweight, TensorView dbias,
+                                     ConstTensorView dout, ConstTensorView inp,
+                                     ConstTensorView weight, ConstTensorView mean,
+                                     ConstTensorView rstd, int rows, int channels) {
+  expect_dtype(dweight, DType::fp32, "layernorm weight gradient");
+  expect_dtype(dbias, DType::fp32, "layernorm bias gradient");
+  by_dtype(dinp.dtype, "layernorm_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::layernorm_backward(compute(), data<T>(dinp), data<float>(dweight), data<float>(dbias),
+                             data<T>(dout), data<T>(inp), data<T>(weight), data<float>(mean),
+                             data<float>(rstd), rows, channels);
+  });
+}
+
+void CudaBackend::gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) {
+  by_dtype(out.dtype, "gelu_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::gelu_forward(compute(), data<T>(out), data<T>(inp), count);
+  });
+}
+
+void CudaBackend::gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
+                                std::size_t count) {
+  by_dtype(dinp.dtype, "gelu_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::gelu_backward(compute(), data<T>(dinp), data<T>(inp), data<T>(dout), count);
+  });
+}
+
+// Attention: the flash kernels never materialise the probabilities. Forward leaves `probs`
+// untouched; backward recomputes the output and each row's log-sum-exp (one more forward) and
+// then the gradients, so `probs` is not read either.
+void CudaBackend::attention_forward(TensorView out, TensorView /*probs*/, ConstTensorView qkv,
+                                    int batch, int sequence, int heads, int head_size) {
+  const Scratch lse(*arena_, static_cast<std::size_t>(batch) * heads * sequence * sizeof(float));
+  by_dtype(out.dtype, "attention_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::attention_forward(compute(), data<T>(out), lse.as<float>(), data<T>(qkv), batch,
+                            sequence, heads, head_size);
+  });
+}
+
+void CudaBackend::attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
+                                     ConstTensorView /*probs*/, int batch, int sequence,
+                                     int heads, int head_size) {
+  const std::size_t rows = static_cast<std::size_t>(batch) * heads * sequence;
+  by_dtype(dqkv.dtype, "attention_backward", [&](auto t) {
+    using T = decltype(t);
+    const Scratch out(*arena_, rows * head_size * sizeof(T));
+    const Scratch lse(*arena_, rows * sizeof(float)), delta(*arena_, rows * sizeof(float));
+    cuda::attention_forward(compute(), out.as<T>(), lse.as<float>(), data<T>(qkv), batch,
+                            sequence, heads, head_size);
+    cuda::attention_backward(compute(), data<T>(dqkv), data<T>(dout), data<T>(qkv),
+                             out.as<const T>(), lse.as<const float>(), delta.as<float>(), batch,
+                             sequence, heads, head_size);
+  });
+}
+
+void CudaBackend::embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
+                                    ConstTensorView wpe, int batch, int sequence, int channels) {
+  expect_dtype(tokens, DType::i32, "embedding tokens");
+  by_dtype(out.dtype, "embedding_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::embedding_forward(compute(), data<T>(out), data<int32_t>(tokens), data<T>(wte),
+                            data<T>(wpe), batch, sequence, channels);
+  });
+}
+
+// The token buckets are made on the host: the tokens come down once (a sync of the compute
+// stream), the buckets go up as scratch.
+void CudaBackend::embedding_backward(TensorView dwte, TensorView dwpe, ConstTensorView dout,
+                                     ConstTensorView tokens, int batch, int sequence, int channels) {
+  expect_dtype(tokens, DType::i32, "embedding tokens");
+  expect_dtype(dwte, DType::fp32, "token embedding gradient");
+  expect_dtype(dwpe, DType::fp32, "position embedding gradient");
+  const int count = batch * sequence;
+  std::vector<int32_t> host(static_cast<std::size_t>(count));
+  download(host.data(), tokens.slice(0, host.size()), Stream::compute);
+  synchronize(Stream::compute);
+  const int vocabulary = static_cast<int>(dwte.count / static_cast<std::size_t>(channels));
+  const gpu::TokenBuckets buckets = gpu::token_buckets(host.data(), count, vocabulary);
+  const std::size_t ints = buckets.tokens.size() + buckets.offsets.size() + buckets.positions.size();
+  const Scratch table(*arena_, ints * sizeof(int32_t));
+  std::vector<int32_t> packed(buckets.tokens);
+  packed.insert(packed.end(), buckets.offsets.begin(), buckets.offsets.end());
+  packed.insert(packed.end(), buckets.positions.begin(), buckets.positions.end());
+  WHALE_CUDA_CHECK(cudaMemcpyAsync(table.as<void>(), packed.data(), ints * sizeof(int32_t),
+                                   cudaMemcpyHostToDevice, compute()));
+  const int32_t* device = table.as<const int32_t>();
+  const int distinct = static_cast<int>(buckets.tokens.size());
+  by_dtype(dout.dtype, "embedding_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::embedding_backward(compute(), data<float>(dwte), data<float>(dwpe), data<T>(dout),
+                             device, device + distinct, device + 2 * distinct + 1, distinct,
+                             batch, sequence, channels);
+  });  // `packed` may go: a copy from pageable host memory returns once the bytes are staged
+}
+
+// A target outside [0, V) gives that row a NaN loss (the kernel never reads out of bounds);
+// forward reports it as std::out_of_range.
+double CudaBackend::cross_entropy_forward(ConstTensorView logits, ConstTensorView targets,
+                                          int rows, int vocabulary) {
+  expect_dtype(targets, DType::i32, "cross-entropy targets");
+  const Scratch losses(*arena_, static_cast<std::size_t>(rows) * sizeof(float));
+  by_dtype(logits.dtype, "cross_entropy_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::cross_entropy<T>(compute(), losses.as<float>(), nullptr, data<T>(logits),
+                           data<int32_t>(targets), rows, vocabulary, 0.0f);
+  });
+  std::vector<float> host(static_cast<std::size_t>(rows));
+  download(host.data(), ConstTensorView(losses.as<float>(), host.size(), DType::fp32), Stream::compute);
+  synchronize(Stream::compute);
+  double total = 0.0;  // rows in order: deterministic
+  for (float loss : host) total += loss;
+  if (std::isnan(total))
+    throw std::out_of_range("cross-entropy: a target outside vocabulary 0.." +
+                            std::to_string(vocabulary - 1) + ", or a NaN logit");
+  return total;
+}
+
+void CudaBackend::cross_entropy_backward(TensorView dlogits, ConstTensorView logits,
+                                         ConstTensorView targets, int rows, int vocabulary,
+                                         double scale) {
+  expect_dtype(targets, DType::i32, "cross-entropy targets");
+  const Scratch losses(*arena_, static_cast<std::size_t>(rows) * sizeof(float));
+  by_dtype(dlogits.dtype, "cross_entropy_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::cross_entropy<T>(compute(), losses.as<float>(), data<T>(dlogits), data<T>(logits),
+                           data<int32_t>(targets), rows, vocabulary, static_cast<float>(scale));
+  });
+}
+
+void CudaBackend::adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
+                               std::size_t count, double lr, double beta1, double beta2,
+                               double eps, double weight_decay, int step) {
+  for (ConstTensorView t : {ConstTensorView(param), grad, ConstTensorView(m), ConstTensorView(v)})
+    expect_dtype(t, DType::fp32, "adamw_update");
+  const std::vector<gpu::AdamwChunk> chunks = gpu::adamw_chunks({count});
+  if (chunks.empty()) return;
+  const AdamwTensor<float> tensor{data<float>(param), data<float>(grad), data<float>(m),
+                                  data<float>(v), nullptr};
+  const Scratch table(*arena_, sizeof tensor), chunk_table(*arena_, chunks.size() * sizeof chunks[0]);
+  WHALE_CUDA_CHECK(cudaMemcpyAsync(table.as<void>(), &tensor, sizeof tensor, cudaMemcpyHostToDevice, compute()));
+  WHALE_CUDA_CHECK(cudaMemcpyAsync(chunk_table.as<void>(), chunks.data(),
+                                   chunks.size() * sizeof chunks[0], cudaMemcpyHostToDevice, compute()));
+  adamw_multi_tensor(compute(), table.as<const AdamwTensor<float>>(), chunk_table.as<const void>(),
+                     static_cast<int>(chunks.size()),
+                     kmath::adamw_scalars(lr, beta1, beta2, eps, weight_decay, step));
+  // No sync: a copy from pageable host memory returns once the bytes are staged.
+}
+
+void CudaBackend::scale(TensorView data_view, double factor) {
+  by_dtype(data_view.dtype, "scale", [&](auto t) {
+    using T = decltype(t);
+    cuda::scale(compute(), data<T>(data_view), static_cast<float>(factor), data_view.count);
+  });
+}
+
+bool CudaBackend::has_non_finite(ConstTensorView data_view) {
+  const Scratch flag(*arena_, sizeof(int));
+  WHALE_CUDA_CHECK(cudaMemsetAsync(flag.as<void>(), 0, sizeof(int), compute()));
+  by_dtype(data_view.dtype, "has_non_finite", [&](auto t) {
+    using T = decltype(t);
+    cuda::find_non_finite(compute(), flag.as<int>(), data<T>(data_view), data_view.count);
+  });
+  int host = 0;
+  WHALE_CUDA_CHECK(cudaMemcpyAsync(&host, flag.as<void>(), sizeof host, cudaMemcpyDeviceToHost, compute()));
+  synchronize(Stream::compute);
+  return host != 0;
+}
+
+}  // namespace whale::exec::cuda

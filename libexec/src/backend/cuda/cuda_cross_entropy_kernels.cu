@@ -1,0 +1,56 @@
+// File: cuda_cross_entropy_kernels.cu
+// Fused softmax + cross-entropy: one block per row streams the vocabulary once for the online
+// softmax state (max, sum), merges it across the block, and (backward) streams it again to write
+// the gradient in the logits' dtype. No fp32 probability tensor is ever materialised.
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_dtype.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_warp.h"
+#include "backend/kernel_math/launch_geometry.h"
+#include "backend/kernel_math/online_softmax.h"
+
+namespace whale::exec::cuda {
+namespace {
+constexpr int kWarps = kmath::kBlockThreads / kmath::kWarpSize;
+
+template <class T>
+__global__ void __launch_bounds__(kmath::kBlockThreads)
+    cross_entropy_kernel(float* losses, T* dlogits, const T* logits, const int32_t* targets,
+                         int vocabulary, float scale) {
+  __shared__ kmath::OnlineSoftmax warp_states[kWarps];
+  const std::size_t base = static_cast<std::size_t>(blockIdx.x) * vocabulary;
+  const T* x = logits + base;
+  kmath::OnlineSoftmax state;
+  for (int v = threadIdx.x; v < vocabulary; v += blockDim.x)
+    state = kmath::online_softmax_update(state, to_float(x[v]));
+  state = warp_merge(state);
+  if (threadIdx.x % kmath::kWarpSize == 0) warp_states[threadIdx.x / kmath::kWarpSize] = state;
+  __syncthreads();
+  kmath::OnlineSoftmax total = warp_states[0];  // every thread merges in the same order
+  for (int w = 1; w < kWarps; ++w) total = kmath::online_softmax_merge(total, warp_states[w]);
+  const float lse = kmath::online_softmax_logsumexp(total);
+  const int target = targets[blockIdx.x];
+  if (threadIdx.x == 0) losses[blockIdx.x] = lse - to_float(x[target]);
+  if (dlogits == nullptr) return;
+  T* dx = dlogits + base;
+  for (int v = threadIdx.x; v < vocabulary; v += blockDim.x)
+    dx[v] = from_float<T>(to_float(dx[v]) + kmath::cross_entropy_grad(to_float(x[v]), lse, v == target, scale));
+}
+
+}  // namespace
+
+template <class T>
+void cross_entropy(cudaStream_t stream, float* losses, T* dlogits, const T* logits,
+                   const int32_t* targets, int rows, int vocabulary, float scale) {
+  const kmath::Launch l = kmath::cross_entropy_launch(rows);
+  if (l.grid_x == 0) return;
+  cross_entropy_kernel<<<l.grid_x, l.block, 0, stream>>>(losses, dlogits, logits, targets,
+                                                         vocabulary, scale);
+  WHALE_CUDA_CHECK_LAUNCH();
+}
+
+#define WHALE_INSTANTIATE_CROSS_ENTROPY(T) \
+  template void cross_entropy<T>(cudaStream_t, float*, T*, const T*, const int32_t*, int, int, float);
+WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_CROSS_ENTROPY)
+
+}  // namespace whale::exec::cuda

@@ -1,0 +1,104 @@
+// File: cuda_kernels.h
+// Host entry points of the CUDA backend's kernels, templated over the storage dtype T (float,
+// __nv_bfloat16, __half); statistics, losses and optimizer state are fp32 and all arithmetic
+// accumulates in fp32 (parameter-gradient column sums in double). Every launch goes on
+// `stream`, uses kmath's launch geometry and is checked. Pointers are device memory, row-major,
+// shapes as in backend.h. Backward launches ADD into their gradients. No float atomics: every
+// output is written by one thread in a fixed order, so results are deterministic.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/kernel_math/adamw_math.h"
+
+namespace whale::exec::cuda {
+
+// ---- point-wise (cuda_pointwise_kernels.cu) ------------------------------------------
+template <class T>
+void gelu_forward(cudaStream_t stream, T* out, const T* inp, std::size_t count);
+template <class T>
+void gelu_backward(cudaStream_t stream, T* dinp, const T* inp, const T* dout, std::size_t count);
+/// out = a + b (out may alias a or b).
+template <class T>
+void add_forward(cudaStream_t stream, T* out, const T* a, const T* b, std::size_t count);
+/// dst += src.
+template <class T>
+void accumulate(cudaStream_t stream, T* dst, const T* src, std::size_t count);
+/// out (N, C) += bias (C).
+template <class T>
+void bias_add_forward(cudaStream_t stream, T* out, const T* bias, int rows, int channels);
+/// dbias (C, fp32) += column sums of dout (N, C), in double, rows in order.
+template <class T>
+void bias_add_backward(cudaStream_t stream, float* dbias, const T* dout, int rows, int channels);
+/// dst = src converted (round-to-nearest-even when narrowing).
+template <class Dst, class Src>
+void cast(cudaStream_t stream, Dst* dst, const Src* src, std::size_t count);
+/// data *= factor.
+template <class T>
+void scale(cudaStream_t stream, T* data, float factor, std::size_t count);
+/// *flag = 1 when any element is inf or NaN (flag is device memory, set to 0 by the caller).
+template <class T>
+void find_non_finite(cudaStream_t stream, int* flag, const T* data, std::size_t count);
+
+// ---- layernorm (cuda_norm_kernels.cu) ------------------------------------------------
+template <class T>
+void layernorm_forward(cudaStream_t stream, T* out, float* mean, float* rstd, const T* inp,
+                       const T* weight, const T* bias, int rows, int channels);
+template <class T>
+void layernorm_backward(cudaStream_t stream, T* dinp, float* dweight, float* dbias, const T* dout,
+                        const T* inp, const T* weight, const float* mean, const float* rstd,
+                        int rows, int channels);
+
+// ---- embedding (cuda_embedding_kernels.cu) -------------------------------------------
+/// tokens (B*T) in device memory.
+template <class T>
+void embedding_forward(cudaStream_t stream, T* out, const int32_t* tokens, const T* wte,
+                       const T* wpe, int batch, int sequence, int channels);
+/// The buckets of gpu::token_buckets in device memory: `distinct` tokens, offsets
+/// (distinct + 1) and positions (B*T); the gradients are fp32.
+template <class T>
+void embedding_backward(cudaStream_t stream, float* dwte, float* dwpe, const T* dout,
+                        const int32_t* bucket_tokens, const int32_t* bucket_offsets,
+                        const int32_t* bucket_positions, int distinct, int batch, int sequence,
+                        int channels);
+
+// ---- fused softmax + cross-entropy (cuda_cross_entropy_kernels.cu) -------------------
+/// losses (N, fp32) = logsumexp(row) - row[target]; when dlogits is not null, also
+/// dlogits += scale * (softmax - onehot), written in T without an fp32 probability tensor.
+/// targets (N) in device memory.
+template <class T>
+void cross_entropy(cudaStream_t stream, float* losses, T* dlogits, const T* logits,
+                   const int32_t* targets, int rows, int vocabulary, float scale);
+
+// ---- flash attention (cuda_attention_kernels.cu) -------------------------------------
+/// out (B, T, C) and lse (B, NH, T, fp32): the only saved softmax statistics.
+template <class T>
+void attention_forward(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch,
+                       int sequence, int heads, int head_size);
+/// dqkv (B, T, 3C) += the gradient; `delta` is fp32 scratch of B*NH*T floats.
+template <class T>
+void attention_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv, const T* out,
+                        const float* lse, float* delta, int batch, int sequence, int heads,
+                        int head_size);
+
+// ---- multi-tensor AdamW (cuda_adamw_kernels.cu) --------------------------------------
+/// One tensor of a multi-tensor AdamW launch: fp32 master weight, moments, the gradient in T
+/// and, when not null, the compute copy in T that the kernel rewrites from the new weight.
+template <class T>
+struct AdamwTensor {
+  float* param;
+  const T* grad;
+  float* m;
+  float* v;
+  T* compute_copy;
+};
+/// Updates every tensor of `tensors` (device array of `count` entries) over the chunk list
+/// `chunks` (device array of gpu::AdamwChunk, `chunk_count` entries) in one launch.
+template <class T>
+void adamw_multi_tensor(cudaStream_t stream, const AdamwTensor<T>* tensors, const void* chunks,
+                        int chunk_count, const kmath::AdamwScalars& scalars);
+
+}  // namespace whale::exec::cuda

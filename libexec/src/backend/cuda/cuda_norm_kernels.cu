@@ -1,0 +1,123 @@
+// File: cuda_norm_kernels.cu
+// Layernorm CUDA kernels: one warp per row (lane-strided sums, butterfly), then one thread per
+// column for the weight and bias gradients (double sums in row order, no atomics).
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_dtype.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_warp.h"
+#include "backend/kernel_math/elementwise_math.h"
+#include "backend/kernel_math/launch_geometry.h"
+#include "backend/kernel_math/norm_math.h"
+
+namespace whale::exec::cuda {
+namespace {
+using kmath::kWarpSize;
+
+__device__ __forceinline__ int warp_row() {
+  return static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / kWarpSize);
+}
+
+/// A warp's sum of term over a row of n (the twin of the host tests' warp_row_sum).
+template <class Term>
+__device__ float warp_row_sum(int n, Term term) {
+  return warp_sum(kmath::lane_strided_sum(n, static_cast<int>(threadIdx.x % kWarpSize), kWarpSize, term));
+}
+
+template <class T>
+__global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* inp,
+                                         const T* weight, const T* bias, int rows, int channels) {
+  const int r = warp_row();
+  if (r >= rows) return;  // whole warps leave together
+  const T* x = inp + static_cast<std::size_t>(r) * channels;
+  const float mu = warp_row_sum(channels, [&](int c) { return to_float(x[c]); }) /
+                   static_cast<float>(channels);
+  const float var = warp_row_sum(channels, [&](int c) {
+                      const float d = to_float(x[c]) - mu;
+                      return d * d;
+                    }) /
+                    static_cast<float>(channels);
+  const float s = kmath::layernorm_rstd(var);
+  T* y = out + static_cast<std::size_t>(r) * channels;
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  for (int c = lane; c < channels; c += kWarpSize)
+    y[c] = from_float<T>(kmath::layernorm_out(to_float(x[c]), mu, s, to_float(weight[c]), to_float(bias[c])));
+  if (lane == 0) {
+    mean[r] = mu;
+    rstd[r] = s;
+  }
+}
+
+template <class T>
+__global__ void layernorm_dinp_kernel(T* dinp, const T* dout, const T* inp, const T* weight,
+                                      const float* mean, const float* rstd, int rows, int channels) {
+  const int r = warp_row();
+  if (r >= rows) return;
+  const std::size_t base = static_cast<std::size_t>(r) * channels;
+  const float mu = mean[r], s = rstd[r];
+  const float dnorm_mean =
+      warp_row_sum(channels, [&](int c) { return to_float(dout[base + c]) * to_float(weight[c]); }) /
+      static_cast<float>(channels);
+  const float dnorm_norm_mean = warp_row_sum(channels, [&](int c) {
+                                  return to_float(dout[base + c]) * to_float(weight[c]) *
+                                         kmath::layernorm_norm(to_float(inp[base + c]), mu, s);
+                                }) /
+                                static_cast<float>(channels);
+  for (int c = static_cast<int>(threadIdx.x % kWarpSize); c < channels; c += kWarpSize)
+    dinp[base + c] = from_float<T>(
+        to_float(dinp[base + c]) +
+        kmath::layernorm_dinp(to_float(dout[base + c]) * to_float(weight[c]),
+                              kmath::layernorm_norm(to_float(inp[base + c]), mu, s), dnorm_mean,
+                              dnorm_norm_mean, s));
+}
+
+template <class T>
+__global__ void layernorm_params_kernel(float* dweight, float* dbias, const T* dout, const T* inp,
+                                        const float* mean, const float* rstd, int rows,
+                                        int channels) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const auto at = [channels, c](int r) { return static_cast<std::size_t>(r) * channels + c; };
+  const float dw = kmath::ordered_row_sum(rows, [&](int r) {
+    return static_cast<double>(kmath::layernorm_norm(to_float(inp[at(r)]), mean[r], rstd[r]) *
+                               to_float(dout[at(r)]));
+  });
+  const float db = kmath::ordered_row_sum(rows, [&](int r) { return static_cast<double>(to_float(dout[at(r)])); });
+  dweight[c] += dw;
+  dbias[c] += db;
+}
+
+}  // namespace
+
+template <class T>
+void layernorm_forward(cudaStream_t stream, T* out, float* mean, float* rstd, const T* inp,
+                       const T* weight, const T* bias, int rows, int channels) {
+  const kmath::Launch l = kmath::warp_per_row_launch(rows);
+  if (l.grid_x == 0) return;
+  layernorm_forward_kernel<<<l.grid_x, l.block, 0, stream>>>(out, mean, rstd, inp, weight, bias,
+                                                             rows, channels);
+  WHALE_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void layernorm_backward(cudaStream_t stream, T* dinp, float* dweight, float* dbias, const T* dout,
+                        const T* inp, const T* weight, const float* mean, const float* rstd,
+                        int rows, int channels) {
+  const kmath::Launch rows_launch = kmath::warp_per_row_launch(rows);
+  const kmath::Launch columns = kmath::column_launch(channels);
+  if (rows_launch.grid_x == 0 || columns.grid_x == 0) return;
+  layernorm_dinp_kernel<<<rows_launch.grid_x, rows_launch.block, 0, stream>>>(
+      dinp, dout, inp, weight, mean, rstd, rows, channels);
+  WHALE_CUDA_CHECK_LAUNCH();
+  layernorm_params_kernel<<<columns.grid_x, columns.block, 0, stream>>>(dweight, dbias, dout, inp,
+                                                                       mean, rstd, rows, channels);
+  WHALE_CUDA_CHECK_LAUNCH();
+}
+
+#define WHALE_INSTANTIATE_NORM(T)                                                               \
+  template void layernorm_forward<T>(cudaStream_t, T*, float*, float*, const T*, const T*,     \
+                                     const T*, int, int);                                      \
+  template void layernorm_backward<T>(cudaStream_t, T*, float*, float*, const T*, const T*, const T*, \
+                                      const float*, const float*, int, int);
+WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_NORM)
+
+}  // namespace whale::exec::cuda

@@ -1,0 +1,123 @@
+// File: cuda_pointwise_kernels.cu
+// Point-wise CUDA kernels: GELU forward/backward, residual add, accumulate, bias add/grad and
+// dtype casts; grid-stride loops over kmath::elementwise_launch.
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_dtype.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/kernel_math/elementwise_math.h"
+#include "backend/kernel_math/launch_geometry.h"
+
+namespace whale::exec::cuda {
+namespace {
+
+/// Runs op(i) for every i < count over a grid-stride launch.
+template <class Op>
+__global__ void elementwise_kernel(std::size_t count, Op op) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride)
+    op(i);
+}
+
+template <class Op>
+void launch_elementwise(cudaStream_t stream, std::size_t count, Op op) {
+  const kmath::Launch l = kmath::elementwise_launch(count);
+  if (l.grid_x == 0) return;
+  elementwise_kernel<<<l.grid_x, l.block, 0, stream>>>(count, op);
+  WHALE_CUDA_CHECK_LAUNCH();
+}
+
+/// One thread per column c: dst[c] += the rows' values in double, in row order.
+template <class T>
+__global__ void column_sum_kernel(float* dst, const T* src, int rows, int channels) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const float sum = kmath::ordered_row_sum(rows, [&](int r) {
+    return static_cast<double>(to_float(src[static_cast<std::size_t>(r) * channels + c]));
+  });
+  dst[c] += sum;
+}
+
+}  // namespace
+
+template <class T>
+void gelu_forward(cudaStream_t stream, T* out, const T* inp, std::size_t count) {
+  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
+    out[i] = from_float<T>(kmath::gelu_forward(to_float(inp[i])));
+  });
+}
+
+template <class T>
+void gelu_backward(cudaStream_t stream, T* dinp, const T* inp, const T* dout, std::size_t count) {
+  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
+    dinp[i] = from_float<T>(to_float(dinp[i]) +
+                            kmath::gelu_derivative(to_float(inp[i])) * to_float(dout[i]));
+  });
+}
+
+template <class T>
+void add_forward(cudaStream_t stream, T* out, const T* a, const T* b, std::size_t count) {
+  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
+    out[i] = from_float<T>(kmath::residual_add(to_float(a[i]), to_float(b[i])));
+  });
+}
+
+template <class T>
+void accumulate(cudaStream_t stream, T* dst, const T* src, std::size_t count) {
+  add_forward(stream, dst, dst, src, count);
+}
+
+template <class T>
+void bias_add_forward(cudaStream_t stream, T* out, const T* bias, int rows, int channels) {
+  launch_elementwise(stream, static_cast<std::size_t>(rows) * channels,
+                     [=] __device__(std::size_t i) {
+                       out[i] = from_float<T>(kmath::residual_add(
+                           to_float(out[i]), to_float(bias[kmath::channel_of(i, channels)])));
+                     });
+}
+
+template <class T>
+void bias_add_backward(cudaStream_t stream, float* dbias, const T* dout, int rows, int channels) {
+  const kmath::Launch l = kmath::column_launch(channels);
+  if (l.grid_x == 0) return;
+  column_sum_kernel<<<l.grid_x, l.block, 0, stream>>>(dbias, dout, rows, channels);
+  WHALE_CUDA_CHECK_LAUNCH();
+}
+
+template <class Dst, class Src>
+void cast(cudaStream_t stream, Dst* dst, const Src* src, std::size_t count) {
+  launch_elementwise(stream, count,
+                     [=] __device__(std::size_t i) { dst[i] = from_float<Dst>(to_float(src[i])); });
+}
+
+template <class T>
+void scale(cudaStream_t stream, T* data, float factor, std::size_t count) {
+  launch_elementwise(stream, count,
+                     [=] __device__(std::size_t i) { data[i] = from_float<T>(to_float(data[i]) * factor); });
+}
+
+template <class T>
+void find_non_finite(cudaStream_t stream, int* flag, const T* data, std::size_t count) {
+  // Every writer stores the same 1: the result does not depend on their order.
+  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
+    if (!isfinite(to_float(data[i]))) *flag = 1;
+  });
+}
+
+#define WHALE_INSTANTIATE_POINTWISE(T)                                                      \
+  template void gelu_forward<T>(cudaStream_t, T*, const T*, std::size_t);                  \
+  template void gelu_backward<T>(cudaStream_t, T*, const T*, const T*, std::size_t);       \
+  template void add_forward<T>(cudaStream_t, T*, const T*, const T*, std::size_t);         \
+  template void accumulate<T>(cudaStream_t, T*, const T*, std::size_t);                    \
+  template void bias_add_forward<T>(cudaStream_t, T*, const T*, int, int);                 \
+  template void bias_add_backward<T>(cudaStream_t, float*, const T*, int, int);                \
+  template void scale<T>(cudaStream_t, T*, float, std::size_t);                            \
+  template void find_non_finite<T>(cudaStream_t, int*, const T*, std::size_t);
+WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_POINTWISE)
+template void cast<float, float>(cudaStream_t, float*, const float*, std::size_t);
+template void cast<__nv_bfloat16, float>(cudaStream_t, __nv_bfloat16*, const float*, std::size_t);
+template void cast<__half, float>(cudaStream_t, __half*, const float*, std::size_t);
+template void cast<float, __nv_bfloat16>(cudaStream_t, float*, const __nv_bfloat16*, std::size_t);
+template void cast<float, __half>(cudaStream_t, float*, const __half*, std::size_t);
+
+}  // namespace whale::exec::cuda

@@ -1,0 +1,39 @@
+// File: gemm_layout.h
+// The mapping of the Backend's row-major GEMM contract onto cuBLASLt's column-major one, as a
+// pure host function: row-major C (m, n) = op(A) op(B) is column-major C^T (n, m) =
+// op(B)^T op(A)^T, so cuBLASLt's first operand is b and its second is a.
+#pragma once
+
+#include <cstdint>
+
+namespace whale::exec::gpu {
+
+/// What the GEMM fuses after the product (cuBLASLt epilogues that exist for our dtypes).
+enum class GemmEpilogue {
+  kNone,
+  kBias,         // D += bias broadcast over rows of the row-major result (bias per column n)
+  kGeluBias,     // D = GELU(AB + bias)
+  kGeluAuxBias,  // as kGeluBias, and the pre-activation AB + bias saved to an aux matrix
+  kDGelu,        // D = AB * GELU'(aux): the backward of kGeluAuxBias
+  kBGradB,       // D = AB, and the column sums of cuBLASLt's B over its k dimension
+};
+
+/// One column-major matrix layout: rows, columns, leading dimension (cublasLtMatrixLayout).
+struct ColumnMajorLayout {
+  std::uint64_t rows, cols;
+  std::int64_t ld;
+};
+
+/// The arguments of cublasLtMatmul for one row-major GEMM.
+struct LtGemm {
+  bool trans_first, trans_second;     // CUBLASLT_MATMUL_DESC_TRANSA / TRANSB
+  int m, n, k;                        // cuBLASLt's (column-major) problem sizes
+  ColumnMajorLayout first, second, out;  // layouts of its A (= our b), B (= our a), C and D
+  bool beta_one;                      // accumulate: beta = 1, else 0
+};
+
+/// c (m, n) = op(a) (m, k) * op(b) (k, n) [+ c]: a is (m, k) or (k, m) when trans_a; b is
+/// (k, n) or (n, k) when trans_b; all row-major and dense.
+LtGemm lt_gemm(bool trans_a, bool trans_b, int m, int n, int k, bool accumulate);
+
+}  // namespace whale::exec::gpu

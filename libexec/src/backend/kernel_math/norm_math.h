@@ -1,0 +1,41 @@
+// File: norm_math.h
+// Layernorm element arithmetic (eps 1e-5, biased variance), shared by the CUDA kernels (one warp
+// per row, lanes strided over the channels, butterfly-combined) and the host tests.
+#pragma once
+
+#include "backend/kernel_math/host_device.h"
+
+namespace whale::exec::kmath {
+
+constexpr double kLayernormEps = 1e-5;
+
+/// The sum of term(c) over c = lane, lane + lanes, ... < n, in that order: one lane's share
+/// of a row reduction.
+template <class Term>
+WHALE_HOST_DEVICE float lane_strided_sum(int n, int lane, int lanes, Term term) {
+  float sum = 0.0f;
+  for (int c = lane; c < n; c += lanes) sum += term(c);
+  return sum;
+}
+
+/// rstd = 1 / sqrt(var + eps), in double then rounded (one per row, as the CPU backend does).
+WHALE_HOST_DEVICE float layernorm_rstd(float variance) {
+  return static_cast<float>(1.0 / sqrt(static_cast<double>(variance) + kLayernormEps));
+}
+
+/// One output element: (x - mean) * rstd * weight + bias.
+WHALE_HOST_DEVICE float layernorm_out(float x, float mean, float rstd, float weight, float bias) {
+  return (x - mean) * rstd * weight + bias;
+}
+
+/// The normalised input (x - mean) * rstd, as forward computed it.
+WHALE_HOST_DEVICE float layernorm_norm(float x, float mean, float rstd) { return (x - mean) * rstd; }
+
+/// One input-gradient element given the row's mean of dnorm (= dout * weight) and of
+/// dnorm * norm: (dnorm - mean(dnorm) - norm * mean(dnorm * norm)) * rstd.
+WHALE_HOST_DEVICE float layernorm_dinp(float dnorm, float norm, float dnorm_mean,
+                                       float dnorm_norm_mean, float rstd) {
+  return (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rstd;
+}
+
+}  // namespace whale::exec::kmath

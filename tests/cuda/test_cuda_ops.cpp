@@ -1,0 +1,180 @@
+// File: test_cuda_ops.cpp
+// Every op of the CUDA backend, forward and backward, on the GPU against the CPU backend:
+// normwise within kDeviceFp32Tolerance; the embedding and bias gradients bit for bit.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "cuda_test_fixtures.h"
+
+using namespace whale::exec;
+using namespace whale::exec::test;
+
+TEST_CASE("matmul: the four transpose combinations, with and without accumulation") {
+  Backends be;
+  const int m = 37, n = 29, k = 53;
+  const Twin a = be.tensor(random_vector(m * k, 1)), b = be.tensor(random_vector(k * n, 2));
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (bool acc : {false, true}) {
+        Twin c = be.tensor(random_vector(m * n, 3));
+        be.cpu->matmul(ta, tb, m, n, k, a.on_cpu, b.on_cpu, c.on_cpu, acc);
+        be.gpu->matmul(ta, tb, m, n, k, a.on_gpu, b.on_gpu, c.on_gpu, acc);
+        CHECK(c.error() <= kDeviceFp32Tolerance);
+      }
+}
+
+TEST_CASE("linear forward (bias epilogue) and backward") {
+  Backends be;
+  const int N = 24, C = 40, OC = 72;
+  const Twin inp = be.tensor(random_vector(N * C, 11)), w = be.tensor(random_vector(OC * C, 12)),
+             bias = be.tensor(random_vector(OC, 13)), dout = be.tensor(random_vector(N * OC, 14));
+  Twin out = be.tensor(std::vector<float>(N * OC));
+  be.cpu->linear_forward(out.on_cpu, inp.on_cpu, w.on_cpu, bias.on_cpu, N, C, OC);
+  be.gpu->linear_forward(out.on_gpu, inp.on_gpu, w.on_gpu, bias.on_gpu, N, C, OC);
+  CHECK(out.error() <= kDeviceFp32Tolerance);
+  Twin dinp = be.tensor(random_vector(N * C, 15)), dw = be.tensor(random_vector(OC * C, 16)),
+       db = be.tensor(random_vector(OC, 17));
+  be.cpu->linear_backward(dinp.on_cpu, dw.on_cpu, db.on_cpu, dout.on_cpu, inp.on_cpu, w.on_cpu, N, C, OC);
+  be.gpu->linear_backward(dinp.on_gpu, dw.on_gpu, db.on_gpu, dout.on_gpu, inp.on_gpu, w.on_gpu, N, C, OC);
+  CHECK(dinp.error() <= kDeviceFp32Tolerance);
+  CHECK(dw.error() <= kDeviceFp32Tolerance);
+  CHECK(db.gpu_values() == db.cpu_values());
+}
+
+TEST_CASE("bias add, residual add and their backward") {
+  Backends be;
+  const int N = 33, C = 70;
+  const Twin bias = be.tensor(random_vector(C, 21)), a = be.tensor(random_vector(N * C, 22)),
+             dout = be.tensor(random_vector(N * C, 23));
+  Twin out = be.tensor(random_vector(N * C, 24)), db = be.tensor(random_vector(C, 25)),
+       sum = be.tensor(std::vector<float>(N * C)), da = be.tensor(random_vector(N * C, 26));
+  for (Backend* b : {be.cpu.get(), be.gpu.get()}) {
+    const bool gpu = b == be.gpu.get();
+    b->bias_add_forward(gpu ? out.on_gpu : out.on_cpu, gpu ? bias.on_gpu : bias.on_cpu, N, C);
+    b->bias_add_backward(gpu ? db.on_gpu : db.on_cpu, gpu ? dout.on_gpu : dout.on_cpu, N, C);
+    b->add_forward(gpu ? sum.on_gpu : sum.on_cpu, gpu ? a.on_gpu : a.on_cpu,
+                   gpu ? out.on_gpu : out.on_cpu, static_cast<std::size_t>(N) * C);
+    b->add_backward(gpu ? da.on_gpu : da.on_cpu, TensorView{}, gpu ? dout.on_gpu : dout.on_cpu,
+                    static_cast<std::size_t>(N) * C);
+  }
+  CHECK(out.gpu_values() == out.cpu_values());
+  CHECK(db.gpu_values() == db.cpu_values());
+  CHECK(sum.gpu_values() == sum.cpu_values());
+  CHECK(da.gpu_values() == da.cpu_values());
+}
+
+TEST_CASE("layernorm forward and backward") {
+  Backends be;
+  const int N = 45, C = 96;
+  const Twin inp = be.tensor(random_vector(N * C, 31, 3.0f)), w = be.tensor(random_vector(C, 32)),
+             bias = be.tensor(random_vector(C, 33)), dout = be.tensor(random_vector(N * C, 34));
+  Twin out = be.tensor(std::vector<float>(N * C)), mean = be.tensor(std::vector<float>(N)),
+       rstd = be.tensor(std::vector<float>(N));
+  be.cpu->layernorm_forward(out.on_cpu, mean.on_cpu, rstd.on_cpu, inp.on_cpu, w.on_cpu, bias.on_cpu, N, C);
+  be.gpu->layernorm_forward(out.on_gpu, mean.on_gpu, rstd.on_gpu, inp.on_gpu, w.on_gpu, bias.on_gpu, N, C);
+  CHECK(out.error() <= kDeviceFp32Tolerance);
+  CHECK(mean.error() <= kDeviceFp32Tolerance);
+  CHECK(rstd.error() <= kDeviceFp32Tolerance);
+  Twin dinp = be.tensor(random_vector(N * C, 35)), dw = be.tensor(random_vector(C, 36)),
+       db = be.tensor(random_vector(C, 37));
+  be.cpu->layernorm_backward(dinp.on_cpu, dw.on_cpu, db.on_cpu, dout.on_cpu, inp.on_cpu, w.on_cpu,
+                             mean.on_cpu, rstd.on_cpu, N, C);
+  be.gpu->layernorm_backward(dinp.on_gpu, dw.on_gpu, db.on_gpu, dout.on_gpu, inp.on_gpu, w.on_gpu,
+                             mean.on_gpu, rstd.on_gpu, N, C);
+  CHECK(dinp.error() <= kDeviceFp32Tolerance);
+  CHECK(dw.error() <= kDeviceFp32Tolerance);
+  CHECK(db.error() <= kDeviceFp32Tolerance);
+}
+
+TEST_CASE("GELU forward and backward") {
+  Backends be;
+  const std::size_t n = 5000;
+  const Twin inp = be.tensor(random_vector(n, 41, 4.0f)), dout = be.tensor(random_vector(n, 42));
+  Twin out = be.tensor(std::vector<float>(n)), dinp = be.tensor(random_vector(n, 43));
+  be.cpu->gelu_forward(out.on_cpu, inp.on_cpu, n);
+  be.gpu->gelu_forward(out.on_gpu, inp.on_gpu, n);
+  be.cpu->gelu_backward(dinp.on_cpu, inp.on_cpu, dout.on_cpu, n);
+  be.gpu->gelu_backward(dinp.on_gpu, inp.on_gpu, dout.on_gpu, n);
+  CHECK(out.error() <= kDeviceFp32Tolerance);
+  CHECK(dinp.error() <= kDeviceFp32Tolerance);
+}
+
+TEST_CASE("flash attention forward and backward, head sizes 16, 64 and 128") {
+  Backends be;
+  for (int HS : {16, 64, 128}) {
+    const int B = 2, NH = 2, T = 70, C = NH * HS;
+    const Twin qkv = be.tensor(random_vector(static_cast<std::size_t>(B) * T * 3 * C, 51));
+    const Twin dout = be.tensor(random_vector(static_cast<std::size_t>(B) * T * C, 52));
+    Twin out = be.tensor(std::vector<float>(static_cast<std::size_t>(B) * T * C));
+    Twin probs = be.tensor(std::vector<float>(static_cast<std::size_t>(B) * NH * T * T));
+    Twin dqkv = be.tensor(random_vector(qkv.count, 53));
+    be.cpu->attention_forward(out.on_cpu, probs.on_cpu, qkv.on_cpu, B, T, NH, HS);
+    be.gpu->attention_forward(out.on_gpu, probs.on_gpu, qkv.on_gpu, B, T, NH, HS);
+    be.cpu->attention_backward(dqkv.on_cpu, dout.on_cpu, qkv.on_cpu, probs.on_cpu, B, T, NH, HS);
+    be.gpu->attention_backward(dqkv.on_gpu, dout.on_gpu, qkv.on_gpu, probs.on_gpu, B, T, NH, HS);
+    CHECK(out.error() <= kDeviceFp32Tolerance);
+    CHECK(dqkv.error() <= kDeviceFp32Tolerance);
+  }
+}
+
+TEST_CASE("embedding forward and backward, bit for bit") {
+  Backends be;
+  const int B = 3, T = 5, C = 33, V = 11;
+  const Twin tokens = be.ints({1, 4, 4, 0, 10, 4, 1, 1, 2, 3, 4, 5, 6, 7, 4});
+  const Twin wte = be.tensor(random_vector(V * C, 61)), wpe = be.tensor(random_vector(T * C, 62)),
+             dout = be.tensor(random_vector(B * T * C, 63));
+  Twin out = be.tensor(std::vector<float>(B * T * C)), dwte = be.tensor(random_vector(V * C, 64)),
+       dwpe = be.tensor(random_vector(T * C, 65));
+  be.cpu->embedding_forward(out.on_cpu, tokens.on_cpu, wte.on_cpu, wpe.on_cpu, B, T, C);
+  be.gpu->embedding_forward(out.on_gpu, tokens.on_gpu, wte.on_gpu, wpe.on_gpu, B, T, C);
+  be.cpu->embedding_backward(dwte.on_cpu, dwpe.on_cpu, dout.on_cpu, tokens.on_cpu, B, T, C);
+  be.gpu->embedding_backward(dwte.on_gpu, dwpe.on_gpu, dout.on_gpu, tokens.on_gpu, B, T, C);
+  CHECK(out.gpu_values() == out.cpu_values());
+  CHECK(dwte.gpu_values() == dwte.cpu_values());
+  CHECK(dwpe.gpu_values() == dwpe.cpu_values());
+}
+
+TEST_CASE("fused softmax + cross-entropy: summed loss and gradient") {
+  Backends be;
+  const int N = 7, V = 1001;
+  const Twin logits = be.tensor(random_vector(static_cast<std::size_t>(N) * V, 71, 5.0f));
+  const Twin targets = be.ints({0, 1000, 17, 500, 3, 999, 256});
+  Twin dlogits = be.tensor(random_vector(logits.count, 72));
+  const double cpu_loss = be.cpu->cross_entropy_forward(logits.on_cpu, targets.on_cpu, N, V);
+  const double gpu_loss = be.gpu->cross_entropy_forward(logits.on_gpu, targets.on_gpu, N, V);
+  CHECK(gpu_loss == doctest::Approx(cpu_loss).epsilon(kDeviceFp32Tolerance));
+  be.cpu->cross_entropy_backward(dlogits.on_cpu, logits.on_cpu, targets.on_cpu, N, V, 0.25);
+  be.gpu->cross_entropy_backward(dlogits.on_gpu, logits.on_gpu, targets.on_gpu, N, V, 0.25);
+  CHECK(dlogits.error() <= kDeviceFp32Tolerance);
+  const Twin bad = be.ints({0, 0, 0, 0, 0, 0, V});
+  CHECK_THROWS_AS(be.gpu->cross_entropy_forward(logits.on_gpu, bad.on_gpu, N, V), std::out_of_range);
+}
+
+TEST_CASE("AdamW update over several chunks") {
+  Backends be;
+  const std::size_t n = 10000;
+  std::vector<float> v0 = random_vector(n, 84, 0.1f);
+  for (float& x : v0) x *= x;
+  Twin p = be.tensor(random_vector(n, 81)), m = be.tensor(random_vector(n, 83, 0.1f)), v = be.tensor(v0);
+  const Twin g = be.tensor(random_vector(n, 82));
+  for (int step = 1; step <= 3; ++step) {
+    be.cpu->adamw_update(p.on_cpu, g.on_cpu, m.on_cpu, v.on_cpu, n, 1e-3, 0.9, 0.95, 1e-8, 0.1, step);
+    be.gpu->adamw_update(p.on_gpu, g.on_gpu, m.on_gpu, v.on_gpu, n, 1e-3, 0.9, 0.95, 1e-8, 0.1, step);
+  }
+  CHECK(p.error() <= kDeviceFp32Tolerance);
+  CHECK(m.error() <= kDeviceFp32Tolerance);
+  CHECK(v.error() <= kDeviceFp32Tolerance);
+}
+
+TEST_CASE("the arena's peak covers the workspace and every live allocation") {
+  Backends be;
+  const std::size_t before = cuda_backend_peak_bytes(*be.gpu);
+  CHECK(before >= (std::size_t{32} << 20));  // cuBLASLt's workspace
+  void* block = be.gpu->allocate(std::size_t{4} << 20);
+  CHECK(cuda_backend_peak_bytes(*be.gpu) == before + (std::size_t{4} << 20));
+  be.gpu->release(block);
+  CHECK(cuda_backend_peak_bytes(*be.gpu) == before + (std::size_t{4} << 20));
+  CHECK(cuda_backend_peak_bytes(*be.cpu) == 0u);
+}

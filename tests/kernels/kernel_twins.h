@@ -1,0 +1,42 @@
+// File: kernel_twins.h
+// Host twins of the CUDA kernels: the same element functions (backend/kernel_math) composed in
+// the same order as the kernels compose them (warp lanes and butterflies, blocks of 256, tiles
+// of the attention kernel), so the host tests check the kernels' arithmetic without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace whale::exec::test {
+
+void twin_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, int rows, int channels);
+void twin_layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                             const float* inp, const float* weight, const float* mean,
+                             const float* rstd, int rows, int channels);
+void twin_gelu_forward(float* out, const float* inp, std::size_t count);
+void twin_gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t count);
+void twin_bias_add_forward(float* out, const float* bias, int rows, int channels);
+void twin_bias_add_backward(float* dbias, const float* dout, int rows, int channels);
+void twin_embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                            const float* wpe, int batch, int sequence, int channels);
+void twin_embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                             int batch, int sequence, int channels, int vocabulary);
+/// The fused softmax + cross-entropy kernel: each row's loss into losses (N); when dlogits is
+/// not null, dlogits += scale * (softmax - onehot).
+void twin_cross_entropy(float* losses, float* dlogits, const float* logits,
+                        const int32_t* targets, int rows, int vocabulary, float scale);
+/// Flash attention forward: out (B, T, C) and the rows' log-sum-exp lse (B, NH, T).
+void twin_attention_forward(float* out, float* lse, const float* qkv, int batch, int sequence,
+                            int heads, int head_size);
+/// Flash attention backward: dqkv += the gradients, from out and lse of forward.
+void twin_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                             const float* lse, int batch, int sequence, int heads,
+                             int head_size);
+/// The multi-tensor AdamW kernel over tensors of `counts` elements (params[i], grads[i], ...).
+void twin_adamw(const std::vector<float*>& params, const std::vector<const float*>& grads,
+                const std::vector<float*>& m, const std::vector<float*>& v,
+                const std::vector<std::size_t>& counts, double lr, double beta1, double beta2,
+                double eps, double weight_decay, int step);
+
+}  // namespace whale::exec::test

@@ -1,0 +1,87 @@
+// File: test_gemm_arena.cpp
+// The row-major -> cuBLASLt column-major GEMM mapping (exact descriptors) and the device
+// memory arena's sub-allocator (offsets, alignment, coalescing, peak).
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "backend/gpu_host/arena_layout.h"
+#include "backend/gpu_host/gemm_layout.h"
+
+using namespace whale::exec::gpu;
+
+namespace {
+void check_layout(const ColumnMajorLayout& l, std::uint64_t rows, std::uint64_t cols, std::int64_t ld) {
+  CHECK(l.rows == rows);
+  CHECK(l.cols == cols);
+  CHECK(l.ld == ld);
+}
+}  // namespace
+
+TEST_CASE("GEMM mapping: c (2, 3) = a (2, 4) b (4, 3), no transposes") {
+  const LtGemm g = lt_gemm(false, false, 2, 3, 4, false);
+  CHECK(g.m == 3);  // cuBLASLt computes c^T (3, 2) = b^T a^T
+  CHECK(g.n == 2);
+  CHECK(g.k == 4);
+  CHECK_FALSE(g.trans_first);
+  CHECK_FALSE(g.trans_second);
+  check_layout(g.first, 3, 4, 3);   // b (4, 3) row-major is (3, 4) column-major
+  check_layout(g.second, 4, 2, 4);  // a (2, 4) row-major is (4, 2) column-major
+  check_layout(g.out, 3, 2, 3);
+  CHECK_FALSE(g.beta_one);
+}
+
+TEST_CASE("GEMM mapping: linear forward out (N, OC) = inp (N, C) weight (OC, C)^T") {
+  const LtGemm g = lt_gemm(false, true, 6, 5, 4, false);
+  CHECK(g.trans_first);  // weight is read transposed
+  CHECK_FALSE(g.trans_second);
+  check_layout(g.first, 4, 5, 4);   // weight (5, 4) row-major is (4, 5) column-major
+  check_layout(g.second, 4, 6, 4);  // inp (6, 4)
+  check_layout(g.out, 5, 6, 5);
+}
+
+TEST_CASE("GEMM mapping: weight gradient dW (OC, C) += dout (N, OC)^T inp (N, C)") {
+  const LtGemm g = lt_gemm(true, false, 5, 4, 6, true);
+  CHECK_FALSE(g.trans_first);
+  CHECK(g.trans_second);
+  CHECK(g.m == 4);
+  CHECK(g.n == 5);
+  CHECK(g.k == 6);
+  check_layout(g.first, 4, 6, 4);   // inp (6, 4)
+  check_layout(g.second, 5, 6, 5);  // dout (6, 5)
+  check_layout(g.out, 4, 5, 4);
+  CHECK(g.beta_one);
+}
+
+TEST_CASE("GEMM mapping: both transposed") {
+  const LtGemm g = lt_gemm(true, true, 2, 3, 4, false);
+  CHECK(g.trans_first);
+  CHECK(g.trans_second);
+  check_layout(g.first, 4, 3, 4);   // b (3, 4)
+  check_layout(g.second, 2, 4, 2);  // a (4, 2)
+}
+
+TEST_CASE("arena: aligned first-fit, coalescing on release, peak tracked") {
+  ArenaLayout arena(4096 + 100, 256);
+  CHECK(arena.capacity_bytes() == 4096u);
+  const std::size_t a = arena.allocate(100);   // 256
+  const std::size_t b = arena.allocate(257);   // 512
+  const std::size_t c = arena.allocate(0);     // 256
+  CHECK(a == 0u);
+  CHECK(b == 256u);
+  CHECK(c == 768u);
+  CHECK(arena.block_bytes(b) == 512u);
+  CHECK(arena.used_bytes() == 1024u);
+  arena.release(a);
+  arena.release(b);  // coalesces with a's hole: 768 free bytes at 0
+  CHECK(arena.allocate(768) == 0u);
+  CHECK(arena.peak_bytes() == 1024u);
+  CHECK(arena.allocate(3072) == 1024u);  // exactly the rest
+  CHECK(arena.peak_bytes() == 4096u);
+  CHECK_THROWS_AS(arena.allocate(1), std::runtime_error);
+  arena.release(c);
+  CHECK(arena.used_bytes() == 3840u);
+  CHECK(arena.live_blocks() == 2u);
+  CHECK_THROWS_AS(arena.release(c), std::invalid_argument);
+  CHECK_THROWS_AS(ArenaLayout(1024, 100), std::invalid_argument);
+}

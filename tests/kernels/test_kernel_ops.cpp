@@ -1,0 +1,182 @@
+// File: test_kernel_ops.cpp
+// The CUDA kernels' arithmetic, run on the host through their twins (kernel_twins.h), against
+// the CPU backend op by op: fp32 within kFp32Tolerance (normwise), bf16-stored tensors within
+// kBf16Tolerance. Sizes are odd on purpose: rows not a multiple of a warp, a vocabulary past
+// one block's stride, a sequence over two attention tiles.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <vector>
+
+#include "kernel_fixtures.h"
+#include "kernel_twins.h"
+
+using namespace whale::exec;
+using namespace whale::exec::test;
+
+namespace {
+constexpr int kRows = 5, kChannels = 70;
+}
+
+TEST_CASE("layernorm forward and backward: warp-row kernels equal the CPU backend") {
+  auto cpu = make_reference();
+  const auto inp = random_vector(kRows * kChannels, 1, 2.0f);
+  const auto weight = random_vector(kChannels, 2), bias = random_vector(kChannels, 3);
+  const auto dout = random_vector(kRows * kChannels, 4);
+  std::vector<float> out(inp.size()), mean(kRows), rstd(kRows), ref_out(inp.size()),
+      ref_mean(kRows), ref_rstd(kRows);
+  cpu->layernorm_forward(view(ref_out), view(ref_mean), view(ref_rstd), view(inp),
+                         view(weight), view(bias), kRows, kChannels);
+  twin_layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), weight.data(),
+                         bias.data(), kRows, kChannels);
+  CHECK(normwise_error(out, ref_out) <= kFp32Tolerance);
+  CHECK(normwise_error(mean, ref_mean) <= kFp32Tolerance);
+  CHECK(normwise_error(rstd, ref_rstd) <= kFp32Tolerance);
+
+  // Backward adds into non-zero gradients.
+  auto dinp = random_vector(inp.size(), 5), dweight = random_vector(kChannels, 6),
+       dbias = random_vector(kChannels, 7);
+  auto ref_dinp = dinp, ref_dweight = dweight, ref_dbias = dbias;
+  cpu->layernorm_backward(view(ref_dinp), view(ref_dweight), view(ref_dbias), view(dout),
+                          view(inp), view(weight), view(ref_mean), view(ref_rstd), kRows,
+                          kChannels);
+  twin_layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                          weight.data(), mean.data(), rstd.data(), kRows, kChannels);
+  CHECK(normwise_error(dinp, ref_dinp) <= kFp32Tolerance);
+  CHECK(normwise_error(dweight, ref_dweight) <= kFp32Tolerance);
+  CHECK(dbias == ref_dbias);  // same double sums in the same order: bit-exact
+}
+
+TEST_CASE("layernorm forward in bf16 storage stays within the bf16 tolerance") {
+  auto cpu = make_reference();
+  const auto inp = random_vector(kRows * kChannels, 11, 2.0f);
+  const auto weight = random_vector(kChannels, 12), bias = random_vector(kChannels, 13);
+  std::vector<float> out(inp.size()), mean(kRows), rstd(kRows), ref(inp.size());
+  cpu->layernorm_forward(view(ref), view(mean), view(rstd), view(inp), view(weight),
+                         view(bias), kRows, kChannels);
+  const auto inp16 = through_bf16(inp), weight16 = through_bf16(weight), bias16 = through_bf16(bias);
+  twin_layernorm_forward(out.data(), mean.data(), rstd.data(), inp16.data(), weight16.data(),
+                         bias16.data(), kRows, kChannels);
+  const double error = normwise_error(through_bf16(out), ref);
+  CHECK(error <= kBf16Tolerance);
+  CHECK(error > kFp32Tolerance);  // the rounding is really there
+}
+
+TEST_CASE("GELU forward and backward equal the CPU backend") {
+  auto cpu = make_reference();
+  const std::size_t n = 1000;
+  const auto inp = random_vector(n, 21, 3.0f), dout = random_vector(n, 22);
+  std::vector<float> out(n), ref(n);
+  cpu->gelu_forward(view(ref), view(inp), n);
+  twin_gelu_forward(out.data(), inp.data(), n);
+  CHECK(normwise_error(out, ref) <= kFp32Tolerance);
+  auto dinp = random_vector(n, 23), ref_dinp = dinp;
+  cpu->gelu_backward(view(ref_dinp), view(inp), view(dout), n);
+  twin_gelu_backward(dinp.data(), inp.data(), dout.data(), n);
+  CHECK(normwise_error(dinp, ref_dinp) <= kFp32Tolerance);
+}
+
+TEST_CASE("bias add forward and backward equal the CPU backend bit for bit") {
+  auto cpu = make_reference();
+  const auto bias = random_vector(kChannels, 31), dout = random_vector(kRows * kChannels, 32);
+  auto out = random_vector(kRows * kChannels, 33), ref = out;
+  cpu->bias_add_forward(view(ref), view(bias), kRows, kChannels);
+  twin_bias_add_forward(out.data(), bias.data(), kRows, kChannels);
+  CHECK(out == ref);
+  auto dbias = random_vector(kChannels, 34), ref_dbias = dbias;
+  cpu->bias_add_backward(view(ref_dbias), view(dout), kRows, kChannels);
+  twin_bias_add_backward(dbias.data(), dout.data(), kRows, kChannels);
+  CHECK(dbias == ref_dbias);
+}
+
+TEST_CASE("embedding forward and deterministic backward equal the CPU backend bit for bit") {
+  auto cpu = make_reference();
+  const int B = 2, T = 3, C = 4, V = 5;
+  const std::vector<int32_t> tokens = {3, 1, 3, 0, 3, 1};  // repeats: the order matters
+  const auto wte = random_vector(V * C, 41), wpe = random_vector(T * C, 42);
+  std::vector<float> out(B * T * C), ref(out.size());
+  cpu->embedding_forward(view(ref), view(tokens), view(wte), view(wpe), B, T, C);
+  twin_embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  CHECK(out == ref);
+  const auto dout = random_vector(out.size(), 43);
+  auto dwte = random_vector(V * C, 44), dwpe = random_vector(T * C, 45);
+  auto ref_dwte = dwte, ref_dwpe = dwpe;
+  cpu->embedding_backward(view(ref_dwte), view(ref_dwpe), view(dout), view(tokens), B, T, C);
+  twin_embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, V);
+  CHECK(dwte == ref_dwte);
+  CHECK(dwpe == ref_dwpe);
+}
+
+TEST_CASE("fused softmax + cross-entropy: loss and gradient equal the CPU backend") {
+  auto cpu = make_reference();
+  const int N = 3, V = 300;
+  const auto logits = random_vector(N * V, 51, 4.0f);
+  const std::vector<int32_t> targets = {0, 299, 137};
+  std::vector<float> losses(N);
+  auto dlogits = random_vector(N * V, 52), ref_dlogits = dlogits;
+  const float scale = 1.0f / 3.0f;
+  twin_cross_entropy(losses.data(), dlogits.data(), logits.data(), targets.data(), N, V, scale);
+  const double ref_loss = cpu->cross_entropy_forward(view(logits), view(targets), N, V);
+  cpu->cross_entropy_backward(view(ref_dlogits), view(logits), view(targets), N, V, scale);
+  double loss = 0.0;
+  for (float l : losses) loss += l;
+  CHECK(loss == doctest::Approx(ref_loss).epsilon(kFp32Tolerance));
+  CHECK(normwise_error(dlogits, ref_dlogits) <= kFp32Tolerance);
+}
+
+TEST_CASE("flash attention forward and backward equal the CPU backend's materialised softmax") {
+  auto cpu = make_reference();
+  const int B = 2, NH = 2, T = 37, HS = 8, C = NH * HS;
+  const auto qkv = random_vector(static_cast<std::size_t>(B) * T * 3 * C, 61);
+  const auto dout = random_vector(static_cast<std::size_t>(B) * T * C, 62);
+  std::vector<float> out(dout.size()), ref(dout.size()), lse(static_cast<std::size_t>(B) * NH * T);
+  std::vector<float> probs(static_cast<std::size_t>(B) * NH * T * T);
+  cpu->attention_forward(view(ref), view(probs), view(qkv), B, T, NH, HS);
+  twin_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, HS);
+  CHECK(normwise_error(out, ref) <= kFp32Tolerance);
+  auto dqkv = random_vector(qkv.size(), 63), ref_dqkv = dqkv;
+  cpu->attention_backward(view(ref_dqkv), view(dout), view(qkv), view(probs), B, T, NH, HS);
+  twin_attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, NH, HS);
+  CHECK(normwise_error(dqkv, ref_dqkv) <= kFp32Tolerance);
+}
+
+TEST_CASE("flash attention with bf16-stored q, k, v stays within the bf16 tolerance") {
+  auto cpu = make_reference();
+  const int B = 1, NH = 2, T = 40, HS = 16, C = NH * HS;
+  const auto qkv = random_vector(static_cast<std::size_t>(B) * T * 3 * C, 71);
+  std::vector<float> out(static_cast<std::size_t>(B) * T * C), ref(out.size()),
+      lse(static_cast<std::size_t>(B) * NH * T), probs(static_cast<std::size_t>(B) * NH * T * T);
+  cpu->attention_forward(view(ref), view(probs), view(qkv), B, T, NH, HS);
+  twin_attention_forward(out.data(), lse.data(), through_bf16(qkv).data(), B, T, NH, HS);
+  CHECK(normwise_error(through_bf16(out), ref) <= kBf16Tolerance);
+}
+
+TEST_CASE("multi-tensor AdamW over chunked tensors equals the CPU backend's update") {
+  auto cpu = make_reference();
+  const std::vector<std::size_t> counts = {5000, 3, 4097};  // spans chunk boundaries
+  std::vector<std::vector<float>> p, g, m, v, rp, rm, rv;
+  for (std::size_t t = 0; t < counts.size(); ++t) {
+    p.push_back(random_vector(counts[t], 80 + t));
+    g.push_back(random_vector(counts[t], 90 + t));
+    m.push_back(random_vector(counts[t], 100 + t, 0.1f));
+    v.push_back(through_bf16(random_vector(counts[t], 110 + t, 0.01f)));
+    for (float& x : v.back()) x = x * x;  // second moments are non-negative
+  }
+  rp = p, rm = m, rv = v;
+  std::vector<float*> pp, mp, vp;
+  std::vector<const float*> gp;
+  for (std::size_t t = 0; t < counts.size(); ++t) {
+    pp.push_back(p[t].data());
+    gp.push_back(g[t].data());
+    mp.push_back(m[t].data());
+    vp.push_back(v[t].data());
+    cpu->adamw_update(view(rp[t]), view(g[t]), view(rm[t]), view(rv[t]), counts[t], 1e-3,
+                      0.9, 0.95, 1e-8, 0.1, 3);
+  }
+  twin_adamw(pp, gp, mp, vp, counts, 1e-3, 0.9, 0.95, 1e-8, 0.1, 3);
+  for (std::size_t t = 0; t < counts.size(); ++t) {
+    CHECK(normwise_error(p[t], rp[t]) <= kFp32Tolerance);
+    CHECK(normwise_error(m[t], rm[t]) <= kFp32Tolerance);
+    CHECK(normwise_error(v[t], rv[t]) <= kFp32Tolerance);
+  }
+}
