@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "whale/exec/comm/mpi_communicator.h"
+#include "whale/plan/check.h"
 
 namespace whale::exec {
 namespace {
@@ -94,9 +95,8 @@ class MpiCommunicator : public Communicator {
 
   std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override {
     for (int m : members)
-      if (m < 0 || m >= size_)
-        throw std::logic_error("MpiCommunicator::subgroup: member " + std::to_string(m) +
-                               " outside 0.." + std::to_string(size_ - 1));
+      WHALE_CHECK(m >= 0 && m < size_, "MpiCommunicator::subgroup: member " + std::to_string(m) +
+                                            " outside 0.." + std::to_string(size_ - 1));
     MPI_Group parent = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
     WHALE_MPI_CHECK(MPI_Comm_group(comm_, &parent));
     WHALE_MPI_CHECK(MPI_Group_incl(parent, static_cast<int>(members.size()), members.data(),
@@ -105,8 +105,8 @@ class MpiCommunicator : public Communicator {
     WHALE_MPI_CHECK(MPI_Comm_create_group(comm_, group, /*tag=*/0, &created));
     WHALE_MPI_CHECK(MPI_Group_free(&group));
     WHALE_MPI_CHECK(MPI_Group_free(&parent));
-    if (created == MPI_COMM_NULL)
-      throw std::logic_error("MpiCommunicator::subgroup: called by a non-member");
+    WHALE_CHECK(created != MPI_COMM_NULL,
+                std::string("MpiCommunicator::subgroup: called by a non-member"));
     return std::make_unique<MpiCommunicator>(created);
   }
 

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_backend_impl.h"
 #include "whale/exec/backend/cpu_backend.h"
+#include "whale/plan/check.h"
 
 namespace whale::exec {
 
@@ -49,8 +50,8 @@ float* CpuBackend::allocate(std::size_t count) {
 void CpuBackend::release(float* data) {
   if (!data) return;
   const auto it = block_counts_.find(data);
-  if (it == block_counts_.end())
-    throw std::logic_error("CpuBackend::release: memory not allocated by this backend");
+  WHALE_CHECK(it != block_counts_.end(),
+              std::string("CpuBackend::release: memory not allocated by this backend"));
   const std::size_t bytes = it->second * sizeof(float);
   if (pooled_bytes_ + bytes > kMaxPooledBytes) {
     block_counts_.erase(it);
