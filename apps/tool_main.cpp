@@ -47,7 +47,7 @@ int run_tool(const std::string& tool, CLI::App& app, int argc, char** argv,
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app.exit(e);  // --help
-      throw Error("", "command line", e.what(), "see " + tool + " --help");
+      throw Error("", "", e.what(), "see " + tool + " --help");  // what() names the option
     }
     return body();
   });

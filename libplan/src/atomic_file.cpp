@@ -2,6 +2,7 @@
 // AtomicFile: temporary file in the same folder, checked writes, rename on commit.
 #include "whale/plan/atomic_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,12 +94,20 @@ void AtomicFile::flush() {
 
 void AtomicFile::commit() {
   flush();
+  // fsync before the rename, so that a crash leaves the old file or the new one, whole.
+  if (!temp_path_.empty() && ::fsync(::fileno(file_)) != 0)
+    fail("a file that can be written completely", errno);
   std::FILE* file = file_;
   file_ = nullptr;
   if (std::fclose(file) != 0) fail("a file that can be written completely", errno);
   if (temp_path_.empty()) return;
   if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("a file that can be replaced", errno);
   temp_path_.clear();
+  const int folder = ::open(folder_of(path_).c_str(), O_RDONLY);
+  if (folder >= 0) {
+    ::fsync(folder);  // makes the rename durable; a folder that cannot be synced is no error
+    ::close(folder);
+  }
 }
 
 void write_file_atomically(const std::string& path, const std::string& text,

@@ -1,5 +1,6 @@
 // File: device_list.cpp
 // The compact device-list notation of plans: "0-7,12,14-15".
+#include <algorithm>
 #include <cctype>
 
 #include "whale/plan/error.h"
@@ -44,11 +45,12 @@ std::vector<int> parse_device_list(const std::string& text, const std::string& f
     if (last < first) {
       throw Error(file, yaml_path, "bad device list '" + text + "': range '" + part + "' goes backwards", hint);
     }
-    if (last >= device_count) {
+    if (last >= device_count) {  // checked before the range is expanded
       throw Error(file, yaml_path,
-                  "device ids of the cluster (0.." + std::to_string(device_count - 1) + "), got '" +
-                      part + "' in '" + text + "'",
-                  "the cluster has " + std::to_string(device_count) + " devices");
+                  "device " + std::to_string(std::max<int64_t>(first, device_count)) +
+                      " is not in the cluster",
+                  "it has " + std::to_string(device_count) + " devices, ids 0-" +
+                      std::to_string(device_count - 1));
     }
     for (int id = first; id <= last; ++id) ids.push_back(id);
     if (comma == std::string::npos) break;

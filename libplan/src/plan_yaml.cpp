@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 // A referenced spec file, resolved against the plan's folder; fails at `field` when missing.
 std::string referenced_file(const YamlField& field, const std::string& folder) {
   const std::string resolved = resolve_path(folder, field.text());
+  if (fs::is_directory(resolved)) field.fail("a file, got the folder '" + resolved + "'");
   if (!fs::is_regular_file(resolved)) {
     field.fail("file '" + resolved + "' not found", "paths are relative to the plan's folder");
   }
@@ -47,12 +48,8 @@ Stage parse_stage(const YamlField& field, int micro_batch_size, int64_t device_c
   stage.end_layer = last + 1;
   const YamlField devices = field.get("devices");
   if (devices.is_sequence()) {
-    for (const YamlField& id : devices.elements()) {
-      stage.devices.push_back(id.non_negative_integer());
-      if (stage.devices.back() >= device_count) {
-        id.fail("expected a device id of the cluster (0.." + std::to_string(device_count - 1) + ")");
-      }
-    }
+    // A list holds its ids one by one: no expansion, so validate_plan checks them.
+    for (const YamlField& id : devices.elements()) stage.devices.push_back(id.non_negative_integer());
   } else {
     stage.devices = parse_device_list(devices.text(), devices.file(), devices.path(), device_count);
   }

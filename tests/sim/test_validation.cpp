@@ -1,5 +1,5 @@
 // File: test_validation.cpp
-// The simulator against published figures (issue 2 §6): every row of Megatron-LM 2021 Table 1
+// The simulator against published figures: every row of Megatron-LM 2021 Table 1
 // within 15% in TFLOP/s per GPU (the paper's FLOP formula on the simulated step time), and
 // Korthikanti 2022's GPT-3 175B step on 64 GPUs with full recomputation within 15%.
 #include <doctest/doctest.h>

@@ -11,6 +11,7 @@
 #include <memory>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "runtime/run_outputs.h"
 #include "whale/exec/runtime/checkpoint.h"
@@ -170,7 +171,13 @@ int run_training_main(const RunOptions& options) {
     run_training(options, std::cout);
     return 0;
   }, who);
-  if (code != 0 && size > 1) abort_world(code);
+  if (code != 0 && size > 1) {
+    // mpirun forwards a rank's stderr through a pipe; MPI_Abort tears the job down at once and
+    // may drop a line still in flight. A short pause lets this rank's one line through.
+    std::cerr.flush();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    abort_world(code);
+  }
   return code;
 }
 

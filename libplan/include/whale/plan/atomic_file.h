@@ -1,6 +1,6 @@
 // File: atomic_file.h
 // Outputs that appear whole or not at all: text goes to a temporary file in the target's
-// folder, every write, flush and close is checked, and the file is renamed over the target.
+// folder, every write, flush, fsync and close is checked, and the file is renamed over the target.
 #pragma once
 
 #include <cstdio>
