@@ -16,7 +16,8 @@ for run in 1 2; do
     --threads "$run" --out "$work/plan-$run.yaml" --trace "$work/plan-$run.trace.json" \
     >"$work/plan-$run.txt" || { echo "FAIL: whale-plan run $run"; status=1; }
 done
-for output in sim-%s.json sim-%s.trace.json sim-%s.svg plan-%s.yaml plan-%s.txt plan-%s.trace.json; do
+# whale-plan's text report also prints the search's wall time, so its plan and trace are compared.
+for output in sim-%s.json sim-%s.trace.json sim-%s.svg plan-%s.yaml plan-%s.trace.json; do
   first=$work/$(printf "$output" 1) second=$work/$(printf "$output" 2)
   if [ ! -s "$first" ]; then
     echo "FAIL: $first is empty"; status=1
@@ -24,5 +25,5 @@ for output in sim-%s.json sim-%s.trace.json sim-%s.svg plan-%s.yaml plan-%s.txt 
     echo "FAIL: $first and $second differ"; status=1
   fi
 done
-[ "$status" = 0 ] && echo "determinism: 6 outputs byte-identical across processes"
+[ "$status" = 0 ] && echo "determinism: 5 outputs byte-identical across processes"
 exit $status
