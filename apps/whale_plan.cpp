@@ -1,14 +1,15 @@
 // File: whale_plan.cpp
 // whale-plan: searches the fastest hybrid plan of a model on a cluster with the simulator,
 // prints it (text or JSON) with the baseline / upper-bound comparison, and writes the plan.
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <unistd.h>
 
+#include "tool_main.h"
 #include "whale/plan/error.h"
 #include "whale/plan/plan_runtime.h"
+#include "whale/plan/limits.h"
 #include "whale/plan/planner.h"
 #include "whale/plan/timeline.h"
 #include "whale/sim/report.h"
@@ -22,25 +23,25 @@ int main(int argc, char** argv) {
   app.add_option("--cluster", cluster_path, "cluster YAML file")->required();
   app.add_option("--model", model_path, "model YAML file")->required();
   app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");
-  app.add_option("--global-batch", options.global_batch, "samples per step (default: the model's)");
+  app.add_option("--global-batch", options.global_batch, "samples per step (default: the model's)")
+      ->check(whale::app::number_in(1, whale::plan::kMaxGlobalBatch));
   app.add_option("--hints", hints_path, "planner hints YAML (docs/hints.md)");
   app.add_option("--out", out_path, "write the best plan here (self-contained YAML)");
-  app.add_option("--top", options.top_k, "alternatives to show besides the best")->check(CLI::NonNegativeNumber);
+  app.add_option("--top", options.top_k, "alternatives to show besides the best")->check(whale::app::number_in(0, 1000));
   app.add_option("--format", format, "output format")->check(CLI::IsMember({"text", "json"}));
   app.add_option("--trace", trace_path, "write the best plan's predicted timeline as Chrome trace JSON");
   app.add_option("--svg", svg_path, "write the best plan's timeline as an SVG picture");
   app.add_option("--time-limit", options.time_limit_s, "seconds; return the best plan found so far")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", options.threads, "simulator threads")->check(CLI::PositiveNumber);
+      ->check(whale::app::number_in(0, 1e9));
+  app.add_option("--threads", options.threads, "simulator threads")->check(whale::app::number_in(1, 1024));
   app.add_option("--max-evaluations", options.max_evaluations,
-                 "analytic layouts per search at most (0: no cap)")->check(CLI::NonNegativeNumber);
+                 "analytic layouts per search at most (0: no cap)")->check(whale::app::number_in(0, 1e15));
   bool runnable = false, progress = false;
   app.add_flag("--runnable", runnable,
                "only strategies whale-run executes today (no sequence parallelism, no ZeRO-2)");
   app.add_flag("--progress", progress, "report search progress on stderr even when it is not a terminal");
-  CLI11_PARSE(app, argc, argv);
-  if (runnable) options.strategies = whale::plan::runnable_strategies();
-  try {
+  return whale::app::run_tool("whale-plan", app, argc, argv, [&] {
+    if (runnable) options.strategies = whale::plan::runnable_strategies();
     const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
     const whale::plan::Model model = whale::plan::load_model(model_path);
     if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);
@@ -73,9 +74,8 @@ int main(int argc, char** argv) {
       whale::plan::write_chrome_trace_file(trace_path, estimate.timeline, labels);
     }
     if (!svg_path.empty()) whale::sim::write_svg_timeline_file(svg_path, best.plan, estimate);
-  } catch (const whale::Error& e) {
-    std::cerr << "whale-plan: error: " << e.what() << "\n";
-    return 2;
-  }
-  return 0;
+    std::cout.flush();
+    if (!std::cout) throw whale::Error("(stdout)", "", "a writable standard output", "the disk may be full");
+    return 0;
+  });
 }

@@ -2,16 +2,15 @@
 // whale-profile: measures a device (--device cpu|cuda:N) into a profile YAML, or, under mpirun,
 // the links between ranks (--links) into the link section of a cluster YAML; --check validates
 // a profile file. Errors in the input: one line on stderr, exit 2.
-#include <CLI/CLI.hpp>
-
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/profile/profile_device_prober.h"
 #include "whale/exec/profile/profile_links.h"
 #include "whale/exec/profile/profile_output.h"
+#include "tool_main.h"
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 
 namespace {
@@ -81,7 +80,7 @@ int run_links(const Args& args) {
   if (args.out.empty()) {
     std::cout << yaml;
   } else {
-    std::ofstream(args.out) << yaml;
+    whale::write_file_atomically(args.out, yaml, "--out");
     progress_line("wrote " + args.out);
   }
   return 0;
@@ -97,30 +96,21 @@ int run_check(const Args& args) {
 int main(int argc, char** argv) {
   CLI::App app{"whale-profile: measure a device or the links between ranks for whale-plan"};
   Args args;
-  app.add_option("--device", args.device, "cpu or cuda:N (default cpu)");
-  app.add_option("--out", args.out,
+  CLI::Option* device = app.add_option("--device", args.device, "cpu or cuda:N (default cpu)");
+  CLI::Option* out = app.add_option("--out", args.out,
                  "output YAML: a device profile (default NAME.yaml), or with --links the link "
                  "section of a cluster (default: stdout)");
-  app.add_flag("--quick", args.quick, "a smaller sweep that runs in a few seconds");
-  app.add_flag("--links", args.links, "time ping-pong and all-reduce between MPI ranks");
-  app.add_option("--link-kind", args.link_kind, "the link kind written with --links");
-  app.add_option("--check", args.check, "load and validate a profile YAML, print its summary");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "whale-profile: error: " << e.what() << " (hint: see --help)\n";
-    return 2;
-  }
-  try {
+  CLI::Option* quick = app.add_flag("--quick", args.quick, "a smaller sweep that runs in a few seconds");
+  CLI::Option* links = app.add_flag("--links", args.links, "time ping-pong and all-reduce between MPI ranks");
+  app.add_option("--link-kind", args.link_kind, "the link kind written with --links")->needs(links);
+  // --check only reads a file: options that measure would be silently ignored with it.
+  app.add_option("--check", args.check, "load and validate a profile YAML, print its summary")
+      ->excludes(device)
+      ->excludes(quick)
+      ->excludes(links)
+      ->excludes(out);
+  return whale::app::run_tool("whale-profile", app, argc, argv, [&] {
     if (!args.check.empty()) return run_check(args);
     return args.links ? run_links(args) : run_device(args);
-  } catch (const whale::Error& e) {
-    std::cerr << "whale-profile: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "whale-profile: failed: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

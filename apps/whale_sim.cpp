@@ -1,10 +1,10 @@
 // File: whale_sim.cpp
 // whale-sim: evaluates one plan with the simulator and prints a text or JSON report; optionally
 // writes the predicted timeline as Chrome trace JSON and as an SVG picture.
-#include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
 
+#include "tool_main.h"
 #include "whale/plan/error.h"
 #include "whale/plan/plan.h"
 #include "whale/plan/timeline.h"
@@ -20,15 +20,7 @@ int main(int argc, char** argv) {
   app.add_option("--format", format, "report format")->check(CLI::IsMember({"text", "json"}));
   app.add_option("--trace", trace_path, "write the predicted timeline as Chrome trace JSON");
   app.add_option("--svg", svg_path, "write the pipeline timeline as an SVG picture");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "whale-sim: error: " << e.what() << " (hint: whale-sim --help)\n";
-    return 2;
-  }
-  try {
+  return whale::app::run_tool("whale-sim", app, argc, argv, [&] {
     const whale::plan::Plan plan = whale::plan::load_plan(plan_path, profiles_dir);
     whale::plan::EvaluateOptions options;
     options.timeline = !trace_path.empty() || !svg_path.empty();
@@ -43,9 +35,8 @@ int main(int argc, char** argv) {
       whale::plan::write_chrome_trace_file(trace_path, estimate.timeline, labels);
     }
     if (!svg_path.empty()) whale::sim::write_svg_timeline_file(svg_path, plan, estimate);
-  } catch (const whale::Error& e) {
-    std::cerr << "whale-sim: error: " << e.what() << "\n";
-    return 2;
-  }
-  return 0;
+    std::cout.flush();
+    if (!std::cout) throw whale::Error("(stdout)", "", "a writable standard output", "the disk may be full");
+    return 0;
+  });
 }

@@ -14,7 +14,7 @@
 # Usage (from the source root): scripts/equality.sh WHALE_RUN PLAN NP [STEPS]
 set -euo pipefail
 run=$1 plan=$2 np=$3 steps=${4:-20}
-out=$(mktemp -d /tmp/whale-equality.XXXXXX)
+out=$(mktemp -d "$(cd "$(dirname "$run")/.." && pwd)/equality.XXXXXX")  # in the build folder
 trap 'rm -rf "$out"' EXIT
 common=(--data data/corpus.txt --steps "$steps" --log-every 0 --seed 7)
 "$run" configs/plans/tiny/single.yaml "${common[@]}" \

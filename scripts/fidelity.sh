@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # File: fidelity.sh
-# The fidelity check (issue 5 §4): profiles this machine's CPU and MPI links, then runs every
-# plan of configs/plans/fidelity/ with whale-run and simulates it with whale-sim, and prints
-# predicted against measured step time. Last line: `fidelity: N plans, MAPE X%, rank correlation Y`.
+# The fidelity check: profiles this machine's CPU and MPI links, then runs every plan of
+# configs/plans/fidelity/ with whale-run and simulates it with whale-sim, and prints predicted
+# against measured step time. Last line: `fidelity: N plans, MAPE X%, rank correlation Y`.
 #
-# Usage: scripts/fidelity.sh [--build DIR] [--steps N] [--reuse-profile] [--no-priority]
+# Usage: scripts/fidelity.sh [--build DIR] [--work DIR] [--steps N] [--rounds R] [--reuse-profile]
 #   --build DIR       build folder holding apps/whale-{profile,run,sim} (default: build)
+#   --work DIR        output folder (default: $WHALE_FIDELITY_DIR, else <build>/fidelity)
 #   --steps N         training steps per run; step 1 is warm-up, the median of the rest counts (5)
 #   --rounds R        runs of every plan, round by round; the median is over all of them (3)
-#   --reuse-profile   keep profiles/cpu-measured.yaml and configs/clusters/cpu-measured.yaml
-#   --no-priority     do not raise the scheduling priority (see docs/fidelity.md)
-# Writes profiles/cpu-measured.yaml, configs/clusters/cpu-measured.yaml and, in
-# $WHALE_FIDELITY_DIR (default: <build>/fidelity), the logs, metrics and fidelity.tsv.
+#   --reuse-profile   keep the profile and cluster that an earlier run wrote into the work folder
+# Writes only into the work folder: generated/profiles/cpu-measured.yaml,
+# generated/clusters/cpu-measured.yaml, the plans pointed at them (generated/plans/), the logs,
+# metrics and fidelity.tsv. The tracked profiles/ and configs/ are never rewritten.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,14 +20,14 @@ BUILD=build
 STEPS=5
 ROUNDS=3
 REUSE=0
-PRIORITY=1
+WORK=${WHALE_FIDELITY_DIR:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
     --reuse-profile) REUSE=1; shift ;;
-    --no-priority) PRIORITY=0; shift ;;
     *) echo "fidelity.sh: error: unknown argument '$1' (see the usage at the top of the script)" >&2; exit 2 ;;
   esac
 done
@@ -42,25 +43,19 @@ for tool in whale-profile whale-run whale-sim; do
   fi
 done
 
-# Timings on a shared machine: as root, run in our own session (autogroup) at the highest
-# priority, so that other work on the machine does not stretch the measured steps.
-if [ "$PRIORITY" = 1 ] && [ "$(id -u)" = 0 ] && [ -z "${WHALE_FIDELITY_SESSION:-}" ] &&
-   command -v setsid > /dev/null; then
-  export WHALE_FIDELITY_SESSION=1
-  exec setsid --wait "$0" --build "$BUILD" --steps "$STEPS" --rounds "$ROUNDS" $([ "$REUSE" = 1 ] && echo --reuse-profile)
-fi
-if [ -n "${WHALE_FIDELITY_SESSION:-}" ]; then
-  echo -20 > /proc/self/autogroup 2> /dev/null || true
-  renice -n -20 -p $$ > /dev/null 2>&1 || true
-fi
-
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=0
-WORK=${WHALE_FIDELITY_DIR:-$BUILD/fidelity}
-mkdir -p "$WORK"
+WORK=${WORK:-$BUILD/fidelity}
+case "$WORK" in /*) ;; *) WORK="$ROOT/$WORK" ;; esac
+GENERATED=$WORK/generated
+mkdir -p "$GENERATED/profiles" "$GENERATED/clusters" "$GENERATED/plans"
 cd "$ROOT"
 RANKS=2
-PROFILE=profiles/cpu-measured.yaml
-CLUSTER=configs/clusters/cpu-measured.yaml
+PROFILE=$GENERATED/profiles/cpu-measured.yaml
+CLUSTER=$GENERATED/clusters/cpu-measured.yaml
+if [ "$REUSE" = 1 ] && { [ ! -f "$PROFILE" ] || [ ! -f "$CLUSTER" ]; }; then
+  echo "fidelity.sh: error: $PROFILE or $CLUSTER not found (hint: run once without --reuse-profile)" >&2
+  exit 2
+fi
 echo "fidelity: load before measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 profile_cpu() {  # folder: writes folder/cpu-measured.yaml
@@ -104,7 +99,14 @@ fi
 
 # Every plan once per round, rounds one after another, so that a change of load on the machine
 # spreads over all plans instead of falling on a few; the median over all rounds' steps counts.
-PLANS=(configs/plans/fidelity/*.yaml)
+# The plans run on the generated cluster: copies in generated/plans point at it.
+PLANS=()
+for plan in configs/plans/fidelity/*.yaml; do
+  sed -e "s|^cluster: .*|cluster: $CLUSTER|" -e "s|^model: \(.*\)|model: $ROOT/configs/plans/fidelity/\1|" \
+    "$plan" > "$GENERATED/plans/$(basename "$plan")"
+  echo "profiles_dir: $GENERATED/profiles" >> "$GENERATED/plans/$(basename "$plan")"
+  PLANS+=("$GENERATED/plans/$(basename "$plan")")
+done
 # Each round profiles the CPU first and predicts with that profile: the load of a shared machine
 # drifts, and the prediction of a plan is the mean over the rounds' profiles.
 for round in $(seq 1 "$ROUNDS"); do
@@ -112,6 +114,7 @@ for round in $(seq 1 "$ROUNDS"); do
   if [ "$REUSE" = 0 ]; then
     echo "fidelity: round $round: profiling the CPU ($RANKS cores at once) ..."
     profile_cpu "$WORK/round-$round"
+    cp "$WORK/round-$round/cpu-measured.yaml" "$PROFILE"  # whale-run reads it through the plans
   else
     cp "$PROFILE" "$WORK/round-$round/cpu-measured.yaml"
   fi
@@ -146,7 +149,6 @@ EOF
   printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$predicted" "$measured" >> "$WORK/fidelity.tsv"
 done
 
-[ "$REUSE" = 1 ] || cp "$WORK/round-$ROUNDS/cpu-measured.yaml" "$PROFILE"
 echo "fidelity: load after measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$WORK/fidelity.tsv" <<'EOF'
 # The table, the mean absolute percentage error and Spearman's rank correlation (average ranks

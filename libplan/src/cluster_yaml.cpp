@@ -4,6 +4,7 @@
 
 #include "spec_yaml.h"
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 #include "yaml_writer.h"
 
 namespace whale::plan {
@@ -59,7 +60,7 @@ void parse_node(Cluster& cluster, const YamlField& entry, const Link* default_ne
   const YamlField name_field = entry.get("name");
   const std::string name = name_field.text();
   const bool expand = entry.has("count");
-  const int copies = expand ? entry.get("count").positive_integer() : 1;
+  const int copies = expand ? static_cast<int>(entry.get("count").count(kMaxNodes, "nodes")) : 1;
   const Link intra = parse_link(entry.get("intra_link"));
   if (!entry.has("network") && default_network == nullptr) {
     entry.get("network");  // fails: "missing field"
@@ -72,7 +73,17 @@ void parse_node(Cluster& cluster, const YamlField& entry, const Link* default_ne
     group.expect_keys({"model", "count"});
     const YamlField model = group.get("model");
     ensure_profile(cluster, model, model.text(), profiles_dir);
-    groups.emplace_back(model.text(), group.positive_integer_or("count", 1));
+    const int count = group.has("count") ? static_cast<int>(group.get("count").count(kMaxDevices, "devices")) : 1;
+    groups.emplace_back(model.text(), count);
+  }
+  // Checked before expanding, so that a huge count fails at once instead of filling memory.
+  int64_t per_node = 0;
+  for (const auto& group : groups) per_node += group.second;
+  const int64_t total = static_cast<int64_t>(cluster.devices.size()) + per_node * copies;
+  if (total > kMaxDevices) {
+    entry.fail("expected at most " + std::to_string(kMaxDevices) + " devices in the cluster, got " +
+                   std::to_string(total) + " so far",
+               "whale's limit on devices (docs/limits.md)");
   }
   for (int copy = 0; copy < copies; ++copy) {
     Node node;

@@ -1,8 +1,10 @@
 // File: device_list.cpp
 // The compact device-list notation of plans: "0-7,12,14-15".
+#include <algorithm>
 #include <cctype>
 
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 #include "whale/plan/plan.h"
 
 namespace whale::plan {
@@ -27,7 +29,7 @@ int parse_id(const std::string& text) {
 }  // namespace
 
 std::vector<int> parse_device_list(const std::string& text, const std::string& file,
-                                   const std::string& yaml_path) {
+                                   const std::string& yaml_path, int64_t device_count) {
   const std::string hint = "write ids and inclusive ranges separated by commas, e.g. \"0-7,12\"";
   std::vector<int> ids;
   std::size_t start = 0;
@@ -42,6 +44,13 @@ std::vector<int> parse_device_list(const std::string& text, const std::string& f
     }
     if (last < first) {
       throw Error(file, yaml_path, "bad device list '" + text + "': range '" + part + "' goes backwards", hint);
+    }
+    if (last >= device_count) {  // checked before the range is expanded
+      throw Error(file, yaml_path,
+                  "device " + std::to_string(std::max<int64_t>(first, device_count)) +
+                      " is not in the cluster",
+                  "it has " + std::to_string(device_count) + " devices, ids 0-" +
+                      std::to_string(device_count - 1));
     }
     for (int id = first; id <= last; ++id) ids.push_back(id);
     if (comma == std::string::npos) break;

@@ -5,6 +5,7 @@
 
 #include "spec_yaml.h"
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 #include "yaml_writer.h"
 
 namespace whale::plan {
@@ -42,6 +43,11 @@ EfficiencyCurve parse_curve(const YamlField& list, const std::string& size_key, 
     }
     points.push_back(point);
   }
+  // An empty curve would read as 100% efficient at every size: a silent, optimistic default.
+  if (points.empty()) {
+    list.fail("expected at least one {" + size_key + ", efficiency} point, got an empty list",
+              "measure the device with whale-profile");
+  }
   return EfficiencyCurve(std::move(points));
 }
 
@@ -74,7 +80,13 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
   profile.kind = kind.text();
   if (profile.kind != "gpu" && profile.kind != "cpu") kind.fail("expected gpu or cpu, got '" + profile.kind + "'");
   profile.source = root.get("source").text();
-  profile.memory_bytes = root.get("memory_gib").positive_number() * kBytesPerGiB;
+  const YamlField memory = root.get("memory_gib");
+  const double memory_gib = memory.positive_number();
+  if (memory_gib > kMaxMemoryGib) {
+    memory.fail("expected at most " + format_number(kMaxMemoryGib) + " GiB, got " + format_number(memory_gib),
+                "whale's limit on device memory (docs/limits.md); check the unit");
+  }
+  profile.memory_bytes = memory_gib * kBytesPerGiB;
   profile.memory_bandwidth_bytes_per_s =
       gbytes_per_s_to_bytes_per_s(root.get("memory_bandwidth_gbytes_per_s").positive_number());
   const YamlField peaks = root.get("peak_tflops");

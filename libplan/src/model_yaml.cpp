@@ -3,6 +3,7 @@
 // hyperparameters, or a listed model layer by layer.
 #include "spec_yaml.h"
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 #include "yaml_writer.h"
 
 namespace whale::plan {
@@ -30,7 +31,7 @@ const LayerNumber kLayerNumbers[] = {
 Training parse_training(const YamlField& field) {
   field.expect_keys({"global_batch", "precision", "optimizer"});
   Training training;
-  training.global_batch = field.get("global_batch").positive_integer();
+  training.global_batch = static_cast<int>(field.get("global_batch").count(kMaxGlobalBatch, "samples per global batch"));
   const YamlField precision = field.get("precision");
   if (!parse_precision(precision.text(), &training.precision)) {
     precision.fail("unknown precision '" + precision.text() + "'", "use fp32, tf32, fp16 or bf16");
@@ -80,20 +81,26 @@ Layer parse_listed_layer(const YamlField& field) {
   return layer;
 }
 
+/// A model dimension (hidden, ffn_hidden, sequence, vocabulary): a count up to
+/// kMaxModelDimension, so that products of two fit in 64 bits.
+int dimension(const YamlField& field) {
+  return static_cast<int>(field.count(kMaxModelDimension, "units of a model dimension"));
+}
+
 void parse_family_hyperparameters(const YamlField& root, Model& model) {
-  model.num_layers = root.get("layers").positive_integer();
-  model.hidden = root.get("hidden").positive_integer();
+  model.num_layers = static_cast<int>(root.get("layers").count(kMaxLayers, "layers"));
+  model.hidden = dimension(root.get("hidden"));
   const YamlField heads = root.get("heads");
   model.heads = heads.positive_integer();
   if (model.hidden % model.heads != 0) {
     heads.fail("expected heads to divide hidden (" + std::to_string(model.hidden) + ")");
   }
-  model.sequence = root.get("sequence").positive_integer();
-  model.vocabulary = root.get("vocabulary").positive_integer();
-  if (model.family == "llama") {
-    model.ffn_hidden = root.get("ffn_hidden").positive_integer();
+  model.sequence = dimension(root.get("sequence"));
+  model.vocabulary = dimension(root.get("vocabulary"));
+  if (model.family == "llama" || root.has("ffn_hidden")) {
+    model.ffn_hidden = dimension(root.get("ffn_hidden"));
   } else {
-    model.ffn_hidden = root.positive_integer_or("ffn_hidden", 4 * model.hidden);
+    model.ffn_hidden = 4 * model.hidden;  // hidden <= kMaxModelDimension: no overflow
   }
   if (root.has("kv_heads")) {
     const YamlField kv = root.get("kv_heads");
@@ -119,9 +126,14 @@ Model parse_model(const YamlField& root) {
       if (root.has(key)) root.get(key).fail(std::string(key) + " applies to family models only", "give layer_list entries instead");
     }
     // Optional for a listed model: tokens per sample (for tokens/s) and heads (bounds tp).
-    if (root.has("sequence")) model.sequence = root.get("sequence").positive_integer();
+    if (root.has("sequence")) model.sequence = dimension(root.get("sequence"));
     if (root.has("heads")) model.heads = root.get("heads").positive_integer();
     const YamlField list = root.get("layer_list");
+    if (list.is_sequence() && static_cast<int64_t>(list.node().size()) > kMaxLayers) {
+      list.fail("expected at most " + std::to_string(kMaxLayers) + " layers, got " +
+                    std::to_string(list.node().size()),
+                "whale's limit on layers (docs/limits.md)");
+    }
     for (const YamlField& item : list.elements()) model.layers.push_back(parse_listed_layer(item));
     if (model.layers.empty()) list.fail("expected at least one layer");
     return model;

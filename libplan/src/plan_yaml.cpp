@@ -5,6 +5,7 @@
 
 #include "spec_yaml.h"
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 #include "whale/plan/plan.h"
 #include "yaml_writer.h"
 
@@ -16,6 +17,7 @@ namespace fs = std::filesystem;
 // A referenced spec file, resolved against the plan's folder; fails at `field` when missing.
 std::string referenced_file(const YamlField& field, const std::string& folder) {
   const std::string resolved = resolve_path(folder, field.text());
+  if (fs::is_directory(resolved)) field.fail("a file, got the folder '" + resolved + "'");
   if (!fs::is_regular_file(resolved)) {
     field.fail("file '" + resolved + "' not found", "paths are relative to the plan's folder");
   }
@@ -30,11 +32,11 @@ Schedule parse_schedule(const YamlField& field) {
   if (!parse_schedule_kind(kind.text(), &schedule.kind)) {
     kind.fail("unknown schedule '" + kind.text() + "'", "use gpipe, 1f1b, interleaved-1f1b or wave");
   }
-  if (!scalar) schedule.chunks = field.positive_integer_or("chunks", 1);
+  if (!scalar && field.has("chunks")) schedule.chunks = static_cast<int>(field.get("chunks").count(kMaxLayers, "chunks"));
   return schedule;
 }
 
-Stage parse_stage(const YamlField& field, int micro_batch_size) {
+Stage parse_stage(const YamlField& field, int micro_batch_size, int64_t device_count) {
   field.expect_keys({"layers", "devices", "tp", "shares", "recompute", "shard_optimizer",
                      "shard_gradients", "sequence_parallel"});
   Stage stage;
@@ -47,9 +49,10 @@ Stage parse_stage(const YamlField& field, int micro_batch_size) {
   stage.end_layer = last + 1;
   const YamlField devices = field.get("devices");
   if (devices.is_sequence()) {
+    // A list holds its ids one by one: no expansion, so validate_plan checks them.
     for (const YamlField& id : devices.elements()) stage.devices.push_back(id.non_negative_integer());
   } else {
-    stage.devices = parse_device_list(devices.text(), devices.file(), devices.path());
+    stage.devices = parse_device_list(devices.text(), devices.file(), devices.path(), device_count);
   }
   if (stage.devices.empty()) devices.fail("expected at least one device");
   stage.tp = field.positive_integer_or("tp", 1);
@@ -161,12 +164,12 @@ Plan load_plan(const std::string& path, const std::string& profiles_dir) {
   if (plan.precision != plan.model.training.precision && plan.model.family != "listed") {
     generate_layers(plan.model, plan.precision);
   }
-  plan.micro_batch_size = root.get("micro_batch_size").positive_integer();
-  plan.micro_batches = root.get("micro_batches").positive_integer();
+  plan.micro_batch_size = static_cast<int>(root.get("micro_batch_size").count(kMaxGlobalBatch, "samples per micro-batch"));
+  plan.micro_batches = static_cast<int>(root.get("micro_batches").count(kMaxMicroBatches, "micro-batches"));
   plan.gradient_bucket_mib = root.positive_number_or("gradient_bucket_mib", kDefaultGradientBucketMib);
   plan.schedule = parse_schedule(root.get("schedule"));
   const YamlField stages = root.get("stages");
-  for (const YamlField& stage : stages.elements()) plan.stages.push_back(parse_stage(stage, plan.micro_batch_size));
+  for (const YamlField& stage : stages.elements()) plan.stages.push_back(parse_stage(stage, plan.micro_batch_size, static_cast<int64_t>(plan.cluster.devices.size())));
   if (plan.stages.empty()) stages.fail("expected at least one stage");
   validate_plan(plan);
   return plan;

@@ -27,9 +27,11 @@ std::string gib(Bytes b) {
                            " but has " + gib(s.usable_bytes) + " usable, " + gib(s.gap()) + " short";
   std::string hint;
   if (s.state_bytes > s.usable_bytes) {
-    const int factor = static_cast<int>(std::ceil(s.state_bytes / s.usable_bytes));
+    // A double: the ratio may exceed any int (a huge model on a small cluster).
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%.3g", std::ceil(s.state_bytes / s.usable_bytes));
     hint = "with full recomputation and a sharded optimizer its weights, gradients and optimizer state alone take " +
-           gib(s.state_bytes) + ": use about " + std::to_string(factor) +
+           gib(s.state_bytes) + ": use about " + factor +
            "x as many devices (or devices with more memory)";
   } else {
     hint = "full recomputation and a sharded optimizer are already on; activations take " +

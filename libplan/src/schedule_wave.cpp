@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "schedule_order.h"
+#include "whale/plan/check.h"
 
 namespace whale::plan::detail {
 namespace {
@@ -110,7 +111,7 @@ ComputeOrders wave_orders(const ScheduleShape& shape) {
     }
     // Cannot happen: when every group is idle, stage 0 of the oldest unadmitted micro-batch
     // or the backward of the oldest one in flight is ready.
-    if (next == kNotDone) throw std::logic_error("wave_orders: the play stalled");
+    WHALE_CHECK(next != kNotDone, std::string("wave_orders: the play stalled"));
     t = next;
   }
   return orders;

@@ -4,10 +4,11 @@
 #include "whale/plan/timeline.h"
 
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/json_text.h"
 
@@ -80,11 +81,9 @@ void write_chrome_trace(std::ostream& out, const std::vector<TimelineEvent>& eve
 
 void write_chrome_trace_file(const std::string& path, const std::vector<TimelineEvent>& events,
                              const std::vector<std::string>& device_labels) {
-  std::ofstream out(path);
-  if (!out) throw Error(path, "", "a writable file", "check that the folder exists");
+  std::ostringstream out;
   write_chrome_trace(out, events, device_labels);
-  out.flush();
-  if (!out) throw Error(path, "", "a writable file", "the disk may be full");
+  write_file_atomically(path, out.str(), "--trace");
 }
 
 }  // namespace whale::plan

@@ -2,16 +2,24 @@
 // The strict YAML reader: type, key and range checks with file + YAML path in every error.
 #include "yaml_reader.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include <yaml-cpp/depthguard.h>
+
 #include "whale/plan/error.h"
 
 namespace whale::plan {
 namespace {
+
+constexpr double kMaxMagnitude = 1e30;
+constexpr int kMaxYamlDepth = 2000;  // yaml-cpp's DeepRecursion limit (yaml-cpp/depthguard.h)
 
 std::string line_suffix(const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -104,6 +112,11 @@ double YamlField::number() const {
   if (s.empty() || *end != '\0' || errno != 0 || !std::isfinite(value)) {
     fail("expected a number, got '" + s + "'");
   }
+  // No quantity whale reads comes near 1e30 in its unit (bytes, FLOP/s, GiB, seconds); larger
+  // ones are typos, and would overflow to infinity once converted.
+  if (std::fabs(value) > kMaxMagnitude) {
+    fail("expected a number of magnitude at most 1e30, got '" + s + "'", "check the unit");
+  }
   return value;
 }
 
@@ -129,6 +142,21 @@ int YamlField::integer() const {
     fail("expected an integer, got '" + s + "'");
   }
   return static_cast<int>(value);
+}
+
+int64_t YamlField::count(int64_t limit, const std::string& what) const {
+  if (!node_.IsScalar()) fail("expected a positive integer, got " + describe(node_));
+  const std::string& s = node_.Scalar();
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0') fail("expected a positive integer, got '" + s + "'");
+  if (value <= 0) fail("expected a positive integer, got '" + s + "'");
+  if (errno == ERANGE || value > limit) {
+    fail("expected at most " + std::to_string(limit) + " " + what + ", got '" + s + "'",
+         "whale's limit on " + what + " (docs/limits.md)");
+  }
+  return value;
 }
 
 int YamlField::positive_integer() const {
@@ -171,6 +199,11 @@ bool YamlField::boolean_or(const std::string& key, bool fallback) const {
 YamlField parse_yaml_text(const std::string& text, const std::string& file) {
   try {
     return YamlField(YAML::Load(text), file, "");
+  } catch (const YAML::DeepRecursion& e) {
+    throw Error(file, "",
+                "YAML nested at most " + std::to_string(kMaxYamlDepth) + " levels deep, got deeper at line " +
+                    std::to_string(e.mark.line + 1),
+                "whale's files are a few levels deep; check the brackets around that line");
   } catch (const YAML::Exception& e) {
     throw Error(file, "",
                 "malformed YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
@@ -180,11 +213,26 @@ YamlField parse_yaml_text(const std::string& text, const std::string& file) {
 }
 
 YamlField load_yaml_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path, "", "cannot open the file", "check that the path exists");
+  if (path.empty()) throw Error("", "", "a YAML file name, got an empty path");
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) {
+    throw Error(path, "", std::string("a YAML file: ") + std::strerror(errno),
+                "check that the path exists");
+  }
+  if (S_ISDIR(info.st_mode)) throw Error(path, "", "a YAML file, got a folder", "give a file in it");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path, "", "a readable YAML file", "check its permissions");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_yaml_text(text.str(), path);
+  const std::string content = text.str();
+  if (in.bad()) throw Error(path, "", "a readable YAML file", "reading it failed");
+  if (content.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw Error(path, "", "a YAML file with content, got an empty file");
+  }
+  if (content.find('\0') != std::string::npos) {
+    throw Error(path, "", "a YAML text file, got binary data", "is this the right file?");
+  }
+  return parse_yaml_text(content, path);
 }
 
 std::string parent_folder(const std::string& path) {

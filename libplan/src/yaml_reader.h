@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -52,6 +53,8 @@ class YamlField {
   int integer() const;
   int positive_integer() const;            // > 0
   int non_negative_integer() const;        // >= 0
+  /// A count in [1, limit]; the message names the limit and `what` it bounds (docs/limits.md).
+  int64_t count(int64_t limit, const std::string& what) const;
   bool boolean() const;
 
   // Optional keys with defaults.
@@ -68,8 +71,9 @@ class YamlField {
   std::string path_;
 };
 
-/// Reads and parses a YAML file. A missing or unreadable file fails naming it; a parse error
-/// fails with the line and column.
+/// Reads and parses a YAML file. A missing, unreadable, empty or binary file, or a folder, fails
+/// naming it; a parse error fails with the line and column; nesting deeper than yaml-cpp allows
+/// fails as such.
 YamlField load_yaml_file(const std::string& path);
 /// Parses YAML text; `file` is only used in messages.
 YamlField parse_yaml_text(const std::string& text, const std::string& file);

@@ -4,8 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 
 namespace whale::plan {
@@ -42,10 +42,7 @@ void emit_text_field(YAML::Emitter& out, const std::string& key, const std::stri
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) throw Error(path, "", "cannot write the file", "check that its folder exists");
-  file << text;
-  if (!file) throw Error(path, "", "writing the file failed", "check free disk space");
+  write_file_atomically(path, text);
 }
 
 }  // namespace whale::plan

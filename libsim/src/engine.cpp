@@ -11,6 +11,7 @@
 #include <string>
 
 #include "event_queue.h"
+#include "whale/plan/check.h"
 
 namespace whale::sim {
 
@@ -90,10 +91,9 @@ class Engine {
     }
     for (std::size_t u = 0; u < units_.size(); ++u) {
       const UnitStats& st = result_.units[u];
-      if (units_[u].pc != program_.groups[st.group].instructions.size()) {
-        throw std::logic_error("whale-sim engine: the program of group " +
-                               std::to_string(st.group) + " deadlocked");
-      }
+      WHALE_CHECK(units_[u].pc == program_.groups[st.group].instructions.size(),
+                  "whale-sim engine: the program of group " + std::to_string(st.group) +
+                      " deadlocked");
       result_.units[u].end_s = std::max(units_[u].compute_free_s, units_[u].send_free_s);
       result_.units[u].end_s = std::max(result_.units[u].end_s, dp_free_s_[st.group]);
       result_.step_time_s = std::max(result_.step_time_s, result_.units[u].end_s);

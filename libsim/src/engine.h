@@ -54,7 +54,7 @@ struct EngineResult {
   std::uint64_t events_processed = 0;  // queue events plus executed instructions
 };
 
-/// Runs one step. `tp_overlap` is SimulatorOptions::tp_overlap. Throws std::logic_error if the
+/// Runs one step. `tp_overlap` is SimulatorOptions::tp_overlap. Throws whale::InternalError if the
 /// program deadlocks (a schedule generator bug, not bad input).
 EngineResult run_engine(const plan::Plan& plan, const plan::ScheduleProgram& program,
                         const CostTable& table, double tp_overlap, bool record_events);

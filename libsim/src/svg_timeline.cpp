@@ -4,9 +4,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/schedule_program.h"
 
@@ -156,10 +156,7 @@ std::string render_svg_timeline(const plan::Plan& plan, const plan::Estimate& es
 
 void write_svg_timeline_file(const std::string& path, const plan::Plan& plan,
                              const plan::Estimate& estimate) {
-  std::ofstream file(path);
-  if (!file) throw Error(path, "", "a writable SVG file path", "check that the folder exists");
-  file << render_svg_timeline(plan, estimate);
-  if (!file) throw Error(path, "", "a writable SVG file path", "check the disk space");
+  write_file_atomically(path, render_svg_timeline(plan, estimate), "--svg");
 }
 
 }  // namespace whale::sim

@@ -208,7 +208,8 @@ TEST_CASE("tp=2 stage matches tp=1: loss, input gradient, reassembled parameter 
     const auto expected = tensors_of(*reference, true);
     REQUIRE(full.size() == expected.size());
     for (const auto& [name, g] : expected) {
-      INFO(name);
+      const auto& tensor = name;  // INFO captures it in a lambda: C++17 cannot capture a binding
+      INFO(tensor);
       CHECK(relative_difference(full.at(name), g) <= 1e-5);
     }
   }

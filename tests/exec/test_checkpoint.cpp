@@ -16,7 +16,7 @@ using namespace whale::exec;
 namespace {
 
 std::string fresh_dir(const std::string& name) {
-  const std::string dir = "/tmp/whale_test_ckpt_" + name;
+  const std::string dir = std::string(WHALE_BINARY_DIR) + "/tests/scratch/ckpt_" + name;
   std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
   return dir;
 }

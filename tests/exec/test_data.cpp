@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -17,7 +18,12 @@ using namespace whale::exec;
 
 namespace {
 
-std::string temp_path(const std::string& name) { return "/tmp/whale_test_data_" + name; }
+/// A scratch file in the build folder (tests write nowhere else).
+std::string temp_path(const std::string& name) {
+  const std::string dir = std::string(WHALE_BINARY_DIR) + "/tests/scratch";
+  std::system(("mkdir -p " + dir).c_str());
+  return dir + "/data_" + name;
+}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;

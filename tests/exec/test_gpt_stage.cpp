@@ -194,7 +194,8 @@ TEST_CASE("two micro-batches in flight accumulate to the gradient of their union
       diff += std::pow(static_cast<double>(gs.at(name)[i]) - g[i], 2);
       norm += static_cast<double>(g[i]) * g[i];
     }
-    INFO(name);
+    const auto& tensor = name;  // INFO captures it in a lambda: C++17 cannot capture a binding
+    INFO(tensor);
     CHECK(std::sqrt(diff) <= 1e-5 * std::sqrt(norm));
   }
   CHECK_THROWS_WITH(split->backward(0, nullptr, nullptr, 1.0),

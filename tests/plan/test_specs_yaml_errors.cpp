@@ -27,9 +27,9 @@ std::string with(const std::string& base, const std::string& from, const std::st
 }  // namespace
 
 TEST_CASE("a missing file is named") {
-  CHECK_SPEC_ERROR([] { load_model("no/such/model.yaml"); }, "no/such/model.yaml", "", "cannot open the file");
-  CHECK_SPEC_ERROR([] { load_cluster("no/such/cluster.yaml"); }, "no/such/cluster.yaml", "", "cannot open the file");
-  CHECK_SPEC_ERROR([] { load_device_profile("no/such/gpu.yaml"); }, "no/such/gpu.yaml", "", "cannot open the file");
+  CHECK_SPEC_ERROR([] { load_model("no/such/model.yaml"); }, "no/such/model.yaml", "", "No such file or directory");
+  CHECK_SPEC_ERROR([] { load_cluster("no/such/cluster.yaml"); }, "no/such/cluster.yaml", "", "No such file or directory");
+  CHECK_SPEC_ERROR([] { load_device_profile("no/such/gpu.yaml"); }, "no/such/gpu.yaml", "", "No such file or directory");
 }
 
 TEST_CASE("malformed YAML gives the line") {

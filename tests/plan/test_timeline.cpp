@@ -66,6 +66,7 @@ TEST_CASE("an unwritable trace file is an error naming the path") {
   } catch (const whale::Error& e) {
     CHECK(e.file() == "/nonexistent-dir/trace.json");
     CHECK(std::string(e.what()) ==
-          "/nonexistent-dir/trace.json: a writable file (hint: check that the folder exists)");
+          "/nonexistent-dir/trace.json: --trace: a file that can be written (hint: the folder "
+          "/nonexistent-dir does not exist)");
   }
 }

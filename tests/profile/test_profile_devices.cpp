@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "whale/exec/profile/profile_cpu_prober.h"
 #include "whale/exec/profile/profile_device_prober.h"
@@ -86,6 +87,21 @@ TEST_CASE("a quick CPU probe gives a profile that whale-plan loads") {
   CHECK(loaded.memory_efficiency.points().size() == 8);  // 4 KiB .. 64 MiB, x4
   CHECK(loaded.memory_bytes > 0);
   REQUIRE(result.op_timings.size() == 6);
-  CHECK(result.op_timings.front().name == "gelu_forward");
+  // Every op of the layer, in order, timed over the quick sample count (3), each linear layer
+  // at its own shape (the weight buffer holds the largest, wide x channels).
+  const std::vector<std::string> names = {"gelu_forward", "layernorm_forward",
+                                          "linear_forward attention_out", "linear_forward mlp_down",
+                                          "linear_forward mlp_up", "linear_forward qkv"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const OpTiming& t = result.op_timings[i];
+    CHECK(t.name == names[i]);
+    CHECK(t.calls == 3);
+    CHECK(t.median_s > 0);
+    CHECK(t.total_s == t.median_s * t.calls);
+  }
+  for (const auto& point : points) {
+    CHECK(point.efficiency > 0);
+    CHECK(point.efficiency <= 1);
+  }
   CHECK(result.op_timing_source == "wall clock, CPU backend");
 }

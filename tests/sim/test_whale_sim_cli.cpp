@@ -1,6 +1,6 @@
 // File: test_whale_sim_cli.cpp
 // The whale-sim binary: bad input is one line on stderr and exit code 2; a good plan prints
-// JSON with the fields the issue names. Needs the whale-sim target built (ctest after a build).
+// JSON with the fields that docs name. Needs the whale-sim target built (ctest after a build).
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>

@@ -12,6 +12,7 @@
 
 #include "comm/mpi_request.h"
 #include "whale/exec/comm/mpi_communicator.h"
+#include "whale/plan/check.h"
 
 namespace whale::exec {
 namespace {
@@ -132,9 +133,8 @@ MPI_Comm create_mpi_subgroup(MPI_Comm parent, const std::vector<int>& members) {
   int size = 0;
   WHALE_MPI_CHECK(MPI_Comm_size(parent, &size));
   for (int m : members)
-    if (m < 0 || m >= size)
-      throw std::logic_error("create_mpi_subgroup: member " + std::to_string(m) +
-                             " outside 0.." + std::to_string(size - 1));
+    WHALE_CHECK(m >= 0 && m < size, "create_mpi_subgroup: member " + std::to_string(m) +
+                                        " outside 0.." + std::to_string(size - 1));
   MPI_Group all = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
   WHALE_MPI_CHECK(MPI_Comm_group(parent, &all));
   WHALE_MPI_CHECK(
@@ -143,8 +143,7 @@ MPI_Comm create_mpi_subgroup(MPI_Comm parent, const std::vector<int>& members) {
   WHALE_MPI_CHECK(MPI_Comm_create_group(parent, group, /*tag=*/0, &created));
   WHALE_MPI_CHECK(MPI_Group_free(&group));
   WHALE_MPI_CHECK(MPI_Group_free(&all));
-  if (created == MPI_COMM_NULL)
-    throw std::logic_error("create_mpi_subgroup: called by a non-member");
+  WHALE_CHECK(created != MPI_COMM_NULL, std::string("create_mpi_subgroup: called by a non-member"));
   WHALE_MPI_CHECK(MPI_Comm_set_errhandler(created, MPI_ERRORS_RETURN));
   return created;
 }

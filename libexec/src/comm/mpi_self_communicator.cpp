@@ -5,6 +5,7 @@
 
 #include "comm/mpi_request.h"
 #include "whale/exec/comm/mpi_communicator.h"
+#include "whale/plan/check.h"
 
 namespace whale::exec {
 
@@ -25,18 +26,20 @@ void SelfCommunicator::all_gather(const float* input, float* output,
 }
 
 void SelfCommunicator::send(const float*, std::size_t, int peer, int) {
-  throw std::logic_error("SelfCommunicator::send: no peer " + std::to_string(peer) +
-                         " in a communicator of one rank");
+  check_failed(__FILE__, __LINE__, "peer exists",
+               "SelfCommunicator::send: no peer " + std::to_string(peer) +
+                   " in a communicator of one rank");
 }
 
 void SelfCommunicator::recv(float*, std::size_t, int peer, int) {
-  throw std::logic_error("SelfCommunicator::recv: no peer " + std::to_string(peer) +
-                         " in a communicator of one rank");
+  check_failed(__FILE__, __LINE__, "peer exists",
+               "SelfCommunicator::recv: no peer " + std::to_string(peer) +
+                   " in a communicator of one rank");
 }
 
 std::unique_ptr<Communicator> SelfCommunicator::subgroup(const std::vector<int>& members) {
-  if (members.size() != 1 || members[0] != 0)
-    throw std::logic_error("SelfCommunicator::subgroup: members must be {0}");
+  WHALE_CHECK(members.size() == 1 && members[0] == 0,
+              std::string("SelfCommunicator::subgroup: members must be {0}"));
   return std::make_unique<SelfCommunicator>();
 }
 

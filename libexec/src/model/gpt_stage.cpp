@@ -11,6 +11,7 @@
 #include "model/gpt_parameters.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/error.h"
+#include "whale/plan/check.h"
 
 namespace whale::exec {
 namespace gpt {
@@ -89,9 +90,9 @@ class GptStage : public StageModule {
   void backward(int micro_batch, const float* output_gradient, float* input_gradient,
                 double loss_scale) override {
     auto it = in_flight_.find(micro_batch);
-    if (it == in_flight_.end())
-      throw std::logic_error("GptStage::backward: micro-batch " + std::to_string(micro_batch) +
-                             " has no forward in flight");
+    WHALE_CHECK(it != in_flight_.end(), "GptStage::backward: micro-batch " +
+                                            std::to_string(micro_batch) +
+                                            " has no forward in flight");
     MicroBatchState& s = it->second;
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
     Tensor dx(*backend_, nc, act_);

@@ -5,6 +5,7 @@
 #include "whale/exec/profile/profile_cpu_prober.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "whale/exec/profile/profile_statistics.h"
 #include "whale/exec/profile/profile_cache_flusher.h"
 #include "whale/exec/profile/profile_timer.h"
+#include "whale/plan/check.h"
 #include "profile/profile_text.h"
 
 namespace whale::exec {
@@ -201,13 +203,21 @@ class CpuProber : public DeviceProber {
   /// 256 channels (quick: 128 tokens).
   std::vector<OpTiming> time_layer_ops(bool quick, const TimerOptions& timer) {
     const int rows = quick ? 128 : 512, channels = 256, wide = 4 * channels;
+    // Activations are at most rows x wide; the weight buffer must hold the largest linear
+    // layer (wide x channels), which is larger than rows x wide in quick mode.
     const std::size_t big = static_cast<std::size_t>(rows) * wide;
-    BackendBuffer x(*backend_, big), y(*backend_, big), w(*backend_, big), stats(*backend_, 2 * rows);
+    const std::size_t weights = std::max(big, static_cast<std::size_t>(wide) * channels);
+    BackendBuffer x(*backend_, big), y(*backend_, big), w(*backend_, weights),
+        stats(*backend_, 2 * rows);
     struct Op {
       const char* name;
       std::function<void()> run;
     };
     const auto linear = [&](int in, int out) {
+      WHALE_CHECK(static_cast<std::size_t>(in) * out <= weights &&
+                      static_cast<std::size_t>(rows) * std::max(in, out) <= big,
+                  "time_layer_ops: a " + std::to_string(in) + "x" + std::to_string(out) +
+                      " layer does not fit its buffers");
       backend_->linear_forward(y.view(), x.view(), w.view(), TensorView{}, rows, in, out);
     };
     const std::vector<Op> ops = {

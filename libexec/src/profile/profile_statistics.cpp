@@ -3,24 +3,24 @@
 #include "whale/exec/profile/profile_statistics.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <set>
 #include <string>
 
 #include "whale/plan/error.h"
+#include "whale/plan/check.h"
 
 namespace whale::exec {
 
 double median(std::vector<double> values) {
-  assert(!values.empty());
+  WHALE_CHECK(!values.empty(), "median of no values");
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 double max_value(const std::vector<double>& values) {
-  assert(!values.empty());
+  WHALE_CHECK(!values.empty(), "max_value of no values");
   return *std::max_element(values.begin(), values.end());
 }
 
@@ -54,13 +54,13 @@ LatencyBandwidthFit fit_latency_bandwidth(const std::vector<TimedTransfer>& samp
 }
 
 double all_reduce_bus_factor(int ranks) {
-  assert(ranks >= 1);
+  WHALE_CHECK(ranks >= 1, "all_reduce_bus_factor of " + std::to_string(ranks) + " ranks");
   return 2.0 * (ranks - 1) / ranks;
 }
 
 plan::EfficiencyCurve efficiency_curve(const std::vector<double>& sizes,
                                        const std::vector<double>& achieved, double peak) {
-  assert(sizes.size() == achieved.size() && peak > 0);
+  WHALE_CHECK(sizes.size() == achieved.size() && peak > 0, "efficiency_curve: " + std::to_string(sizes.size()) + " sizes, " + std::to_string(achieved.size()) + " rates, peak " + std::to_string(peak));
   std::vector<plan::EfficiencyPoint> points;
   for (std::size_t i = 0; i < sizes.size(); ++i) points.push_back({sizes[i], std::min(1.0, achieved[i] / peak)});
   std::sort(points.begin(), points.end(),

@@ -91,8 +91,13 @@ Checkpoint read_checkpoint(const std::string& path, uint64_t fingerprint, int ra
   const std::string bytes = read_file_bytes(path);
   const char* hint = "it is not a whale checkpoint, or it is damaged; remove it or use another "
                      "--checkpoint-dir";
-  if (bytes.size() < kHeaderBytes + 8 || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
+  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
     throw Error(path, "header.magic", "a whale checkpoint starting with \"WHALECKP\"", hint);
+  if (bytes.size() < kHeaderBytes + 8)
+    throw Error(path, "header",
+                "a checkpoint header of " + std::to_string(kHeaderBytes + 8) + " bytes, got " +
+                    std::to_string(bytes.size()) + " bytes (the file is truncated)",
+                hint);
   if (get<uint32_t>(bytes, 8) != kVersion)
     throw Error(path, "header.version", "checkpoint version " + std::to_string(kVersion), hint);
   const uint64_t count = get<uint64_t>(bytes, 48);

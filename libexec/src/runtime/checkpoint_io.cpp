@@ -1,68 +1,37 @@
 // File: checkpoint_io.cpp
-// Whole-file reads and atomic writes with POSIX calls (fsync before the rename).
+// Whole-file reads; atomic writes through whale::write_file_atomically.
 #include "runtime/checkpoint_io.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec {
 namespace {
 
-std::string folder_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw Error(path, "", what + ": " + std::strerror(errno));
-}
-
 }  // namespace
 
 std::string read_file_bytes(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    throw Error(path, "", std::string("a readable file: ") + std::strerror(errno), "check the path");
+  if (S_ISDIR(info.st_mode)) throw Error(path, "", "a file, got a folder", "give a file in it");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "", "a readable file", "check the path");
+  if (!in) throw Error(path, "", "a readable file", "check its permissions");
   std::ostringstream bytes;
   bytes << in.rdbuf();
+  if (in.bad()) throw Error(path, "", "a readable file", "reading it failed");
   return bytes.str();
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail(temporary, "cannot create the file");
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      fail(temporary, "cannot write the file");
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(temporary.c_str());
-    fail(temporary, "cannot flush the file");
-  }
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    ::unlink(temporary.c_str());
-    fail(path, "cannot rename the temporary file into place");
-  }
-  const int dir = ::open(folder_of(path).c_str(), O_RDONLY);
-  if (dir >= 0) {
-    ::fsync(dir);  // makes the rename durable; a folder that cannot be synced is not an error
-    ::close(dir);
-  }
+  whale::write_file_atomically(path, bytes);
 }
 
 }  // namespace whale::exec

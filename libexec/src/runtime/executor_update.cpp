@@ -12,6 +12,7 @@
 #include "runtime/executor_impl.h"
 #include "runtime/executor_optimizer.h"
 #include "whale/exec/model/tensor_shard.h"
+#include "whale/plan/check.h"
 
 namespace whale::exec {
 
@@ -111,9 +112,9 @@ std::vector<FullParameter> Executor::gather_parameters() {
       std::vector<float> shard(count);
       for (float& v : shard) in >> v;
       const TensorShard layout = gpt_parameter_shard(impl_->plan.model, name, tp_rank, tp_size);
-      if (layout.shard_count() != count)
-        throw std::logic_error("gather_parameters: " + name + " has " + std::to_string(count) +
-                               " floats, its layout " + std::to_string(layout.shard_count()));
+      WHALE_CHECK(layout.shard_count() == count,
+                  "gather_parameters: " + name + " has " + std::to_string(count) +
+                      " floats, its layout " + std::to_string(layout.shard_count()));
       std::vector<float>& values = full[name];
       values.resize(layout.full_count());
       insert_shard(layout, shard.data(), values.data());

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec {
@@ -30,12 +31,6 @@ std::string format_metrics_line(const StepRecord& r) {
     n += std::snprintf(line + n, sizeof(line) - n, ",\"skipped_steps\":%lld,\"loss_scale\":%.17g",
                        static_cast<long long>(r.skipped_steps), r.loss_scale);
   return std::string(line) + "}";
-}
-
-std::ofstream open_output(const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw Error(path, "", "a file that can be written", "check the folder exists");
-  return out;
 }
 
 void write_measured_trace(const std::string& path, const plan::Plan& plan,
@@ -65,15 +60,18 @@ void write_measured_trace(const std::string& path, const plan::Plan& plan,
 }
 
 void write_parameters(const std::string& path, const std::vector<FullParameter>& parameters) {
-  std::ofstream out = open_output(path);
+  AtomicFile out(path, "--dump-params");
   char number[32];
   for (const FullParameter& p : parameters) {
-    out << p.name << ' ' << p.values.size() << '\n';
+    out.write(p.name + ' ' + std::to_string(p.values.size()) + '\n');
+    std::string values;
     for (float v : p.values) {
       std::snprintf(number, sizeof(number), "%.9g\n", v);
-      out << number;
+      values += number;
     }
+    out.write(values);
   }
+  out.commit();
 }
 
 }  // namespace whale::exec

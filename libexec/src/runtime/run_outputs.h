@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -30,9 +29,6 @@ std::string format_log_line(const StepRecord& record, int64_t steps);
 /// {"step":5,"loss":5.1234567890123456,"step_time_s":0.0123,"tokens_per_s":20812.3}, with
 /// ,"skipped_steps":2,"loss_scale":32768 before the brace under loss scaling
 std::string format_metrics_line(const StepRecord& record);
-
-/// Opens `path` for writing; throws whale::Error naming it when it cannot.
-std::ofstream open_output(const std::string& path);
 
 /// Collective: gathers every rank's events to rank 0, which writes the Chrome trace.
 void write_measured_trace(const std::string& path, const plan::Plan& plan,

@@ -7,8 +7,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <memory>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "runtime/run_outputs.h"
 #include "whale/exec/runtime/checkpoint.h"
@@ -19,8 +22,10 @@
 #include "whale/exec/runtime/rank_threads.h"
 #include "whale/exec/runtime/run_signals.h"
 #include "whale/exec/comm/run_transport.h"
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/plan_runtime.h"
+#include "whale/plan/tool_boundary.h"
 
 namespace whale::exec {
 namespace {
@@ -39,6 +44,14 @@ void save_checkpoint(const RunOptions& options, const plan::Plan& plan, Executor
   write_checkpoint(checkpoint_path(options.checkpoint_dir, step, transport.rank()), checkpoint);
   transport.barrier();
   if (transport.rank() == 0) mark_latest(options.checkpoint_dir, step);
+}
+
+/// The GPU models among the plan's devices, e.g. "A100, V100"; "" when all are CPUs.
+std::string gpu_models(const plan::Plan& plan) {
+  std::string models;
+  for (const auto& [name, profile] : plan.cluster.profiles)
+    if (profile.kind == "gpu") models += (models.empty() ? "" : ", ") + name;
+  return models;
 }
 
 /// True on every rank once any rank got SIGINT/SIGTERM.
@@ -61,13 +74,25 @@ void run_training(const RunOptions& options, std::ostream& log) {
   plan::check_runnable(plan);
   const RankLayout layout(plan);
   layout.check_world_size(transport->size());
+  const std::string gpus = gpu_models(plan);
+  if (root && !gpus.empty())  // one note per run, not one per rank
+    log << "whale-run: note: the plan's devices include GPUs (" << gpus
+        << "); this whale-run trains every rank on the CPU backend" << std::endl;
   if (options.resume && options.checkpoint_dir.empty())
     throw Error("", "--resume", "a --checkpoint-dir to resume from");
+  if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
+    throw Error("", "--checkpoint-every", "a --checkpoint-dir to write checkpoints into");
   std::optional<Checkpoint> resumed;
   if (options.resume) {
     const int64_t step = latest_step(options.checkpoint_dir);
     resumed = read_checkpoint(checkpoint_path(options.checkpoint_dir, step, transport->rank()),
                               plan_fingerprint(plan), transport->rank());
+  }
+  if (resumed && options.seed_given && options.seed != resumed->header.seed) {
+    throw Error(options.checkpoint_dir, "--seed",
+                "the seed of the run being resumed (" + std::to_string(resumed->header.seed) +
+                    "), got " + std::to_string(options.seed),
+                "leave out --seed when resuming, or start a new run in another --checkpoint-dir");
   }
   const uint64_t seed = resumed ? resumed->header.seed : options.seed;
   const DataLoader loader(load_tokens(options.data_file), plan, seed);
@@ -96,8 +121,9 @@ void run_training(const RunOptions& options, std::ostream& log) {
   }
 
   // 2. Outputs, then training.
-  std::ofstream metrics;
-  if (root && !options.metrics_file.empty()) metrics = open_output(options.metrics_file);
+  std::unique_ptr<AtomicFile> metrics;
+  if (root && !options.metrics_file.empty())
+    metrics = std::make_unique<AtomicFile>(options.metrics_file, "--metrics");
   install_stop_signals();
   const double tokens_per_step = static_cast<double>(plan.global_batch()) * plan.model.sequence;
   if (root)
@@ -115,6 +141,12 @@ void run_training(const RunOptions& options, std::ostream& log) {
     const auto start = Clock::now();
     StepRecord record;
     record.loss = executor.train_step(loader, step);
+    if (!std::isfinite(record.loss)) {
+      throw Error(options.plan_file, "step " + std::to_string(step + 1),
+                  "a finite training loss, got " + std::to_string(record.loss),
+                  "the run diverged; lower --lr (now " + std::to_string(options.learning_rate) +
+                      ") or resume from an earlier checkpoint");
+    }
     record.step_time_s = std::chrono::duration<double>(Clock::now() - start).count();
     record.tokens_per_s = tokens_per_step / record.step_time_s;
     record.step = ++step;
@@ -124,7 +156,10 @@ void run_training(const RunOptions& options, std::ostream& log) {
     }
     if (root && options.log_every > 0 && (step % options.log_every == 0 || step == options.steps))
       log << format_log_line(record, options.steps) << std::endl;
-    if (root && metrics.is_open()) metrics << format_metrics_line(record) << std::endl;
+    if (metrics) {
+      metrics->write(format_metrics_line(record) + "\n");
+      metrics->flush();
+    }
     const bool stop = stop_agreed(*transport);
     const bool due = options.checkpoint_every > 0 && step % options.checkpoint_every == 0;
     if (!options.checkpoint_dir.empty() && (due || stop || step == options.steps)) {
@@ -138,6 +173,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
       break;
     }
   }
+  if (metrics) metrics->commit();
   if (!options.trace_file.empty())
     write_measured_trace(options.trace_file, plan, executor.last_timeline(), *transport);
   if (!options.dump_params_file.empty()) {
@@ -150,19 +186,18 @@ int run_training_main(const RunOptions& options) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const std::string who = size > 1 ? "rank " + std::to_string(rank) + ": " : "";
-  int code = 0;
-  try {
+  const std::string who = size > 1 ? "rank " + std::to_string(rank) : "";
+  const int code = run_guarded("whale-run", [&] {
     run_training(options, std::cout);
     return 0;
-  } catch (const Error& e) {
-    std::cerr << "whale-run: error: " << who << e.what() << std::endl;
-    code = 2;
-  } catch (const std::exception& e) {
-    std::cerr << "whale-run: error: " << who << e.what() << std::endl;
-    code = 1;
+  }, who);
+  if (code != 0 && size > 1) {
+    // mpirun forwards a rank's stderr through a pipe; MPI_Abort tears the job down at once and
+    // may drop a line still in flight. A short pause lets this rank's one line through.
+    std::cerr.flush();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    abort_world(code);
   }
-  if (size > 1) abort_world(code);
   return code;
 }
 

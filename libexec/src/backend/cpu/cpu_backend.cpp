@@ -12,6 +12,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/cpu_convert.h"
+#include "whale/plan/check.h"
 
 namespace whale::exec {
 
@@ -67,8 +68,8 @@ void* CpuBackend::allocate(std::size_t bytes) {
 void CpuBackend::release(void* data) {
   if (!data) return;
   const auto it = block_bytes_.find(data);
-  if (it == block_bytes_.end())
-    throw std::logic_error("CpuBackend::release: memory not allocated by this backend");
+  WHALE_CHECK(it != block_bytes_.end(),
+              std::string("CpuBackend::release: memory not allocated by this backend"));
   const std::size_t bytes = it->second;
   if (pooled_bytes_ + bytes > kMaxPooledBytes) {
     block_bytes_.erase(it);

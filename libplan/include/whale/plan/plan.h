@@ -3,12 +3,14 @@
 // and whale-run. The model is shared/DESIGN.md's "plan model" (Whale's TaskGraphs).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "whale/plan/cluster.h"
 #include "whale/plan/model.h"
 #include "whale/plan/precision.h"
+#include "whale/plan/limits.h"
 
 namespace whale::plan {
 
@@ -100,9 +102,11 @@ void save_plan(const Plan& plan, const std::string& path, bool embed);
 /// The plan as YAML text (same as save_plan writes).
 std::string plan_to_yaml(const Plan& plan, bool embed);
 
-/// Parses "0-7,12,14-15" into ascending-as-written ids. Throws whale::Error(file, yaml_path).
+/// Parses "0-7,12,14-15" into ascending-as-written ids. Throws whale::Error(file, yaml_path),
+/// also for an id >= `device_count` (checked before a range is expanded).
 std::vector<int> parse_device_list(const std::string& text, const std::string& file,
-                                   const std::string& yaml_path);
+                                   const std::string& yaml_path,
+                                   int64_t device_count = kMaxDevices);
 /// The compact form of a device list, e.g. "0-7,12".
 std::string format_device_list(const std::vector<int>& ids);
 

@@ -75,7 +75,7 @@ class SelfCommunicator : public Communicator {
   void reduce_scatter_sum(const float* input, float* output,
                           std::size_t count_per_rank) override;
   void all_gather(const float* input, float* output, std::size_t count_per_rank) override;
-  /// Throws std::logic_error: a single rank has no peer.
+  /// Throws whale::InternalError: a single rank has no peer.
   void send(const float* data, std::size_t count, int peer, int tag) override;
   void recv(float* data, std::size_t count, int peer, int tag) override;
   /// members must be {0}; returns another SelfCommunicator.

@@ -15,6 +15,7 @@ struct RunOptions {
   int64_t steps = 20;               // total steps; a resumed run continues up to it
   double learning_rate = 1e-3;
   uint64_t seed = 1234;             // parameters and data order
+  bool seed_given = false;          // --seed was given (a resumed run must then match it)
   std::string checkpoint_dir;       // "" = no checkpoints
   int64_t checkpoint_every = 0;     // 0 = only at the end (and on SIGINT/SIGTERM)
   bool resume = false;              // continue from <checkpoint_dir>/latest
@@ -31,9 +32,9 @@ struct RunOptions {
 /// Throws whale::Error on bad input; rank 0 writes the log to `log`.
 void run_training(const RunOptions& options, std::ostream& log);
 
-/// whale-run's error boundary: runs run_training and returns 0, or prints
-/// "whale-run: error: [rank R: ]WHAT" as one line to stderr and, when other ranks exist,
-/// ends them all with MPI_Abort; returns 2 for whale::Error and 1 for other failures.
+/// whale-run's error boundary: runs run_training under whale::run_guarded and returns 0, or
+/// prints "whale-run: error: [rank R: ]WHAT" (or "internal error") as one line to stderr and,
+/// when other ranks exist, ends them all with MPI_Abort; returns 2 for bad input, 3 for a bug.
 int run_training_main(const RunOptions& options);
 
 }  // namespace whale::exec

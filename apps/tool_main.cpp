@@ -1,0 +1,56 @@
+// File: tool_main.cpp
+// run_tool and the readable range validators of the four mains.
+#include "tool_main.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "whale/plan/error.h"
+#include "whale/plan/tool_boundary.h"
+
+namespace whale::app {
+namespace {
+
+std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", value);
+  return text;
+}
+
+/// The validator: parses `input` as a number and checks it against [low, high] or (low, high].
+CLI::Validator bounded(double low, double high, bool open_low) {
+  const std::string range = (open_low ? "a number > " : "a number >= ") + format_number(low) +
+                            " and <= " + format_number(high);
+  return CLI::Validator(
+      [=](std::string& input) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(input.c_str(), &end);
+        const bool parsed = !input.empty() && end && *end == '\0';
+        const bool inside = std::isfinite(value) && (open_low ? value > low : value >= low) &&
+                            value <= high;
+        if (parsed && inside) return "";
+        return "expected " + range + ", got '" + input + "'";
+      },
+      range);
+}
+
+}  // namespace
+
+CLI::Validator number_in(double low, double high) { return bounded(low, high, false); }
+CLI::Validator number_above(double low, double high) { return bounded(low, high, true); }
+
+int run_tool(const std::string& tool, CLI::App& app, int argc, char** argv,
+             const std::function<int()>& body) {
+  return run_guarded(tool, [&]() -> int {
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      if (e.get_exit_code() == 0) return app.exit(e);  // --help
+      throw Error("", "", e.what(), "see " + tool + " --help");  // what() names the option
+    }
+    return body();
+  });
+}
+
+}  // namespace whale::app

@@ -1,0 +1,24 @@
+// File: tool_main.h
+// What the four mains share: the command line parsed inside the error boundary (a malformed
+// command line is bad input, exit 2) and validators whose messages print readable bounds.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace whale::app {
+
+/// Parses the command line, then runs `body`, both under whale::run_guarded: --help prints
+/// and returns 0; a malformed command line prints one line ("TOOL: error: WHAT (hint: see
+/// TOOL --help)") and returns kExitBadInput; the rest as run_guarded documents.
+int run_tool(const std::string& tool, CLI::App& app, int argc, char** argv,
+             const std::function<int()>& body);
+
+/// A finite number in [low, high]; the message names the bounds in %.15g form.
+CLI::Validator number_in(double low, double high);
+/// A finite number in (low, high].
+CLI::Validator number_above(double low, double high);
+
+}  // namespace whale::app

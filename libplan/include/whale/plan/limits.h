@@ -1,0 +1,33 @@
+// File: limits.h
+// The largest counts whale accepts, checked when a file or a command line is read, so that an
+// absurd number is an error with the limit in its message rather than a hang or an overflow.
+// docs/limits.md lists them with their reasons.
+#pragma once
+
+#include <cstdint>
+
+namespace whale::plan {
+
+/// Devices in a cluster (all nodes together); the largest training clusters today have some
+/// tens of thousands of GPUs, and the planner's search is quadratic in the device count.
+inline constexpr int64_t kMaxDevices = 65536;
+/// Nodes in a cluster.
+inline constexpr int64_t kMaxNodes = 65536;
+/// Layers of a model (generated or listed); the deepest published transformers have a few
+/// hundred.
+inline constexpr int64_t kMaxLayers = 100000;
+/// Samples in one global batch.
+inline constexpr int64_t kMaxGlobalBatch = 1 << 24;
+/// Micro-batches in one step (the schedule programs hold one instruction per micro-batch,
+/// stage and device).
+inline constexpr int64_t kMaxMicroBatches = 1 << 16;
+/// A model's hidden size, its sequence length and its vocabulary: each at most this, so that
+/// derived sizes (4 x hidden, hidden x vocabulary) stay far inside 64-bit integers.
+inline constexpr int64_t kMaxModelDimension = 1 << 24;
+/// A device's memory in GiB, and any single bandwidth or FLOP rate stays finite and below
+/// these (a profile with more is a typo, not a device).
+inline constexpr double kMaxMemoryGib = 1 << 20;
+/// Training steps of one whale-run.
+inline constexpr int64_t kMaxSteps = int64_t{1} << 40;
+
+}  // namespace whale::plan
