@@ -119,8 +119,13 @@ TEST_CASE("a placement inconsistent with the schedule") {
 }
 
 TEST_CASE("a precision a device does not have") {
-  const std::string p = plan_file("  - {layers: [0, 9], devices: \"0\"}\n", "1f1b", "precision: bf16\nmicro_batch_size: 4\n");
-  CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "precision", "precision bf16 is unknown to device model 'cpu'");
+  // cpu-measured's profile is whale-profile's measurement of fp32 alone.
+  const std::string p = scratch_file("bad-plans/plan-bf16.yaml",
+                                     "cluster: " + source_path("configs/clusters/cpu-measured.yaml") + "\n"
+                                     "model: " + source_path("configs/models/tiny.yaml") + "\n"
+                                     "precision: bf16\nmicro_batch_size: 4\nmicro_batches: 2\nschedule: 1f1b\n"
+                                     "stages:\n  - {layers: [0, 9], devices: \"0\"}\n");
+  CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "precision", "precision bf16 is unknown to device model 'cpu-measured'");
 }
 
 TEST_CASE("bad references and fields of a plan") {

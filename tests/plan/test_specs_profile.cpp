@@ -66,10 +66,11 @@ TEST_CASE("peak fallbacks") {
   CHECK(toy.peak(Precision::tf32) == 10e12);
   CHECK(toy.gemm_curve(Precision::bf16).at(10e9) == doctest::Approx(0.4));
   CHECK(toy.gemm_curve(Precision::fp32).empty());
-  const DeviceProfile cpu = load_device_profile("profiles/cpu.yaml");
+  // cpu-measured's profile is whale-profile's measurement of fp32 alone: no bf16, no fp16.
+  const DeviceProfile cpu = load_device_profile("profiles/cpu-measured.yaml");
   const whale::Error e = whale::plan::testing::expect_error([&] { cpu.peak(Precision::bf16); });
   CHECK(e.yaml_path() == "peak_tflops.bf16");
-  CHECK(std::string(e.what()).find("device 'cpu' has no peak for bf16") != std::string::npos);
+  CHECK(std::string(e.what()).find("device 'cpu-measured' has no peak for bf16") != std::string::npos);
 }
 
 TEST_CASE("a profile survives save and load") {
