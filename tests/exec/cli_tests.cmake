@@ -25,3 +25,11 @@ foreach(check resume bad_input signal trace learning)
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
   set_tests_properties(whale_run_${check} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}")
 endforeach()
+
+# Crash safety: checkpoint fallback, a failed write on a full disk, a rank killed mid-run.
+foreach(check fallback disk_full kill_rank)
+  add_test(NAME whale_run_crash_${check}
+    COMMAND bash scripts/crash_safety.sh ${check} $<TARGET_FILE:whale-run>
+    WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
+  set_tests_properties(whale_run_crash_${check} PROPERTIES TIMEOUT 120 ENVIRONMENT "${WHALE_MPI_ENV}")
+endforeach()

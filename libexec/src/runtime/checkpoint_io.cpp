@@ -22,7 +22,9 @@ std::string folder_of(const std::string& path) {
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw Error(path, "", what + ": " + std::strerror(errno));
+  throw Error(path, "", what + ": " + std::strerror(errno),
+              "nothing was replaced; check the free space, the permissions and the file-size "
+              "limit of that folder");
 }
 
 }  // namespace
@@ -44,18 +46,25 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
     if (n < 0) {
       if (errno == EINTR) continue;
+      const int error = errno;  // close and unlink below may change errno
       ::close(fd);
       ::unlink(temporary.c_str());
+      errno = error;
       fail(temporary, "cannot write the file");
     }
     written += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  int flush_error = ::fsync(fd) == 0 ? 0 : errno;
+  if (::close(fd) != 0 && flush_error == 0) flush_error = errno;  // closed either way
+  if (flush_error != 0) {
     ::unlink(temporary.c_str());
+    errno = flush_error;
     fail(temporary, "cannot flush the file");
   }
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
     ::unlink(temporary.c_str());
+    errno = error;
     fail(path, "cannot rename the temporary file into place");
   }
   const int dir = ::open(folder_of(path).c_str(), O_RDONLY);
