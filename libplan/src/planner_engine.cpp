@@ -150,7 +150,8 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   }
   for (int i = 0; i < n; ++i) out.stats.structures_pruned += (held[i] >= 1.0 || i == closest) && !visited[i];
 
-  for (const auto& [depth, c] : best_per_depth) {
+  for (const auto& entry : best_per_depth) {
+    const Candidate& c = entry.second;  // a named reference: lambdas cannot capture bindings
     if (top.empty() || c.layout.estimate_s > kDiversityWindow * top.front().layout.estimate_s) continue;
     const bool kept = std::any_of(top.begin(), top.end(), [&](const Candidate& t) { return t.order == c.order; });
     if (!kept) top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
