@@ -5,6 +5,7 @@
 #include "whale/exec/profile/profile_cpu_prober.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -203,7 +204,11 @@ class CpuProber : public DeviceProber {
   std::vector<OpTiming> time_layer_ops(bool quick, const TimerOptions& timer) {
     const int rows = quick ? 128 : 512, channels = 256, wide = 4 * channels;
     const std::size_t big = static_cast<std::size_t>(rows) * wide;
-    BackendBuffer x(*backend_, big), y(*backend_, big), w(*backend_, big), stats(*backend_, 2 * rows);
+    // The weight of the largest layer timed (mlp_up, mlp_down: wide x channels); with --quick
+    // it is larger than `big`.
+    const std::size_t weights = std::max(big, static_cast<std::size_t>(wide) * channels);
+    BackendBuffer x(*backend_, big), y(*backend_, big), w(*backend_, weights),
+        stats(*backend_, 2 * rows);
     struct Op {
       const char* name;
       std::function<void()> run;
