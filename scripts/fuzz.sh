@@ -3,7 +3,7 @@
 # Runs every libFuzzer harness of BUILD_DIR (built with -DWHALE_FUZZ=ON) for SECONDS each on a
 # fresh copy of its seed corpus tests/fuzz/corpus/<loader>/; the copy, new inputs, crash
 # artifacts and logs stay in BUILD_DIR/fuzz/. Fails on the first finding (crash, leak,
-# sanitizer report, uncaught exception, timeout of one input beyond 10 s, over 2 GiB RSS).
+# sanitizer report, uncaught exception, one input running over 25 s, over 2 GiB RSS).
 # Usage (from anywhere): scripts/fuzz.sh [BUILD_DIR] [SECONDS]   (defaults: build-asan 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ for fuzzer in "$build"/tests/fuzz/fuzz_*; do
   cp tests/fuzz/corpus/"$loader"/* "$work/corpus/$loader/"
   log="$work/$loader.log"
   # Harnesses write their input file into the current folder.
-  if ! (cd "$work/run" && "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if ! (cd "$work/run" && "$fuzzer" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$work/artifacts/$loader-" \
         "$work/corpus/$loader" >"$log" 2>&1); then
     tail -n 60 "$log"

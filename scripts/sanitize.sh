@@ -21,8 +21,7 @@ cmake --build "$build" -j"$(nproc)" --target "${tests[@]}" whale-profile
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # LeakSanitizer stays on; OpenMPI's own allocations are suppressed by library name.
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
-# OpenMPI's plugins re-export globals that ASan would take for ODR violations.
-export ASAN_OPTIONS="detect_leaks=1:detect_odr_violation=0:abort_on_error=0:halt_on_error=1"
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 pattern="^($(IFS='|'; echo "${tests[*]}"))\$"
 ctest --test-dir "$build" --output-on-failure --timeout 900 -R "$pattern"

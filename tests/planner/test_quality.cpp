@@ -16,7 +16,9 @@ namespace {
 // simulated samples/s per device when it trains alone (the upper bound's parts).
 double speed_ratio(const plan::Cluster& cluster, const plan::UpperBound& ub) {
   double lo = 1e300, hi = 0;
-  for (const auto& [model, samples_per_s] : ub.per_model) {
+  for (const auto& entry : ub.per_model) {
+    const auto& model = entry.first;  // a named reference: lambdas cannot capture bindings
+    const auto samples_per_s = entry.second;
     const auto count = std::count_if(cluster.devices.begin(), cluster.devices.end(),
                                      [&](const plan::Device& d) { return d.model == model; });
     lo = std::min(lo, samples_per_s / count);
