@@ -23,7 +23,8 @@ std::string folder_of(const std::string& path) {
 
 std::string hint_for(int error_number, const std::string& folder) {
   switch (error_number) {
-    case ENOSPC: return "the disk is full";
+    case ENOSPC: return "the disk is full; nothing was replaced";
+    case EFBIG: return "File too large: a file-size limit was reached; nothing was replaced";
     case ENOENT: {
       struct stat info;
       const bool is_folder = ::stat(folder.c_str(), &info) == 0 && S_ISDIR(info.st_mode);

@@ -35,3 +35,10 @@ add_test(NAME whale_run_refuses_unexecuted_strategy
           $<TARGET_FILE:whale-run> configs/validation/korthikanti-2022/175b-64gpu-sequence-parallel-selective.yaml
   WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
 set_tests_properties(whale_run_refuses_unexecuted_strategy PROPERTIES TIMEOUT 60 ENVIRONMENT "${WHALE_MPI_ENV}")
+# Crash safety: checkpoint fallback, a failed write on a full disk, a rank killed mid-run.
+foreach(check fallback disk_full kill_rank)
+  add_test(NAME whale_run_crash_${check}
+    COMMAND bash scripts/crash_safety.sh ${check} $<TARGET_FILE:whale-run>
+    WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
+  set_tests_properties(whale_run_crash_${check} PROPERTIES TIMEOUT 120 ENVIRONMENT "${WHALE_MPI_ENV}")
+endforeach()

@@ -207,9 +207,10 @@ TEST_CASE("tp=2 stage matches tp=1: loss, input gradient, reassembled parameter 
     const auto full = reassemble(*stage, *world, m, true);
     const auto expected = tensors_of(*reference, true);
     REQUIRE(full.size() == expected.size());
-    for (const auto& [name, g] : expected) {
-      const auto& tensor = name;  // INFO captures it in a lambda: C++17 cannot capture a binding
-      INFO(tensor);
+    for (const auto& entry : expected) {
+      const auto& name = entry.first;  // named references: INFO's lambda cannot capture bindings
+      const auto& g = entry.second;
+      INFO(name);
       CHECK(relative_difference(full.at(name), g) <= 1e-5);
     }
   }

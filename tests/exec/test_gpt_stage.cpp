@@ -188,7 +188,9 @@ TEST_CASE("two micro-batches in flight accumulate to the gradient of their union
   split->backward(0, nullptr, nullptr, 1.0 / 16);
   CHECK(loss_a + loss_b == doctest::Approx(joint_loss).epsilon(1e-6));
   const Gradients gj = gradients_of(*joint), gs = gradients_of(*split);
-  for (const auto& [name, g] : gj) {
+  for (const auto& entry : gj) {
+    const auto& name = entry.first;  // named references: INFO's lambda cannot capture bindings
+    const auto& g = entry.second;
     double diff = 0.0, norm = 0.0;
     for (std::size_t i = 0; i < g.size(); ++i) {
       diff += std::pow(static_cast<double>(gs.at(name)[i]) - g[i], 2);

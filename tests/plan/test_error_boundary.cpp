@@ -80,7 +80,7 @@ TEST_CASE("AtomicFile failures name the file, the field and the reason") {
     FAIL("expected an error");
   } catch (const whale::Error& e) {
     CHECK(std::string(e.what()) ==
-          "/dev/full: --out: a file that can be written completely (hint: the disk is full)");
+          "/dev/full: --out: a file that can be written completely (hint: the disk is full; nothing was replaced)");
   }
   const std::string missing = scratch("no-such-folder/file.txt");
   try {

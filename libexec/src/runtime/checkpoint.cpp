@@ -101,7 +101,9 @@ Checkpoint read_checkpoint(const std::string& path, uint64_t fingerprint, int ra
   if (get<uint32_t>(bytes, 8) != kVersion)
     throw Error(path, "header.version", "checkpoint version " + std::to_string(kVersion), hint);
   const uint64_t count = get<uint64_t>(bytes, 48);
-  if (bytes.size() != kHeaderBytes + count * sizeof(float) + 8)
+  // Compared as a float count first: count * sizeof(float) must not wrap around.
+  if (count > (bytes.size() - kHeaderBytes - 8) / sizeof(float) ||
+      bytes.size() != kHeaderBytes + count * sizeof(float) + 8)
     throw Error(path, "header.count",
                 std::to_string(kHeaderBytes + count * sizeof(float) + 8) + " bytes for " +
                     std::to_string(count) + " floats, but the file has " +

@@ -48,7 +48,8 @@ TokenData parse_token_file(const std::string& path, const std::string& bytes) {
   if (data.vocabulary <= 0 || data.vocabulary > 65536)
     throw Error(path, "header.vocabulary", "a vocabulary in 1..65536, got " +
                                                std::to_string(data.vocabulary));
-  if (bytes.size() != kHeaderBytes + 2 * count)
+  // Compared as a token count first: 2 * count must not wrap around.
+  if (count > (bytes.size() - kHeaderBytes) / 2 || bytes.size() != kHeaderBytes + 2 * count)
     throw Error(path, "header.tokens",
                 std::to_string(count) + " tokens (" + std::to_string(kHeaderBytes + 2 * count) +
                     " bytes), but the file has " + std::to_string(bytes.size()) + " bytes",

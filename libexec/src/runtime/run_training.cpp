@@ -15,6 +15,7 @@
 
 #include "runtime/run_outputs.h"
 #include "whale/exec/runtime/checkpoint.h"
+#include "whale/exec/runtime/checkpoint_resume.h"
 #include "whale/exec/runtime/data_loader.h"
 #include "whale/exec/runtime/executor.h"
 #include "whale/exec/comm/mpi_communicator.h"
@@ -84,9 +85,20 @@ void run_training(const RunOptions& options, std::ostream& log) {
     throw Error("", "--checkpoint-every", "a --checkpoint-dir to write checkpoints into");
   std::optional<Checkpoint> resumed;
   if (options.resume) {
-    const int64_t step = latest_step(options.checkpoint_dir);
-    resumed = read_checkpoint(checkpoint_path(options.checkpoint_dir, step, transport->rank()),
-                              plan_fingerprint(plan), transport->rank());
+    const std::string who = transport->size() > 1
+                                ? "rank " + std::to_string(transport->rank()) + ": " : "";
+    const AllRanksOk all_ok = [&](bool ok) {
+      std::vector<double> failed = {ok ? 0.0 : 1.0};
+      transport->sum(failed);
+      return failed[0] == 0;
+    };
+    resumed = resume_checkpoint(options.checkpoint_dir, plan_fingerprint(plan), transport->rank(),
+                                all_ok, "whale-run: warning: " + who, std::cerr);
+    const int64_t latest = latest_step(options.checkpoint_dir);
+    if (root && resumed->header.step != latest)
+      std::cerr << "whale-run: warning: the checkpoint of step " << latest
+                << " is damaged or incomplete; resuming from step " << resumed->header.step
+                << std::endl;
   }
   if (resumed && options.seed_given && options.seed != resumed->header.seed) {
     throw Error(options.checkpoint_dir, "--seed",
