@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "whale/plan/error.h"
+#include "whale/plan/export.h"
 #include "whale/plan/planner.h"
 #include "whale/plan/timeline.h"
 #include "whale/sim/report.h"
@@ -33,6 +34,12 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "simulator threads")->check(CLI::PositiveNumber);
   app.add_option("--max-evaluations", options.max_evaluations,
                  "analytic layouts per search at most (0: no cap)")->check(CLI::NonNegativeNumber);
+  std::string megatron_path, deepspeed_path;
+  bool export_constrained = false;
+  app.add_option("--export-megatron", megatron_path, "write Megatron-LM's arguments of the best plan (docs/export.md)");
+  app.add_option("--export-deepspeed", deepspeed_path, "write DeepSpeed's ds_config.json of the best plan");
+  app.add_flag("--export-constrained", export_constrained,
+               "export the best plan the framework can express when it cannot express the best one");
   CLI11_PARSE(app, argc, argv);
   try {
     const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
@@ -66,6 +73,12 @@ int main(int argc, char** argv) {
       whale::plan::write_chrome_trace_file(trace_path, estimate.timeline, labels);
     }
     if (!svg_path.empty()) whale::sim::write_svg_timeline_file(svg_path, best.plan, estimate);
+    for (const auto& [framework, path] : {std::pair{whale::plan::Framework::megatron, megatron_path},
+                                          std::pair{whale::plan::Framework::deepspeed, deepspeed_path}}) {
+      if (path.empty()) continue;
+      std::cerr << whale::plan::export_best(result, cluster, model, simulator, options, framework,
+                                            export_constrained, path);
+    }
   } catch (const whale::Error& e) {
     std::cerr << "whale-plan: error: " << e.what() << "\n";
     return 2;
