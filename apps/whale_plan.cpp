@@ -14,9 +14,11 @@
 #include "whale/sim/report.h"
 #include "whale/sim/simulator.h"
 #include "whale/sim/svg_timeline.h"
+#include "whale/plan/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"whale-plan: find the fastest hybrid-parallel plan on a heterogeneous cluster"};
+  app.set_version_flag("--version", whale::plan::version_text("whale-plan"));
   std::string cluster_path, model_path, profiles_dir, hints_path, out_path, format = "text", trace_path, svg_path;
   whale::plan::PlannerOptions options;
   app.add_option("--cluster", cluster_path, "cluster YAML file")->required();

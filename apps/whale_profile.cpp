@@ -13,6 +13,7 @@
 #include "whale/exec/profile/profile_links.h"
 #include "whale/exec/profile/profile_output.h"
 #include "whale/plan/error.h"
+#include "whale/plan/version.h"
 
 namespace {
 
@@ -96,6 +97,7 @@ int run_check(const Args& args) {
 
 int main(int argc, char** argv) {
   CLI::App app{"whale-profile: measure a device or the links between ranks for whale-plan"};
+  app.set_version_flag("--version", whale::plan::version_text("whale-profile"));
   Args args;
   app.add_option("--device", args.device, "cpu or cuda:N (default cpu)");
   app.add_option("--out", args.out,

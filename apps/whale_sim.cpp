@@ -11,9 +11,11 @@
 #include "whale/sim/report.h"
 #include "whale/sim/simulator.h"
 #include "whale/sim/svg_timeline.h"
+#include "whale/plan/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"whale-sim: simulate one training step of a hybrid-parallel plan"};
+  app.set_version_flag("--version", whale::plan::version_text("whale-sim"));
   std::string plan_path, profiles_dir, format = "text", trace_path, svg_path;
   app.add_option("plan", plan_path, "plan YAML file")->required();
   app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");
@@ -22,7 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--svg", svg_path, "write the pipeline timeline as an SVG picture");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "whale-sim: error: " << e.what() << " (hint: whale-sim --help)\n";
