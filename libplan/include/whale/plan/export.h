@@ -34,7 +34,7 @@ std::string deepspeed_config(const Plan& plan);
 /// The export text of `framework` (megatron_arguments or deepspeed_config).
 std::string export_text(const Plan& plan, Framework framework);
 
-/// Writes the export of the planner's best plan for `framework` to `path` (atomically) and
+/// Writes the export of the planner's best plan for `framework` to `path` and
 /// returns what to print: one line naming the file and the plan's predicted throughput. When
 /// the framework cannot express the best plan: without `constrained`, throws whale::Error
 /// listing why; with it, exports the best plan it can express (the planner's uniform baseline,
