@@ -37,7 +37,7 @@ def validator(kind):
         registry = Registry().with_resources(
             (name + ".schema.json", Resource.from_contents(s)) for name, s in SCHEMAS.items())
         return jsonschema.Draft7Validator(schema, registry=registry)
-    except ImportError:  # jsonschema < 4.18 (Debian 12): the RefResolver with a store
+    except (ImportError, TypeError):  # jsonschema < 4.18 (Debian 12): the RefResolver with a store
         store = {name + ".schema.json": s for name, s in SCHEMAS.items()}
         resolver = jsonschema.RefResolver(base_uri="", referrer=schema, store=store)
         return jsonschema.Draft7Validator(schema, resolver=resolver)
