@@ -10,14 +10,17 @@
 #include "whale/plan/error.h"
 #include "whale/plan/plan_runtime.h"
 #include "whale/plan/limits.h"
+#include "whale/plan/export.h"
 #include "whale/plan/planner.h"
 #include "whale/plan/timeline.h"
 #include "whale/sim/report.h"
 #include "whale/sim/simulator.h"
 #include "whale/sim/svg_timeline.h"
+#include "whale/plan/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"whale-plan: find the fastest hybrid-parallel plan on a heterogeneous cluster"};
+  app.set_version_flag("--version", whale::plan::version_text("whale-plan"));
   std::string cluster_path, model_path, profiles_dir, hints_path, out_path, format = "text", trace_path, svg_path;
   whale::plan::PlannerOptions options;
   app.add_option("--cluster", cluster_path, "cluster YAML file")->required();
@@ -40,6 +43,12 @@ int main(int argc, char** argv) {
   app.add_flag("--runnable", runnable,
                "only strategies whale-run executes today (no sequence parallelism, no ZeRO-2)");
   app.add_flag("--progress", progress, "report search progress on stderr even when it is not a terminal");
+  std::string megatron_path, deepspeed_path;
+  bool export_constrained = false;
+  app.add_option("--export-megatron", megatron_path, "write Megatron-LM's arguments of the best plan (docs/export.md)");
+  app.add_option("--export-deepspeed", deepspeed_path, "write DeepSpeed's ds_config.json of the best plan");
+  app.add_flag("--export-constrained", export_constrained,
+               "export the best plan the framework can express when it cannot express the best one");
   return whale::app::run_tool("whale-plan", app, argc, argv, [&] {
     if (runnable) options.strategies = whale::plan::runnable_strategies();
     const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
@@ -74,6 +83,12 @@ int main(int argc, char** argv) {
       whale::plan::write_chrome_trace_file(trace_path, estimate.timeline, labels);
     }
     if (!svg_path.empty()) whale::sim::write_svg_timeline_file(svg_path, best.plan, estimate);
+    for (const auto& [framework, path] : {std::pair{whale::plan::Framework::megatron, megatron_path},
+                                          std::pair{whale::plan::Framework::deepspeed, deepspeed_path}}) {
+      if (path.empty()) continue;
+      std::cerr << whale::plan::export_best(result, cluster, model, simulator, options, framework,
+                                            export_constrained, path);
+    }
     std::cout.flush();
     if (!std::cout) throw whale::Error("(stdout)", "", "a writable standard output", "the disk may be full");
     return 0;

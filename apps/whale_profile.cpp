@@ -12,6 +12,7 @@
 #include "tool_main.h"
 #include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
+#include "whale/plan/version.h"
 
 namespace {
 
@@ -95,6 +96,7 @@ int run_check(const Args& args) {
 
 int main(int argc, char** argv) {
   CLI::App app{"whale-profile: measure a device or the links between ranks for whale-plan"};
+  app.set_version_flag("--version", whale::plan::version_text("whale-profile"));
   Args args;
   CLI::Option* device = app.add_option("--device", args.device, "cpu or cuda:N (default cpu)");
   CLI::Option* out = app.add_option("--out", args.out,

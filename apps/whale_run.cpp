@@ -5,10 +5,12 @@
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/runtime/run_training.h"
 #include "whale/plan/limits.h"
+#include "whale/plan/version.h"
 
 int main(int argc, char** argv) {
   whale::exec::RunOptions o;
   CLI::App app{"whale-run: train a GPT by a whale plan; mpirun -np N whale-run PLAN.yaml --data FILE"};
+  app.set_version_flag("--version", whale::plan::version_text("whale-run"));
   app.add_option("plan", o.plan_file, "plan YAML (its devices map to ranks in ascending id order)")
       ->required();
   app.add_option("--data", o.data_file, "training data: a text file or a whale token file")

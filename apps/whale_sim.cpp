@@ -11,9 +11,11 @@
 #include "whale/sim/report.h"
 #include "whale/sim/simulator.h"
 #include "whale/sim/svg_timeline.h"
+#include "whale/plan/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"whale-sim: simulate one training step of a hybrid-parallel plan"};
+  app.set_version_flag("--version", whale::plan::version_text("whale-sim"));
   std::string plan_path, profiles_dir, format = "text", trace_path, svg_path;
   app.add_option("plan", plan_path, "plan YAML file")->required();
   app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");

@@ -1,12 +1,8 @@
 // File: device_profile.cpp
-// DeviceProfile lookups with their precision fallbacks, and the default profiles folder.
+// DeviceProfile lookups with their precision fallbacks.
 #include "whale/plan/device_profile.h"
 
 #include "whale/plan/error.h"
-
-#ifndef WHALE_DEFAULT_PROFILES_DIR
-#define WHALE_DEFAULT_PROFILES_DIR "profiles"
-#endif
 
 namespace whale::plan {
 namespace {
@@ -45,10 +41,6 @@ BytesPerSecond DeviceProfile::op_bandwidth(const std::string& op_name) const {
     if (op_name.find(op_class) != std::string::npos) return bandwidth;
   }
   return 0;
-}
-
-std::string default_profiles_dir() {
-  return WHALE_DEFAULT_PROFILES_DIR;
 }
 
 }  // namespace whale::plan

@@ -32,6 +32,9 @@ TransformerDims transformer_dims(const Model& model, Precision precision) {
   d.kv = model.heads > 0 ? kv_heads * model.hidden / model.heads : 0;
   d.v = model.vocabulary;
   d.b = bytes_per_element(precision);
+  d.tied = model.tie_embeddings;
+  d.qkv_bias = model.qkv_bias;
+  d.learned_positions = model.family != "llama" && model.rope_theta <= 0;
   return d;
 }
 
@@ -50,9 +53,14 @@ Layer embedding_layer(const std::string& family, const TransformerDims& d) {
     return layer;
   }
   // gpt and bert: learned positions (replicated), summed into the token rows, then dropout.
-  layer.parameters += s * h;
-  layer.parameters_replicated = s * h;
-  memory_op(layer, "embedding_gather", 3 * s * h * b);
+  // Under rotary positions (GPT-NeoX) there is no table and nothing to sum.
+  if (d.learned_positions) {
+    layer.parameters += s * h;
+    layer.parameters_replicated = s * h;
+    memory_op(layer, "embedding_gather", 3 * s * h * b);
+  } else {
+    memory_op(layer, "embedding_gather", elementwise_bytes(s * h, b));
+  }
   memory_op(layer, "embedding_dropout", dropout_bytes(s * h, b));
   layer.activation_bytes_replicated = s * h * b / 2;  // the dropout mask
   if (family == "bert") {
@@ -123,6 +131,7 @@ Layer llama_block(const TransformerDims& d, int index) {
   memory_op(layer, "residual2", 3 * s * h * b);
   // No biases: q,k,v h(h + 2kv), out h^2, gate/up/down 3hf, two RMSNorm weights 2h.
   layer.parameters = h * (h + 2 * kv) + h * h + 3 * h * f + 2 * h;
+  if (d.qkv_bias) layer.parameters += h + 2 * kv;  // column-parallel: split across tp
   layer.parameters_replicated = 2 * h;
   // As gpt without dropout masks: norm inputs 2sh, qkv and gate/up inputs 2sh (replicated);
   // q,k,v s(h + 2kv), out input sh, gate and up outputs 2sf, down input sf (split); softmax as^2.
@@ -156,11 +165,12 @@ Layer head_layer(const std::string& family, const TransformerDims& d) {
     layer.parameters_replicated = layer.parameters;
     layer.activation_bytes_replicated = 2 * s * h * b;  // norm and LM head inputs
   }
-  // Untied vocabulary projection, vocabulary-parallel across tp, and its cross-entropy, which
-  // keeps the fp32 softmax of the logits for the backward pass.
+  // The vocabulary projection, vocabulary-parallel across tp, and its cross-entropy, which
+  // keeps the fp32 softmax of the logits for the backward pass. Tied, its weight is the token
+  // table's and is counted there only (a pipeline's last stage holding a copy is not counted).
   gemm(layer, family == "bert" ? "mlm_decoder" : "lm_head", s, v, h);
   memory_op(layer, "cross_entropy", elementwise_bytes(s * v, b), true);
-  layer.parameters += v * h;
+  if (!d.tied) layer.parameters += v * h;
   layer.activation_bytes_split = 4 * s * v;
   layer.input_bytes = s * h * b;
   layer.output_bytes = 4;  // the fp32 loss of the sample

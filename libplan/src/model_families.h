@@ -19,17 +19,20 @@ struct TransformerDims {
   double kv = 0;     // width of K (= of V): kv_heads * h / a
   double v = 0;      // vocabulary
   double b = 0;      // bytes per element
+  bool tied = false;         // LM head shares the token table
+  bool qkv_bias = false;     // llama: biases on q, k, v
+  bool learned_positions = true;  // gpt/bert: a learned position table (false under rotary)
 };
 
 TransformerDims transformer_dims(const Model& model, Precision precision);
 
-/// gpt: token + position embeddings; bert adds token types and a layernorm; llama: tokens only.
+/// gpt: token + position embeddings (none under rotary); bert adds token types and a layernorm; llama: tokens only.
 Layer embedding_layer(const std::string& family, const TransformerDims& d);
 /// A pre-layernorm GPT (or BERT) block: attention and a GELU MLP, with biases and dropouts.
 Layer gpt_block(const TransformerDims& d, int index);
 /// A llama block: RMSNorm, grouped-query attention with rotary embeddings, SwiGLU, no biases.
 Layer llama_block(const TransformerDims& d, int index);
-/// gpt/llama: final norm + untied LM head + cross-entropy; bert: the MLM head.
+/// gpt/llama: final norm + LM head (tied or not) + cross-entropy; bert: the MLM head.
 Layer head_layer(const std::string& family, const TransformerDims& d);
 
 }  // namespace whale::plan

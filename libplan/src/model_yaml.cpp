@@ -108,13 +108,25 @@ void parse_family_hyperparameters(const YamlField& root, Model& model) {
     model.kv_heads = kv.positive_integer();
     if (model.heads % model.kv_heads != 0) kv.fail("expected kv_heads to divide heads (" + std::to_string(model.heads) + ")");
   }
+  model.tie_embeddings = root.boolean_or("tie_embeddings", false);
+  if (root.has("qkv_bias")) {
+    const YamlField bias = root.get("qkv_bias");
+    if (model.family != "llama") bias.fail("qkv_bias applies to family llama only", "gpt and bert blocks always have biases");
+    model.qkv_bias = bias.boolean();
+  }
+  if (root.has("rope_theta")) {
+    const YamlField theta = root.get("rope_theta");
+    if (model.family == "bert") theta.fail("rope_theta applies to families gpt and llama only");
+    model.rope_theta = theta.positive_number();
+  }
 }
 
 }  // namespace
 
 Model parse_model(const YamlField& root) {
   root.expect_keys({"name", "family", "layers", "hidden", "heads", "ffn_hidden", "kv_heads",
-                    "sequence", "vocabulary", "training", "layer_list"});
+                    "tie_embeddings", "qkv_bias", "rope_theta", "sequence", "vocabulary",
+                    "training", "layer_list"});
   Model model;
   model.source_file = root.file();
   model.name = root.get("name").text();
@@ -122,7 +134,8 @@ Model parse_model(const YamlField& root) {
   model.family = family.text();
   model.training = parse_training(root.get("training"));
   if (model.family == "listed") {
-    for (const char* key : {"layers", "hidden", "ffn_hidden", "kv_heads", "vocabulary"}) {
+    for (const char* key : {"layers", "hidden", "ffn_hidden", "kv_heads", "vocabulary", "tie_embeddings",
+                            "qkv_bias", "rope_theta"}) {
       if (root.has(key)) root.get(key).fail(std::string(key) + " applies to family models only", "give layer_list entries instead");
     }
     // Optional for a listed model: tokens per sample (for tokens/s) and heads (bounds tp).
@@ -147,7 +160,10 @@ Model parse_model(const YamlField& root) {
   return model;
 }
 
-Model load_model(const std::string& path) { return parse_model(load_yaml_file(path)); }
+Model load_model(const std::string& path) {
+  const YamlField root = load_yaml_file(path);
+  return is_hf_config(root, path) ? parse_hf_config(root) : parse_model(root);
+}
 
 void emit_model(YAML::Emitter& out, const Model& model) {
   out << YAML::BeginMap;
@@ -159,6 +175,9 @@ void emit_model(YAML::Emitter& out, const Model& model) {
     emit_number_field(out, "heads", model.heads);
     emit_number_field(out, "ffn_hidden", model.ffn_hidden);
     if (model.kv_heads > 0) emit_number_field(out, "kv_heads", model.kv_heads);
+    if (model.tie_embeddings) out << YAML::Key << "tie_embeddings" << YAML::Value << true;
+    if (model.qkv_bias) out << YAML::Key << "qkv_bias" << YAML::Value << true;
+    if (model.rope_theta > 0) emit_number_field(out, "rope_theta", model.rope_theta);
     emit_number_field(out, "vocabulary", model.vocabulary);
   } else if (model.heads > 0) {
     emit_number_field(out, "heads", model.heads);

@@ -27,6 +27,11 @@ void emit_cluster(YAML::Emitter& out, const Cluster& cluster);
 
 /// A model from its YAML mapping; family models get their layers at the training precision.
 Model parse_model(const YamlField& root);
+/// Whether a model file is a Hugging Face config.json: by its .json name, or by its content (a
+/// mapping with model_type).
+bool is_hf_config(const YamlField& root, const std::string& path);
+/// A family model from a Hugging Face config.json (model_hf.cpp; mapping in docs/model.md).
+Model parse_hf_config(const YamlField& root);
 /// Emits the model as one mapping.
 void emit_model(YAML::Emitter& out, const Model& model);
 

@@ -70,7 +70,9 @@ DeviceProfile load_device_profile(const std::string& path);
 void save_device_profile(const DeviceProfile& profile, const std::string& path);
 
 /// Finds profiles by model name in a directory: `<dir>/<name>.yaml`.
-/// The default directory is the shipped profiles/ folder of the source tree.
+/// The default directory of the shipped profiles, the first of: $WHALE_PROFILES when set and
+/// not empty; ../share/whale/profiles next to the running executable (an installed whale) when
+/// it exists; the source tree's profiles/ (WHALE_DEFAULT_PROFILES_DIR, set at configure time).
 std::string default_profiles_dir();
 
 }  // namespace whale::plan

@@ -71,6 +71,11 @@ struct Model {
   int heads = 0;
   int ffn_hidden = 0;        // default 4*hidden (gpt, bert)
   int kv_heads = 0;          // llama grouped-query attention: key/value heads (0 = heads)
+  bool tie_embeddings = false;  // the LM head reuses the token table (counted once, in the
+                                // embedding layer); the head's GEMM still runs
+  bool qkv_bias = false;     // llama only: biases on q, k and v (Qwen2)
+  double rope_theta = 0;     // rotary base, carried for the record; on gpt it means rotary
+                             // positions (GPT-NeoX) instead of a learned position table
   int sequence = 0;          // tokens per sample
   int vocabulary = 0;
   Training training;
@@ -86,7 +91,9 @@ struct Model {
 /// Sets `model.layers`; throws whale::Error for an unknown family.
 void generate_layers(Model& model, Precision precision);
 
-/// Loads and validates a model file. Throws whale::Error on bad input.
+/// Loads and validates a model file: whale's model YAML, or a Hugging Face config.json
+/// (detected by the .json name or a model_type key; see docs/model.md). Throws whale::Error on
+/// bad input, naming the file and the field.
 Model load_model(const std::string& path);
 /// Writes the model (hyperparameters for a family model, the layer list for a listed one).
 void save_model(const Model& model, const std::string& path);

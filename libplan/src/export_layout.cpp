@@ -1,0 +1,108 @@
+// File: export_layout.cpp
+// The uniform layout of a plan for export, and the limits Megatron-LM and DeepSpeed share.
+#include "export_layout.h"
+
+#include "whale/plan/error.h"
+#include "whale/plan/export.h"
+
+namespace whale::plan {
+
+const char* to_string(Framework framework) {
+  return framework == Framework::megatron ? "Megatron-LM" : "DeepSpeed";
+}
+
+std::string join_numbers(const std::vector<int>& numbers) {
+  std::string out;
+  for (int n : numbers) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out;
+}
+
+bool all_equal(const std::vector<int>& numbers) {
+  for (int n : numbers) {
+    if (n != numbers.front()) return false;
+  }
+  return true;
+}
+
+void throw_if_limited(const Plan& plan, Framework framework) {
+  const std::vector<std::string> limits = export_limits(plan, framework);
+  if (limits.empty()) return;
+  std::string all;
+  for (const std::string& limit : limits) all += (all.empty() ? "" : "; ") + limit;
+  throw Error(plan.source_file, "", std::string("a plan ") + to_string(framework) + " can express, but " + all,
+              "--export-constrained exports the best plan within what it can express");
+}
+
+ExportLayout export_layout(const Plan& plan) {
+  ExportLayout layout;
+  const Stage& first = plan.stages.front();
+  layout.pipeline = plan.pipeline_groups();
+  layout.virtual_stages = plan.schedule.chunks;
+  layout.dp = first.dp();
+  layout.tp = first.tp;
+  layout.micro_batch_per_rank = first.shares.empty() ? plan.micro_batch_size : first.shares.front();
+  layout.recompute = first.recompute;
+  layout.shard_optimizer = first.shard_optimizer;
+  layout.shard_gradients = first.shard_gradients;
+  layout.sequence_parallel = first.sequence_parallel;
+  for (const Stage& stage : plan.stages) {
+    int blocks = 0;
+    for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+      blocks += plan.model.layers[l].kind == LayerKind::transformer ? 1 : 0;
+    }
+    layout.blocks.push_back(blocks);
+  }
+  // Group g's devices are those of the first stage placed on it, replica-major (tp fastest).
+  for (int g = 0; g < layout.pipeline; ++g) {
+    for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
+      if (plan.group_of_stage(s) != g) continue;
+      const std::vector<int>& devices = plan.stages[s].devices;
+      layout.rank_devices.insert(layout.rank_devices.end(), devices.begin(), devices.end());
+      break;
+    }
+  }
+  return layout;
+}
+
+std::vector<std::string> uniform_limits(const Plan& plan, const ExportLayout& layout) {
+  std::vector<std::string> limits;
+  if (plan.model.family == "listed") {
+    limits.push_back("a listed model: the frameworks build gpt, bert or llama models from their shapes");
+  }
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
+    const Stage& stage = plan.stages[s];
+    const std::string name = "stage " + std::to_string(s);
+    if (stage.dp() != layout.dp || stage.tp != layout.tp) {
+      limits.push_back(name + " has dp " + std::to_string(stage.dp()) + " x tp " + std::to_string(stage.tp) +
+                       ", stage 0 dp " + std::to_string(layout.dp) + " x tp " + std::to_string(layout.tp) +
+                       ": per-stage degrees must be equal");
+    }
+    for (int share : stage.shares) {
+      if (share != stage.shares.front()) {
+        limits.push_back(name + " has uneven shares " + join_numbers(stage.shares) +
+                         ": every data-parallel rank takes the same micro-batch");
+        break;
+      }
+    }
+    if (stage.recompute != layout.recompute) {
+      limits.push_back(name + " recomputes " + to_string(stage.recompute) + ", stage 0 " +
+                       to_string(layout.recompute) + ": one recomputation setting for all stages");
+    }
+    if (stage.shard_gradients != layout.shard_gradients) {
+      limits.push_back(name + " shards the gradients differently from stage 0: one setting for all stages");
+    }
+    if (stage.sequence_parallel != layout.sequence_parallel) {
+      limits.push_back(name + " uses sequence parallelism differently from stage 0: one setting for all stages");
+    }
+    if (stage.shard_optimizer != layout.shard_optimizer) {
+      limits.push_back(name + " shards the optimizer differently from stage 0: one setting for all stages");
+    }
+  }
+  return limits;
+}
+
+std::string export_text(const Plan& plan, Framework framework) {
+  return framework == Framework::megatron ? megatron_arguments(plan) : deepspeed_config(plan);
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,62 @@
+// File: test_export_cli.cpp
+// whale-plan end to end with a Hugging Face config.json as the model, and the exports: a plan
+// Megatron-LM cannot express fails with one line, and --export-constrained writes the best
+// uniform plan and prints both throughputs.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Run {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs whale-plan with `args` from the source root; stdout and stderr go to the build folder.
+Run whale_plan(const std::string& args) {
+  const std::string base = std::string(WHALE_BINARY_DIR) + "/test_export_cli";
+  const std::string cmd = std::string(WHALE_PLAN_EXE) + " " + args + " > " + base + ".out 2> " + base + ".err";
+  const int status = std::system(cmd.c_str());
+  return Run{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read(base + ".out"), read(base + ".err")};
+}
+
+}  // namespace
+
+TEST_CASE("whale-plan plans Llama 3 70B from its config.json on a shipped cluster") {
+  const Run r = whale_plan("--cluster configs/clusters/a100-64.yaml --model configs/models/hf/llama3-70b-config.json");
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("best plan: ") == 0);
+  CHECK(r.out.find("512 micro-batches of 1 samples, bf16") != std::string::npos);
+}
+
+TEST_CASE("exports of a heterogeneous plan: refused with one line, or constrained") {
+  const std::string file = std::string(WHALE_BINARY_DIR) + "/test_export_cli.megatron.sh";
+  std::remove(file.c_str());
+  const std::string args = "--cluster configs/clusters/a100-v100.yaml --model configs/models/gpt3-1.3b.yaml --export-megatron " + file;
+  const Run refused = whale_plan(args);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.rfind("whale-plan: error: ", 0) == 0);
+  CHECK(refused.err.find("a plan Megatron-LM can express, but ") != std::string::npos);
+  CHECK(refused.err.find('\n') == refused.err.size() - 1);
+  const Run constrained = whale_plan(args + " --export-constrained");
+  CAPTURE(constrained.err);
+  CHECK(constrained.exit_code == 0);
+  CHECK(constrained.err.find("Megatron-LM cannot express the best plan:\n  - ") == 0);
+  CHECK(constrained.err.find("\n  best plan: ") != std::string::npos);
+  CHECK(constrained.err.find("\n  exported instead, the best uniform plan uniform pp1 tp1 dp64: ") != std::string::npos);
+  CHECK(read(file).find("WHALE_MEGATRON_ARGS=(\n  --tensor-model-parallel-size 1\n") != std::string::npos);
+}
