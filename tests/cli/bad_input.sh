@@ -98,7 +98,8 @@ checkpoint:*)
   case $(trim "${input#checkpoint:}") in
   truncate) head -c 30 "$ckpt" >"$ckpt.cut" && mv "$ckpt.cut" "$ckpt" ;;
   foreign) printf 'PK\x03\x04 a zip file, not a checkpoint; padding padding padding padding' >"$ckpt" ;;
-  latest) echo "step-00000099" >"$dir/ck/latest" ;;
+  # latest names a step that is gone and no other checkpoint is left to fall back to.
+  latest) echo "step-00000099" >"$dir/ck/latest" && rm -rf "$dir/ck/step-00000001" ;;
   none) ;;
   esac ;;
 *)

@@ -40,7 +40,7 @@ TEST_CASE("whale-plan plans Llama 3 70B from its config.json on a shipped cluste
   CAPTURE(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("best plan: ") == 0);
-  CHECK(r.out.find("512 micro-batches of 1 samples, bf16") != std::string::npos);
+  CHECK(r.out.find("256 micro-batches of 2 samples, bf16") != std::string::npos);
 }
 
 TEST_CASE("exports of a heterogeneous plan: refused with one line, or constrained") {
@@ -57,6 +57,6 @@ TEST_CASE("exports of a heterogeneous plan: refused with one line, or constraine
   CHECK(constrained.exit_code == 0);
   CHECK(constrained.err.find("Megatron-LM cannot express the best plan:\n  - ") == 0);
   CHECK(constrained.err.find("\n  best plan: ") != std::string::npos);
-  CHECK(constrained.err.find("\n  exported instead, the best uniform plan uniform pp1 tp1 dp64: ") != std::string::npos);
-  CHECK(read(file).find("WHALE_MEGATRON_ARGS=(\n  --tensor-model-parallel-size 1\n") != std::string::npos);
+  CHECK(constrained.err.find("\n  exported instead, the best uniform plan uniform pp1 tp2 dp32: ") != std::string::npos);
+  CHECK(read(file).find("WHALE_MEGATRON_ARGS=(\n  --tensor-model-parallel-size 2\n") != std::string::npos);
 }
