@@ -21,8 +21,12 @@ HeadViews head_views(int b, int h, int sequence, int heads, int head_size) {
   const int channels = heads * head_size;
   const std::size_t qkv_base = static_cast<std::size_t>(b) * sequence * 3 * channels;
   const std::size_t col = static_cast<std::size_t>(h) * head_size;
-  return {qkv_base + col, qkv_base + channels + col, qkv_base + 2 * channels + col,
-          static_cast<std::size_t>(b) * sequence * channels + col, 3 * channels, channels};
+  return {qkv_base + col,
+          qkv_base + channels + col,
+          qkv_base + 2 * channels + col,
+          static_cast<std::size_t>(b) * sequence * channels + col,
+          3 * channels,
+          channels};
 }
 
 std::size_t probs_offset(int b, int h, int sequence, int heads) {
@@ -50,62 +54,63 @@ void causal_softmax_row_backward(float* dp, const float* p, int i, int T, float 
   // shared by all keys cancels), so rounding here is all it gets.
   const double dot =
       ordered_sum<double>(n, [&](std::size_t j) { return double{p[j]} * double{dp[j]}; });
-  for (std::size_t j = 0; j < n; ++j)
-    dp[j] = static_cast<float>(p[j] * (dp[j] - dot)) * scale;
+  for (std::size_t j = 0; j < n; ++j) dp[j] = static_cast<float>(p[j] * (dp[j] - dot)) * scale;
   std::fill(dp + n, dp + T, 0.0f);
 }
 
 }  // namespace
 
 void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, int batch,
-                                   int sequence, int heads, int head_size) {
+                                    int sequence, int heads, int head_size) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   const int T = sequence;
-  Eigen::ArrayXf scratch(static_cast<Eigen::Index>(round_up_to_packets(T)));  // 64-byte aligned
-  for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < heads; ++h) {
-      const HeadViews hv = head_views(b, h, T, heads, head_size);
-      ConstStridedMap Q(qkv + hv.q, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
-      ConstStridedMap K(qkv + hv.k, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
-      ConstStridedMap V(qkv + hv.v, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
-      MatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
-      P.noalias() = Q * K.transpose();
-      for (int i = 0; i < T; ++i)
-        causal_softmax_row(P.data() + static_cast<std::size_t>(i) * T, i, T, scale,
-                           scratch.data());
-      StridedMap O(out + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
-      O.noalias() = P * V;
-    }
+  // (sample, head) pairs in parallel: each writes its own probabilities and output columns.
+  pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * heads, [&](std::ptrdiff_t bh) {
+    const int b = static_cast<int>(bh / heads), h = static_cast<int>(bh % heads);
+    thread_local Eigen::ArrayXf scratch;  // 64-byte aligned
+    scratch.resize(static_cast<Eigen::Index>(round_up_to_packets(T)));
+    const HeadViews hv = head_views(b, h, T, heads, head_size);
+    ConstStridedMap Q(qkv + hv.q, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
+    ConstStridedMap K(qkv + hv.k, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
+    ConstStridedMap V(qkv + hv.v, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
+    MatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
+    P.noalias() = Q * K.transpose();
+    for (int i = 0; i < T; ++i)
+      causal_softmax_row(P.data() + static_cast<std::size_t>(i) * T, i, T, scale, scratch.data());
+    StridedMap O(out + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
+    O.noalias() = P * V;
+  });
 }
 
 void Fp32Kernels::attention_backward(float* dqkv, const float* dout, const float* qkv,
-                                    const float* probs, int batch, int sequence, int heads,
-                                    int head_size) {
+                                     const float* probs, int batch, int sequence, int heads,
+                                     int head_size) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   const int T = sequence;
-  RowMatrix dP(T, T);
-  for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < heads; ++h) {
-      const HeadViews hv = head_views(b, h, T, heads, head_size);
-      const Eigen::OuterStride<> qkv_stride(hv.qkv_stride);
-      ConstStridedMap Q(qkv + hv.q, T, head_size, qkv_stride);
-      ConstStridedMap K(qkv + hv.k, T, head_size, qkv_stride);
-      ConstStridedMap V(qkv + hv.v, T, head_size, qkv_stride);
-      StridedMap dQ(dqkv + hv.q, T, head_size, qkv_stride);
-      StridedMap dK(dqkv + hv.k, T, head_size, qkv_stride);
-      StridedMap dV(dqkv + hv.v, T, head_size, qkv_stride);
-      ConstStridedMap dO(dout + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
-      ConstMatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
-      dP.noalias() = dO * V.transpose();
-      dV.noalias() += P.transpose() * dO;
-      // Softmax backward, row by row: dS = P * (dP - sum_j P dP), times the score scale.
-      for (int i = 0; i < T; ++i)
-        causal_softmax_row_backward(dP.data() + static_cast<std::size_t>(i) * T,
-                                    P.data() + static_cast<std::size_t>(i) * T, i, T,
-                                    scale);
-      dQ.noalias() += dP * K;
-      dK.noalias() += dP.transpose() * Q;
-    }
+  // (sample, head) pairs in parallel: each adds into its own columns of dqkv.
+  pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * heads, [&](std::ptrdiff_t bh) {
+    const int b = static_cast<int>(bh / heads), h = static_cast<int>(bh % heads);
+    thread_local RowMatrix dP;
+    dP.resize(T, T);
+    const HeadViews hv = head_views(b, h, T, heads, head_size);
+    const Eigen::OuterStride<> qkv_stride(hv.qkv_stride);
+    ConstStridedMap Q(qkv + hv.q, T, head_size, qkv_stride);
+    ConstStridedMap K(qkv + hv.k, T, head_size, qkv_stride);
+    ConstStridedMap V(qkv + hv.v, T, head_size, qkv_stride);
+    StridedMap dQ(dqkv + hv.q, T, head_size, qkv_stride);
+    StridedMap dK(dqkv + hv.k, T, head_size, qkv_stride);
+    StridedMap dV(dqkv + hv.v, T, head_size, qkv_stride);
+    ConstStridedMap dO(dout + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
+    ConstMatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
+    dP.noalias() = dO * V.transpose();
+    dV.noalias() += P.transpose() * dO;
+    // Softmax backward, row by row: dS = P * (dP - sum_j P dP), times the score scale.
+    for (int i = 0; i < T; ++i)
+      causal_softmax_row_backward(dP.data() + static_cast<std::size_t>(i) * T,
+                                  P.data() + static_cast<std::size_t>(i) * T, i, T, scale);
+    dQ.noalias() += dP * K;
+    dK.noalias() += dP.transpose() * Q;
+  });
 }
 
 }  // namespace whale::exec::cpu

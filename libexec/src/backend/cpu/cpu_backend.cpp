@@ -1,6 +1,8 @@
 // File: cpu_backend.cpp
 // The CPU backend's constructor and memory ops (host memory from a reuse pool; upload and
 // download are copies, cast converts on the host).
+#include "backend/cpu/cpu_backend.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -9,7 +11,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/cpu_convert.h"
 #include "whale/plan/check.h"
@@ -36,7 +37,8 @@ void require_same(ConstTensorView a, ConstTensorView b, const char* op, bool sam
 }
 }  // namespace
 
-CpuBackend::CpuBackend(DType compute, int threads) : compute_(compute), threads_(threads) {
+CpuBackend::CpuBackend(DType compute, int threads)
+    : compute_(compute), threads_(threads), pool_(threads) {
   if (!is_float(compute))
     throw std::invalid_argument(std::string("cpu backend: compute dtype ") + dtype_name(compute));
   if (threads < 1)
@@ -48,8 +50,8 @@ CpuBackend::~CpuBackend() {
 }
 
 void* CpuBackend::allocate(std::size_t bytes) {
-  bytes = (std::max<std::size_t>(bytes, 1) + kAlignmentBytes - 1) / kAlignmentBytes *
-          kAlignmentBytes;
+  bytes =
+      (std::max<std::size_t>(bytes, 1) + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes;
   void* block = nullptr;
   auto it = free_blocks_.find(bytes);
   if (it != free_blocks_.end() && !it->second.empty()) {

@@ -4,12 +4,12 @@
 #pragma once
 
 #include <Eigen/Dense>
-
 #include <algorithm>
 #include <cstddef>
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cpu/cpu_parallel.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/backend/tensor.h"
 
@@ -62,47 +62,59 @@ inline AlignedArrayMap padded_packets(const float* src, std::size_t n, float* sc
   return AlignedArrayMap(scratch, static_cast<Eigen::Index>(padded));
 }
 
-/// dst (C) += column sums of src (N, C), each summed over the rows in double.
-void add_column_sums(float* dst, const float* src, int rows, int channels);
-
 /// The fp32 kernels of every compute op, on host float pointers (the op's contract in
 /// backend.h, with every tensor fp32 and null for an empty view). CpuBackend widens operands of
 /// other dtypes to fp32 around them (cpu_backend_ops.cpp).
-struct Fp32Kernels {
-  static void matmul(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
-                     const float* b, float* c, bool accumulate);
-  static void linear_forward(float* out, const float* inp, const float* weight,
-                             const float* bias, int rows, int in_channels, int out_channels);
-  static void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                              const float* inp, const float* weight, int rows, int in_channels,
-                              int out_channels);
-  static void bias_add_forward(float* out, const float* bias, int rows, int channels);
-  static void bias_add_backward(float* dbias, const float* dout, int rows, int channels);
-  static void add_forward(float* out, const float* a, const float* b, std::size_t count);
-  static void add_backward(float* da, float* db, const float* dout, std::size_t count);
-  static void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                const float* weight, const float* bias, int rows, int channels);
-  static void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                 const float* inp, const float* weight, const float* mean,
-                                 const float* rstd, int rows, int channels);
-  static void gelu_forward(float* out, const float* inp, std::size_t count);
-  static void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t count);
-  static void attention_forward(float* out, float* probs, const float* qkv, int batch,
-                                int sequence, int heads, int head_size);
-  static void attention_backward(float* dqkv, const float* dout, const float* qkv,
-                                 const float* probs, int batch, int sequence, int heads,
-                                 int head_size);
-  static void embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                const float* wpe, int batch, int sequence, int channels);
-  static void embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                 const int32_t* tokens, int batch, int sequence, int channels);
-  static double cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
-                                      int vocabulary);
-  static void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets,
-                                     int rows, int vocabulary, double scale);
-  static void adamw_update(float* param, const float* grad, float* m, float* v,
-                           std::size_t count, double lr, double beta1, double beta2, double eps,
-                           double weight_decay, int step);
+/// Rows of C per parallel GEMM call in Fp32Kernels::matmul: a multiple of Eigen's register
+/// block of rows (3 packets: 48 floats with AVX-512, 24 with AVX2).
+constexpr int kMatmulPanelRows = 96;
+
+class Fp32Kernels {
+ public:
+  /// The kernels split their independent rows, heads or chunks over `pool` (which outlives
+  /// them); every result is bit-identical for any pool size.
+  explicit Fp32Kernels(WorkerPool& pool) : pool_(pool) {}
+
+  void matmul(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+              float* c, bool accumulate);
+  void linear_forward(float* out, const float* inp, const float* weight, const float* bias,
+                      int rows, int in_channels, int out_channels);
+  void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int rows, int in_channels,
+                       int out_channels);
+  void bias_add_forward(float* out, const float* bias, int rows, int channels);
+  void bias_add_backward(float* dbias, const float* dout, int rows, int channels);
+  void add_forward(float* out, const float* a, const float* b, std::size_t count);
+  void add_backward(float* da, float* db, const float* dout, std::size_t count);
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                         const float* weight, const float* bias, int rows, int channels);
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, const float* mean,
+                          const float* rstd, int rows, int channels);
+  void gelu_forward(float* out, const float* inp, std::size_t count);
+  void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t count);
+  void attention_forward(float* out, float* probs, const float* qkv, int batch, int sequence,
+                         int heads, int head_size);
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
+                          int batch, int sequence, int heads, int head_size);
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                         int batch, int sequence, int channels);
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          int batch, int sequence, int channels);
+  double cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
+                               int vocabulary);
+  void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets, int rows,
+                              int vocabulary, double scale);
+  void adamw_update(float* param, const float* grad, float* m, float* v, std::size_t count,
+                    double lr, double beta1, double beta2, double eps, double weight_decay,
+                    int step);
+
+ private:
+  /// dst (C) += column sums of src (N, C): blocks of columns in parallel, each column summing
+  /// its rows in order, in double.
+  void add_column_sums(float* dst, const float* src, int rows, int channels);
+
+  WorkerPool& pool_;
 };
 
 class CpuBackend : public Backend {
@@ -133,21 +145,18 @@ class CpuBackend : public Backend {
   void synchronize() override {}
   void* native_stream(Stream) override { return nullptr; }
 
-  void matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,
-              ConstTensorView b, TensorView c, bool accumulate) override;
+  void matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a, ConstTensorView b,
+              TensorView c, bool accumulate) override;
   void linear_forward(TensorView out, ConstTensorView inp, ConstTensorView weight,
-                      ConstTensorView bias, int rows, int in_channels,
-                      int out_channels) override;
-  void linear_backward(TensorView dinp, TensorView dweight, TensorView dbias,
-                       ConstTensorView dout, ConstTensorView inp, ConstTensorView weight,
-                       int rows, int in_channels, int out_channels) override;
+                      ConstTensorView bias, int rows, int in_channels, int out_channels) override;
+  void linear_backward(TensorView dinp, TensorView dweight, TensorView dbias, ConstTensorView dout,
+                       ConstTensorView inp, ConstTensorView weight, int rows, int in_channels,
+                       int out_channels) override;
   void bias_add_forward(TensorView out, ConstTensorView bias, int rows, int channels) override;
-  void bias_add_backward(TensorView dbias, ConstTensorView dout, int rows,
-                         int channels) override;
+  void bias_add_backward(TensorView dbias, ConstTensorView dout, int rows, int channels) override;
   void add_forward(TensorView out, ConstTensorView a, ConstTensorView b,
                    std::size_t count) override;
-  void add_backward(TensorView da, TensorView db, ConstTensorView dout,
-                    std::size_t count) override;
+  void add_backward(TensorView da, TensorView db, ConstTensorView dout, std::size_t count) override;
 
   void layernorm_forward(TensorView out, TensorView mean, TensorView rstd, ConstTensorView inp,
                          ConstTensorView weight, ConstTensorView bias, int rows,
@@ -169,13 +178,11 @@ class CpuBackend : public Backend {
   void embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
                          ConstTensorView wpe, int batch, int sequence, int channels) override;
   void embedding_backward(TensorView dwte, TensorView dwpe, ConstTensorView dout,
-                          ConstTensorView tokens, int batch, int sequence,
-                          int channels) override;
+                          ConstTensorView tokens, int batch, int sequence, int channels) override;
   double cross_entropy_forward(ConstTensorView logits, ConstTensorView targets, int rows,
                                int vocabulary) override;
-  void cross_entropy_backward(TensorView dlogits, ConstTensorView logits,
-                              ConstTensorView targets, int rows, int vocabulary,
-                              double scale) override;
+  void cross_entropy_backward(TensorView dlogits, ConstTensorView logits, ConstTensorView targets,
+                              int rows, int vocabulary, double scale) override;
 
   void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                     std::size_t count, double lr, double beta1, double beta2, double eps,
@@ -186,6 +193,8 @@ class CpuBackend : public Backend {
  private:
   DType compute_;
   int threads_;
+  WorkerPool pool_;  // threads_ - 1 sleeping workers
+  Fp32Kernels kernels_{pool_};
   int next_event_ = 0;
   /// Released blocks by byte count, reused by allocate (training allocates the same shapes
   /// every step; fresh pages would cost a page fault each). Freed in the destructor.

@@ -37,41 +37,36 @@ float* fp32_only(TensorView view, const char* what) {
 void CpuBackend::matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,
                         ConstTensorView b, TensorView c, bool accumulate) {
   Fp32Operands f;
-  Fp32Kernels::matmul(trans_a, trans_b, m, n, k, f.in(a), f.in(b), f.out(c, accumulate),
-                      accumulate);
+  kernels_.matmul(trans_a, trans_b, m, n, k, f.in(a), f.in(b), f.out(c, accumulate), accumulate);
 }
 
 void CpuBackend::linear_forward(TensorView out, ConstTensorView inp, ConstTensorView weight,
-                                ConstTensorView bias, int rows, int in_channels,
-                                int out_channels) {
+                                ConstTensorView bias, int rows, int in_channels, int out_channels) {
   Fp32Operands f;
   float* y = f.out(out, false);
-  Fp32Kernels::matmul(false, true, rows, out_channels, in_channels, f.in(inp), f.in(weight), y,
-                      false);
+  kernels_.matmul(false, true, rows, out_channels, in_channels, f.in(inp), f.in(weight), y, false);
   if (!bias.empty()) {  // GEMM + bias in fp32, one rounding (a fused epilogue on GPUs)
-    Fp32Kernels::bias_add_forward(y, f.in(bias), rows, out_channels);
+    kernels_.bias_add_forward(y, f.in(bias), rows, out_channels);
   }
 }
 
 void CpuBackend::linear_backward(TensorView dinp, TensorView dweight, TensorView dbias,
-                                 ConstTensorView dout, ConstTensorView inp,
-                                 ConstTensorView weight, int rows, int in_channels,
-                                 int out_channels) {
+                                 ConstTensorView dout, ConstTensorView inp, ConstTensorView weight,
+                                 int rows, int in_channels, int out_channels) {
   Fp32Operands f;
-  Fp32Kernels::linear_backward(f.out(dinp, true), fp32_only(dweight, "dweight"),
-                               fp32_only(dbias, "dbias"), f.in(dout), f.in(inp), f.in(weight),
-                               rows, in_channels, out_channels);
+  kernels_.linear_backward(f.out(dinp, true), fp32_only(dweight, "dweight"),
+                           fp32_only(dbias, "dbias"), f.in(dout), f.in(inp), f.in(weight), rows,
+                           in_channels, out_channels);
 }
 
 void CpuBackend::bias_add_forward(TensorView out, ConstTensorView bias, int rows, int channels) {
   Fp32Operands f;
-  Fp32Kernels::bias_add_forward(f.out(out, true), f.in(bias), rows, channels);
+  kernels_.bias_add_forward(f.out(out, true), f.in(bias), rows, channels);
 }
 
-void CpuBackend::bias_add_backward(TensorView dbias, ConstTensorView dout, int rows,
-                                   int channels) {
+void CpuBackend::bias_add_backward(TensorView dbias, ConstTensorView dout, int rows, int channels) {
   Fp32Operands f;
-  Fp32Kernels::bias_add_backward(fp32_only(dbias, "dbias"), f.in(dout), rows, channels);
+  kernels_.bias_add_backward(fp32_only(dbias, "dbias"), f.in(dout), rows, channels);
 }
 
 void CpuBackend::add_forward(TensorView out, ConstTensorView a, ConstTensorView b,
@@ -79,22 +74,21 @@ void CpuBackend::add_forward(TensorView out, ConstTensorView a, ConstTensorView 
   Fp32Operands f;
   const float* x = f.in(a);
   const float* y = f.in(b);
-  Fp32Kernels::add_forward(f.out(out, false), x, y, count);
+  kernels_.add_forward(f.out(out, false), x, y, count);
 }
 
 void CpuBackend::add_backward(TensorView da, TensorView db, ConstTensorView dout,
                               std::size_t count) {
   Fp32Operands f;
-  Fp32Kernels::add_backward(f.out(da, true), f.out(db, true), f.in(dout), count);
+  kernels_.add_backward(f.out(da, true), f.out(db, true), f.in(dout), count);
 }
 
 void CpuBackend::layernorm_forward(TensorView out, TensorView mean, TensorView rstd,
                                    ConstTensorView inp, ConstTensorView weight,
                                    ConstTensorView bias, int rows, int channels) {
   Fp32Operands f;
-  Fp32Kernels::layernorm_forward(f.out(out, false), fp32_only(mean, "mean"),
-                                 fp32_only(rstd, "rstd"), f.in(inp), f.in(weight), f.in(bias),
-                                 rows, channels);
+  kernels_.layernorm_forward(f.out(out, false), fp32_only(mean, "mean"), fp32_only(rstd, "rstd"),
+                             f.in(inp), f.in(weight), f.in(bias), rows, channels);
 }
 
 void CpuBackend::layernorm_backward(TensorView dinp, TensorView dweight, TensorView dbias,
@@ -102,73 +96,71 @@ void CpuBackend::layernorm_backward(TensorView dinp, TensorView dweight, TensorV
                                     ConstTensorView weight, ConstTensorView mean,
                                     ConstTensorView rstd, int rows, int channels) {
   Fp32Operands f;
-  Fp32Kernels::layernorm_backward(f.out(dinp, true), fp32_only(dweight, "dweight"),
-                                  fp32_only(dbias, "dbias"), f.in(dout), f.in(inp),
-                                  f.in(weight), f.in(mean), f.in(rstd), rows, channels);
+  kernels_.layernorm_backward(f.out(dinp, true), fp32_only(dweight, "dweight"),
+                              fp32_only(dbias, "dbias"), f.in(dout), f.in(inp), f.in(weight),
+                              f.in(mean), f.in(rstd), rows, channels);
 }
 
 void CpuBackend::gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) {
   Fp32Operands f;
   const float* x = f.in(inp);
-  Fp32Kernels::gelu_forward(f.out(out, false), x, count);
+  kernels_.gelu_forward(f.out(out, false), x, count);
 }
 
 void CpuBackend::gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
                                std::size_t count) {
   Fp32Operands f;
-  Fp32Kernels::gelu_backward(f.out(dinp, true), f.in(inp), f.in(dout), count);
+  kernels_.gelu_backward(f.out(dinp, true), f.in(inp), f.in(dout), count);
 }
 
-void CpuBackend::attention_forward(TensorView out, TensorView probs, ConstTensorView qkv,
-                                   int batch, int sequence, int heads, int head_size) {
+void CpuBackend::attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
+                                   int sequence, int heads, int head_size) {
   Fp32Operands f;
-  Fp32Kernels::attention_forward(f.out(out, false), f.out(probs, false), f.in(qkv), batch,
-                                 sequence, heads, head_size);
+  kernels_.attention_forward(f.out(out, false), f.out(probs, false), f.in(qkv), batch, sequence,
+                             heads, head_size);
 }
 
 void CpuBackend::attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                                     ConstTensorView probs, int batch, int sequence, int heads,
                                     int head_size) {
   Fp32Operands f;
-  Fp32Kernels::attention_backward(f.out(dqkv, true), f.in(dout), f.in(qkv), f.in(probs), batch,
-                                  sequence, heads, head_size);
+  kernels_.attention_backward(f.out(dqkv, true), f.in(dout), f.in(qkv), f.in(probs), batch,
+                              sequence, heads, head_size);
 }
 
 void CpuBackend::embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
                                    ConstTensorView wpe, int batch, int sequence, int channels) {
   Fp32Operands f;
-  Fp32Kernels::embedding_forward(f.out(out, false), indices(tokens), f.in(wte), f.in(wpe),
-                                 batch, sequence, channels);
+  kernels_.embedding_forward(f.out(out, false), indices(tokens), f.in(wte), f.in(wpe), batch,
+                             sequence, channels);
 }
 
 void CpuBackend::embedding_backward(TensorView dwte, TensorView dwpe, ConstTensorView dout,
-                                    ConstTensorView tokens, int batch, int sequence,
-                                    int channels) {
+                                    ConstTensorView tokens, int batch, int sequence, int channels) {
   Fp32Operands f;
-  Fp32Kernels::embedding_backward(fp32_only(dwte, "dwte"), fp32_only(dwpe, "dwpe"), f.in(dout),
-                                  indices(tokens), batch, sequence, channels);
+  kernels_.embedding_backward(fp32_only(dwte, "dwte"), fp32_only(dwpe, "dwpe"), f.in(dout),
+                              indices(tokens), batch, sequence, channels);
 }
 
-double CpuBackend::cross_entropy_forward(ConstTensorView logits, ConstTensorView targets,
-                                         int rows, int vocabulary) {
+double CpuBackend::cross_entropy_forward(ConstTensorView logits, ConstTensorView targets, int rows,
+                                         int vocabulary) {
   Fp32Operands f;
-  return Fp32Kernels::cross_entropy_forward(f.in(logits), indices(targets), rows, vocabulary);
+  return kernels_.cross_entropy_forward(f.in(logits), indices(targets), rows, vocabulary);
 }
 
 void CpuBackend::cross_entropy_backward(TensorView dlogits, ConstTensorView logits,
                                         ConstTensorView targets, int rows, int vocabulary,
                                         double scale) {
   Fp32Operands f;
-  Fp32Kernels::cross_entropy_backward(f.out(dlogits, true), f.in(logits), indices(targets),
-                                      rows, vocabulary, scale);
+  kernels_.cross_entropy_backward(f.out(dlogits, true), f.in(logits), indices(targets), rows,
+                                  vocabulary, scale);
 }
 
 void CpuBackend::adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
-                              std::size_t count, double lr, double beta1, double beta2,
-                              double eps, double weight_decay, int step) {
-  Fp32Kernels::adamw_update(fp32_only(param, "param"), fp32_only(grad, "grad"),
-                            fp32_only(m, "m"), fp32_only(v, "v"), count, lr, beta1, beta2, eps,
-                            weight_decay, step);
+                              std::size_t count, double lr, double beta1, double beta2, double eps,
+                              double weight_decay, int step) {
+  kernels_.adamw_update(fp32_only(param, "param"), fp32_only(grad, "grad"), fp32_only(m, "m"),
+                        fp32_only(v, "v"), count, lr, beta1, beta2, eps, weight_decay, step);
 }
 
 void CpuBackend::scale(TensorView data, double factor) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
 
@@ -32,20 +33,21 @@ void check_target(int32_t target, int vocabulary) {
 }  // namespace
 
 void Fp32Kernels::embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                   const float* wpe, int batch, int sequence, int channels) {
-  for (int b = 0; b < batch; ++b)
-    for (int t = 0; t < sequence; ++t) {
-      const std::size_t n = static_cast<std::size_t>(b) * sequence + t;
-      const float* token_row = wte + static_cast<std::size_t>(tokens[n]) * channels;
-      const float* position_row = wpe + static_cast<std::size_t>(t) * channels;
-      float* y = out + n * channels;
-      for (int c = 0; c < channels; ++c) y[c] = token_row[c] + position_row[c];
-    }
+                                    const float* wpe, int batch, int sequence, int channels) {
+  // Token positions in parallel: each writes its own output row.
+  pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * sequence, [&](std::ptrdiff_t row) {
+    const auto n = static_cast<std::size_t>(row);
+    const auto t = static_cast<std::size_t>(row % sequence);
+    const float* token_row = wte + static_cast<std::size_t>(tokens[n]) * channels;
+    const float* position_row = wpe + t * channels;
+    float* y = out + n * channels;
+    for (int c = 0; c < channels; ++c) y[c] = token_row[c] + position_row[c];
+  });
 }
 
+// Serial: rows with the same token or position add into the same gradient row, in row order.
 void Fp32Kernels::embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                    const int32_t* tokens, int batch, int sequence,
-                                    int channels) {
+                                     const int32_t* tokens, int batch, int sequence, int channels) {
   for (int b = 0; b < batch; ++b)
     for (int t = 0; t < sequence; ++t) {
       const std::size_t n = static_cast<std::size_t>(b) * sequence + t;
@@ -60,29 +62,32 @@ void Fp32Kernels::embedding_backward(float* dwte, float* dwpe, const float* dout
 }
 
 double Fp32Kernels::cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
-                                         int vocabulary) {
-  double total = 0.0;
-  for (int r = 0; r < rows; ++r) {
-    check_target(targets[r], vocabulary);
+                                          int vocabulary) {
+  for (int r = 0; r < rows; ++r) check_target(targets[r], vocabulary);  // throws: not in a loop
+  // Row losses in parallel, then summed serially in row order.
+  std::vector<double> row_loss(static_cast<std::size_t>(rows));
+  pool_.parallel_for(rows, [&](std::ptrdiff_t r) {
     const float* row = logits + static_cast<std::size_t>(r) * vocabulary;
     const RowSoftmax s = row_softmax(row, vocabulary);
-    total += s.log_sum + s.max_logit - row[targets[r]];
-  }
+    row_loss[r] = s.log_sum + s.max_logit - row[targets[r]];
+  });
+  double total = 0.0;
+  for (double loss : row_loss) total += loss;
   return total;
 }
 
 void Fp32Kernels::cross_entropy_backward(float* dlogits, const float* logits,
-                                        const int32_t* targets, int rows, int vocabulary,
-                                        double scale) {
-  for (int r = 0; r < rows; ++r) {
-    check_target(targets[r], vocabulary);
+                                         const int32_t* targets, int rows, int vocabulary,
+                                         double scale) {
+  for (int r = 0; r < rows; ++r) check_target(targets[r], vocabulary);
+  pool_.parallel_for(rows, [&](std::ptrdiff_t r) {  // rows are independent
     const std::size_t base = static_cast<std::size_t>(r) * vocabulary;
     const RowSoftmax s = row_softmax(logits + base, vocabulary);
     for (int v = 0; v < vocabulary; ++v) {
       const double p = std::exp(static_cast<double>(logits[base + v]) - s.max_logit - s.log_sum);
       dlogits[base + v] += static_cast<float>(scale * (p - (v == targets[r] ? 1.0 : 0.0)));
     }
-  }
+  });
 }
 
 }  // namespace whale::exec::cpu

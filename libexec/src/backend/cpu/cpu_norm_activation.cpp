@@ -17,13 +17,13 @@ constexpr float kGeluCubic = 0.044715f;
 // at most a few thousand channels); rstd's square root and the per-channel parameter gradients,
 // summed over all rows, are in double.
 void Fp32Kernels::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                   const float* weight, const float* bias, int rows,
-                                   int channels) {
-  for (int r = 0; r < rows; ++r) {
+                                    const float* weight, const float* bias, int rows,
+                                    int channels) {
+  pool_.parallel_for(rows, [&](std::ptrdiff_t r) {  // rows are independent
     const float* x = inp + static_cast<std::size_t>(r) * channels;
     float* y = out + static_cast<std::size_t>(r) * channels;
-    const float mu = ordered_sum(channels, [&](std::size_t c) { return x[c]; }) /
-                     static_cast<float>(channels);
+    const float mu =
+        ordered_sum(channels, [&](std::size_t c) { return x[c]; }) / static_cast<float>(channels);
     const float variance =
         ordered_sum(channels, [&](std::size_t c) { return (x[c] - mu) * (x[c] - mu); }) /
         static_cast<float>(channels);
@@ -32,23 +32,24 @@ void Fp32Kernels::layernorm_forward(float* out, float* mean, float* rstd, const 
     for (int c = 0; c < channels; ++c) y[c] = (x[c] - mu) * s * weight[c] + bias[c];
     mean[r] = mu;
     rstd[r] = s;
-  }
+  });
 }
 
 void Fp32Kernels::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                    const float* inp, const float* weight, const float* mean,
-                                    const float* rstd, int rows, int channels) {
-  std::vector<double> dweight_sum(channels, 0.0), dbias_sum(channels, 0.0);
-  std::vector<float> norm(channels), dnorm(channels);
-  for (int r = 0; r < rows; ++r) {
+                                     const float* inp, const float* weight, const float* mean,
+                                     const float* rstd, int rows, int channels) {
+  // The input gradient row by row in parallel; the parameter gradients column by column in
+  // parallel, each summing its rows in order (the same bits as one pass).
+  pool_.parallel_for(rows, [&](std::ptrdiff_t r) {
+    thread_local std::vector<float> norm, dnorm;
+    norm.resize(channels);
+    dnorm.resize(channels);
     const std::size_t base = static_cast<std::size_t>(r) * channels;
     const float* x = inp + base;
     const float* dy = dout + base;
     for (int c = 0; c < channels; ++c) {
       norm[c] = (x[c] - mean[r]) * rstd[r];
       dnorm[c] = dy[c] * weight[c];
-      dweight_sum[c] += static_cast<double>(norm[c] * dy[c]);
-      dbias_sum[c] += static_cast<double>(dy[c]);
     }
     const float dnorm_mean = ordered_sum(channels, [&](std::size_t c) { return dnorm[c]; }) /
                              static_cast<float>(channels);
@@ -57,11 +58,18 @@ void Fp32Kernels::layernorm_backward(float* dinp, float* dweight, float* dbias, 
         static_cast<float>(channels);
     for (int c = 0; c < channels; ++c)
       dinp[base + c] += (dnorm[c] - dnorm_mean - norm[c] * dnorm_norm_mean) * rstd[r];
-  }
-  for (int c = 0; c < channels; ++c) {
-    dweight[c] += static_cast<float>(dweight_sum[c]);
-    dbias[c] += static_cast<float>(dbias_sum[c]);
-  }
+  });
+  pool_.parallel_for(channels, [&](std::ptrdiff_t c) {
+    double dweight_sum = 0.0, dbias_sum = 0.0;
+    for (int r = 0; r < rows; ++r) {
+      const std::size_t at = static_cast<std::size_t>(r) * channels + c;
+      const float norm = (inp[at] - mean[r]) * rstd[r];
+      dweight_sum += static_cast<double>(norm * dout[at]);
+      dbias_sum += static_cast<double>(dout[at]);
+    }
+    dweight[c] += static_cast<float>(dweight_sum);
+    dbias[c] += static_cast<float>(dbias_sum);
+  });
 }
 
 namespace {
@@ -71,36 +79,39 @@ constexpr std::size_t kGeluChunk = 1024;  // floats, a whole number of packets
 /// whole packets and t = tanh(sqrt(2/pi) (x + 0.044715 x^3)), both aligned scratch (see
 /// kPacketFloats: the values do not depend on where inp lies).
 template <class Op>
-void for_gelu_chunks(const float* inp, std::size_t count, Op op) {
-  alignas(64) float x_buffer[kGeluChunk];
-  alignas(64) float t_buffer[kGeluChunk];
-  for (std::size_t begin = 0; begin < count; begin += kGeluChunk) {
+void for_gelu_chunks(WorkerPool& pool, const float* inp, std::size_t count, Op op) {
+  const auto chunks = static_cast<std::ptrdiff_t>((count + kGeluChunk - 1) / kGeluChunk);
+  pool.parallel_for(chunks, [&](std::ptrdiff_t chunk) {  // chunks are independent
+    alignas(64) float x_buffer[kGeluChunk];
+    alignas(64) float t_buffer[kGeluChunk];
+    const std::size_t begin = static_cast<std::size_t>(chunk) * kGeluChunk;
     const std::size_t n = std::min(kGeluChunk, count - begin);
     AlignedArrayMap x = padded_packets(inp + begin, n, x_buffer);
     AlignedArrayMap t(t_buffer, x.size());
     t = (kGeluScale * (x + kGeluCubic * x.cube())).tanh();
     op(x, t, begin, n);
-  }
+  });
 }
 }  // namespace
 
 void Fp32Kernels::gelu_forward(float* out, const float* inp, std::size_t count) {
-  for_gelu_chunks(inp, count, [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin,
-                                  std::size_t n) {
-    t = 0.5f * x * (1.0f + t);
-    std::copy(t.data(), t.data() + n, out + begin);
-  });
+  for_gelu_chunks(pool_, inp, count,
+                  [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin, std::size_t n) {
+                    t = 0.5f * x * (1.0f + t);
+                    std::copy(t.data(), t.data() + n, out + begin);
+                  });
 }
 
 void Fp32Kernels::gelu_backward(float* dinp, const float* inp, const float* dout,
-                               std::size_t count) {
-  for_gelu_chunks(inp, count, [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin,
-                                  std::size_t n) {
-    // t becomes d GELU / dx.
-    t = 0.5f * (1.0f + t) +
-        0.5f * x * (1.0f - t.square()) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x.square());
-    for (std::size_t i = 0; i < n; ++i) dinp[begin + i] += t.data()[i] * dout[begin + i];
-  });
+                                std::size_t count) {
+  for_gelu_chunks(pool_, inp, count,
+                  [&](AlignedArrayMap& x, AlignedArrayMap& t, std::size_t begin, std::size_t n) {
+                    // t becomes d GELU / dx.
+                    t = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t.square()) * kGeluScale *
+                                                (1.0f + 3.0f * kGeluCubic * x.square());
+                    for (std::size_t i = 0; i < n; ++i)
+                      dinp[begin + i] += t.data()[i] * dout[begin + i];
+                  });
 }
 
 }  // namespace whale::exec::cpu

@@ -9,16 +9,18 @@
 namespace whale::exec::cpu {
 
 void Fp32Kernels::adamw_update(float* param, const float* grad, float* m, float* v,
-                              std::size_t count, double lr, double beta1, double beta2,
-                              double eps, double weight_decay, int step) {
+                               std::size_t count, double lr, double beta1, double beta2, double eps,
+                               double weight_decay, int step) {
   const double m_correction = 1.0 - std::pow(beta1, step);
   const double v_correction = 1.0 - std::pow(beta2, step);
   // Chunks are widened to double first and narrowed last, so that the update in between is pure
   // double arrays, which Eigen vectorises (division and sqrt included).
   constexpr std::size_t kChunk = 256;
   using Chunk = Eigen::Array<double, kChunk, 1>;
-  Chunk g_chunk, m_chunk, v_chunk, p_chunk;
-  for (std::size_t begin = 0; begin < count; begin += kChunk) {
+  const auto chunks = static_cast<std::ptrdiff_t>((count + kChunk - 1) / kChunk);
+  pool_.parallel_for(chunks, [&](std::ptrdiff_t chunk) {  // chunks are independent
+    Chunk g_chunk, m_chunk, v_chunk, p_chunk;
+    const std::size_t begin = static_cast<std::size_t>(chunk) * kChunk;
     const Eigen::Index n = static_cast<Eigen::Index>(std::min(kChunk, count - begin));
     // Zero-padded to whole 8-double packets: every element takes the packet path (Eigen's
     // packet and scalar sqrt may differ in the last bit), so its result depends on its values
@@ -37,12 +39,11 @@ void Fp32Kernels::adamw_update(float* param, const float* grad, float* m, float*
     auto p = p_chunk.head(padded);
     m_new = beta1 * m_new + (1.0 - beta1) * g;
     v_new = beta2 * v_new + (1.0 - beta2) * g * g;
-    p -= lr * ((m_new / m_correction) / ((v_new / v_correction).sqrt() + eps) +
-               weight_decay * p);
+    p -= lr * ((m_new / m_correction) / ((v_new / v_correction).sqrt() + eps) + weight_decay * p);
     m_out = m_chunk.head(n).cast<float>();
     v_out = v_chunk.head(n).cast<float>();
     p_out = p_chunk.head(n).cast<float>();
-  }
+  });
 }
 
 }  // namespace whale::exec::cpu
