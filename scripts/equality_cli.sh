@@ -129,6 +129,14 @@ learning)
   first=$(losses "$out/m.jsonl" | head -1) last=$(losses "$out/m.jsonl" | tail -1)
   echo "loss: step 1 $first, step 40 $last"
   awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.6 * a) }' || fail "learning: loss $first -> $last did not fall by 40%"
+  # Every record names rank 0's device and a positive peak of backend memory that never falls.
+  python3 - "$out/m.jsonl" <<'PY' || fail "learning: device or peak_memory_bytes missing or wrong in --metrics"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+peaks = [r["peak_memory_bytes"] for r in rows]
+assert all(r["device"] == "cpu" for r in rows), rows[0]
+assert peaks == sorted(peaks) and peaks[0] > 0, peaks[:3]
+PY
   ;;
 *) echo "unknown check $check"; exit 2 ;;
 esac

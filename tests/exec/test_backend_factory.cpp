@@ -56,3 +56,20 @@ TEST_CASE("dtype sizes and names") {
   CHECK(std::string(dtype_name(DType::bf16)) == "bf16");
   CHECK(!is_float(DType::i32));
 }
+
+TEST_CASE("peak_memory_bytes: the most bytes live at once, in the backend's 64-byte blocks") {
+  BackendRequest request;
+  request.slowdown_factor = 2.0;  // the decorator reports its backend's peak
+  const auto backend = make_backend(request);
+  CHECK(backend->peak_memory_bytes() == 0);
+  void* a = backend->allocate(100);  // 128 bytes
+  void* b = backend->allocate(64);   // 64
+  CHECK(backend->peak_memory_bytes() == 192);
+  backend->release(a);
+  void* c = backend->allocate(100);  // the released 128-byte block again: 192 live
+  CHECK(backend->peak_memory_bytes() == 192);
+  void* d = backend->allocate(1);  // 64 more: 256 live
+  CHECK(backend->peak_memory_bytes() == 256);
+  for (void* p : {b, c, d}) backend->release(p);
+  CHECK(backend->peak_memory_bytes() == 256);
+}

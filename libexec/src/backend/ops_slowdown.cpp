@@ -18,6 +18,7 @@ class SlowedBackend : public Backend {
   DType compute_dtype() const override { return inner_->compute_dtype(); }
   void* allocate(std::size_t n) override { return inner_->allocate(n); }
   void release(void* p) override { inner_->release(p); }
+  std::size_t peak_memory_bytes() const override { return inner_->peak_memory_bytes(); }
   void upload(TensorView d, const void* h, Stream s) override { inner_->upload(d, h, s); }
   void download(void* h, ConstTensorView d, Stream s) override { inner_->download(h, d, s); }
   void copy(TensorView d, ConstTensorView x, Stream s) override { inner_->copy(d, x, s); }

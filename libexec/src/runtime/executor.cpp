@@ -161,6 +161,10 @@ int64_t Executor::skipped_steps() const { return impl_->scaler.skipped_steps(); 
 
 double Executor::loss_scale() const { return impl_->scaler.scale(); }
 
+std::string Executor::device_name() const { return impl_->backend->name(); }
+
+std::size_t Executor::peak_memory_bytes() const { return impl_->backend->peak_memory_bytes(); }
+
 void Executor::Impl::execute(const plan::Instruction& in, const DataLoader& loader,
                              int64_t step) {
   using K = plan::InstructionKind;

@@ -30,6 +30,9 @@ std::string format_metrics_line(const StepRecord& r) {
   if (r.skipped_steps >= 0 && n > 0 && n < static_cast<int>(sizeof(line)))
     n += std::snprintf(line + n, sizeof(line) - n, ",\"skipped_steps\":%lld,\"loss_scale\":%.17g",
                        static_cast<long long>(r.skipped_steps), r.loss_scale);
+  if (n > 0 && n < static_cast<int>(sizeof(line)))
+    std::snprintf(line + n, sizeof(line) - n, ",\"device\":\"%s\",\"peak_memory_bytes\":%lld",
+                  r.device.c_str(), static_cast<long long>(r.peak_memory_bytes));
   return std::string(line) + "}";
 }
 

@@ -162,6 +162,8 @@ void run_training(const RunOptions& options, std::ostream& log) {
     record.step_time_s = std::chrono::duration<double>(Clock::now() - start).count();
     record.tokens_per_s = tokens_per_step / record.step_time_s;
     record.step = ++step;
+    record.device = executor.device_name();
+    record.peak_memory_bytes = static_cast<int64_t>(executor.peak_memory_bytes());
     if (plan.precision == plan::Precision::fp16) {
       record.skipped_steps = executor.skipped_steps();
       record.loss_scale = executor.loss_scale();

@@ -64,6 +64,8 @@ void* CpuBackend::allocate(std::size_t bytes) {
     block_bytes_.emplace(block, bytes);
   }
   std::memset(block, 0, bytes);
+  live_bytes_ += bytes;
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_);
   return block;
 }
 
@@ -73,6 +75,7 @@ void CpuBackend::release(void* data) {
   WHALE_CHECK(it != block_bytes_.end(),
               std::string("CpuBackend::release: memory not allocated by this backend"));
   const std::size_t bytes = it->second;
+  live_bytes_ -= bytes;
   if (pooled_bytes_ + bytes > kMaxPooledBytes) {
     block_bytes_.erase(it);
     std::free(data);

@@ -130,6 +130,7 @@ class CpuBackend : public Backend {
 
   void* allocate(std::size_t bytes) override;
   void release(void* data) override;
+  std::size_t peak_memory_bytes() const override { return peak_bytes_; }
   void upload(TensorView device, const void* host, Stream stream) override;
   void download(void* host, ConstTensorView device, Stream stream) override;
   void copy(TensorView dst, ConstTensorView src, Stream stream) override;
@@ -201,6 +202,8 @@ class CpuBackend : public Backend {
   std::unordered_map<std::size_t, std::vector<void*>> free_blocks_;
   std::unordered_map<void*, std::size_t> block_bytes_;  // every live or free block
   std::size_t pooled_bytes_ = 0;                        // in free_blocks_
+  std::size_t live_bytes_ = 0;   // allocated and not released (pooled blocks excluded)
+  std::size_t peak_bytes_ = 0;   // the most live_bytes_ since construction
 };
 
 }  // namespace whale::exec::cpu

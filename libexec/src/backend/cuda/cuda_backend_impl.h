@@ -29,6 +29,7 @@ class CudaBackend : public Backend {
   const char* name() const override { return name_.c_str(); }
   DType compute_dtype() const override { return options_.compute_dtype; }
   std::size_t peak_bytes() const { return arena_->peak_bytes(); }
+  std::size_t peak_memory_bytes() const override { return peak_bytes(); }
 
   void* allocate(std::size_t bytes) override;
   void release(void* data) override;

@@ -44,6 +44,9 @@ class Backend {
   virtual void* allocate(std::size_t bytes) = 0;
   /// Frees memory from allocate(); null is a no-op.
   virtual void release(void* data) = 0;
+  /// The most bytes held at once since construction by allocations from allocate() not yet
+  /// released (as rounded up by the backend); a device backend counts its arena's peak.
+  virtual std::size_t peak_memory_bytes() const = 0;
   /// device = host[0, device.bytes()), the host bytes in device.dtype. Issued on `stream`; the
   /// host memory must stay valid and unchanged until that stream is synchronized.
   virtual void upload(TensorView device, const void* host, Stream stream) = 0;

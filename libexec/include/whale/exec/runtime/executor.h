@@ -62,6 +62,11 @@ class Executor {
   int64_t skipped_steps() const;
   double loss_scale() const;
 
+  /// This rank's backend: its device name ("cpu", "cuda:0", ...) and the most bytes of backend
+  /// memory it has held at once so far (Backend::peak_memory_bytes).
+  std::string device_name() const;
+  std::size_t peak_memory_bytes() const;
+
   /// This rank's parameters and optimizer state, flat, for a checkpoint.
   std::vector<float> save_state() const;
   /// Restores save_state()'s output; throws std::invalid_argument on a size mismatch.
