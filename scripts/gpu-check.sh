@@ -45,7 +45,7 @@ record() {
 one_line() { grep -v '^\s*$' "$1" 2>/dev/null | tail -1 | tr '\t' ' ' | cut -c1-300; }
 # on_gpu METRICS: whale-run reports the device of every rank in --metrics ("device":"cuda:N").
 on_gpu() { grep -q '"device":"cuda' "$1" 2>/dev/null; }
-no_gpu_reason='whale-run did not report a CUDA device in --metrics ("device":"cuda:N"): the CUDA backend of whale-run arrives with branches gpu-core and gpu-cuda'
+no_gpu_reason='whale-run did not report a CUDA device in --metrics ("device":"cuda:N"): was it built with the CUDA Toolkit, and does the plan give rank 0 a GPU?'
 
 # --- build ---------------------------------------------------------------------------------
 generator=(); command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
@@ -135,7 +135,7 @@ summary_of() { grep -E '^(losses|parameters):' "$work/compare-$1.log" | tr '\n' 
 shopt -s nullglob
 cuda_tests=("$build"/tests/cuda/*)
 if [ ${#cuda_tests[@]} -eq 0 ]; then
-  record ops FAIL "no executables under $build/tests/cuda (the CUDA op tests come with branch gpu-cuda)"
+  record ops FAIL "no executables under $build/tests/cuda (they are built only when nvcc, cuBLAS, NCCL and CUPTI are found)"
 fi
 for exe in "${cuda_tests[@]}"; do
   [ -f "$exe" ] && [ -x "$exe" ] || continue

@@ -22,6 +22,6 @@ TEST_CASE("Llama 3 405B on 8192 H100s: simulated MFU within 15% of the published
   CAPTURE(est.step_time_s);
   CAPTURE(est.mfu);
   // The memory check is not asserted: Meta also splits activations by sequence parallelism,
-  // which plans on this branch cannot express, so whale counts each TP rank's full activations.
+  // which this validation plan does not set, so whale counts each TP rank's full activations.
   CHECK(std::abs(est.mfu - 0.43) / 0.43 < 0.15);
 }
