@@ -11,7 +11,7 @@ namespace {
 
 Clock::time_point deadline_of(const PlannerOptions& options) {
   if (options.time_limit_s <= 0) return Clock::time_point::max();
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+  return planner_now(options) + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double>(options.time_limit_s));
 }
 

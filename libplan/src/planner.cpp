@@ -61,7 +61,8 @@ std::string gib(Bytes b) {
 
 PlanResult search_plans(const Cluster& cluster, const Model& model, const CostModel& cost,
                         const PlannerOptions& options) {
-  const auto start = Clock::now();
+  const auto wall_start = Clock::now();
+  const auto start = planner_now(options);
   const auto deadline = options.time_limit_s > 0
                             ? start + std::chrono::duration_cast<Clock::duration>(
                                           std::chrono::duration<double>(options.time_limit_s))
@@ -127,7 +128,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     PlannerOptions sub = options;
     sub.compare = false;
     if (options.time_limit_s > 0) {  // the comparison shares what is left of the limit
-      const double left = options.time_limit_s - std::chrono::duration<double>(Clock::now() - start).count();
+      const double left = options.time_limit_s - std::chrono::duration<double>(planner_now(options) - start).count();
       sub.time_limit_s = std::max(1e-3, left);
     }
     bool found = false;
@@ -139,7 +140,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     if (found) result.speedup_vs_baseline = best / result.baseline.estimate.samples_per_s;
     if (result.upper_bound.samples_per_s > 0) result.fraction_of_upper_bound = best / result.upper_bound.samples_per_s;
   }
-  result.stats.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  result.stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
   return result;
 }
 

@@ -118,7 +118,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     const int k = item.structure;
     for (size_t ci = item.first; ci < item.end; ++ci) {
       const Choice& choice = choices[k][ci];
-      if (!top.empty() && Clock::now() > deadline) {
+      if (!top.empty() && planner_now(options) > deadline) {
         out.stats.timed_out = true;
         break;
       }
@@ -201,7 +201,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   auto worker = [&]() {
     Plan scratch = base;
     for (long i = next++; i < batch_end; i = next++) {
-      if (any && Clock::now() > deadline) {
+      if (any && planner_now(options) > deadline) {
         out.stats.timed_out = true;
         break;
       }

@@ -37,6 +37,13 @@ struct EngineOutput {
 
 using Clock = std::chrono::steady_clock;
 
+/// options.clock_s() when set, else Clock::now().
+inline Clock::time_point planner_now(const PlannerOptions& options) {
+  if (!options.clock_s) return Clock::now();
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options.clock_s())));
+}
+
 /// Runs one search. `deadline` may be Clock::time_point::max().
 EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostModel& cost,
                         const EngineInput& input, const PlannerOptions& options,

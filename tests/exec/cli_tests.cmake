@@ -1,4 +1,5 @@
 # End-to-end tests of whale-run (included by tests/exec/CMakeLists.txt).
+# Every test runs build/apps/* and so requires the fixture cli_tools (tests/cli), which builds them.
 # - equality_<plan>: every tiny plan trains 20 steps equal to single.yaml (scripts/equality.sh);
 # - resume, bad input (exit 2, nothing overwritten), signals, trace, buckets (whale-run and
 #   whale-sim reduce the same gradient buckets): scripts/equality_cli.sh.
@@ -18,14 +19,16 @@ foreach(entry ${WHALE_TINY_PLANS})
   add_test(NAME equality_${plan}
     COMMAND bash scripts/equality.sh $<TARGET_FILE:whale-run> configs/plans/tiny/${plan}.yaml ${ranks} 20
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
-  set_tests_properties(equality_${plan} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}")
+  set_tests_properties(equality_${plan} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}"
+    FIXTURES_REQUIRED cli_tools)
 endforeach()
 
 foreach(check resume bad_input signal trace learning buckets)
   add_test(NAME whale_run_${check}
     COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
-  set_tests_properties(whale_run_${check} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}")
+  set_tests_properties(whale_run_${check} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}"
+    FIXTURES_REQUIRED cli_tools)
 endforeach()
 
 # whale-run refuses a plan with a strategy it does not execute yet (sequence parallelism): one
@@ -34,11 +37,13 @@ add_test(NAME whale_run_refuses_unexecuted_strategy
   COMMAND bash -c "out=$(\"$0\" \"$1\" --data data/corpus.txt 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 2 ] && echo \"$out\" | grep -q 'stages\\[0\\].sequence_parallel: only strategies whale-run executes'"
           $<TARGET_FILE:whale-run> configs/validation/korthikanti-2022/175b-64gpu-sequence-parallel-selective.yaml
   WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
-set_tests_properties(whale_run_refuses_unexecuted_strategy PROPERTIES TIMEOUT 60 ENVIRONMENT "${WHALE_MPI_ENV}")
+set_tests_properties(whale_run_refuses_unexecuted_strategy PROPERTIES TIMEOUT 60 ENVIRONMENT "${WHALE_MPI_ENV}"
+    FIXTURES_REQUIRED cli_tools)
 # Crash safety: checkpoint fallback, a failed write on a full disk, a rank killed mid-run.
 foreach(check fallback disk_full kill_rank)
   add_test(NAME whale_run_crash_${check}
     COMMAND bash scripts/crash_safety.sh ${check} $<TARGET_FILE:whale-run>
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
-  set_tests_properties(whale_run_crash_${check} PROPERTIES TIMEOUT 120 ENVIRONMENT "${WHALE_MPI_ENV}")
+  set_tests_properties(whale_run_crash_${check} PROPERTIES TIMEOUT 120 ENVIRONMENT "${WHALE_MPI_ENV}"
+    FIXTURES_REQUIRED cli_tools)
 endforeach()

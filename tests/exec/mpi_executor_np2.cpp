@@ -4,6 +4,12 @@
 // save_state continues bit for bit.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "whale/exec/runtime/data_loader.h"
@@ -18,9 +24,43 @@ namespace {
 MpiSession session;  // MPI_Init before doctest's main, MPI_Finalize after it
 
 const char* kData = WHALE_SOURCE_DIR "/data/corpus.txt";
+
+// Fails a hung test fast, with its name, instead of leaving it to ctest's timeout: unless
+// disarmed (destroyed) within `bound`, prints the name and ends the process with exit code 1,
+// which makes mpirun end the other rank too. The bound is generous for a loaded machine.
+class Watchdog {
+ public:
+  Watchdog(const char* name, std::chrono::seconds bound) : thread_([this, name, bound] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!cv_.wait_for(lock, bound, [this] { return done_; })) {
+      std::fprintf(stderr, "error: test \"%s\" hung for %lld s; aborting\n", name,
+                   static_cast<long long>(bound.count()));
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the members it uses exist
+};
 }  // namespace
 
 TEST_CASE("both ranks send 4 MB to each other before receiving, without deadlock") {
+  const Watchdog watchdog("both ranks send 4 MB to each other before receiving, without deadlock",
+                          std::chrono::seconds(60));
   auto transport = make_mpi_transport();
   const int peer = 1 - transport->rank();
   std::vector<float> mine(1 << 20, static_cast<float>(transport->rank() + 1)), theirs(1 << 20);

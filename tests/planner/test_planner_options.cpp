@@ -3,6 +3,9 @@
 // best plan so far, the baseline's uniform shape, the upper bound's parts, and the JSON keys.
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <memory>
+
 #include "planner_fixtures.h"
 
 using namespace whale;
@@ -32,16 +35,45 @@ TEST_CASE("top k keeps k alternatives ranked by simulated step time") {
   }
 }
 
-TEST_CASE("a time limit returns the best plan found so far") {
+namespace {
+// A fake clock for PlannerOptions::clock_s: each reading is 1 s later than the previous one,
+// the first reading 0. The planner reads it once at the start (the limit counts from there),
+// then before every candidate after the first fitting one and before every simulation after
+// the first successful one.
+std::function<double()> ticking_clock() {
+  auto now = std::make_shared<double>(-1.0);
+  return [now] { return *now += 1.0; };
+}
+
+plan::PlanResult search_tiny_with_limit(double time_limit_s) {
   const sim::Simulator simulator;
   plan::PlannerOptions o;
   o.compare = false;
-  o.time_limit_s = 1e-9;
-  const plan::PlanResult r = plan::search_plans(test::shipped_cluster("a100-v100"), test::shipped_model("gpt3-1.3b"), simulator, o);
+  o.time_limit_s = time_limit_s;
+  o.clock_s = ticking_clock();
+  return plan::search_plans(test::shipped_cluster("cpu-local-4"), test::shipped_model("tiny"), simulator, o);
+}
+}  // namespace
+
+TEST_CASE("a time limit returns the best plan found so far, independent of the wall clock") {
+  // Limit 3.5 s: start at 0; candidate 1 (fits) unchecked; checks at 1, 2, 3 let candidates 2, 3
+  // and 4 through; the check at 4 > 3.5 stops the search. The simulator then ranks the best
+  // analytic candidate (unchecked) and the check at 5 stops it: one plan, from 4 candidates.
+  const plan::PlanResult r = search_tiny_with_limit(3.5);
   CHECK(r.stats.timed_out);
-  REQUIRE(!r.ranked.empty());
+  CHECK(r.stats.candidates_evaluated == 4);
+  REQUIRE(r.ranked.size() == 1);
   CHECK(r.best().estimate.fits);
   CHECK_NOTHROW(plan::validate_plan(r.best().plan));
+  // The same readings give the same plan, byte for byte; one more second, one more candidate.
+  const plan::PlanResult again = search_tiny_with_limit(3.5);
+  CHECK(plan::plan_to_yaml(again.best().plan, true) == plan::plan_to_yaml(r.best().plan, true));
+  CHECK(search_tiny_with_limit(4.5).stats.candidates_evaluated == 5);
+  // Without a limit the whole space is searched.
+  const plan::PlanResult all = search_tiny_with_limit(0);
+  CHECK_FALSE(all.stats.timed_out);
+  CHECK(all.stats.candidates_evaluated > 5);
+  CHECK(all.best().estimate.step_time_s <= r.best().estimate.step_time_s);
 }
 
 TEST_CASE("the baseline is uniform with even layers and shares; the upper bound sums the models") {

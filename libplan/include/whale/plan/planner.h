@@ -28,6 +28,10 @@ struct PlannerOptions {
   Hints hints;
   int top_k = 3;               // alternatives kept besides the best
   double time_limit_s = 0;     // 0: none; when reached, the best plan found so far is returned
+  /// The clock the time limit is measured on, in s from any origin; empty: steady_clock.
+  /// A seam for tests (a fake clock makes the time limit deterministic); called from
+  /// the simulating threads, so it must be thread-safe when threads > 1.
+  std::function<double()> clock_s;
   /// Candidates ranked by the simulator, the best by the analytic estimate; 0 chooses
   /// automatically. Spaces with at most `exhaustive_below` candidates are simulated whole.
   int simulate_budget = 0;
