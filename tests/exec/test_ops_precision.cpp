@@ -170,7 +170,9 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& ref
 /// amplification in normalisations; accumulation is fp32 and adds about 1e-7. The error must
 /// also be nonzero: the 16-bit path really rounds.
 void check_against_fp32(plan::Precision precision, double unit_roundoff) {
-  for (const auto& [name, op] : op_cases()) {
+  for (const auto& entry : op_cases()) {
+    const auto& name = entry.first;  // a named reference: INFO's lambda cannot capture a binding
+    const auto& op = entry.second;
     OpBench reference(plan::Precision::fp32), mixed(precision);
     const double error = relative_error(op(mixed), op(reference));
     INFO(name << ": relative error " << error);
