@@ -79,7 +79,8 @@ TEST_CASE("interleaved-1f1b: each stage's buckets follow its own last backward")
   // p = 2, v = 2: group 0 runs stages 0 and 2. Backwards of group 0 (Megatron's order, m = 2):
   // the last backward of stage 2 is micro-batch 1 before stage 0's backwards finish.
   const Plan plan = plan_of(ScheduleKind::interleaved_1f1b, 4, 2, 2, {2, 2, 2, 2});
-  const auto& code = generate_schedule(plan).groups[0].instructions;
+  const whale::plan::ScheduleProgram program = generate_schedule(plan);  // kept: code refers into it
+  const auto& code = program.groups[0].instructions;
   std::vector<Instruction> reductions;
   for (std::size_t i = 0; i < code.size(); ++i) {
     if (code[i].kind != K::reduce_bucket) continue;
