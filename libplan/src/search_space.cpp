@@ -308,7 +308,7 @@ std::vector<Choice> enumerate_choices(const Structure& structure, const Model& m
     for (int v : limits.chunk_options) {
       if (p * v > layers) continue;
       if (allowed(ScheduleKind::interleaved_1f1b) && m % p == 0) add(ScheduleKind::interleaved_1f1b, v);
-      if (allowed(ScheduleKind::wave) && m % p == 0) add(ScheduleKind::wave, v);
+      if (allowed(ScheduleKind::wave)) add(ScheduleKind::wave, v);
     }
   }
   return out;
