@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
     if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);
     if (progress || isatty(STDERR_FILENO)) {
       options.progress = [](const whale::plan::Progress& p) {
-        std::fprintf(stderr, "\r%-40s %ld/%ld  best %.3f samples/s   ", p.phase.c_str(), p.done,
-                     p.total, p.best_samples_per_s);
+        std::fprintf(stderr, "\r%-40s %ld/%ld  layouts %ld, bounded away %ld, simulated %ld   ", p.phase.c_str(),
+                     p.done, p.total, p.layouts_considered, p.bounded_away, p.simulated);
         std::fflush(stderr);
       };
     }

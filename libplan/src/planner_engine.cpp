@@ -145,7 +145,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       if (static_cast<long>(top.size()) > budget) top.pop_back();
     }
     if (options.progress && (pos % 64 == 0 || pos + 1 == total_items)) {
-      options.progress(Progress{in.phase + ": search", pos + 1, total_items, 0});
+      options.progress(Progress{in.phase + ": search", pos + 1, total_items, 0, out.stats.candidates_evaluated, 0, 0});
     }
   }
   for (int i = 0; i < n; ++i) out.stats.structures_pruned += (held[i] >= 1.0 || i == closest) && !visited[i];
@@ -165,27 +165,41 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   base.model_file = model.source_file;
   std::vector<std::optional<RankedPlan>> results(top.size());
   std::mutex analytic_mutex;
-  std::atomic<long> next{0}, simulated{0};
+  std::atomic<long> next{0}, simulated{0}, bounded{0};
+  // The keep-th best step time of the completed batches: a candidate bounded above it cannot
+  // enter the kept plans. Infinite until `keep` plans are simulated, and always without
+  // options.prune_with_bound.
+  double prune_above = std::numeric_limits<double>::infinity();
   std::atomic<bool> any{false};
   long batch_end = 0;
   // Simulates candidate c, raising the rung of the groups whose devices overflow (stage-aware
-  // escalation) until it fits; returns the fitting plan, if any.
-  auto simulate = [&](Candidate c, LayoutRules rules, Plan& scratch) -> std::optional<RankedPlan> {
+  // escalation) until it fits; returns the fitting plan, if any. The cost model's bound gives
+  // the memory verdict without a run; a fitting plan whose bound exceeds `prune_above` is not
+  // simulated (its step time would exceed it too) and counts as bounded away.
+  auto simulate = [&](Candidate c, LayoutRules rules, double prune_above, Plan& scratch) -> std::optional<RankedPlan> {
     for (int attempt = 0; attempt <= max_rung(an); ++attempt) {
       apply_layout(scratch, c.choice, c.layout);
+      StepBound b;
       Estimate e;
       try {
-        simulated++;
-        e = cost.evaluate(scratch, EvaluateOptions{});
+        b = cost.bound(scratch);
+        if (b.fits) {
+          if (b.step_time_s > prune_above) {
+            bounded++;
+            return std::nullopt;
+          }
+          simulated++;
+          e = cost.evaluate(scratch, EvaluateOptions{});
+        }
       } catch (const Error&) {
         return std::nullopt;  // a shape the schedule generator or simulator rejects
       }
-      if (e.fits) return RankedPlan{scratch, e, c.layout.estimate_s, in.structures[c.structure].label};
+      if (b.fits) return RankedPlan{scratch, e, c.layout.estimate_s, in.structures[c.structure].label};
       rules.min_rung = c.layout.rungs;
       bool raised = false;
       std::vector<bool> done(rules.min_rung.size(), false);
-      for (const DeviceEstimate& d : e.devices) {
-        const int g = d.peak_memory_bytes > d.capacity_bytes ? group_of_device(in.structures[c.structure], d.id) : -1;
+      for (int device : b.overflowing) {
+        const int g = group_of_device(in.structures[c.structure], device);
         if (g < 0 || done[g] || rules.min_rung[g] >= max_rung(an)) continue;
         done[g] = true;
         rules.min_rung[g]++;
@@ -208,7 +222,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       const Candidate& c = top[i];
       LayoutRules rules = in.rules;
       rules.split = c.layout.split;
-      results[i] = simulate(c, rules, scratch);
+      results[i] = simulate(c, rules, prune_above, scratch);
       if (c.layout.other_split_estimate_s > 0 &&  // the simulator decides between close splits
           c.layout.other_split_estimate_s <= kSplitWindow * c.layout.estimate_s) {
         Candidate other = c;
@@ -218,12 +232,15 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
           other.layout = build_layout(an, in.structures[c.structure], c.choice, rules);
         }
         if (other.layout.fits) {
-          std::optional<RankedPlan> r = simulate(other, rules, scratch);
+          std::optional<RankedPlan> r = simulate(other, rules, prune_above, scratch);
           if (r && (!results[i] || r->estimate.step_time_s < results[i]->estimate.step_time_s)) results[i] = std::move(r);
         }
       }
       if (results[i]) any = true;
-      if (options.progress) options.progress(Progress{in.phase + ": simulate", i + 1, static_cast<long>(top.size()), 0});
+      if (options.progress) {
+        options.progress(Progress{in.phase + ": simulate", i + 1, static_cast<long>(top.size()), 0,
+                                  out.stats.candidates_evaluated, bounded, simulated});
+      }
     }
   };
   // Simulate in analytic order, `threads` candidates at a time. Between batches, stop once the
@@ -240,17 +257,21 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     worker();
     for (auto& t : pool) t.join();
     batch_start = batch_end;
-    if (exhaustive || batch_start >= total) continue;
-    double best = std::numeric_limits<double>::infinity();
-    long fitted = 0;
+    std::vector<double> fitted;
     for (long j = 0; j < batch_start; ++j) {
-      if (!results[j]) continue;
-      best = std::min(best, results[j]->estimate.step_time_s);
-      ++fitted;
+      if (results[j]) fitted.push_back(results[j]->estimate.step_time_s);
     }
-    if (fitted >= in.keep && top[batch_start].layout.estimate_s > kAnalyticSlack * best) break;
+    if (options.prune_with_bound && static_cast<long>(fitted.size()) >= in.keep) {
+      std::nth_element(fitted.begin(), fitted.begin() + (in.keep - 1), fitted.end());
+      prune_above = fitted[in.keep - 1];
+    }
+    if (exhaustive || batch_start >= total) continue;
+    const double best = fitted.empty() ? std::numeric_limits<double>::infinity()
+                                       : *std::min_element(fitted.begin(), fitted.end());
+    if (static_cast<long>(fitted.size()) >= in.keep && top[batch_start].layout.estimate_s > kAnalyticSlack * best) break;
   }
   out.stats.candidates_simulated = simulated;
+  out.stats.candidates_bounded = bounded;
   for (auto& r : results) {
     if (r) out.ranked.push_back(std::move(*r));
   }
