@@ -46,6 +46,24 @@ int group_of_device(const Structure& st, int device) {
 
 }  // namespace
 
+std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
+                                          const SpaceLimits& limits, SearchStrategies strategies,
+                                          long* left_out) {
+  AnalyticModel an(cluster, model, strategies);
+  double most_short = -1;  // the largest hold fraction below 1 so far
+  *left_out = 0;
+  return enumerate_structures(cluster, model, limits, [&](const Structure& s) {
+    const double held = structure_hold_fraction(an, s);
+    if (held >= 1.0) return true;
+    if (held > most_short) {
+      most_short = held;
+      return true;
+    }
+    ++*left_out;
+    return false;
+  });
+}
+
 EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostModel& cost,
                         const EngineInput& in, const PlannerOptions& options,
                         Clock::time_point deadline) {
@@ -149,6 +167,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     }
   }
   for (int i = 0; i < n; ++i) out.stats.structures_pruned += (held[i] >= 1.0 || i == closest) && !visited[i];
+  out.stats.structures_pruned += in.structures_left_out;
 
   for (const auto& entry : best_per_depth) {
     const Candidate& c = entry.second;  // a reference, not a structured binding: C++17 lambdas cannot capture those
