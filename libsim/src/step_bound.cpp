@@ -52,6 +52,7 @@ plan::StepBound Simulator::bound(const plan::Plan& plan) const {
   plan::StepBound out;
   out.overflowing = overflowing_devices(plan, program, options_.workspace_bytes);
   out.fits = out.overflowing.empty();
+  if (!out.fits) return out;  // the planner raises its memory rungs first: no time needed
   const CostTable table = build_cost_table(plan);
   const double exposed = 1.0 - options_.tp_overlap;
   const size_t stages = table.stages.size();

@@ -49,7 +49,7 @@ struct Estimate {
 /// What a cost model can say about a plan without running its step: a lower bound on the step
 /// time and the memory verdict.
 struct StepBound {
-  Seconds step_time_s = 0;        // never above evaluate(plan).step_time_s
+  Seconds step_time_s = 0;        // never above evaluate(plan).step_time_s; 0 when !fits
   bool fits = true;               // evaluate(plan).fits
   std::vector<int> overflowing;   // ids of the devices whose peak memory exceeds capacity, ascending
 };
