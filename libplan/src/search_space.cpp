@@ -299,9 +299,16 @@ std::vector<Choice> enumerate_choices(const Structure& structure, const Model& m
   };
   const int p = static_cast<int>(structure.groups.size());
   const int layers = static_cast<int>(model.layers.size());
+  std::vector<int> sizes;  // the divisors of the batch that give every replica a sample
+  std::vector<int> large;  // global_batch / d for the small divisors d, descending
+  for (int d = 1; d <= global_batch / d; ++d) {
+    if (global_batch % d != 0) continue;
+    if (d >= structure.max_dp()) sizes.push_back(d);
+    if (d != global_batch / d && global_batch / d >= structure.max_dp()) large.push_back(global_batch / d);
+  }
+  sizes.insert(sizes.end(), large.rbegin(), large.rend());
   std::vector<Choice> out;
-  for (int b = structure.max_dp(); b <= global_batch; ++b) {
-    if (global_batch % b != 0) continue;
+  for (int b : sizes) {
     const int m = global_batch / b;
     auto add = [&](ScheduleKind kind, int chunks) {
       const int stages = p * chunks;
