@@ -38,9 +38,9 @@ struct GroupInfo {
 class RangeMemo {
  public:
   void reset(size_t size) {
-    if (values_.size() < size) {
-      values_.resize(size);
-      stamps_.resize(size, 0);
+    if (values_.size() < size) {  // grow without copying what is forgotten anyway
+      values_ = std::vector<double>(size);
+      stamps_ = std::vector<unsigned long long>(size, 0);
     }
     ++generation_;
   }
@@ -193,8 +193,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   };
   // The partitions ask for the same ranges many times (every bisection step); a range's cost
   // depends on the stage only through its group.
-  thread_local RangeMemo memo;
-  memo.reset(static_cast<size_t>(p) * (L + 1) * (L + 1));
+  thread_local RangeMemo memo;  // reset before the first partition
   auto cost = [&](int s, int a, int e) {
     const int g = stage_group(c.schedule, p, s);
     double* known = memo.find((static_cast<size_t>(g) * (L + 1) + a) * (L + 1) + e);
@@ -280,6 +279,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   if (!free_split) {
     b = rules.fixed_boundaries.empty() ? even_boundaries(an.model(), S) : rules.fixed_boundaries;
   } else {
+    memo.reset(static_cast<size_t>(p) * (L + 1) * (L + 1));
     b = partition_layers(L, S, cost, any, upper);
   }
   Layout best;
