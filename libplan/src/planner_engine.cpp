@@ -195,7 +195,8 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   // escalation) until it fits; returns the fitting plan, if any. The cost model's bound gives
   // the memory verdict without a run; a fitting plan whose bound exceeds `prune_above` is not
   // simulated (its step time would exceed it too) and counts as bounded away.
-  auto simulate = [&](Candidate c, LayoutRules rules, double prune_above, Plan& scratch) -> std::optional<RankedPlan> {
+  // prune_above changes only between batches, while no worker runs.
+  auto simulate = [&](Candidate c, LayoutRules rules, Plan& scratch) -> std::optional<RankedPlan> {
     for (int attempt = 0; attempt <= max_rung(an); ++attempt) {
       apply_layout(scratch, c.choice, c.layout);
       StepBound b;
@@ -241,7 +242,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       const Candidate& c = top[i];
       LayoutRules rules = in.rules;
       rules.split = c.layout.split;
-      results[i] = simulate(c, rules, prune_above, scratch);
+      results[i] = simulate(c, rules, scratch);
       if (c.layout.other_split_estimate_s > 0 &&  // the simulator decides between close splits
           c.layout.other_split_estimate_s <= kSplitWindow * c.layout.estimate_s) {
         Candidate other = c;
@@ -251,7 +252,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
           other.layout = build_layout(an, in.structures[c.structure], c.choice, rules);
         }
         if (other.layout.fits) {
-          std::optional<RankedPlan> r = simulate(other, rules, prune_above, scratch);
+          std::optional<RankedPlan> r = simulate(other, rules, scratch);
           if (r && (!results[i] || r->estimate.step_time_s < results[i]->estimate.step_time_s)) results[i] = std::move(r);
         }
       }
