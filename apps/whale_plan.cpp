@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
     constexpr double kAdviceTarget = 0.9;  // of the upper bound
     const int batch = result.best().plan.global_batch();
     if (result.has_comparison && result.fraction_of_upper_bound < kAdviceTarget &&
-        whale::plan::batch_too_small(result, static_cast<int>(whale::plan::usable_devices(options.hints, cluster).size()))) {
+        whale::plan::batch_too_small(result, static_cast<int>(whale::plan::usable_devices(options.hints, cluster).size()),
+                                    kAdviceTarget)) {
       whale::plan::PlannerOptions quiet = options;
       quiet.progress = nullptr;
       const whale::plan::BatchAdvice advice =

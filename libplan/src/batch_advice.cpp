@@ -12,9 +12,11 @@
 
 namespace whale::plan {
 
-bool batch_too_small(const PlanResult& result, int usable_devices) {
+bool batch_too_small(const PlanResult& result, int usable_devices, double target) {
   const Plan& best = result.best().plan;
-  return best.micro_batches < best.pipeline_groups() || best.global_batch() < usable_devices;
+  const int p = best.pipeline_groups();
+  const double fill_and_drain = static_cast<double>(p - 1) / (best.micro_batches + p - 1);
+  return fill_and_drain > 1.0 - target || best.global_batch() < usable_devices;
 }
 
 BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, const CostModel& cost,

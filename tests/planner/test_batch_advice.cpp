@@ -27,7 +27,7 @@ TEST_CASE("small-batch advice names the smallest batch that reaches 90% of the u
   plan::PlannerOptions options;
   options.global_batch = 1;
   const plan::PlanResult one = plan::search_plans(cluster, model, simulator, options);
-  CHECK(plan::batch_too_small(one, 8));
+  CHECK(plan::batch_too_small(one, 8, 0.9));
   CHECK(one.fraction_of_upper_bound < 0.9);
 
   const plan::BatchAdvice advice = plan::advise_global_batch(cluster, model, simulator, options, 1, 0.9);
@@ -46,5 +46,5 @@ TEST_CASE("small-batch advice names the smallest batch that reaches 90% of the u
 
   // At batch 64 the best plan fills its pipelines and every device could hold a sample.
   options.global_batch = 64;
-  CHECK_FALSE(plan::batch_too_small(plan::search_plans(cluster, model, simulator, options), 8));
+  CHECK_FALSE(plan::batch_too_small(plan::search_plans(cluster, model, simulator, options), 8, 0.9));
 }

@@ -9,10 +9,11 @@
 
 namespace whale::plan {
 
-/// True when the batch leaves the cluster underused: the best plan has fewer micro-batches
-/// than pipeline groups (the pipelines never fill), or the batch is smaller than the usable
+/// True when the batch leaves the cluster underused: the best plan has too few micro-batches
+/// to fill its pipeline (with p groups and m micro-batches, the fill and drain of a 1F1B step,
+/// (p - 1) / (m + p - 1) of it, exceed 1 - target), or the batch is smaller than the usable
 /// devices (plans with one replica per device would give replicas less than one sample).
-bool batch_too_small(const PlanResult& result, int usable_devices);
+bool batch_too_small(const PlanResult& result, int usable_devices, double target);
 
 struct BatchAdvice {
   bool found = false;                  // false: no batch up to the limit reaches the target
