@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "tool_main.h"
+#include "whale/plan/batch_advice.h"
 #include "whale/plan/error.h"
 #include "whale/plan/plan_runtime.h"
 #include "whale/plan/limits.h"
@@ -59,14 +60,25 @@ int main(int argc, char** argv) {
     if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);
     if (progress || isatty(STDERR_FILENO)) {
       options.progress = [](const whale::plan::Progress& p) {
-        std::fprintf(stderr, "\r%-40s %ld/%ld  best %.3f samples/s   ", p.phase.c_str(), p.done,
-                     p.total, p.best_samples_per_s);
+        std::fprintf(stderr, "\r%-40s %ld/%ld  layouts %ld, bounded away %ld, simulated %ld   ", p.phase.c_str(),
+                     p.done, p.total, p.layouts_considered, p.bounded_away, p.simulated);
         std::fflush(stderr);
       };
     }
     const whale::sim::Simulator simulator;
     whale::plan::PlanResult result = whale::plan::search_plans(cluster, model, simulator, options);
     if (options.progress) std::fprintf(stderr, "\r%-60s\r", "");
+    constexpr double kAdviceTarget = 0.9;  // of the upper bound
+    const int batch = result.best().plan.global_batch();
+    if (result.has_comparison && result.fraction_of_upper_bound < kAdviceTarget &&
+        whale::plan::batch_too_small(result, static_cast<int>(whale::plan::usable_devices(options.hints, cluster).size()),
+                                    kAdviceTarget)) {
+      whale::plan::PlannerOptions quiet = options;
+      quiet.progress = nullptr;
+      const whale::plan::BatchAdvice advice =
+          whale::plan::advise_global_batch(cluster, model, simulator, quiet, batch, kAdviceTarget);
+      std::cerr << whale::plan::format_batch_warning(batch, result, advice, kAdviceTarget);
+    }
     const whale::plan::RankedPlan& best = result.best();
     whale::plan::EvaluateOptions eval;
     eval.timeline = !trace_path.empty() || !svg_path.empty();

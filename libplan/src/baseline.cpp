@@ -62,7 +62,7 @@ UpperBound search_upper_bound(const Cluster& cluster, const Model& model, const 
     }
     if (limits.devices.empty()) continue;
     EngineInput in;
-    in.structures = enumerate_structures(cluster, model, limits);
+    in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
     in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
     in.global_batch = batch;
     in.phase = "upper bound " + device_model;

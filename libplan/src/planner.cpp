@@ -3,8 +3,11 @@
 // failure (batch, hints, memory), and adds the baseline and upper-bound comparison.
 #include "whale/plan/planner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
+#include <mutex>
 #include <numeric>
 
 #include "planner_engine.h"
@@ -57,6 +60,53 @@ std::string gib(Bytes b) {
   throw Error(hints.source_file, "", "no plan honours the hints");
 }
 
+struct Comparison {
+  RankedPlan baseline;
+  bool baseline_found = false;
+  bool searched_upper_bound = false;
+  UpperBound upper_bound;
+};
+
+// The baseline and, unless search_upper_bound_too is false, the upper bound; within what is left
+// of the time limit that started at `start`.
+Comparison compare_with(const Cluster& cluster, const Model& model, const CostModel& cost,
+                        const PlannerOptions& options, bool search_upper_bound_too, Clock::time_point start) {
+  PlannerOptions sub = options;
+  sub.compare = false;
+  if (options.time_limit_s > 0) {
+    const double left = options.time_limit_s - std::chrono::duration<double>(planner_now(options) - start).count();
+    sub.time_limit_s = std::max(1e-3, left);
+  }
+  Comparison c;
+  c.baseline = search_baseline(cluster, model, cost, sub, &c.baseline_found);
+  if (search_upper_bound_too) {
+    c.upper_bound = search_upper_bound(cluster, model, cost, sub);
+    c.searched_upper_bound = true;
+  }
+  return c;
+}
+
+std::vector<std::string> models_of(const Cluster& cluster, const std::vector<int>& devices) {
+  std::vector<std::string> models;
+  for (int d : devices) {
+    const std::string& m = cluster.devices[d].model;
+    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
+  }
+  return models;
+}
+
+// One device model and no hint beyond exclusions: the upper bound's only search is the main
+// search (the same devices and space, searched at least as far), so its best plan stands.
+bool upper_bound_is_own_best(const std::vector<std::string>& usable_models, const Hints& hints) {
+  return usable_models.size() == 1 && hints.layers.empty() && hints.stage_boundaries.empty() &&
+         hints.schedules.empty() && hints.max_pipeline_depth == 0;
+}
+
+UpperBound own_upper_bound(const std::vector<std::string>& usable_models, const PlanResult& result) {
+  const double sps = result.best().estimate.samples_per_s;
+  return UpperBound{sps, {{usable_models.front(), sps}}};
+}
+
 }  // namespace
 
 PlanResult search_plans(const Cluster& cluster, const Model& model, const CostModel& cost,
@@ -84,7 +134,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   limits.schedules = hints.schedules;
 
   EngineInput in;
-  in.structures = enumerate_structures(cluster, model, limits);
+  in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
   in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
   if (!hints.stage_boundaries.empty()) {
     in.rules.fixed_boundaries = hints.stage_boundaries;
@@ -98,7 +148,24 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     throw Error(hints.source_file.empty() ? cluster.source_file : hints.source_file, "",
                 "no pipeline of device groups satisfies the limits (devices, pipeline depth, stage count)");
   }
-  EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline);
+  // The comparison does not depend on the main search: it runs beside it, to the same deadline,
+  // unless a test's fake clock (PlannerOptions::clock_s) need not be thread-safe.
+  const std::vector<std::string> usable_models = models_of(cluster, limits.devices);
+  const bool search_upper_bound_too = !upper_bound_is_own_best(usable_models, hints);
+  PlannerOptions shared = options;
+  std::mutex progress_mutex;
+  if (options.progress) {
+    shared.progress = [&](const Progress& p) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      options.progress(p);
+    };
+  }
+  std::future<Comparison> comparison;
+  if (options.compare) {
+    comparison = std::async(!options.clock_s || options.threads > 1 ? std::launch::async : std::launch::deferred,
+                            [&] { return compare_with(cluster, model, cost, shared, search_upper_bound_too, start); });
+  }
+  EngineOutput eo = run_engine(cluster, model, cost, in, shared, deadline);
   if (eo.choices_total == 0) {
     int smallest_dp = 1 << 30;
     for (const Structure& s : in.structures) smallest_dp = std::min(smallest_dp, s.max_dp());
@@ -125,19 +192,13 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   result.ranked = std::move(eo.ranked);
   result.stats = eo.stats;
   if (options.compare) {
-    PlannerOptions sub = options;
-    sub.compare = false;
-    if (options.time_limit_s > 0) {  // the comparison shares what is left of the limit
-      const double left = options.time_limit_s - std::chrono::duration<double>(planner_now(options) - start).count();
-      sub.time_limit_s = std::max(1e-3, left);
-    }
-    bool found = false;
-    result.baseline = search_baseline(cluster, model, cost, sub, &found);
-    result.baseline_found = found;
-    result.upper_bound = search_upper_bound(cluster, model, cost, sub);
+    Comparison c = comparison.get();
+    result.baseline = std::move(c.baseline);
+    result.baseline_found = c.baseline_found;
+    result.upper_bound = c.searched_upper_bound ? std::move(c.upper_bound) : own_upper_bound(usable_models, result);
     result.has_comparison = true;
     const double best = result.best().estimate.samples_per_s;
-    if (found) result.speedup_vs_baseline = best / result.baseline.estimate.samples_per_s;
+    if (result.baseline_found) result.speedup_vs_baseline = best / result.baseline.estimate.samples_per_s;
     if (result.upper_bound.samples_per_s > 0) result.fraction_of_upper_bound = best / result.upper_bound.samples_per_s;
   }
   result.stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();

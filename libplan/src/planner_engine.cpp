@@ -46,6 +46,24 @@ int group_of_device(const Structure& st, int device) {
 
 }  // namespace
 
+std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
+                                          const SpaceLimits& limits, SearchStrategies strategies,
+                                          long* left_out) {
+  AnalyticModel an(cluster, model, strategies);
+  double most_short = -1;  // the largest hold fraction below 1 so far
+  *left_out = 0;
+  return enumerate_structures(cluster, model, limits, [&](const Structure& s) {
+    const double held = structure_hold_fraction(an, s);
+    if (held >= 1.0) return true;
+    if (held > most_short) {
+      most_short = held;
+      return true;
+    }
+    ++*left_out;
+    return false;
+  });
+}
+
 EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostModel& cost,
                         const EngineInput& in, const PlannerOptions& options,
                         Clock::time_point deadline) {
@@ -145,10 +163,11 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       if (static_cast<long>(top.size()) > budget) top.pop_back();
     }
     if (options.progress && (pos % 64 == 0 || pos + 1 == total_items)) {
-      options.progress(Progress{in.phase + ": search", pos + 1, total_items, 0});
+      options.progress(Progress{in.phase + ": search", pos + 1, total_items, 0, out.stats.candidates_evaluated, 0, 0});
     }
   }
   for (int i = 0; i < n; ++i) out.stats.structures_pruned += (held[i] >= 1.0 || i == closest) && !visited[i];
+  out.stats.structures_pruned += in.structures_left_out;
 
   for (const auto& entry : best_per_depth) {
     const Candidate& c = entry.second;  // a reference, not a structured binding: C++17 lambdas cannot capture those
@@ -165,27 +184,42 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   base.model_file = model.source_file;
   std::vector<std::optional<RankedPlan>> results(top.size());
   std::mutex analytic_mutex;
-  std::atomic<long> next{0}, simulated{0};
+  std::atomic<long> next{0}, simulated{0}, bounded{0};
+  // The keep-th best step time of the completed batches: a candidate bounded above it cannot
+  // enter the kept plans. Infinite until `keep` plans are simulated, and always without
+  // options.prune_with_bound.
+  double prune_above = std::numeric_limits<double>::infinity();
   std::atomic<bool> any{false};
   long batch_end = 0;
   // Simulates candidate c, raising the rung of the groups whose devices overflow (stage-aware
-  // escalation) until it fits; returns the fitting plan, if any.
+  // escalation) until it fits; returns the fitting plan, if any. The cost model's bound gives
+  // the memory verdict without a run; a fitting plan whose bound exceeds `prune_above` is not
+  // simulated (its step time would exceed it too) and counts as bounded away.
+  // prune_above changes only between batches, while no worker runs.
   auto simulate = [&](Candidate c, LayoutRules rules, Plan& scratch) -> std::optional<RankedPlan> {
     for (int attempt = 0; attempt <= max_rung(an); ++attempt) {
       apply_layout(scratch, c.choice, c.layout);
+      StepBound b;
       Estimate e;
       try {
-        simulated++;
-        e = cost.evaluate(scratch, EvaluateOptions{});
+        b = cost.bound(scratch);
+        if (b.fits) {
+          if (b.step_time_s > prune_above) {
+            bounded++;
+            return std::nullopt;
+          }
+          simulated++;
+          e = cost.evaluate(scratch, EvaluateOptions{});
+        }
       } catch (const Error&) {
         return std::nullopt;  // a shape the schedule generator or simulator rejects
       }
-      if (e.fits) return RankedPlan{scratch, e, c.layout.estimate_s, in.structures[c.structure].label};
+      if (b.fits) return RankedPlan{scratch, e, c.layout.estimate_s, in.structures[c.structure].label};
       rules.min_rung = c.layout.rungs;
       bool raised = false;
       std::vector<bool> done(rules.min_rung.size(), false);
-      for (const DeviceEstimate& d : e.devices) {
-        const int g = d.peak_memory_bytes > d.capacity_bytes ? group_of_device(in.structures[c.structure], d.id) : -1;
+      for (int device : b.overflowing) {
+        const int g = group_of_device(in.structures[c.structure], device);
         if (g < 0 || done[g] || rules.min_rung[g] >= max_rung(an)) continue;
         done[g] = true;
         rules.min_rung[g]++;
@@ -223,7 +257,10 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         }
       }
       if (results[i]) any = true;
-      if (options.progress) options.progress(Progress{in.phase + ": simulate", i + 1, static_cast<long>(top.size()), 0});
+      if (options.progress) {
+        options.progress(Progress{in.phase + ": simulate", i + 1, static_cast<long>(top.size()), 0,
+                                  out.stats.candidates_evaluated, bounded, simulated});
+      }
     }
   };
   // Simulate in analytic order, `threads` candidates at a time. Between batches, stop once the
@@ -240,17 +277,21 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     worker();
     for (auto& t : pool) t.join();
     batch_start = batch_end;
-    if (exhaustive || batch_start >= total) continue;
-    double best = std::numeric_limits<double>::infinity();
-    long fitted = 0;
+    std::vector<double> fitted;
     for (long j = 0; j < batch_start; ++j) {
-      if (!results[j]) continue;
-      best = std::min(best, results[j]->estimate.step_time_s);
-      ++fitted;
+      if (results[j]) fitted.push_back(results[j]->estimate.step_time_s);
     }
-    if (fitted >= in.keep && top[batch_start].layout.estimate_s > kAnalyticSlack * best) break;
+    if (options.prune_with_bound && static_cast<long>(fitted.size()) >= in.keep) {
+      std::nth_element(fitted.begin(), fitted.begin() + (in.keep - 1), fitted.end());
+      prune_above = fitted[in.keep - 1];
+    }
+    if (exhaustive || batch_start >= total) continue;
+    const double best = fitted.empty() ? std::numeric_limits<double>::infinity()
+                                       : *std::min_element(fitted.begin(), fitted.end());
+    if (static_cast<long>(fitted.size()) >= in.keep && top[batch_start].layout.estimate_s > kAnalyticSlack * best) break;
   }
   out.stats.candidates_simulated = simulated;
+  out.stats.candidates_bounded = bounded;
   for (auto& r : results) {
     if (r) out.ranked.push_back(std::move(*r));
   }

@@ -22,6 +22,7 @@ struct EngineInput {
   int global_batch = 0;
   std::string phase;              // for progress reports
   int keep = 1;                   // plans to return
+  long structures_left_out = 0;   // left out before the engine (holding_structures): pruned
 };
 
 struct EngineOutput {
@@ -43,6 +44,14 @@ inline Clock::time_point planner_now(const PlannerOptions& options) {
   return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(options.clock_s())));
 }
+
+/// enumerate_structures less most structures that cannot hold the model's state
+/// (structure_hold_fraction < 1), which run_engine skips: it keeps those that hold it and,
+/// of the rest, each that holds more than every one before it (so the closest one, with which
+/// run_engine reports a shortfall, stays). `*left_out` counts the others.
+std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
+                                          const SpaceLimits& limits, SearchStrategies strategies,
+                                          long* left_out);
 
 /// Runs one search. `deadline` may be Clock::time_point::max().
 EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostModel& cost,

@@ -108,8 +108,8 @@ std::string format_planner_text(const PlanResult& r) {
     o << "): " << num(r.upper_bound.samples_per_s, "%.4g") << " samples/s; best plan reaches "
       << num(100.0 * r.fraction_of_upper_bound, "%.1f") << "% of it (" << num(best, "%.4g") << " samples/s)\n";
   }
-  o << "search: " << r.stats.candidates_evaluated << " candidates evaluated, " << r.stats.candidates_simulated
-    << " simulated, " << r.stats.structures << " device-group pipelines (" << r.stats.structures_pruned
+  o << "search: " << r.stats.candidates_evaluated << " layouts considered, " << r.stats.candidates_bounded
+    << " bounded away, " << r.stats.candidates_simulated << " simulated, " << r.stats.structures << " device-group pipelines (" << r.stats.structures_pruned
     << " pruned), " << num(r.stats.wall_s, "%.3f") << " s" << (r.stats.timed_out ? " (time limit reached)" : "")
     << "\n";
   return o.str();
@@ -134,6 +134,7 @@ std::string format_planner_json(const PlanResult& r) {
   const auto models = r.best().plan.cluster.device_models();
   for (size_t i = 0; i < models.size(); ++i) o << (i ? ", " : "") << json_quote(models[i]);
   o << "], \"search\": {\"candidates_evaluated\": " << r.stats.candidates_evaluated
+    << ", \"candidates_bounded\": " << r.stats.candidates_bounded
     << ", \"candidates_simulated\": " << r.stats.candidates_simulated << ", \"structures\": " << r.stats.structures
     << ", \"wall_s\": " << num(r.stats.wall_s) << ", \"timed_out\": " << (r.stats.timed_out ? "true" : "false")
     << "}}\n";

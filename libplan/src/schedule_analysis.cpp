@@ -4,9 +4,7 @@
 #include "whale/plan/schedule_analysis.h"
 
 #include <algorithm>
-#include <map>
 #include <string>
-#include <tuple>
 
 #include "whale/plan/error.h"
 
@@ -22,9 +20,15 @@ std::string describe(const Instruction& in) {
 /// receive whose send has not run yet.
 class ScheduleRun {
  public:
-  ScheduleRun(const ScheduleProgram& program, const UnitCosts& costs)
+  ScheduleRun(const ScheduleProgram& program, const StageCosts& costs)
       : program_(program), costs_(costs) {
     index_stages();
+    for (const auto* v : {&costs.forward_s, &costs.backward_s, &costs.optimizer_s}) {
+      if (static_cast<int>(v->size()) < stages_) {
+        throw Error("", "schedule", "a cost for each of the program's " + std::to_string(stages_) +
+                                        " stages (got " + std::to_string(v->size()) + ")");
+      }
+    }
     const int groups = static_cast<int>(program.groups.size());
     pc_.assign(groups, 0);
     clock_s_.assign(groups, 0.0);
@@ -40,6 +44,7 @@ class ScheduleRun {
     backwards_left_.assign(stages_, micro_batches_);
     buckets_started_.assign(stages_, 0);
     waited_.assign(stages_, false);
+    for (auto& sent : sent_s_) sent.assign(static_cast<size_t>(stages_) * micro_batches_, kNotSent);
   }
 
   ScheduleAnalysis run() {
@@ -112,11 +117,11 @@ class ScheduleRun {
         return receive(g, in);
       case K::send_activation:
         if (!forward_done_[s][mb]) fail(g, "sends before its forward");
-        sent_[{true, s, mb}] = clock_s_[g];
+        sent_s_[kActivation][slot(s, mb)] = clock_s_[g];
         return true;
       case K::send_gradient:
         if (!backward_done_[s][mb]) fail(g, "sends before its backward");
-        sent_[{false, s, mb}] = clock_s_[g];
+        sent_s_[kGradient][slot(s, mb)] = clock_s_[g];
         return true;
       case K::forward:
         forward(g, s, mb);
@@ -139,6 +144,7 @@ class ScheduleRun {
       case K::optimizer_step:
         if (backwards_left_[s] != 0) fail(g, "steps before all backwards of the stage");
         if (buckets_started_[s] > 0 && !waited_[s]) fail(g, "steps before wait_reductions");
+        run_compute(g, costs_.optimizer_s[s]);
         return true;
     }
     return true;
@@ -149,13 +155,18 @@ class ScheduleRun {
     const int from_stage = activation ? in.stage - 1 : in.stage + 1;
     if (from_stage < 0 || from_stage >= stages_)
       fail(g, "has no neighbouring stage to receive from");
-    const auto sent = sent_.find({activation, from_stage, in.micro_batch});
-    if (sent == sent_.end()) return false;  // blocks until the send runs
-    clock_s_[g] = std::max(clock_s_[g], sent->second);
+    Seconds& sent_s = sent_s_[activation ? kActivation : kGradient][slot(from_stage, in.micro_batch)];
+    if (sent_s == kNotSent) return false;  // blocks until the send runs
+    clock_s_[g] = std::max(clock_s_[g], sent_s);
     auto& received = activation ? received_activation_ : received_gradient_;
     received[in.stage][in.micro_batch] = true;
-    sent_.erase(sent);
+    sent_s = kNotSent;  // consumed: a second receive waits forever
     return true;
+  }
+
+  void run_compute(int g, Seconds duration_s) {
+    clock_s_[g] += duration_s;
+    result_.group_busy_s[g] += duration_s;
   }
 
   void forward(int g, int s, int mb) {
@@ -164,8 +175,7 @@ class ScheduleRun {
         s == 0 || (owner_[s - 1] == g ? forward_done_[s - 1][mb] : received_activation_[s][mb]);
     if (!has_input) fail(g, "runs before its input activation is here");
     forward_done_[s][mb] = true;
-    clock_s_[g] += costs_.forward_s;
-    result_.group_busy_s[g] += costs_.forward_s;
+    run_compute(g, costs_.forward_s[s]);
     auto& peak_stage = result_.peak_in_flight_per_stage[s];
     auto& peak_group = result_.peak_in_flight_per_group[g];
     peak_stage = std::max(peak_stage, ++in_flight_stage_[s]);
@@ -180,8 +190,7 @@ class ScheduleRun {
     if (!has_gradient) fail(g, "runs before its output gradient is here");
     backward_done_[s][mb] = true;
     --backwards_left_[s];
-    clock_s_[g] += costs_.backward_s;
-    result_.group_busy_s[g] += costs_.backward_s;
+    run_compute(g, costs_.backward_s[s]);
     --in_flight_stage_[s];
     --in_flight_group_[g];
   }
@@ -213,7 +222,7 @@ class ScheduleRun {
   }
 
   const ScheduleProgram& program_;
-  UnitCosts costs_;
+  const StageCosts& costs_;
   int stages_ = 0;
   int micro_batches_ = 0;
   std::vector<int> owner_;        // index = stage: its group
@@ -221,7 +230,11 @@ class ScheduleRun {
   std::vector<Seconds> clock_s_;  // index = group: when its next instruction may start
   std::vector<std::vector<bool>> forward_done_, backward_done_;             // [stage][mb]
   std::vector<std::vector<bool>> received_activation_, received_gradient_;  // [stage][mb]
-  std::map<std::tuple<bool, int, int>, Seconds> sent_;  // (activation, from stage, mb) -> time
+  static constexpr int kActivation = 0, kGradient = 1;
+  static constexpr Seconds kNotSent = -1;
+  size_t slot(int stage, int mb) const { return static_cast<size_t>(stage) * micro_batches_ + mb; }
+  // [kActivation or kGradient][slot(from stage, mb)]: when the send ran, until received.
+  std::vector<Seconds> sent_s_[2];
   std::vector<int> backwards_left_;                     // index = stage
   std::vector<int> buckets_started_;                    // index = stage: reduce_buckets so far
   std::vector<bool> waited_;                            // index = stage: wait_reductions ran
@@ -231,8 +244,16 @@ class ScheduleRun {
 
 }  // namespace
 
-ScheduleAnalysis analyze_schedule(const ScheduleProgram& program, const UnitCosts& costs) {
+ScheduleAnalysis analyze_schedule(const ScheduleProgram& program, const StageCosts& costs) {
   return ScheduleRun(program, costs).run();
+}
+
+ScheduleAnalysis analyze_schedule(const ScheduleProgram& program, const UnitCosts& costs) {
+  size_t stages = 0;
+  for (const auto& gp : program.groups) stages += gp.stages.size();
+  return analyze_schedule(program, StageCosts{std::vector<Seconds>(stages, costs.forward_s),
+                                              std::vector<Seconds>(stages, costs.backward_s),
+                                              std::vector<Seconds>(stages, 0.0)});
 }
 
 void check_schedule(const ScheduleProgram& program) { analyze_schedule(program, UnitCosts{}); }

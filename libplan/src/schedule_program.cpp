@@ -88,6 +88,7 @@ ScheduleProgram generate_schedule(ScheduleKind kind, int groups, int chunks, int
   for (int g = 0; g < groups; ++g) {
     GroupProgram& gp = program.groups[g];
     gp.group = g;
+    gp.instructions.reserve(3 * orders[g].size() + gp.stages.size());  // receive, compute, send
     for (const detail::ComputeOp& op : orders[g]) emit_compute(op, group_of, g, &gp.instructions);
     for (auto s = gp.stages.rbegin(); s != gp.stages.rend(); ++s) {
       gp.instructions.push_back({InstructionKind::optimizer_step, *s, -1});
@@ -101,7 +102,9 @@ void add_gradient_reductions(const std::vector<int>& buckets_per_stage,
   using K = InstructionKind;
   for (GroupProgram& gp : program->groups) {
     std::vector<Instruction> out;
-    out.reserve(gp.instructions.size());
+    size_t added = 0;
+    for (int s : gp.stages) added += 1 + static_cast<size_t>(buckets_per_stage.at(s));
+    out.reserve(gp.instructions.size() + added);
     std::vector<int> backwards_left(buckets_per_stage.size(), 0);
     for (const Instruction& in : gp.instructions)
       if (in.kind == K::backward) ++backwards_left.at(in.stage);

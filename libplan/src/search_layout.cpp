@@ -34,6 +34,33 @@ struct GroupInfo {
   int in_flight = 1;                         // micro-batches of activations per layer kept
 };
 
+// Values by dense index, forgotten all at once by reset (a new generation, no clearing).
+class RangeMemo {
+ public:
+  void reset(size_t size) {
+    if (values_.size() < size) {  // grow without copying what is forgotten anyway
+      values_ = std::vector<double>(size);
+      stamps_ = std::vector<unsigned long long>(size, 0);
+    }
+    ++generation_;
+  }
+  /// The value stored at `index` since the last reset, or null; put() then stores at `index`.
+  double* find(size_t index) {
+    last_ = index;
+    return stamps_[index] == generation_ ? &values_[index] : nullptr;
+  }
+  double put(double value) {
+    stamps_[last_] = generation_;
+    return values_[last_] = value;
+  }
+
+ private:
+  std::vector<double> values_;
+  std::vector<unsigned long long> stamps_;
+  unsigned long long generation_ = 0;
+  size_t last_ = 0;
+};
+
 // Share of a micro-batch's forward + backward time that is backward (GEMMs twice).
 constexpr double kBackwardShare = 2.0 / 3.0;
 
@@ -164,9 +191,15 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     }
     return -1;
   };
+  // The partitions ask for the same ranges many times (every bisection step); a range's cost
+  // depends on the stage only through its group.
+  thread_local RangeMemo memo;  // reset before the first partition
   auto cost = [&](int s, int a, int e) {
+    const int g = stage_group(c.schedule, p, s);
+    double* known = memo.find((static_cast<size_t>(g) * (L + 1) + a) * (L + 1) + e);
+    if (known) return *known;
     const int r = rung_for(s, a, e);
-    return r < 0 ? inf : time_at(s, a, e, r);
+    return memo.put(r < 0 ? inf : time_at(s, a, e, r));
   };
   double upper = 0;  // every fitting range costs at most this
   for (int s = 0; s < S; ++s) upper = std::max(upper, time_at(s, 0, L, top_rung));
@@ -231,7 +264,11 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     // group's per-micro-batch time); only the rest is exposed.
     double exposed_dp = 0;
     for (int g = 0; g < p; ++g) exposed_dp = std::max(exposed_dp, group_dp[g] - kBackwardShare * group_time[g]);
-    out.estimate_s = c.micro_batches * slowest + (total - slowest) / v + p2p + exposed_dp +
+    // Chunks shrink the fill and drain by v only when every group has a micro-batch to run
+    // while the others fill (m >= p); with fewer, a wave's micro-batches cross the stages
+    // one after another.
+    const int bubble_divisor = c.micro_batches >= p ? v : 1;
+    out.estimate_s = c.micro_batches * slowest + (total - slowest) / bubble_divisor + p2p + exposed_dp +
                      *std::max_element(group_opt.begin(), group_opt.end());
     return out;
   };
@@ -242,6 +279,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   if (!free_split) {
     b = rules.fixed_boundaries.empty() ? even_boundaries(an.model(), S) : rules.fixed_boundaries;
   } else {
+    memo.reset(static_cast<size_t>(p) * (L + 1) * (L + 1));
     b = partition_layers(L, S, cost, any, upper);
   }
   Layout best;

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 
 #include "whale/plan/error.h"
 
@@ -131,9 +132,10 @@ bool replicas_in_nodes(const Cluster& cluster, const std::vector<int>& devices, 
 void finish_group(const Cluster& cluster, GroupSpec& g) {
   g.kinds.clear();
   g.replica_kind.clear();
+  g.replica_kind.reserve(g.dp());
   g.dp_link = cluster.nodes[cluster.devices[g.devices[0]].node].intra_link;
   int last_node = -1;
-  std::set<int> nodes;
+  std::vector<bool> nodes(cluster.nodes.size(), false);  // by node index: seen
   for (int r = 0; r < g.dp(); ++r) {
     const Device& d = cluster.devices[g.devices[r * g.tp]];
     const Link& intra = cluster.nodes[d.node].intra_link;
@@ -145,10 +147,11 @@ void finish_group(const Cluster& cluster, GroupSpec& g) {
     }
     if (k == g.kinds.size()) g.kinds.push_back(ReplicaKind{d.model, intra});
     g.replica_kind.push_back(static_cast<int>(k));
-    if (d.node != last_node && nodes.insert(d.node).second && r > 0) {
+    if (d.node != last_node && !nodes[d.node] && r > 0) {
       const Link l = cluster.link_between(g.devices[0], g.devices[r * g.tp]);
       if (l.bandwidth_bytes_per_s < g.dp_link.bandwidth_bytes_per_s) g.dp_link = l;
     }
+    nodes[d.node] = true;
     last_node = d.node;
   }
 }
@@ -186,7 +189,8 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
 }
 
 std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model& model,
-                                            const SpaceLimits& limits) {
+                                            const SpaceLimits& limits,
+                                            const std::function<bool(const Structure&)>& keep) {
   const std::vector<int> ordered = ordered_devices(cluster, limits.devices, model.training.precision);
   const auto models = by_model(cluster, ordered);
   const int n = static_cast<int>(ordered.size());
@@ -206,26 +210,26 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
     }
     tp_options.push_back(opts);
   }
+  std::vector<int> model_index(cluster.devices.size(), 0);  // by device id: index into models
+  for (size_t t = 0; t < models.size(); ++t) {
+    for (int d : models[t].second) model_index[d] = static_cast<int>(t);
+  }
   std::vector<Structure> out;
-  std::set<unsigned long long> seen;  // FNV-1a hashes of (devices, tp) of every group
+  std::unordered_set<unsigned long long> seen;  // FNV-1a hashes of (devices, tp) of every group
   for (int p = 1; p <= std::min(n, layers); ++p) {
     if (limits.max_pipeline_depth > 0 && p > limits.max_pipeline_depth) break;
     if (limits.fixed_stages > 0 && limits.fixed_stages % p != 0) continue;
     for (const auto& grouping : groupings(ordered, models, p)) {
       std::vector<size_t> pick(models.size(), 0);
       while (true) {
-        Structure s;
+        // The degree of every group, then its signature: a structure is built only when new.
+        std::vector<int> tps;
+        tps.reserve(grouping.size());
         bool ok = true;
-        std::string tp_label;
-        for (size_t t = 0; t < models.size(); ++t) {
-          tp_label += (t ? "," : "") + models[t].first + ":" + std::to_string(tp_options[t][pick[t]]);
-        }
         for (const auto& devs : grouping) {
           int tp = 0;
           for (int d : devs) {
-            size_t t = 0;
-            while (models[t].first != cluster.devices[d].model) ++t;
-            const int want = tp_options[t][pick[t]];
+            const int want = tp_options[model_index[d]][pick[model_index[d]]];
             if (tp != 0 && tp != want) ok = false;
             tp = want;
           }
@@ -233,19 +237,28 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
           // A group the model's degree does not fit (an uneven slice) takes the largest
           // smaller power of two that does.
           while (tp > 1 && !replicas_in_nodes(cluster, devs, tp)) tp /= 2;
-          s.groups.push_back(GroupSpec{devs, tp, {}, {}, {}});
+          tps.push_back(tp);
         }
         if (ok) {
           unsigned long long sig = 1469598103934665603ull;
           auto mix = [&](long long x) { sig = (sig ^ static_cast<unsigned long long>(x)) * 1099511628211ull; };
-          for (const auto& g : s.groups) {
-            mix(-g.tp);
-            for (int d : g.devices) mix(d);
+          for (size_t g = 0; g < grouping.size(); ++g) {
+            mix(-tps[g]);
+            for (int d : grouping[g]) mix(d);
           }
           if (seen.insert(sig).second) {
-            for (auto& g : s.groups) finish_group(cluster, g);
-            s.label = "p" + std::to_string(p) + " tp[" + tp_label + "]";
-            out.push_back(std::move(s));
+            Structure s;
+            s.groups.reserve(grouping.size());
+            for (size_t g = 0; g < grouping.size(); ++g) s.groups.push_back(GroupSpec{grouping[g], tps[g], {}, {}, {}});
+            if (!keep || keep(s)) {
+              for (GroupSpec& g : s.groups) finish_group(cluster, g);
+              std::string tp_label;
+              for (size_t t = 0; t < models.size(); ++t) {
+                tp_label += (t ? "," : "") + models[t].first + ":" + std::to_string(tp_options[t][pick[t]]);
+              }
+              s.label = "p" + std::to_string(p) + " tp[" + tp_label + "]";
+              out.push_back(std::move(s));
+            }
           }
         }
         size_t t = 0;
@@ -286,9 +299,16 @@ std::vector<Choice> enumerate_choices(const Structure& structure, const Model& m
   };
   const int p = static_cast<int>(structure.groups.size());
   const int layers = static_cast<int>(model.layers.size());
+  std::vector<int> sizes;  // the divisors of the batch that give every replica a sample
+  std::vector<int> large;  // global_batch / d for the small divisors d, descending
+  for (int d = 1; d <= global_batch / d; ++d) {
+    if (global_batch % d != 0) continue;
+    if (d >= structure.max_dp()) sizes.push_back(d);
+    if (d != global_batch / d && global_batch / d >= structure.max_dp()) large.push_back(global_batch / d);
+  }
+  sizes.insert(sizes.end(), large.rbegin(), large.rend());
   std::vector<Choice> out;
-  for (int b = structure.max_dp(); b <= global_batch; ++b) {
-    if (global_batch % b != 0) continue;
+  for (int b : sizes) {
     const int m = global_batch / b;
     auto add = [&](ScheduleKind kind, int chunks) {
       const int stages = p * chunks;
@@ -308,7 +328,7 @@ std::vector<Choice> enumerate_choices(const Structure& structure, const Model& m
     for (int v : limits.chunk_options) {
       if (p * v > layers) continue;
       if (allowed(ScheduleKind::interleaved_1f1b) && m % p == 0) add(ScheduleKind::interleaved_1f1b, v);
-      if (allowed(ScheduleKind::wave) && m % p == 0) add(ScheduleKind::wave, v);
+      if (allowed(ScheduleKind::wave)) add(ScheduleKind::wave, v);
     }
   }
   return out;

@@ -159,3 +159,17 @@ TEST_CASE("a stage listed by two groups is rejected") {
   program.groups.push_back(GroupProgram{1, {0}, {}});
   CHECK(rejection(program) == "schedule: stages 0..1 each on one group (group 1 lists stage 0)");
 }
+
+TEST_CASE("per-stage costs: 1f1b over two groups, two micro-batches, by hand") {
+  // Stage 0: forward 1, backward 2, optimizer 0.5; stage 1: forward 3, backward 1.
+  // Group 0: F0 0-1, F1 1-2, B0 waits for stage 1's gradient (5) 5-7, B1 waits (9) 9-11,
+  // optimizer 11-11.5. Group 1: F0 1-4, B0 4-5, F1 5-8, B1 8-9.
+  const whale::plan::StageCosts costs{{1.0, 3.0}, {2.0, 1.0}, {0.5, 0.0}};
+  const auto a = analyze_schedule(generate_schedule(ScheduleKind::one_f_one_b, 2, 1, 2), costs);
+  CHECK(a.makespan_s == 11.5);
+  CHECK(a.group_busy_s == std::vector<double>{6.5, 8.0});
+  // A cost vector shorter than the stages is an error, not a read past its end.
+  const whale::plan::StageCosts short_costs{{1.0}, {1.0}, {0.0}};
+  CHECK_THROWS_AS(analyze_schedule(generate_schedule(ScheduleKind::one_f_one_b, 2, 1, 2), short_costs),
+                  whale::Error);
+}

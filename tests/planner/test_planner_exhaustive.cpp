@@ -27,6 +27,9 @@ void check_matches_exhaustive(const plan::Cluster& cluster, const plan::Model& m
     const plan::PlanResult r = plan::search_plans(cluster, model, simulator, o);
     CAPTURE(cluster.name);
     CAPTURE(candidates);
+    CAPTURE(o.exhaustive_below);
+    CAPTURE(r.best().label);
+    CAPTURE(plan::describe_plan(r.best().plan));
     CHECK(r.best().estimate.step_time_s == doctest::Approx(optimum).epsilon(1e-12));
     CHECK_NOTHROW(plan::validate_plan(r.best().plan));
   }

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include "planner_fixtures.h"
+#include "whale/plan/schedule_analysis.h"
+#include "whale/plan/schedule_program.h"
 
 using namespace whale;
 
@@ -76,11 +78,41 @@ TEST_CASE("choices: micro-batch sizes at least dp, schedules by depth") {
   CHECK(one[0].micro_batches == 2);
   CHECK(one[1].micro_batch_size == 8);
   // Two groups of 2 at tp 1, batch 8: b = 2 (m 4), 4 (m 2), 8 (m 1); 1f1b and gpipe always,
-  // interleaved and wave with 2 and 4 chunks when m % 2 == 0 and 2 * chunks <= 10 layers.
+  // wave with 2 and 4 chunks (2 * chunks <= 10 layers), interleaved too when m % 2 == 0.
   const auto two = plan::enumerate_choices(structures[3], tiny, 8, limits);
-  CHECK(two.size() == 6 + 6 + 2);
+  CHECK(two.size() == 6 + 6 + 4);
   limits.schedules = {plan::ScheduleKind::wave};
   for (const plan::Choice& c : plan::enumerate_choices(structures[3], tiny, 8, limits)) {
     CHECK(c.schedule.kind == plan::ScheduleKind::wave);
+  }
+}
+
+TEST_CASE("choices: wave with a micro-batch count that the pipeline depth does not divide") {
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-4");
+  const plan::Model tiny = test::shipped_model("tiny");  // 10 layers
+  plan::SpaceLimits limits;
+  limits.devices = {0, 1, 2, 3};
+  const auto structures = plan::enumerate_structures(cl, tiny, limits);
+  REQUIRE(structures[3].groups.size() == 2);
+  // Batch 6 over two groups of 2: b = 2 (m 3), 3 (m 2) and 6 (m 1). Waves of 2 and 4 chunks at
+  // all three; interleaved-1f1b at m 2 only (it needs m % 2 == 0).
+  std::vector<std::pair<int, int>> waves;  // (m, chunks)
+  for (const plan::Choice& c : plan::enumerate_choices(structures[3], tiny, 6, limits)) {
+    if (c.schedule.kind == plan::ScheduleKind::interleaved_1f1b) CHECK(c.micro_batches == 2);
+    if (c.schedule.kind == plan::ScheduleKind::wave) waves.push_back({c.micro_batches, c.schedule.chunks});
+  }
+  CHECK(waves == std::vector<std::pair<int, int>>{{3, 2}, {3, 4}, {2, 2}, {2, 4}, {1, 2}, {1, 4}});
+  // At batch 3 every micro-batch count is odd (3 or 1): the planner restricted to waves still
+  // finds plans, each with a valid program.
+  const sim::Simulator simulator;
+  plan::PlannerOptions options;
+  options.global_batch = 3;
+  options.compare = false;
+  options.hints.schedules = {plan::ScheduleKind::wave};
+  const plan::PlanResult r = plan::search_plans(cl, tiny, simulator, options);
+  for (const plan::RankedPlan& p : r.ranked) {
+    CHECK(p.plan.schedule.kind == plan::ScheduleKind::wave);
+    CHECK(p.plan.micro_batches % 2 == 1);
+    CHECK_NOTHROW(plan::check_schedule(plan::generate_schedule(p.plan)));
   }
 }

@@ -46,6 +46,14 @@ struct Estimate {
   std::vector<TimelineEvent> timeline;   // filled only when asked for
 };
 
+/// What a cost model can say about a plan without running its step: a lower bound on the step
+/// time and the memory verdict.
+struct StepBound {
+  Seconds step_time_s = 0;        // never above evaluate(plan).step_time_s; 0 when !fits
+  bool fits = true;               // evaluate(plan).fits
+  std::vector<int> overflowing;   // ids of the devices whose peak memory exceeds capacity, ascending
+};
+
 struct EvaluateOptions {
   bool timeline = false;   // record every event (slower)
 };
@@ -56,6 +64,9 @@ class CostModel {
   /// Estimates one training step of a validated plan. Deterministic: the same plan gives the
   /// same estimate. Does not throw for plans that do not fit; it sets fits = false.
   virtual Estimate evaluate(const Plan& plan, const EvaluateOptions& options) const = 0;
+  /// A cheap bound of evaluate(plan): the planner skips a plan whose bound is already worse
+  /// than the plans it has. Same preconditions; deterministic.
+  virtual StepBound bound(const Plan& plan) const = 0;
 };
 
 }  // namespace whale::plan

@@ -21,6 +21,9 @@ struct Progress {
   long done = 0;
   long total = 0;
   double best_samples_per_s = 0;
+  long layouts_considered = 0;   // of this phase so far: layouts built
+  long bounded_away = 0;         // skipped by the cost model's bound
+  long simulated = 0;            // simulator calls
 };
 
 struct PlannerOptions {
@@ -39,6 +42,10 @@ struct PlannerOptions {
   /// Layouts built per search at most (the items with the lowest bounds first): keeps huge
   /// spaces (1024 devices of 3 models) within seconds. 0 = no cap.
   long max_evaluations = 5000;
+  /// Skip the simulation of a candidate whose CostModel::bound exceeds the step time of the
+  /// (top_k + 1)-th best plan simulated so far: the result stays that of simulating every
+  /// candidate. Off: every candidate reaches the simulator (the reference in tests).
+  bool prune_with_bound = true;
   int threads = 1;             // simulator calls in parallel (the CostModel must be const-safe)
   bool compare = true;         // also find the baseline and the upper bound
   /// Strategies beyond what whale-run executes (sequence parallelism, ZeRO-2); whale-plan's
@@ -59,6 +66,7 @@ struct SearchStats {
   long structures = 0;             // pipelines of device groups considered
   long structures_pruned = 0;      // skipped by the analytic bound
   long candidates_evaluated = 0;   // layouts built and estimated analytically
+  long candidates_bounded = 0;     // fitting candidates skipped by the cost model's bound
   long candidates_simulated = 0;   // simulator calls
   Seconds wall_s = 0;
   bool timed_out = false;
@@ -114,7 +122,8 @@ std::string format_planner_text(const PlanResult& result);
 /// The planner's JSON object: best {label, schedule, chunks, micro_batch_size, micro_batches,
 /// step_time_s, samples_per_s, tokens_per_s, mfu, stages[...]}, alternatives[...], baseline,
 /// upper_bound, speedup_vs_baseline, fraction_of_upper_bound, device_models,
-/// search {candidates_evaluated, candidates_simulated, structures, wall_s, timed_out}.
+/// search {candidates_evaluated, candidates_bounded, candidates_simulated, structures, wall_s,
+/// timed_out}.
 /// Ends with a newline.
 std::string format_planner_json(const PlanResult& result);
 

@@ -17,9 +17,18 @@ struct UnitCosts {
   Seconds backward_s = 1.0;
 };
 
+/// Costs per stage (index = stage; every vector as long as the program has stages): one
+/// forward, one backward (recomputation included) and the optimizer step of the stage.
+/// Communication and gradient reduction cost nothing.
+struct StageCosts {
+  std::vector<Seconds> forward_s;
+  std::vector<Seconds> backward_s;
+  std::vector<Seconds> optimizer_s;
+};
+
 struct ScheduleAnalysis {
   Seconds makespan_s = 0;                  // when the last group finishes its program
-  std::vector<Seconds> group_busy_s;       // index = group: its forwards and backwards
+  std::vector<Seconds> group_busy_s;       // index = group: its forwards, backwards, optimizer steps
   /// Idle share of all groups over the makespan: 1 - sum(group_busy_s) / (groups * makespan).
   double bubble_fraction = 0;
   /// index = stage: most micro-batches forwarded and not yet backwarded on that stage at once.
@@ -44,6 +53,14 @@ struct ScheduleAnalysis {
 /// Throws whale::Error(file "", yaml_path "schedule", ...) naming the group, the instruction and
 /// the broken rule (or every blocked group for a deadlock). Never loops forever.
 ScheduleAnalysis analyze_schedule(const ScheduleProgram& program, const UnitCosts& costs = {});
+
+/// As above with the costs of every stage. The makespan is the step of a machine whose groups
+/// run their instructions in order, each compute as soon as its group is free and its input
+/// has been sent, with these durations and free communication: any run of the same program
+/// whose computes take at least these durations and whose transfers take any time >= 0 ends
+/// no earlier (the start times are max-plus sums of the durations, so they only grow with
+/// them). Throws as above, and when a cost vector is shorter than the program's stages.
+ScheduleAnalysis analyze_schedule(const ScheduleProgram& program, const StageCosts& costs);
 
 /// The validity check of analyze_schedule alone; throws the same errors.
 void check_schedule(const ScheduleProgram& program);

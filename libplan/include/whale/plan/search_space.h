@@ -3,6 +3,7 @@
 // choices (micro-batch size and count, schedule). Tests enumerate the same space exhaustively.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,9 +72,12 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
 /// - a tensor-parallel degree per device model (powers of two dividing the model's heads, each
 ///   replica inside one node; a group it does not fit takes the largest smaller power of two
 ///   that does); mixed groups need one degree for all their models.
-/// Structures with identical groups are listed once.
+/// Structures with identical groups are listed once. `keep`, when given, sees every new
+/// structure before its derived fields are filled (its groups' devices and tp only) and leaves
+/// out those it rejects.
 std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model& model,
-                                            const SpaceLimits& limits);
+                                            const SpaceLimits& limits,
+                                            const std::function<bool(const Structure&)>& keep = nullptr);
 
 /// The heterogeneity-unaware structures of the baseline: for every (pp, tp) with pp * tp
 /// dividing the device count, pp groups of equal size over `devices` in id order, one tp for
@@ -83,7 +87,8 @@ std::vector<Structure> uniform_structures(const Cluster& cluster, const Model& m
 
 /// Every choice for `structure` at `global_batch`: micro-batch sizes b dividing the batch with
 /// b >= every group's dp (shares are positive), and the allowed schedules: 1f1b always; gpipe,
-/// interleaved-1f1b and wave (chunks from limits, stages p*v <= layers, m % p == 0) when p > 1.
+/// interleaved-1f1b and wave (chunks from limits, stages p*v <= layers; interleaved-1f1b only
+/// with m % p == 0) when p > 1.
 std::vector<Choice> enumerate_choices(const Structure& structure, const Model& model,
                                       int global_batch, const SpaceLimits& limits);
 

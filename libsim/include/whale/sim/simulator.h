@@ -33,6 +33,11 @@ class Simulator : public plan::CostModel {
   /// As evaluate, and fills `stats` when it is not null.
   plan::Estimate evaluate(const plan::Plan& plan, const plan::EvaluateOptions& options,
                           SimulationStats* stats) const;
+  /// See CostModel::bound: evaluate's memory verdict, and the makespan of the plan's program
+  /// (plan::analyze_schedule) at each stage's fastest replica's compute (kernels, exposed
+  /// tensor-parallel all-reduces, optimizer), or the busiest replica's summed compute if that
+  /// is longer. Transfers, bridges and gradient reductions only delay the engine further.
+  plan::StepBound bound(const plan::Plan& plan) const override;
 
  private:
   SimulatorOptions options_;

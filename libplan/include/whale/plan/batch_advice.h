@@ -1,0 +1,39 @@
+// File: batch_advice.h
+// Small-batch advice: whether a plan's global batch is too small for its cluster, and the
+// smallest global batch at which the planner's best plan reaches a share of the upper bound.
+#pragma once
+
+#include <string>
+
+#include "whale/plan/planner.h"
+
+namespace whale::plan {
+
+/// True when the batch leaves the cluster underused: the best plan has too few micro-batches
+/// to fill its pipeline (with p groups and m micro-batches, the fill and drain of a 1F1B step,
+/// (p - 1) / (m + p - 1) of it, exceed 1 - target), or the batch is smaller than the usable
+/// devices (plans with one replica per device would give replicas less than one sample).
+bool batch_too_small(const PlanResult& result, int usable_devices, double target);
+
+struct BatchAdvice {
+  bool found = false;                  // false: no batch up to the limit reaches the target
+  int global_batch = 0;
+  double fraction_of_upper_bound = 0;  // of the best plan at that batch
+};
+
+/// The smallest multiple of `from_batch` (up to 64 times the larger of it and the usable
+/// devices, and kMaxGlobalBatch) whose best plan reaches `target` of the upper bound at that
+/// batch, searched with the same planner and options (no baseline, no alternatives):
+/// doubling from `from_batch`, then bisection over the multiples between the last batch
+/// below the target and the first at or above it (the fraction grows with the batch as
+/// bubbles and idle replicas shrink). A batch at which the planner finds no plan counts as
+/// below the target.
+BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                const PlannerOptions& options, int from_batch, double target);
+
+/// The one-line warning: "warning: global batch B is too small for this cluster (...): ...".
+/// Ends with a newline.
+std::string format_batch_warning(int batch, const PlanResult& result, const BatchAdvice& advice,
+                                 double target);
+
+}  // namespace whale::plan

@@ -1,0 +1,80 @@
+// File: batch_advice.cpp
+// batch_too_small and advise_global_batch: the planner run again at larger global batches
+// until its best plan reaches the target share of the upper bound.
+#include "whale/plan/batch_advice.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "whale/plan/error.h"
+#include "whale/plan/limits.h"
+
+namespace whale::plan {
+
+bool batch_too_small(const PlanResult& result, int usable_devices, double target) {
+  const Plan& best = result.best().plan;
+  const int p = best.pipeline_groups();
+  const double fill_and_drain = static_cast<double>(p - 1) / (best.micro_batches + p - 1);
+  return fill_and_drain > 1.0 - target || best.global_batch() < usable_devices;
+}
+
+BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                const PlannerOptions& options, int from_batch, double target) {
+  const long devices = static_cast<long>(usable_devices(options.hints, cluster).size());
+  const long limit = std::min<long>(kMaxGlobalBatch, 64 * std::max<long>(from_batch, devices));
+  std::map<long, double> fraction;  // by batch
+  auto fraction_at = [&](long batch) {
+    auto it = fraction.find(batch);
+    if (it != fraction.end()) return it->second;
+    PlannerOptions o = options;
+    o.global_batch = static_cast<int>(batch);
+    o.compare = false;
+    o.top_k = 0;
+    o.progress = nullptr;
+    double f = 0;
+    try {
+      const double best = search_plans(cluster, model, cost, o).best().estimate.samples_per_s;
+      const double upper = search_upper_bound(cluster, model, cost, o).samples_per_s;
+      f = upper > 0 ? best / upper : 0.0;
+    } catch (const Error&) {
+      f = 0;  // no plan at this batch
+    }
+    return fraction[batch] = f;
+  };
+  long below = from_batch, above = 2L * from_batch;  // below the target; the candidate above
+  while (above <= limit && fraction_at(above) < target) {
+    below = above;
+    above *= 2;
+  }
+  if (above > limit) return BatchAdvice{};
+  while (above - below > from_batch) {
+    const long middle = below + (above - below) / from_batch / 2 * from_batch;
+    (fraction_at(middle) >= target ? above : below) = middle;
+  }
+  return BatchAdvice{true, static_cast<int>(above), fraction_at(above)};
+}
+
+std::string format_batch_warning(int batch, const PlanResult& result, const BatchAdvice& advice,
+                                 double target) {
+  const Plan& best = result.best().plan;
+  char line[512];
+  const int percent = static_cast<int>(100 * target + 0.5);
+  if (advice.found) {
+    std::snprintf(line, sizeof line,
+                  "warning: global batch %d is too small for this cluster (best plan: %d micro-batches over %d "
+                  "pipeline groups, %.1f%% of the upper bound); global batch %d is the smallest that reaches "
+                  "%d%% (%.1f%%)\n",
+                  batch, best.micro_batches, best.pipeline_groups(), 100 * result.fraction_of_upper_bound,
+                  advice.global_batch, percent, 100 * advice.fraction_of_upper_bound);
+  } else {
+    std::snprintf(line, sizeof line,
+                  "warning: global batch %d is too small for this cluster (best plan: %d micro-batches over %d "
+                  "pipeline groups, %.1f%% of the upper bound); no larger batch tried reaches %d%%\n",
+                  batch, best.micro_batches, best.pipeline_groups(), 100 * result.fraction_of_upper_bound,
+                  percent);
+  }
+  return line;
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,93 @@
+// File: step_bound.cpp
+// Simulator::bound: the memory verdict of evaluate and a lower bound on its step time, from the
+// cost table and the schedule analysis of the plan's program, without running the engine.
+#include <algorithm>
+#include <limits>
+
+#include "cost_table.h"
+#include "whale/plan/schedule_analysis.h"
+#include "whale/plan/schedule_program.h"
+#include "whale/sim/memory_model.h"
+#include "whale/sim/simulator.h"
+
+namespace whale::sim {
+namespace {
+
+// What one replica unit's compute stream runs for a stage, as the engine times it: the
+// kernels plus the exposed share of their tensor-parallel all-reduces.
+struct ReplicaCompute {
+  Seconds forward_s = 0;
+  Seconds backward_s = 0;    // recomputation included
+  Seconds optimizer_s = 0;   // the step and, with sharded gradients, the weight all-gather
+};
+
+ReplicaCompute replica_compute(const StageCost& stage, int replica, double exposed) {
+  const ReplicaCost& c = stage.replicas[replica];
+  return ReplicaCompute{c.forward_s + exposed * c.tp_forward_s,
+                        c.recompute_s + exposed * c.tp_recompute_s + c.backward_s + exposed * c.tp_forward_s,
+                        stage.optimizer_s[replica] + stage.dp_gather_s};
+}
+
+// Ids of the devices whose peak memory (as evaluate counts it) exceeds their capacity.
+std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::ScheduleProgram& program,
+                                     Bytes workspace_bytes) {
+  std::vector<int> out;
+  for (const plan::GroupProgram& group : program.groups) {
+    const plan::Stage& stage = plan.stages[group.stages.front()];
+    for (int r = 0; r < stage.dp(); ++r) {
+      const Bytes need = replica_memory(plan, group, r, workspace_bytes).total_bytes();
+      for (int id : stage.replica_devices(r)) {
+        if (need > plan.cluster.profile_of(id).memory_bytes) out.push_back(id);
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+plan::StepBound Simulator::bound(const plan::Plan& plan) const {
+  const plan::ScheduleProgram program = plan::generate_schedule(plan);
+  plan::StepBound out;
+  out.overflowing = overflowing_devices(plan, program, options_.workspace_bytes);
+  out.fits = out.overflowing.empty();
+  if (!out.fits) return out;  // the planner raises its memory rungs first: no time needed
+  const CostTable table = build_cost_table(plan);
+  const double exposed = 1.0 - options_.tp_overlap;
+  const size_t stages = table.stages.size();
+  // Dependencies: every unit of a group waits for the same sends, so the program run at the
+  // fastest replica's durations ends no later than any unit of the engine.
+  plan::StageCosts fastest{std::vector<Seconds>(stages), std::vector<Seconds>(stages),
+                           std::vector<Seconds>(stages)};
+  for (size_t s = 0; s < stages; ++s) {
+    const StageCost& stage = table.stages[s];
+    Seconds forward_s = std::numeric_limits<Seconds>::infinity();
+    Seconds backward_s = forward_s, optimizer_s = forward_s;
+    for (size_t r = 0; r < stage.replicas.size(); ++r) {
+      const ReplicaCompute c = replica_compute(stage, static_cast<int>(r), exposed);
+      forward_s = std::min(forward_s, c.forward_s);
+      backward_s = std::min(backward_s, c.backward_s);
+      optimizer_s = std::min(optimizer_s, c.optimizer_s);
+    }
+    fastest.forward_s[s] = forward_s;
+    fastest.backward_s[s] = backward_s;
+    fastest.optimizer_s[s] = optimizer_s;
+  }
+  out.step_time_s = plan::analyze_schedule(program, fastest).makespan_s;
+  // Busy time: every unit's compute stream runs all its stages' work one op after another.
+  for (const plan::GroupProgram& group : program.groups) {
+    const int replicas = static_cast<int>(table.stages[group.stages.front()].replicas.size());
+    for (int r = 0; r < replicas; ++r) {
+      Seconds busy_s = 0;
+      for (int s : group.stages) {
+        const ReplicaCompute c = replica_compute(table.stages[s], r, exposed);
+        busy_s += plan.micro_batches * (c.forward_s + c.backward_s) + c.optimizer_s;
+      }
+      out.step_time_s = std::max(out.step_time_s, busy_s);
+    }
+  }
+  return out;
+}
+
+}  // namespace whale::sim

@@ -1,0 +1,50 @@
+// File: test_batch_advice.cpp
+// Small-batch advice on mixed-node (4 RTX 3090 + 4 A10, gpt3-1.3b): batch 1 leaves the
+// pipelines empty, and global batch 5 is the smallest whose best plan reaches 90% of the upper
+// bound (batches 2, 3 and 4 reach 78%, 84% and 76%; 5 reaches 97%).
+#include <doctest/doctest.h>
+
+#include "planner_fixtures.h"
+#include "whale/plan/batch_advice.h"
+
+using namespace whale;
+
+namespace {
+
+double fraction_at(const plan::Cluster& cluster, const plan::Model& model, int batch) {
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = batch;
+  return plan::search_plans(cluster, model, simulator, o).fraction_of_upper_bound;
+}
+
+}  // namespace
+
+TEST_CASE("small-batch advice names the smallest batch that reaches 90% of the upper bound") {
+  const plan::Cluster cluster = test::shipped_cluster("mixed-node");
+  const plan::Model model = test::shipped_model("gpt3-1.3b");
+  const sim::Simulator simulator;
+  plan::PlannerOptions options;
+  options.global_batch = 1;
+  const plan::PlanResult one = plan::search_plans(cluster, model, simulator, options);
+  CHECK(plan::batch_too_small(one, 8, 0.9));
+  CHECK(one.fraction_of_upper_bound < 0.9);
+
+  const plan::BatchAdvice advice = plan::advise_global_batch(cluster, model, simulator, options, 1, 0.9);
+  REQUIRE(advice.found);
+  CHECK(advice.global_batch == 5);
+  CHECK(advice.fraction_of_upper_bound >= 0.9);
+  CHECK(advice.fraction_of_upper_bound == doctest::Approx(fraction_at(cluster, model, 5)));
+  for (int smaller = 2; smaller < 5; ++smaller) {
+    CAPTURE(smaller);
+    CHECK(fraction_at(cluster, model, smaller) < 0.9);
+  }
+  const std::string line = plan::format_batch_warning(1, one, advice, 0.9);
+  CHECK(line.rfind("warning: global batch 1 is too small for this cluster (best plan: 1 micro-batches over ", 0) == 0);
+  CHECK(line.find("; global batch 5 is the smallest that reaches 90% (") != std::string::npos);
+  CHECK(line.back() == '\n');
+
+  // At batch 64 the best plan fills its pipelines and every device could hold a sample.
+  options.global_batch = 64;
+  CHECK_FALSE(plan::batch_too_small(plan::search_plans(cluster, model, simulator, options), 8, 0.9));
+}

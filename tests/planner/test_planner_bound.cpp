@@ -1,0 +1,106 @@
+// File: test_planner_bound.cpp
+// The cost model's step bound (CostModel::bound) is safe: never above the simulated step time,
+// with the simulator's memory verdict; so the search that skips candidates by it finds the
+// same plans as the search that simulates every candidate.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "planner_fixtures.h"
+#include "whale/plan/plan.h"
+
+using namespace whale;
+
+namespace {
+
+struct Case {
+  plan::Cluster cluster;
+  plan::Model model;
+  int batch;
+};
+
+std::vector<Case> cases() {
+  const plan::Model tiny = test::shipped_model("tiny");
+  const plan::Cluster two_node = plan::load_cluster(test::temp_file("bound_two_node_mix.yaml", test::kTwoNodeMix));
+  return {{test::shipped_cluster("cpu-local"), tiny, tiny.training.global_batch},
+          {test::shipped_cluster("cpu-local-4"), tiny, tiny.training.global_batch},
+          {test::shipped_cluster("cpu-local-8"), tiny, 24},
+          {test::shipped_cluster("mixed-node"), tiny, 16},
+          {two_node, tiny, 32},
+          // Memory binds here: recomputation and sharding rungs, and layouts that overflow.
+          {two_node, test::shipped_model("gpt3-6.7b"), 16}};
+}
+
+}  // namespace
+
+TEST_CASE("the step bound never exceeds the simulated step time and agrees on memory") {
+  const sim::Simulator simulator;
+  std::mt19937 random(20260523);
+  long checked = 0, overflowing = 0;
+  for (const Case& c : cases()) {
+    plan::SpaceLimits limits;
+    for (const plan::Device& d : c.cluster.devices) limits.devices.push_back(d.id);
+    plan::AnalyticModel analytic(c.cluster, c.model);
+    plan::Plan scratch;
+    scratch.cluster = c.cluster;
+    scratch.model = c.model;
+    for (const plan::Structure& s : plan::enumerate_structures(c.cluster, c.model, limits)) {
+      // A random batch of the model's sizes per structure, and random memory rungs.
+      const int batch = c.batch * (1 + static_cast<int>(random() % 2)) / (1 + static_cast<int>(random() % 2));
+      for (const plan::Choice& choice : plan::enumerate_choices(s, c.model, batch, limits)) {
+        if (random() % 3 != 0) continue;  // a third of the candidates
+        plan::LayoutRules rules;
+        rules.split = random() % 2 ? plan::Split::per_stage : plan::Split::per_group;
+        for (size_t g = 0; g < s.groups.size(); ++g) rules.min_rung.push_back(static_cast<int>(random() % 3));
+        const plan::Layout layout = plan::build_layout(analytic, s, choice, rules);
+        if (!layout.fits) continue;
+        plan::apply_layout(scratch, choice, layout);
+        plan::validate_plan(scratch);
+        const plan::StepBound b = simulator.bound(scratch);
+        const plan::Estimate e = simulator.evaluate(scratch, plan::EvaluateOptions{});
+        CAPTURE(c.cluster.name);
+        CAPTURE(describe_plan(scratch));
+        CHECK((b.step_time_s > 0) == b.fits);
+        CHECK(b.step_time_s <= e.step_time_s * (1 + 1e-12));
+        CHECK(b.fits == e.fits);
+        std::vector<int> over;
+        for (const plan::DeviceEstimate& d : e.devices) {
+          if (d.peak_memory_bytes > d.capacity_bytes) over.push_back(d.id);
+        }
+        CHECK(b.overflowing == over);
+        overflowing += !b.fits;
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 500);
+  CHECK(overflowing > 0);
+}
+
+TEST_CASE("the search pruned by the bound finds the plans of simulating every candidate") {
+  const sim::Simulator simulator;
+  long bounded = 0;
+  for (const Case& c : cases()) {
+    plan::PlannerOptions every;
+    every.global_batch = c.batch;
+    every.compare = false;
+    every.exhaustive_below = 1 << 30;  // simulate every candidate
+    every.prune_with_bound = false;
+    plan::PlannerOptions pruned = every;
+    pruned.prune_with_bound = true;
+    const plan::PlanResult want = plan::search_plans(c.cluster, c.model, simulator, every);
+    const plan::PlanResult got = plan::search_plans(c.cluster, c.model, simulator, pruned);
+    CAPTURE(c.cluster.name);
+    CAPTURE(c.model.name);
+    CHECK(want.stats.candidates_bounded == 0);
+    CHECK(got.stats.candidates_simulated + got.stats.candidates_bounded == want.stats.candidates_simulated);
+    REQUIRE(got.ranked.size() == want.ranked.size());
+    for (size_t i = 0; i < want.ranked.size(); ++i) {
+      CHECK(got.ranked[i].label == want.ranked[i].label);
+      CHECK(plan::describe_plan(got.ranked[i].plan) == plan::describe_plan(want.ranked[i].plan));
+      CHECK(got.ranked[i].estimate.step_time_s == want.ranked[i].estimate.step_time_s);
+    }
+    bounded += got.stats.candidates_bounded;
+  }
+  CHECK(bounded > 100);  // the bound does prune
+}
