@@ -35,6 +35,8 @@ class ScheduleRun {
     in_flight_group_.assign(groups, 0);
     forward_done_.assign(stages_, std::vector<bool>(micro_batches_, false));
     backward_done_.assign(stages_, std::vector<bool>(micro_batches_, false));
+    input_gradient_done_ = forward_done_;
+    whole_backward_ = forward_done_;
     received_activation_ = forward_done_;
     received_gradient_ = forward_done_;
     backwards_left_.assign(stages_, micro_batches_);
@@ -115,14 +117,20 @@ class ScheduleRun {
         sent_[{true, s, mb}] = clock_s_[g];
         return true;
       case K::send_gradient:
-        if (!backward_done_[s][mb]) fail(g, "sends before its backward");
+        if (!input_gradient_done_[s][mb]) fail(g, "sends before its backward");
         sent_[{false, s, mb}] = clock_s_[g];
         return true;
       case K::forward:
         forward(g, s, mb);
         return true;
       case K::backward:
-        backward(g, s, mb);
+      case K::backward_input:
+        backward_input(g, s, mb, in.kind == K::backward);
+        return true;
+      case K::backward_weight:
+        if (backward_done_[s][mb] || !input_gradient_done_[s][mb] || whole_backward_[s][mb])
+          fail(g, "a weight pass without its own backward_input before it");
+        backward_weight(g, s, mb);
         return true;
       case K::reduce_bucket:
         if (backwards_left_[s] != 0) fail(g, "reduces before all backwards of the stage");
@@ -172,18 +180,33 @@ class ScheduleRun {
     peak_group = std::max(peak_group, ++in_flight_group_[g]);
   }
 
-  void backward(int g, int s, int mb) {
-    if (backward_done_[s][mb]) fail(g, "a second backward");
+  /// A backward, or the input part of a split one (`whole` false): needs stage+1's input
+  /// gradient and produces this stage's.
+  void backward_input(int g, int s, int mb, bool whole) {
+    if (input_gradient_done_[s][mb]) fail(g, "a second backward");
     if (!forward_done_[s][mb]) fail(g, "runs before its forward");
-    const bool has_gradient = s == stages_ - 1 || (owner_[s + 1] == g ? backward_done_[s + 1][mb]
-                                                                      : received_gradient_[s][mb]);
+    const bool has_gradient =
+        s == stages_ - 1 ||
+        (owner_[s + 1] == g ? input_gradient_done_[s + 1][mb] : received_gradient_[s][mb]);
     if (!has_gradient) fail(g, "runs before its output gradient is here");
+    input_gradient_done_[s][mb] = true;
+    whole_backward_[s][mb] = whole;
+    advance(g, costs_.backward_s);
+    if (whole) backward_weight(g, s, mb);
+  }
+
+  /// The end of a backward: the micro-batch's parameter gradients are complete.
+  void backward_weight(int g, int s, int mb) {
     backward_done_[s][mb] = true;
     --backwards_left_[s];
-    clock_s_[g] += costs_.backward_s;
-    result_.group_busy_s[g] += costs_.backward_s;
+    advance(g, costs_.weight_s);
     --in_flight_stage_[s];
     --in_flight_group_[g];
+  }
+
+  void advance(int g, Seconds cost_s) {
+    clock_s_[g] += cost_s;
+    result_.group_busy_s[g] += cost_s;
   }
 
   /// Every group ran to its end (else: deadlock) and every (stage, micro-batch) has its
@@ -203,10 +226,13 @@ class ScheduleRun {
     for (int s = 0; s < stages_; ++s) {
       for (int mb = 0; mb < micro_batches_; ++mb) {
         if (!backward_done_[s][mb]) {  // implies the forward may be missing too
+          const char* lacks = !forward_done_[s][mb]          ? "its forward"
+                              : input_gradient_done_[s][mb] ? "its backward_weight"
+                                                            : "its backward";
           throw Error("", "schedule",
                       "a forward and a backward of every stage and micro-batch (stage " +
                           std::to_string(s) + " micro-batch " + std::to_string(mb) + " lacks " +
-                          (forward_done_[s][mb] ? "its backward" : "its forward") + ")");
+                          lacks + ")");
         }
       }
     }
@@ -219,7 +245,10 @@ class ScheduleRun {
   std::vector<int> owner_;        // index = stage: its group
   std::vector<size_t> pc_;        // index = group: next instruction
   std::vector<Seconds> clock_s_;  // index = group: when its next instruction may start
-  std::vector<std::vector<bool>> forward_done_, backward_done_;             // [stage][mb]
+  // [stage][mb]: forward ran; backward (or backward_weight) ran; backward or backward_input
+  // ran; that was a whole backward.
+  std::vector<std::vector<bool>> forward_done_, backward_done_, input_gradient_done_,
+      whole_backward_;
   std::vector<std::vector<bool>> received_activation_, received_gradient_;  // [stage][mb]
   std::map<std::tuple<bool, int, int>, Seconds> sent_;  // (activation, from stage, mb) -> time
   std::vector<int> backwards_left_;                     // index = stage

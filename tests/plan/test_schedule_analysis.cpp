@@ -46,7 +46,8 @@ ScheduleProgram one_group(std::vector<int> stages, std::vector<Instruction> code
 
 TEST_CASE("every generated program is valid and deadlock-free over a sweep of shapes") {
   const ScheduleKind kinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
-                                ScheduleKind::interleaved_1f1b, ScheduleKind::wave};
+                                ScheduleKind::interleaved_1f1b, ScheduleKind::wave,
+                                ScheduleKind::zb_h1};
   int checked = 0;
   for (ScheduleKind kind : kinds) {
     const bool chunked = kind == ScheduleKind::interleaved_1f1b || kind == ScheduleKind::wave;
@@ -70,8 +71,9 @@ TEST_CASE("every generated program is valid and deadlock-free over a sweep of sh
       }
     }
   }
-  // gpipe, 1f1b: 5 x 10 each; interleaved: m % p == 0 leaves 10+5+3+2+2 per v; wave: 5 x 4 x 10.
-  CHECK(checked == 2 * 50 + 4 * 22 + 200);
+  // gpipe, 1f1b, zb-h1: 5 x 10 each; interleaved: m % p == 0 leaves 10+5+3+2+2 per v; wave:
+  // 5 x 4 x 10.
+  CHECK(checked == 3 * 50 + 4 * 22 + 200);
 }
 
 TEST_CASE("generation is deterministic") {
