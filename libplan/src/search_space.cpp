@@ -305,6 +305,7 @@ std::vector<Choice> enumerate_choices(const Structure& structure, const Model& m
     }
     if (allowed(ScheduleKind::one_f_one_b)) add(ScheduleKind::one_f_one_b, 1);
     if (allowed(ScheduleKind::gpipe)) add(ScheduleKind::gpipe, 1);
+    if (allowed(ScheduleKind::zb_h1)) add(ScheduleKind::zb_h1, 1);
     for (int v : limits.chunk_options) {
       if (p * v > layers) continue;
       if (allowed(ScheduleKind::interleaved_1f1b) && m % p == 0) add(ScheduleKind::interleaved_1f1b, v);

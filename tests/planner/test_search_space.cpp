@@ -75,10 +75,14 @@ TEST_CASE("choices: micro-batch sizes at least dp, schedules by depth") {
   CHECK(one[0].micro_batch_size == 4);
   CHECK(one[0].micro_batches == 2);
   CHECK(one[1].micro_batch_size == 8);
-  // Two groups of 2 at tp 1, batch 8: b = 2 (m 4), 4 (m 2), 8 (m 1); 1f1b and gpipe always,
-  // interleaved and wave with 2 and 4 chunks when m % 2 == 0 and 2 * chunks <= 10 layers.
+  // Two groups of 2 at tp 1, batch 8: b = 2 (m 4), 4 (m 2), 8 (m 1); 1f1b, gpipe and zb-h1
+  // always, interleaved and wave with 2 and 4 chunks when m % 2 == 0 and 2 * chunks <= 10
+  // layers.
   const auto two = plan::enumerate_choices(structures[3], tiny, 8, limits);
-  CHECK(two.size() == 6 + 6 + 2);
+  CHECK(two.size() == 9 + 6 + 2);
+  int zb_h1 = 0;
+  for (const plan::Choice& c : two) zb_h1 += c.schedule.kind == plan::ScheduleKind::zb_h1;
+  CHECK(zb_h1 == 3);
   limits.schedules = {plan::ScheduleKind::wave};
   for (const plan::Choice& c : plan::enumerate_choices(structures[3], tiny, 8, limits)) {
     CHECK(c.schedule.kind == plan::ScheduleKind::wave);
