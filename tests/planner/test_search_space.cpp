@@ -87,4 +87,9 @@ TEST_CASE("choices: micro-batch sizes at least dp, schedules by depth") {
   for (const plan::Choice& c : plan::enumerate_choices(structures[3], tiny, 8, limits)) {
     CHECK(c.schedule.kind == plan::ScheduleKind::wave);
   }
+  // zb-h1 alone also serves one group (where it runs as 1f1b with split backwards).
+  limits.schedules = {plan::ScheduleKind::zb_h1};
+  const auto zb_one = plan::enumerate_choices(structures[0], tiny, 8, limits);
+  REQUIRE(zb_one.size() == 2);
+  for (const plan::Choice& c : zb_one) CHECK(c.schedule.kind == plan::ScheduleKind::zb_h1);
 }
