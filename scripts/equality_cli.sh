@@ -6,7 +6,9 @@
 # case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
 # and exits 0), trace (a measured Chrome trace), learning (the loss falls on data/corpus.txt),
 # buckets (whale-run's measured trace and WHALE_SIM's predicted one reduce the same gradient
-# buckets on the same devices: those of the schedule program, as written in the plan's header).
+# buckets on the same devices: those of the schedule program, as written in the plan's header),
+# split_ops (under zb-h1 both traces list the same forward, input-gradient and weight-gradient
+# passes on each device, in the same order).
 set -uo pipefail
 check=$1 run=$2 sim=${3:-}
 # Scratch in the build folder that holds WHALE_RUN (BUILD/apps/whale-run), one per call, so that
@@ -122,6 +124,24 @@ buckets)
     fail "whale-run's buckets: $(reductions "$out/run.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
   [ "$(reductions "$out/sim.json")" = "$expected" ] ||
     fail "whale-sim's buckets: $(reductions "$out/sim.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
+  ;;
+split_ops)
+  plan=configs/plans/tiny/pp2-zb-h1.yaml
+  mpirun -np 2 --oversubscribe "$run" $plan --data $data --steps 1 --log-every 0 \
+    --trace "$out/run.json" || fail "split_ops run"
+  "$sim" $plan --trace "$out/sim.json" >/dev/null || fail "split_ops simulation"
+  # "device: F|B|W sS mbM", one line per compute pass, in trace order within each device.
+  passes() { grep -o '"name":"[FBW] s[0-9]* mb[0-9]*","ph":"X","pid":[0-9]*' "$1" |
+    sed 's/"name":"\([^"]*\)","ph":"X","pid":\(.*\)/\2: \1/' | sort -s -t: -k1,1n; }
+  # Group 1 (the last stage) delays each weight pass by one micro-batch (docs/plan.md).
+  expected=$(for p in "F 0" "F 1" "B 0" "W 0" "F 2" "B 1" "W 1" "F 3" "B 2" "W 2" "B 3" "W 3"; do
+               echo "0: ${p% *} s0 mb${p#* }"; done
+             for p in "F 0" "B 0" "F 1" "B 1" "W 0" "F 2" "B 2" "W 1" "F 3" "B 3" "W 2" "W 3"; do
+               echo "1: ${p% *} s1 mb${p#* }"; done)
+  [ "$(passes "$out/run.json")" = "$expected" ] ||
+    fail "whale-run's passes: $(passes "$out/run.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
+  [ "$(passes "$out/sim.json")" = "$expected" ] ||
+    fail "whale-sim's passes: $(passes "$out/sim.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
   ;;
 learning)
   "$run" configs/plans/tiny/single.yaml --data $data --steps 40 --lr 0.003 --log-every 0 \

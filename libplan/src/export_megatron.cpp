@@ -25,6 +25,10 @@ std::vector<std::string> megatron_limits(const Plan& plan, const ExportLayout& l
   if (layout.pipeline > 1 && (kind == ScheduleKind::gpipe || kind == ScheduleKind::wave)) {
     limits.push_back(std::string("schedule ") + to_string(kind) + ": Megatron-LM runs 1f1b or interleaved-1f1b");
   }
+  if (layout.pipeline > 1 && kind == ScheduleKind::zb_h1) {
+    limits.push_back("schedule zb-h1: Megatron-LM runs 1f1b or interleaved-1f1b; its backward is not split into "
+                     "input and weight gradient passes");
+  }
   if (kind == ScheduleKind::interleaved_1f1b && layout.pipeline > 1) {
     if (!all_equal(layout.blocks)) {
       limits.push_back("interleaved stages with uneven layers " + join_numbers(layout.blocks) +

@@ -51,7 +51,7 @@ Hints load_hints(const std::string& path) {
   if (root.has("schedules")) {
     for (const YamlField& e : root.get("schedules").elements()) {
       ScheduleKind k;
-      if (!parse_schedule_kind(e.text(), &k)) e.fail("expected gpipe, 1f1b, interleaved-1f1b or wave, got '" + e.text() + "'");
+      if (!parse_schedule_kind(e.text(), &k)) e.fail("expected gpipe, 1f1b, interleaved-1f1b, wave or zb-h1, got '" + e.text() + "'");
       h.schedules.push_back(k);
     }
   }
@@ -137,7 +137,8 @@ void check_hints(const Hints& hints, const Cluster& cluster, const Model& model)
     };
     const bool chunked = allowed(ScheduleKind::interleaved_1f1b) || allowed(ScheduleKind::wave);
     const int depth = hints.max_pipeline_depth > 0 ? hints.max_pipeline_depth : static_cast<int>(usable.size());
-    bool possible = stages <= depth && (allowed(ScheduleKind::one_f_one_b) || allowed(ScheduleKind::gpipe));
+    bool possible = stages <= depth && (allowed(ScheduleKind::one_f_one_b) || allowed(ScheduleKind::gpipe) ||
+                                      allowed(ScheduleKind::zb_h1));
     for (int v : {2, 4}) possible = possible || (chunked && stages % v == 0 && stages / v <= depth);
     if (!possible) {
       throw Error(file, "stage_boundaries", std::to_string(stages) + " stages contradict max_pipeline_depth " +

@@ -7,7 +7,8 @@ namespace whale::plan {
 namespace {
 
 constexpr ScheduleKind kScheduleKinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
-                                           ScheduleKind::interleaved_1f1b, ScheduleKind::wave};
+                                           ScheduleKind::interleaved_1f1b, ScheduleKind::wave,
+                                           ScheduleKind::zb_h1};
 constexpr Recompute kRecomputes[] = {Recompute::none, Recompute::full, Recompute::selective};
 
 }  // namespace
@@ -18,6 +19,7 @@ const char* to_string(ScheduleKind k) {
     case ScheduleKind::one_f_one_b: return "1f1b";
     case ScheduleKind::interleaved_1f1b: return "interleaved-1f1b";
     case ScheduleKind::wave: return "wave";
+    case ScheduleKind::zb_h1: return "zb-h1";
   }
   return "?";
 }
@@ -69,6 +71,7 @@ int group_of_stage(ScheduleKind kind, int groups, int chunks, int stage) {
   switch (kind) {
     case ScheduleKind::gpipe:
     case ScheduleKind::one_f_one_b:
+    case ScheduleKind::zb_h1:
       return chunks <= 1 ? stage : stage % groups;
     case ScheduleKind::interleaved_1f1b:
       return stage % groups;

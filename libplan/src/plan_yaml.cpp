@@ -31,7 +31,7 @@ Schedule parse_schedule(const YamlField& field) {
   if (!scalar) field.expect_keys({"kind", "chunks"});
   const YamlField kind = scalar ? field : field.get("kind");
   if (!parse_schedule_kind(kind.text(), &schedule.kind)) {
-    kind.fail("unknown schedule '" + kind.text() + "'", "use gpipe, 1f1b, interleaved-1f1b or wave");
+    kind.fail("unknown schedule '" + kind.text() + "'", "use gpipe, 1f1b, interleaved-1f1b, wave or zb-h1");
   }
   if (!scalar && field.has("chunks")) schedule.chunks = static_cast<int>(field.get("chunks").count(kMaxLayers, "chunks"));
   return schedule;

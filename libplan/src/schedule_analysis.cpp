@@ -23,7 +23,8 @@ class ScheduleRun {
   ScheduleRun(const ScheduleProgram& program, const StageCosts& costs)
       : program_(program), costs_(costs) {
     index_stages();
-    for (const auto* v : {&costs.forward_s, &costs.backward_s, &costs.optimizer_s}) {
+    for (const auto* v : {&costs.forward_s, &costs.backward_s, &costs.optimizer_s, &costs.weight_s}) {
+      if (v == &costs.weight_s && v->empty()) continue;  // no weight passes priced: free
       if (static_cast<int>(v->size()) < stages_) {
         throw Error("", "schedule", "a cost for each of the program's " + std::to_string(stages_) +
                                         " stages (got " + std::to_string(v->size()) + ")");
@@ -39,6 +40,8 @@ class ScheduleRun {
     in_flight_group_.assign(groups, 0);
     forward_done_.assign(stages_, std::vector<bool>(micro_batches_, false));
     backward_done_.assign(stages_, std::vector<bool>(micro_batches_, false));
+    input_gradient_done_ = forward_done_;
+    whole_backward_ = forward_done_;
     received_activation_ = forward_done_;
     received_gradient_ = forward_done_;
     backwards_left_.assign(stages_, micro_batches_);
@@ -120,14 +123,20 @@ class ScheduleRun {
         sent_s_[kActivation][slot(s, mb)] = clock_s_[g];
         return true;
       case K::send_gradient:
-        if (!backward_done_[s][mb]) fail(g, "sends before its backward");
+        if (!input_gradient_done_[s][mb]) fail(g, "sends before its backward");
         sent_s_[kGradient][slot(s, mb)] = clock_s_[g];
         return true;
       case K::forward:
         forward(g, s, mb);
         return true;
       case K::backward:
-        backward(g, s, mb);
+      case K::backward_input:
+        backward_input(g, s, mb, in.kind == K::backward);
+        return true;
+      case K::backward_weight:
+        if (backward_done_[s][mb] || !input_gradient_done_[s][mb] || whole_backward_[s][mb])
+          fail(g, "a weight pass without its own backward_input before it");
+        backward_weight(g, s, mb);
         return true;
       case K::reduce_bucket:
         if (backwards_left_[s] != 0) fail(g, "reduces before all backwards of the stage");
@@ -182,18 +191,32 @@ class ScheduleRun {
     peak_group = std::max(peak_group, ++in_flight_group_[g]);
   }
 
-  void backward(int g, int s, int mb) {
-    if (backward_done_[s][mb]) fail(g, "a second backward");
+  /// A backward, or the input part of a split one (`whole` false): needs stage+1's input
+  /// gradient and produces this stage's.
+  void backward_input(int g, int s, int mb, bool whole) {
+    if (input_gradient_done_[s][mb]) fail(g, "a second backward");
     if (!forward_done_[s][mb]) fail(g, "runs before its forward");
-    const bool has_gradient = s == stages_ - 1 || (owner_[s + 1] == g ? backward_done_[s + 1][mb]
-                                                                      : received_gradient_[s][mb]);
+    const bool has_gradient =
+        s == stages_ - 1 ||
+        (owner_[s + 1] == g ? input_gradient_done_[s + 1][mb] : received_gradient_[s][mb]);
     if (!has_gradient) fail(g, "runs before its output gradient is here");
+    input_gradient_done_[s][mb] = true;
+    whole_backward_[s][mb] = whole;
+    run_compute(g, costs_.backward_s[s]);
+    if (whole) backward_weight(g, s, mb);
+  }
+
+  /// The end of a backward: the micro-batch's parameter gradients are complete.
+  void backward_weight(int g, int s, int mb) {
     backward_done_[s][mb] = true;
     --backwards_left_[s];
-    run_compute(g, costs_.backward_s[s]);
+    run_compute(g, weight_s(s));
     --in_flight_stage_[s];
     --in_flight_group_[g];
   }
+
+  /// The weight pass of stage s (none given: free).
+  Seconds weight_s(int s) const { return costs_.weight_s.empty() ? 0.0 : costs_.weight_s[s]; }
 
   /// Every group ran to its end (else: deadlock) and every (stage, micro-batch) has its
   /// forward and backward.
@@ -212,10 +235,13 @@ class ScheduleRun {
     for (int s = 0; s < stages_; ++s) {
       for (int mb = 0; mb < micro_batches_; ++mb) {
         if (!backward_done_[s][mb]) {  // implies the forward may be missing too
+          const char* lacks = !forward_done_[s][mb]          ? "its forward"
+                              : input_gradient_done_[s][mb] ? "its backward_weight"
+                                                            : "its backward";
           throw Error("", "schedule",
                       "a forward and a backward of every stage and micro-batch (stage " +
                           std::to_string(s) + " micro-batch " + std::to_string(mb) + " lacks " +
-                          (forward_done_[s][mb] ? "its backward" : "its forward") + ")");
+                          lacks + ")");
         }
       }
     }
@@ -228,7 +254,10 @@ class ScheduleRun {
   std::vector<int> owner_;        // index = stage: its group
   std::vector<size_t> pc_;        // index = group: next instruction
   std::vector<Seconds> clock_s_;  // index = group: when its next instruction may start
-  std::vector<std::vector<bool>> forward_done_, backward_done_;             // [stage][mb]
+  // [stage][mb]: forward ran; backward (or backward_weight) ran; backward or backward_input
+  // ran; that was a whole backward.
+  std::vector<std::vector<bool>> forward_done_, backward_done_, input_gradient_done_,
+      whole_backward_;
   std::vector<std::vector<bool>> received_activation_, received_gradient_;  // [stage][mb]
   static constexpr int kActivation = 0, kGradient = 1;
   static constexpr Seconds kNotSent = -1;
@@ -253,7 +282,8 @@ ScheduleAnalysis analyze_schedule(const ScheduleProgram& program, const UnitCost
   for (const auto& gp : program.groups) stages += gp.stages.size();
   return analyze_schedule(program, StageCosts{std::vector<Seconds>(stages, costs.forward_s),
                                               std::vector<Seconds>(stages, costs.backward_s),
-                                              std::vector<Seconds>(stages, 0.0)});
+                                              std::vector<Seconds>(stages, 0.0),
+                                              std::vector<Seconds>(stages, costs.weight_s)});
 }
 
 void check_schedule(const ScheduleProgram& program) { analyze_schedule(program, UnitCosts{}); }

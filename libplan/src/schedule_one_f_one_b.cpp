@@ -1,6 +1,7 @@
 // File: schedule_one_f_one_b.cpp
 // Compute orders of gpipe, 1f1b (PipeDream-flush) and Megatron-LM's interleaved 1F1B: each is
-// a forward list, a backward list and a warm-up count, merged by one rule.
+// a forward list, a backward list and a warm-up count, merged by one rule (zb-h1 splits the
+// backwards of 1f1b's order: schedule_zero_bubble.cpp).
 #include <algorithm>
 
 #include "schedule_order.h"
@@ -54,7 +55,9 @@ std::vector<ComputeOp> group_order(const ScheduleShape& shape, int group) {
     }
   }
   int warmup = total;  // gpipe
-  if (shape.kind == ScheduleKind::one_f_one_b) warmup = p - group - 1;
+  if (shape.kind == ScheduleKind::one_f_one_b || shape.kind == ScheduleKind::zb_h1) {
+    warmup = p - group - 1;
+  }
   if (shape.kind == ScheduleKind::interleaved_1f1b) {
     warmup = (p - group - 1) * 2 + (shape.chunks - 1) * p;
   }

@@ -9,11 +9,16 @@
 
 namespace whale::plan::detail {
 
-/// One forward or backward of (stage, micro_batch).
+/// Which part of a backward a ComputeOp is: all of it, or one pass of a split backward
+/// (zb-h1's B, the input gradient, and W, the weight gradient).
+enum class BackwardPart { whole, input, weight };
+
+/// One forward or backward (or backward part) of (stage, micro_batch).
 struct ComputeOp {
   bool forward = true;
   int stage = 0;
   int micro_batch = 0;
+  BackwardPart part = BackwardPart::whole;  // backwards only
 };
 
 /// The shape of a schedule, already checked: groups >= 1, chunks >= 1, micro_batches >= 1.
@@ -26,7 +31,8 @@ struct ScheduleShape {
 };
 
 /// Compute orders, index = group. Every (stage, micro_batch) of a group's stages appears once
-/// as a forward and once as a backward, forward first.
+/// as a forward and once as a whole backward, forward first; or, split, once as a forward, once
+/// as a backward input part and once as a backward weight part, in this order.
 using ComputeOrders = std::vector<std::vector<ComputeOp>>;
 
 /// gpipe, 1f1b and interleaved-1f1b: a warm-up of forwards, then one forward and one backward
@@ -37,5 +43,11 @@ ComputeOrders one_f_one_b_orders(const ScheduleShape& shape);
 /// V placement, a ready backward first, else a ready forward, at most p micro-batches admitted
 /// past stage 0 and not yet back. Any order so obtained is deadlock-free under any costs.
 ComputeOrders wave_orders(const ScheduleShape& shape);
+
+/// zb-h1 (Qi et al. 2024, ZB-H1): 1f1b's order with every backward split. Group g's k-th
+/// backward becomes its input part, directly followed by the weight part of the (k-g)-th
+/// backward when k >= g; the g weight parts left run at the end, filling the cool-down. Peak
+/// in flight (forward to weight part) is p on every group, 1f1b's peak on group 0.
+ComputeOrders zb_h1_orders(const ScheduleShape& shape);
 
 }  // namespace whale::plan::detail

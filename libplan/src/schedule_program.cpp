@@ -1,7 +1,8 @@
 // File: schedule_program.cpp
 // generate_schedule: checks the shape, takes each group's compute order from its generator and
 // emits the instructions, with sends and receives only where adjacent stages change group;
-// add_gradient_reductions then places every dp stage's gradient buckets.
+// add_gradient_reductions then places every dp stage's gradient buckets after the backward
+// (or backward_weight) that completes them.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -20,12 +21,22 @@ const char* to_string(InstructionKind k) {
     case InstructionKind::send_activation: return "send_activation";
     case InstructionKind::recv_gradient: return "recv_gradient";
     case InstructionKind::backward: return "backward";
+    case InstructionKind::backward_input: return "backward_input";
+    case InstructionKind::backward_weight: return "backward_weight";
     case InstructionKind::send_gradient: return "send_gradient";
     case InstructionKind::reduce_bucket: return "reduce_bucket";
     case InstructionKind::wait_reductions: return "wait_reductions";
     case InstructionKind::optimizer_step: return "optimizer_step";
   }
   return "unknown";
+}
+
+bool completes_gradients(InstructionKind k) {
+  return k == InstructionKind::backward || k == InstructionKind::backward_weight;
+}
+
+bool produces_input_gradient(InstructionKind k) {
+  return k == InstructionKind::backward || k == InstructionKind::backward_input;
 }
 
 namespace {
@@ -41,8 +52,9 @@ void check_shape(const detail::ScheduleShape& shape) {
   require(shape.chunks >= 1, "chunks >= 1 (got " + std::to_string(shape.chunks) + ")");
   require(shape.micro_batches >= 1,
           "micro_batches >= 1 (got " + std::to_string(shape.micro_batches) + ")");
-  const bool single_chunk =
-      shape.kind == ScheduleKind::gpipe || shape.kind == ScheduleKind::one_f_one_b;
+  const bool single_chunk = shape.kind == ScheduleKind::gpipe ||
+                            shape.kind == ScheduleKind::one_f_one_b ||
+                            shape.kind == ScheduleKind::zb_h1;
   require(!single_chunk || shape.chunks == 1,
           kind + " runs one chunk per group (got chunks " + std::to_string(shape.chunks) + ")",
           "use interleaved-1f1b or wave for several chunks per group");
@@ -54,19 +66,33 @@ void check_shape(const detail::ScheduleShape& shape) {
           "use a multiple of " + std::to_string(shape.groups) + " micro-batches, or 1f1b/wave");
 }
 
+InstructionKind backward_kind(detail::BackwardPart part) {
+  switch (part) {
+    case detail::BackwardPart::whole: return InstructionKind::backward;
+    case detail::BackwardPart::input: return InstructionKind::backward_input;
+    case detail::BackwardPart::weight: return InstructionKind::backward_weight;
+  }
+  return InstructionKind::backward;
+}
+
 /// Appends one compute op with its receive before and its send after, when the neighbouring
 /// stage (the input's for forwards, the output gradient's for backwards) is on another group.
+/// A backward's weight part neither receives nor sends: its input part did.
 void emit_compute(const detail::ComputeOp& op, const std::vector<int>& group_of, int group,
                   std::vector<Instruction>* out) {
+  using K = InstructionKind;
+  if (!op.forward && op.part == detail::BackwardPart::weight) {
+    out->push_back({K::backward_weight, op.stage, op.micro_batch});
+    return;
+  }
   const int last = static_cast<int>(group_of.size()) - 1;
   const bool remote_before = op.stage > 0 && group_of[op.stage - 1] != group;
   const bool remote_after = op.stage < last && group_of[op.stage + 1] != group;
   const bool recv = op.forward ? remote_before : remote_after;
   const bool send = op.forward ? remote_after : remote_before;
-  using K = InstructionKind;
   if (recv) out->push_back({op.forward ? K::recv_activation : K::recv_gradient, op.stage,
                             op.micro_batch});
-  out->push_back({op.forward ? K::forward : K::backward, op.stage, op.micro_batch});
+  out->push_back({op.forward ? K::forward : backward_kind(op.part), op.stage, op.micro_batch});
   if (send) out->push_back({op.forward ? K::send_activation : K::send_gradient, op.stage,
                             op.micro_batch});
 }
@@ -76,9 +102,9 @@ void emit_compute(const detail::ComputeOp& op, const std::vector<int>& group_of,
 ScheduleProgram generate_schedule(ScheduleKind kind, int groups, int chunks, int micro_batches) {
   const detail::ScheduleShape shape{kind, groups, chunks, micro_batches};
   check_shape(shape);
-  const detail::ComputeOrders orders = kind == ScheduleKind::wave
-                                           ? detail::wave_orders(shape)
-                                           : detail::one_f_one_b_orders(shape);
+  const detail::ComputeOrders orders = kind == ScheduleKind::wave    ? detail::wave_orders(shape)
+                                       : kind == ScheduleKind::zb_h1 ? detail::zb_h1_orders(shape)
+                                       : detail::one_f_one_b_orders(shape);
   std::vector<int> group_of(shape.stages());
   for (int s = 0; s < shape.stages(); ++s) group_of[s] = group_of_stage(kind, groups, chunks, s);
 
@@ -107,13 +133,13 @@ void add_gradient_reductions(const std::vector<int>& buckets_per_stage,
     out.reserve(gp.instructions.size() + added);
     std::vector<int> backwards_left(buckets_per_stage.size(), 0);
     for (const Instruction& in : gp.instructions)
-      if (in.kind == K::backward) ++backwards_left.at(in.stage);
+      if (completes_gradients(in.kind)) ++backwards_left.at(in.stage);
     for (const Instruction& in : gp.instructions) {
       const int buckets = buckets_per_stage.at(in.stage);
       if (in.kind == K::optimizer_step && buckets > 0)
         out.push_back({K::wait_reductions, in.stage, -1});
       out.push_back(in);
-      if (in.kind == K::backward && --backwards_left[in.stage] == 0)
+      if (completes_gradients(in.kind) && --backwards_left[in.stage] == 0)
         for (int b = 0; b < buckets; ++b) out.push_back({K::reduce_bucket, in.stage, -1, b});
     }
     gp.instructions = std::move(out);

@@ -64,6 +64,13 @@ class RangeMemo {
 // Share of a micro-batch's forward + backward time that is backward (GEMMs twice).
 constexpr double kBackwardShare = 2.0 / 3.0;
 
+// The pipeline's fill and drain, as a share of 1f1b's: zb-h1 shrinks (p-1)(F+B+W) to
+// (p-1)(F+B-W) (Qi et al. 2024), with W half the backward: (1/3 + 1/3 - 1/3) / 1 = 1/3.
+double bubble_share(ScheduleKind kind) {
+  const double weight_share = kBackwardShare / 2;
+  return kind == ScheduleKind::zb_h1 ? 1.0 - 2.0 * weight_share : 1.0;
+}
+
 int stage_group(const Schedule& schedule, int p, int s) {
   if (schedule.kind == ScheduleKind::wave && (s / p) % 2 == 1) return p - 1 - s % p;
   return s % p;
@@ -72,7 +79,9 @@ int stage_group(const Schedule& schedule, int p, int s) {
 int in_flight_of(const Schedule& sch, int p, int g, int m) {
   switch (sch.kind) {
     case ScheduleKind::gpipe: return m;
-    case ScheduleKind::one_f_one_b: return std::min(m, p - g);
+    case ScheduleKind::one_f_one_b:
+    case ScheduleKind::zb_h1:  // activations to the input pass; the weight pass holds less
+      return std::min(m, p - g);
     default: {  // Megatron's interleaving factor: (p - g) + (p - 1) / v, rounded up
       const int extra = (p - 1 + sch.chunks - 1) / sch.chunks;
       return std::min(m, p - g + extra);
@@ -268,7 +277,8 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     // while the others fill (m >= p); with fewer, a wave's micro-batches cross the stages
     // one after another.
     const int bubble_divisor = c.micro_batches >= p ? v : 1;
-    out.estimate_s = c.micro_batches * slowest + (total - slowest) / bubble_divisor + p2p + exposed_dp +
+    out.estimate_s = c.micro_batches * slowest +
+                     bubble_share(c.schedule.kind) * (total - slowest) / bubble_divisor + p2p + exposed_dp +
                      *std::max_element(group_opt.begin(), group_opt.end());
     return out;
   };

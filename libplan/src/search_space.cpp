@@ -315,16 +315,19 @@ std::vector<Choice> enumerate_choices(const Structure& structure, const Model& m
       if (limits.fixed_stages > 0 && stages != limits.fixed_stages) return;
       out.push_back(Choice{b, m, Schedule{kind, chunks}});
     };
-    if (p == 1) {  // one group: gpipe only differs by holding more activations
+    if (p == 1) {  // one group: gpipe only differs by holding more activations, zb-h1 not at all
       if (allowed(ScheduleKind::one_f_one_b)) {
         add(ScheduleKind::one_f_one_b, 1);
       } else if (allowed(ScheduleKind::gpipe)) {
         add(ScheduleKind::gpipe, 1);
+      } else if (allowed(ScheduleKind::zb_h1)) {
+        add(ScheduleKind::zb_h1, 1);
       }
       continue;
     }
     if (allowed(ScheduleKind::one_f_one_b)) add(ScheduleKind::one_f_one_b, 1);
     if (allowed(ScheduleKind::gpipe)) add(ScheduleKind::gpipe, 1);
+    if (allowed(ScheduleKind::zb_h1)) add(ScheduleKind::zb_h1, 1);
     for (int v : limits.chunk_options) {
       if (p * v > layers) continue;
       if (allowed(ScheduleKind::interleaved_1f1b) && m % p == 0) add(ScheduleKind::interleaved_1f1b, v);

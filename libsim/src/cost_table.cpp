@@ -53,6 +53,7 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
   ReplicaCost out;
   out.bucket_backward_s.assign(buckets.size(), 0);
   out.bucket_tp_s.assign(buckets.size(), 0);
+  out.bucket_weight_s.assign(buckets.size(), 0);
   std::size_t bucket = buckets.size();  // the bucket of layer l: buckets run from the last layer
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const plan::Layer& layer = plan.model.layers.at(l);
@@ -61,6 +62,7 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
                    stage.sequence_parallel);
     out.forward_s += cost.forward_s;
     out.backward_s += cost.backward_s;
+    out.backward_weight_s += cost.backward_weight_s;
     out.recompute_s += cost.recompute_s;
     out.model_flops += 3.0 * cost.forward_flops;
     // Sequence parallelism replaces each all-reduce by an all-gather and a reduce-scatter of
@@ -75,6 +77,7 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
     if (bucket == buckets.size() || l == buckets[bucket].end_layer) --bucket;
     out.bucket_backward_s[bucket] += cost.backward_s;
     out.bucket_tp_s[bucket] += tp_s;
+    out.bucket_weight_s[bucket] += cost.backward_weight_s;
   }
   return out;
 }

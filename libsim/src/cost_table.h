@@ -16,15 +16,20 @@ namespace whale::sim {
 struct ReplicaCost {
   Seconds forward_s = 0;       // compute kernels of the forward
   Seconds backward_s = 0;      // compute kernels of the backward, recomputation excluded
+  Seconds backward_weight_s = 0;  // the weight-gradient part of backward_s: a split
+                                  // backward's weight pass (no TP communication); its input
+                                  // pass is recompute_s, then backward_s - backward_weight_s
   Seconds recompute_s = 0;     // recomputation kernels run at the start of the backward
   Seconds tp_forward_s = 0;    // TP all-reduces of one forward (the backward has as many)
   Seconds tp_recompute_s = 0;  // TP all-reduces repeated by recomputation
   Flops model_flops = 0;       // 3 x forward GEMM flops of this device (no recomputation)
   // Per gradient bucket b of the stage (plan::gradient_buckets; empty when dp == 1): the
   // backward compute and TP all-reduces of its layers. Their sums over the buckets are
-  // backward_s and tp_forward_s.
+  // backward_s and tp_forward_s; bucket_weight_s, the weight pass's share, sums to
+  // backward_weight_s.
   std::vector<Seconds> bucket_backward_s;
   std::vector<Seconds> bucket_tp_s;
+  std::vector<Seconds> bucket_weight_s;
 };
 
 /// A bridge transfer of one micro-batch between adjacent stages, forward direction.

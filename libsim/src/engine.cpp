@@ -30,6 +30,8 @@ namespace {
 
 constexpr Seconds kUnknown = -1.0;
 enum Direction { kActivation = 0, kGradient = 1 };
+/// A backward instruction: a whole backward, or a split backward's input or weight pass.
+enum class Part { whole, input, weight };
 
 struct UnitState {
   std::size_t pc = 0;
@@ -68,6 +70,7 @@ class Engine {
     const std::size_t slots = static_cast<std::size_t>(stages_) * replicas_;
     last_backward_start_s_.assign(slots, 0);
     last_backward_end_s_.assign(slots, 0);
+    last_backward_split_.assign(slots, false);
     bucket_reached_.resize(stages_);
     for (int s = 0; s < stages_; ++s)
       bucket_reached_[s].assign(table.stages[s].bucket_allreduce_s.size(), 0);
@@ -127,7 +130,9 @@ class Engine {
       case K::recv_gradient: return receive(u, key(ins.stage, ins.micro_batch, kGradient,
                                                    result_.units[u].replica));
       case K::forward: forward(u, ins); return true;
-      case K::backward: backward(u, ins); return true;
+      case K::backward: backward(u, ins, Part::whole); return true;
+      case K::backward_input: backward(u, ins, Part::input); return true;
+      case K::backward_weight: backward(u, ins, Part::weight); return true;
       case K::send_activation: send(u, ins, kActivation); return true;
       case K::send_gradient: send(u, ins, kGradient); return true;
       case K::reduce_bucket: reduce_bucket(u, ins.stage, ins.bucket); return true;
@@ -183,17 +188,29 @@ class Engine {
     stats.model_flops += c.model_flops;
   }
 
-  void backward(int u, const plan::Instruction& ins) {
+  /// A whole backward, or one pass of a split one: the input pass recomputes (if the stage
+  /// does) and runs everything but the weight-gradient GEMMs, with all the TP all-reduces; the
+  /// weight pass runs those GEMMs. The whole backward or the weight pass completes the
+  /// micro-batch's gradients, which the gradient buckets wait for.
+  void backward(int u, const plan::Instruction& ins, Part part) {
     UnitStats& stats = result_.units[u];
     const ReplicaCost& c = table_.stages[ins.stage].replicas[stats.replica];
-    if (c.recompute_s > 0) {
-      compute_with_tp(u, 'R', ins, c.recompute_s, c.tp_recompute_s, &stats.recompute_s);
+    Seconds start_s = 0;
+    if (part == Part::weight) {
+      start_s = compute_with_tp(u, 'W', ins, c.backward_weight_s, 0, &stats.compute_s);
+    } else {
+      if (c.recompute_s > 0) {
+        compute_with_tp(u, 'R', ins, c.recompute_s, c.tp_recompute_s, &stats.recompute_s);
+      }
+      const Seconds compute_s =
+          part == Part::input ? c.backward_s - c.backward_weight_s : c.backward_s;
+      start_s = compute_with_tp(u, 'B', ins, compute_s, c.tp_forward_s, &stats.compute_s);
     }
-    const Seconds start_s =
-        compute_with_tp(u, 'B', ins, c.backward_s, c.tp_forward_s, &stats.compute_s);
+    if (part == Part::input) return;
     const std::size_t slot = static_cast<std::size_t>(ins.stage) * replicas_ + stats.replica;
     last_backward_start_s_[slot] = start_s;
     last_backward_end_s_[slot] = units_[u].compute_free_s;
+    last_backward_split_[slot] = part == Part::weight;
   }
 
   /// Sends of (stage, mb) from this unit: activations to stage+1, gradients to stage-1.
@@ -223,7 +240,8 @@ class Engine {
   /// Unit u reached reduce_bucket(stage, bucket) (schedule_program.h). The last replica to
   /// reach it schedules the bucket's all-reduce on the group's DP stream: it starts once every
   /// replica's last backward of the stage has passed the bucket's layers (that backward's start
-  /// plus the compute and exposed TP time of buckets 0..bucket) and the stream is free.
+  /// plus the compute and exposed TP time of buckets 0..bucket; for a split backward, its
+  /// weight pass's start plus the weight GEMMs of buckets 0..bucket) and the stream is free.
   void reduce_bucket(int u, int stage, int bucket) {
     const int group = result_.units[u].group;
     const plan::Stage& st = plan_.stages[stage];
@@ -234,7 +252,11 @@ class Engine {
       const ReplicaCost& c = cost.replicas[r];
       const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
       Seconds passed_s = last_backward_start_s_[slot];
-      for (int b = 0; b <= bucket; ++b) passed_s += c.bucket_backward_s[b] + exposed_ * c.bucket_tp_s[b];
+      for (int b = 0; b <= bucket; ++b) {
+        passed_s += last_backward_split_[slot]
+                        ? c.bucket_weight_s[b]
+                        : c.bucket_backward_s[b] + exposed_ * c.bucket_tp_s[b];
+      }
       ready_s = std::max(ready_s, std::min(passed_s, last_backward_end_s_[slot]));
     }
     Seconds& dp_free_s = dp_free_s_[group];
@@ -290,7 +312,7 @@ class Engine {
     const Seconds gather_s = table_.stages[stage].dp_gather_s;
     if (gather_s > 0) {
       UnitState& st = units_[u];
-      record(u, Lane::dp, 'W', stage, -1, st.compute_free_s, gather_s);
+      record(u, Lane::dp, 'Z', stage, -1, st.compute_free_s, gather_s);
       st.compute_free_s += gather_s;
       stats.dp_s += gather_s;
       stats.dp_exposed_s += gather_s;
@@ -317,8 +339,10 @@ class Engine {
   std::vector<Seconds> arrival_s_;       // latest landing so far
   std::vector<Seconds> transfer_start_s_;  // start of that latest transfer
   std::vector<int> waiting_unit_;        // unit blocked on it, -1 if none
-  // Per (stage, replica): the last backward so far, for gradient bucket readiness.
+  // Per (stage, replica): the last backward (or weight pass) so far, for gradient bucket
+  // readiness, and whether it was a weight pass.
   std::vector<Seconds> last_backward_start_s_, last_backward_end_s_;
+  std::vector<bool> last_backward_split_;
   std::vector<std::vector<int>> bucket_reached_;  // per stage and bucket: replicas there
   std::vector<Seconds> reduce_done_s_;   // per stage: end of its reduction, kUnknown before
   std::vector<Seconds> gradients_ready_s_;  // per stage: every replica's last backward ended

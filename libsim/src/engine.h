@@ -33,8 +33,10 @@ struct UnitStats {
 enum class Lane : std::uint8_t { compute, tp, pp, dp, optimizer };
 const char* to_string(Lane lane);
 
-/// One recorded interval of a unit. `op`: 'F' forward, 'R' recompute, 'B' backward,
-/// 'T' TP all-reduces, 'A' activation send, 'G' gradient send, 'D' DP reduction, 'O' optimizer.
+/// One recorded interval of a unit. `op`: 'F' forward, 'R' recompute, 'B' backward (or a split
+/// backward's input pass), 'W' a split backward's weight pass, 'T' TP all-reduces, 'A'
+/// activation send, 'G' gradient send, 'D' DP reduction, 'Z' all-gather of ZeRO-2's updated
+/// weights, 'O' optimizer.
 struct UnitEvent {
   int unit = 0;
   Lane lane = Lane::compute;

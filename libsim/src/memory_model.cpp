@@ -8,6 +8,7 @@
 #include <map>
 
 #include "whale/plan/error.h"
+#include "whale/sim/op_cost.h"
 
 namespace whale::sim {
 
@@ -64,6 +65,18 @@ Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recomput
   return 0;
 }
 
+Bytes weight_pass_bytes(const plan::Layer& layer, int tp, plan::Precision precision) {
+  double elements = 0;
+  for (const plan::GemmOp& gemm : layer.gemms) {
+    if (is_attention_core(gemm.name)) continue;
+    const double input = gemm.m * gemm.k * gemm.count;
+    const double output_gradient = gemm.m * gemm.n * gemm.count;
+    const int split = gemm.tp_split ? tp : 1;
+    elements += std::min(input, output_gradient) + std::max(input, output_gradient) / split;
+  }
+  return elements * plan::bytes_per_element(precision);
+}
+
 double flat_shard_elements(double elements, int members, int member) {
   const long long total = std::llround(elements);
   if (members <= 1) return static_cast<double>(total);
@@ -77,7 +90,7 @@ int peak_in_flight(const plan::GroupProgram& program, int stage) {
   for (const plan::Instruction& ins : program.instructions) {
     if (ins.stage != stage) continue;
     if (ins.kind == plan::InstructionKind::forward) peak = std::max(peak, ++in_flight);
-    if (ins.kind == plan::InstructionKind::backward) --in_flight;
+    if (plan::completes_gradients(ins.kind)) --in_flight;
   }
   return peak;
 }
@@ -89,15 +102,17 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   MemoryBreakdown out;
   out.workspace_bytes = workspace_bytes;
   std::map<int, Bytes> kept_per_micro_batch;  // stage -> bytes one micro-batch keeps
+  std::map<int, Bytes> weight_pass_per_micro_batch;  // stage -> bytes kept for a weight pass
   Bytes transient_bytes = 0;                  // one layer's full activations, recomputing
   for (int s : program.stages) {
     const plan::Stage& stage = plan.stages.at(s);
     const double samples = stage.shares.at(replica);
     double parameters = 0;
-    Bytes kept = 0;
+    Bytes kept = 0, weight_pass = 0;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const plan::Layer& layer = plan.model.layers.at(l);
       parameters += parameters_per_device(layer, stage.tp);
+      weight_pass += weight_pass_bytes(layer, stage.tp, plan.precision) * samples;
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel) *
               samples;
       transient_bytes =
@@ -106,6 +121,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
                                         samples);
     }
     kept_per_micro_batch[s] = kept;
+    weight_pass_per_micro_batch[s] = weight_pass;
     // Sharded state: this replica's piece of the flat buffer (ceil(n/dp) elements, the last
     // piece shorter), as whale-run's sharded optimizer splits it.
     const double own = flat_shard_elements(parameters, stage.dp(), replica);
@@ -115,17 +131,29 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   }
   Bytes live = 0, peak = 0;
   int in_flight = 0;
+  using K = plan::InstructionKind;
   for (const plan::Instruction& ins : program.instructions) {
-    if (ins.kind == plan::InstructionKind::forward) {
-      live += kept_per_micro_batch[ins.stage];
-      ++in_flight;
-      if (live > peak) {
-        peak = live;
-        out.peak_in_flight = in_flight;
-      }
-    } else if (ins.kind == plan::InstructionKind::backward) {
-      live -= kept_per_micro_batch[ins.stage];
-      --in_flight;
+    switch (ins.kind) {
+      case K::forward:
+        live += kept_per_micro_batch[ins.stage];
+        ++in_flight;
+        break;
+      case K::backward_input:
+        live += weight_pass_per_micro_batch[ins.stage] - kept_per_micro_batch[ins.stage];
+        break;
+      case K::backward:
+        live -= kept_per_micro_batch[ins.stage];
+        --in_flight;
+        break;
+      case K::backward_weight:
+        live -= weight_pass_per_micro_batch[ins.stage];
+        --in_flight;
+        break;
+      default: break;
+    }
+    if (live > peak) {
+      peak = live;
+      out.peak_in_flight = in_flight;
     }
   }
   out.activations_bytes = peak + transient_bytes;

@@ -51,7 +51,11 @@ LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profil
     cost.forward_s += kernel_s + launch_s;
     cost.backward_s += 2.0 * (kernel_s + launch_s);  // input gradient and weight gradient
     cost.forward_flops += gemm_flops(gemm, tp, samples);
-    if (is_attention_core(gemm.name)) attention_core_s += kernel_s + launch_s;
+    if (is_attention_core(gemm.name)) {
+      attention_core_s += kernel_s + launch_s;  // both operands are activations: no weights
+    } else {
+      cost.backward_weight_s += kernel_s + launch_s;
+    }
   }
   for (const plan::MemoryOp& op : layer.memory_ops) {
     const Seconds kernel_s = memory_kernel_s(op, profile, tp, samples, sequence_parallel);

@@ -33,12 +33,13 @@ std::string event_name(const UnitEvent& e) {
     case 'F': return "F " + where + mb;
     case 'R': return "R " + where + mb;
     case 'B': return "B " + where + mb;
+    case 'W': return "W " + where + mb;
     case 'T': return "tp " + where + mb;
     case 'A': return "send act " + where + mb;
     case 'G': return "send grad " + where + mb;
     case 'D': return "reduce_bucket " + where + " b" + std::to_string(e.bucket);
     case 'O': return "optimizer " + where;
-    case 'W': return "allgather weights " + where;
+    case 'Z': return "allgather weights " + where;
   }
   return where;
 }

@@ -14,18 +14,21 @@ namespace whale::sim {
 namespace {
 
 // What one replica unit's compute stream runs for a stage, as the engine times it: the
-// kernels plus the exposed share of their tensor-parallel all-reduces.
+// kernels plus the exposed share of their tensor-parallel all-reduces. A whole backward is
+// input_s + weight_s; a split one runs them as its input and weight passes.
 struct ReplicaCompute {
   Seconds forward_s = 0;
-  Seconds backward_s = 0;    // recomputation included
+  Seconds input_s = 0;       // recomputation, the backward but its weight GEMMs, the TP all-reduces
+  Seconds weight_s = 0;      // the weight-gradient GEMMs
   Seconds optimizer_s = 0;   // the step and, with sharded gradients, the weight all-gather
 };
 
 ReplicaCompute replica_compute(const StageCost& stage, int replica, double exposed) {
   const ReplicaCost& c = stage.replicas[replica];
   return ReplicaCompute{c.forward_s + exposed * c.tp_forward_s,
-                        c.recompute_s + exposed * c.tp_recompute_s + c.backward_s + exposed * c.tp_forward_s,
-                        stage.optimizer_s[replica] + stage.dp_gather_s};
+                        c.recompute_s + exposed * c.tp_recompute_s + c.backward_s - c.backward_weight_s +
+                            exposed * c.tp_forward_s,
+                        c.backward_weight_s, stage.optimizer_s[replica] + stage.dp_gather_s};
 }
 
 // Ids of the devices whose peak memory (as evaluate counts it) exceeds their capacity.
@@ -58,21 +61,25 @@ plan::StepBound Simulator::bound(const plan::Plan& plan) const {
   const size_t stages = table.stages.size();
   // Dependencies: every unit of a group waits for the same sends, so the program run at the
   // fastest replica's durations ends no later than any unit of the engine.
+  // Each part takes its own fastest replica: a whole backward then costs no more than any
+  // replica's (a sum of minima is at most the minimum of the sums).
   plan::StageCosts fastest{std::vector<Seconds>(stages), std::vector<Seconds>(stages),
-                           std::vector<Seconds>(stages)};
+                           std::vector<Seconds>(stages), std::vector<Seconds>(stages)};
   for (size_t s = 0; s < stages; ++s) {
     const StageCost& stage = table.stages[s];
     Seconds forward_s = std::numeric_limits<Seconds>::infinity();
-    Seconds backward_s = forward_s, optimizer_s = forward_s;
+    Seconds input_s = forward_s, weight_s = forward_s, optimizer_s = forward_s;
     for (size_t r = 0; r < stage.replicas.size(); ++r) {
       const ReplicaCompute c = replica_compute(stage, static_cast<int>(r), exposed);
       forward_s = std::min(forward_s, c.forward_s);
-      backward_s = std::min(backward_s, c.backward_s);
+      input_s = std::min(input_s, c.input_s);
+      weight_s = std::min(weight_s, c.weight_s);
       optimizer_s = std::min(optimizer_s, c.optimizer_s);
     }
     fastest.forward_s[s] = forward_s;
-    fastest.backward_s[s] = backward_s;
+    fastest.backward_s[s] = input_s;
     fastest.optimizer_s[s] = optimizer_s;
+    fastest.weight_s[s] = weight_s;
   }
   out.step_time_s = plan::analyze_schedule(program, fastest).makespan_s;
   // Busy time: every unit's compute stream runs all its stages' work one op after another.
@@ -82,7 +89,7 @@ plan::StepBound Simulator::bound(const plan::Plan& plan) const {
       Seconds busy_s = 0;
       for (int s : group.stages) {
         const ReplicaCompute c = replica_compute(table.stages[s], r, exposed);
-        busy_s += plan.micro_batches * (c.forward_s + c.backward_s) + c.optimizer_s;
+        busy_s += plan.micro_batches * (c.forward_s + c.input_s + c.weight_s) + c.optimizer_s;
       }
       out.step_time_s = std::max(out.step_time_s, busy_s);
     }

@@ -22,10 +22,11 @@ struct Row {
   bool multi_stage = false;  // its group runs several stages
 };
 
-/// A distinct hue per micro-batch; forward light, backward dark, recompute greyish.
+/// A distinct hue per micro-batch; forward light, backward dark, a split backward's weight pass
+/// between them, recompute greyish.
 std::string colour(int micro_batch, char kind) {
   const double hue = std::fmod(micro_batch * 137.508, 360.0);
-  const int lightness = kind == 'F' ? 70 : (kind == 'B' ? 42 : 82);
+  const int lightness = kind == 'F' ? 70 : kind == 'B' ? 42 : kind == 'W' ? 56 : 82;
   const int saturation = kind == 'R' ? 25 : 65;
   char buffer[48];
   std::snprintf(buffer, sizeof buffer, "hsl(%.1f,%d%%,%d%%)", hue, saturation, lightness);

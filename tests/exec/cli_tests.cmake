@@ -2,7 +2,8 @@
 # Every test runs build/apps/* and so requires the fixture cli_tools (tests/cli), which builds them.
 # - equality_<plan>: every tiny plan trains 20 steps equal to single.yaml (scripts/equality.sh);
 # - resume, bad input (exit 2, nothing overwritten), signals, trace, buckets (whale-run and
-#   whale-sim reduce the same gradient buckets): scripts/equality_cli.sh.
+#   whale-sim reduce the same gradient buckets), split_ops (both list the same zb-h1 passes):
+#   scripts/equality_cli.sh.
 if(NOT TARGET whale-run)
   return()
 endif()
@@ -11,7 +12,7 @@ set(WHALE_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP
 # plan:ranks for every plan of configs/plans/tiny except the reference itself.
 set(WHALE_TINY_PLANS dp2:2 dp2-zero:2 dp3-uneven:3 tp2:2 pp2-gpipe:2 pp2-1f1b:2
     pp2-1f1b-recompute:2 pp4-interleaved:4 wave:2 hybrid-8:8 hybrid-8-zero-recompute:8 bridges:7
-    buckets:4)
+    buckets:4 pp2-zb-h1:2 hybrid-zb-h1:4)
 foreach(entry ${WHALE_TINY_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 plan)
@@ -23,7 +24,7 @@ foreach(entry ${WHALE_TINY_PLANS})
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
-foreach(check resume bad_input signal trace learning buckets)
+foreach(check resume bad_input signal trace learning buckets split_ops)
   add_test(NAME whale_run_${check}
     COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})

@@ -160,3 +160,15 @@ TEST_CASE("a llama plan carries its shape into Megatron-LM's arguments") {
   CHECK(export_limits(load_plan(path), Framework::deepspeed) ==
         std::vector<std::string>{"selective recomputation: DeepSpeed checkpoints whole layers (activation_checkpoint_interval)"});
 }
+
+TEST_CASE("zb-h1 is a limit of both frameworks: neither splits the backward") {
+  Plan plan = a100_plan("export-zb-h1.yaml", {"[0, 8]", "[9, 16]", "[17, 24]", "[25, 33]"}, "");
+  plan.schedule.kind = ScheduleKind::zb_h1;
+  CHECK(export_limits(plan, Framework::megatron) ==
+        std::vector<std::string>{"schedule zb-h1: Megatron-LM runs 1f1b or interleaved-1f1b; its backward is "
+                                 "not split into input and weight gradient passes"});
+  CHECK(export_limits(plan, Framework::deepspeed) ==
+        std::vector<std::string>{"schedule zb-h1: DeepSpeed's pipeline engine runs its own 1f1b schedule"});
+  CHECK_THROWS_AS(megatron_arguments(plan), whale::Error);
+  CHECK_THROWS_AS(deepspeed_config(plan), whale::Error);
+}

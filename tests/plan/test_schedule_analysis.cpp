@@ -46,7 +46,8 @@ ScheduleProgram one_group(std::vector<int> stages, std::vector<Instruction> code
 
 TEST_CASE("every generated program is valid and deadlock-free over a sweep of shapes") {
   const ScheduleKind kinds[] = {ScheduleKind::gpipe, ScheduleKind::one_f_one_b,
-                                ScheduleKind::interleaved_1f1b, ScheduleKind::wave};
+                                ScheduleKind::interleaved_1f1b, ScheduleKind::wave,
+                                ScheduleKind::zb_h1};
   int checked = 0;
   for (ScheduleKind kind : kinds) {
     const bool chunked = kind == ScheduleKind::interleaved_1f1b || kind == ScheduleKind::wave;
@@ -70,8 +71,9 @@ TEST_CASE("every generated program is valid and deadlock-free over a sweep of sh
       }
     }
   }
-  // gpipe, 1f1b: 5 x 10 each; interleaved: m % p == 0 leaves 10+5+3+2+2 per v; wave: 5 x 4 x 10.
-  CHECK(checked == 2 * 50 + 4 * 22 + 200);
+  // gpipe, 1f1b, zb-h1: 5 x 10 each; interleaved: m % p == 0 leaves 10+5+3+2+2 per v; wave:
+  // 5 x 4 x 10.
+  CHECK(checked == 3 * 50 + 4 * 22 + 200);
 }
 
 TEST_CASE("generation is deterministic") {
@@ -160,16 +162,32 @@ TEST_CASE("a stage listed by two groups is rejected") {
   CHECK(rejection(program) == "schedule: stages 0..1 each on one group (group 1 lists stage 0)");
 }
 
+TEST_CASE("per-stage costs with weight passes: zb-h1 against 1f1b, by hand") {
+  // Stage 0: forward 1, input pass 2, weight pass 1, optimizer 0.5; stage 1: forward 3, input
+  // pass 1, weight pass 0.5. zb-h1, group 1: F0 1-4, B0 4-5, F1 5-8, B1 8-9, W0 9-9.5,
+  // W1 9.5-10. Group 0: F0 0-1, F1 1-2, B0 waits for the gradient (5) 5-7, W0 7-8, B1 waits (9)
+  // 9-11, W1 11-12, optimizer 12-12.5.
+  const whale::plan::StageCosts costs{{1.0, 3.0}, {2.0, 1.0}, {0.5, 0.0}, {1.0, 0.5}};
+  const auto zb = analyze_schedule(generate_schedule(ScheduleKind::zb_h1, 2, 1, 2), costs);
+  CHECK(zb.makespan_s == 12.5);
+  CHECK(zb.group_busy_s == std::vector<double>{8.5, 9.0});
+  // 1f1b runs each backward whole (3 and 1.5): group 1 F0 1-4, B0 4-5.5, F1 5.5-8.5, B1
+  // 8.5-10; group 0 B0 5.5-8.5, B1 10-13, optimizer 13-13.5.
+  const auto one = analyze_schedule(generate_schedule(ScheduleKind::one_f_one_b, 2, 1, 2), costs);
+  CHECK(one.makespan_s == 13.5);
+  CHECK(one.group_busy_s == zb.group_busy_s);
+}
+
 TEST_CASE("per-stage costs: 1f1b over two groups, two micro-batches, by hand") {
   // Stage 0: forward 1, backward 2, optimizer 0.5; stage 1: forward 3, backward 1.
   // Group 0: F0 0-1, F1 1-2, B0 waits for stage 1's gradient (5) 5-7, B1 waits (9) 9-11,
   // optimizer 11-11.5. Group 1: F0 1-4, B0 4-5, F1 5-8, B1 8-9.
-  const whale::plan::StageCosts costs{{1.0, 3.0}, {2.0, 1.0}, {0.5, 0.0}};
+  const whale::plan::StageCosts costs{{1.0, 3.0}, {2.0, 1.0}, {0.5, 0.0}, {}};
   const auto a = analyze_schedule(generate_schedule(ScheduleKind::one_f_one_b, 2, 1, 2), costs);
   CHECK(a.makespan_s == 11.5);
   CHECK(a.group_busy_s == std::vector<double>{6.5, 8.0});
   // A cost vector shorter than the stages is an error, not a read past its end.
-  const whale::plan::StageCosts short_costs{{1.0}, {1.0}, {0.0}};
+  const whale::plan::StageCosts short_costs{{1.0}, {1.0}, {0.0}, {}};
   CHECK_THROWS_AS(analyze_schedule(generate_schedule(ScheduleKind::one_f_one_b, 2, 1, 2), short_costs),
                   whale::Error);
 }

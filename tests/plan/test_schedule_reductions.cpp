@@ -75,6 +75,20 @@ TEST_CASE("buckets come before the last backward's send of the input gradient") 
   CHECK(generate_schedule(plan).groups[1].instructions == group1);
 }
 
+TEST_CASE("zb-h1: the buckets follow the last weight pass, which completes the gradients") {
+  // p = 2, m = 2: group 1 (dp 2) runs F0 B0 F1 B1 W0 W1; group 0 (dp 2) F0 F1 B0 W0 B1 W1.
+  const Plan plan = plan_of(ScheduleKind::zb_h1, 2, 1, 2, {2, 2});
+  const auto program = generate_schedule(plan);
+  const std::vector<Instruction> group1 = {
+      {K::recv_activation, 1, 0},  {K::forward, 1, 0},           {K::backward_input, 1, 0},
+      {K::send_gradient, 1, 0},    {K::recv_activation, 1, 1},   {K::forward, 1, 1},
+      {K::backward_input, 1, 1},   {K::send_gradient, 1, 1},     {K::backward_weight, 1, 0},
+      {K::backward_weight, 1, 1},  {K::reduce_bucket, 1, -1, 0}, {K::reduce_bucket, 1, -1, 1},
+      {K::wait_reductions, 1, -1}, {K::optimizer_step, 1, -1}};
+  CHECK(program.groups[1].instructions == group1);
+  whale::plan::check_schedule(program);
+}
+
 TEST_CASE("interleaved-1f1b: each stage's buckets follow its own last backward") {
   // p = 2, v = 2: group 0 runs stages 0 and 2. Backwards of group 0 (Megatron's order, m = 2):
   // the last backward of stage 2 is micro-batch 1 before stage 0's backwards finish.
@@ -107,7 +121,7 @@ TEST_CASE("every generator places the reduction by the same rule, and the progra
   };
   for (const Case& c : {Case{ScheduleKind::gpipe, 2, 1, 3}, Case{ScheduleKind::one_f_one_b, 3, 1, 4},
                         Case{ScheduleKind::interleaved_1f1b, 4, 2, 4},
-                        Case{ScheduleKind::wave, 4, 2, 4}}) {
+                        Case{ScheduleKind::wave, 4, 2, 4}, Case{ScheduleKind::zb_h1, 3, 1, 5}}) {
     CAPTURE(whale::plan::to_string(c.kind));
     const Plan plan = plan_of(c.kind, c.stages, c.chunks, c.micro_batches,
                               std::vector<int>(c.stages, 2));
@@ -116,10 +130,12 @@ TEST_CASE("every generator places the reduction by the same rule, and the progra
     for (const auto& group : program.groups) {
       const auto& code = group.instructions;
       for (int s : group.stages) {
-        // The last backward of s, then reduce_bucket(s, 0), (s, 1); wait before the step.
+        // The last backward (zb-h1: backward_weight) of s, then reduce_bucket(s, 0), (s, 1);
+        // wait before the step.
+        const K completing = c.kind == ScheduleKind::zb_h1 ? K::backward_weight : K::backward;
         std::size_t last_backward = 0, step = 0;
         for (std::size_t i = 0; i < code.size(); ++i) {
-          if (code[i].kind == K::backward && code[i].stage == s) last_backward = i;
+          if (code[i].kind == completing && code[i].stage == s) last_backward = i;
           if (code[i].kind == K::optimizer_step && code[i].stage == s) step = i;
         }
         REQUIRE(last_backward + 2 < code.size());

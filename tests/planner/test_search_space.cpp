@@ -77,14 +77,22 @@ TEST_CASE("choices: micro-batch sizes at least dp, schedules by depth") {
   CHECK(one[0].micro_batch_size == 4);
   CHECK(one[0].micro_batches == 2);
   CHECK(one[1].micro_batch_size == 8);
-  // Two groups of 2 at tp 1, batch 8: b = 2 (m 4), 4 (m 2), 8 (m 1); 1f1b and gpipe always,
-  // wave with 2 and 4 chunks (2 * chunks <= 10 layers), interleaved too when m % 2 == 0.
+  // Two groups of 2 at tp 1, batch 8: b = 2 (m 4), 4 (m 2), 8 (m 1); 1f1b, gpipe and zb-h1
+  // always, wave with 2 and 4 chunks (2 * chunks <= 10 layers), interleaved too when m % 2 == 0.
   const auto two = plan::enumerate_choices(structures[3], tiny, 8, limits);
-  CHECK(two.size() == 6 + 6 + 4);
+  CHECK(two.size() == 9 + 6 + 4);
+  int zb_h1 = 0;
+  for (const plan::Choice& c : two) zb_h1 += c.schedule.kind == plan::ScheduleKind::zb_h1;
+  CHECK(zb_h1 == 3);
   limits.schedules = {plan::ScheduleKind::wave};
   for (const plan::Choice& c : plan::enumerate_choices(structures[3], tiny, 8, limits)) {
     CHECK(c.schedule.kind == plan::ScheduleKind::wave);
   }
+  // zb-h1 alone also serves one group (where it runs as 1f1b with split backwards).
+  limits.schedules = {plan::ScheduleKind::zb_h1};
+  const auto zb_one = plan::enumerate_choices(structures[0], tiny, 8, limits);
+  REQUIRE(zb_one.size() == 2);
+  for (const plan::Choice& c : zb_one) CHECK(c.schedule.kind == plan::ScheduleKind::zb_h1);
 }
 
 TEST_CASE("choices: wave with a micro-batch count that the pipeline depth does not divide") {

@@ -1,8 +1,11 @@
 // File: test_engine.cpp
 // Step times of tiny plans against hand-computed makespans: one device, textbook GPipe and
-// 1F1B pipelines, transfers, uneven shares across a bridge, DP gradient buckets overlapping the
-// backward before the optimizer.
+// 1F1B pipelines, zb-h1 against 1F1B, transfers, uneven shares across a bridge, DP gradient buckets overlapping the
+// backward (under zb-h1: the weight passes) before the optimizer.
 #include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
 
 #include "sim_fixtures.h"
 #include "whale/sim/collective_cost.h"
@@ -25,6 +28,22 @@ plan::Layer millisecond_layer(double output_bytes = 0) {
   plan::Layer l = test::gemm_layer(1e5, 1e3, 5e2, 0);
   l.output_bytes = output_bytes;
   return l;
+}
+
+/// One stage of two layers on 2 replicas, 1 sample each, one micro-batch: F 1 ms and B 2 ms
+/// (1 ms input gradient, 1 ms weight gradient) per layer. 1e8 parameters a layer -> 2e8 bf16
+/// gradient bytes; a 100 MiB (104857600 bytes) cap puts each layer in its own bucket: bucket
+/// 0 = layer 1, bucket 1 = layer 0. Each all-reduce on a 1e10 B/s ring of 2: 2e8 / 1e10 = 20 ms.
+plan::Plan two_bucket_plan(plan::ScheduleKind kind) {
+  const plan::Cluster c = test::make_cluster(1, 2, test::flat_profile(1e14, 1e15),
+                                             test::link(1e10, 0), test::link(1e10, 0));
+  plan::Layer layer = millisecond_layer();
+  layer.parameters = 1e8;
+  plan::Plan p = test::pipeline_plan(c, {layer}, kind, 1, 2, 1, 1);
+  p.model.layers.push_back(layer);
+  p.stages[0].end_layer = 2;
+  p.gradient_bucket_mib = 100;
+  return p;
 }
 
 }  // namespace
@@ -60,6 +79,36 @@ TEST_CASE("GPipe and 1F1B on 2 equal stages: (m + p - 1)(f + b), bubble (p-1)/(m
     CHECK(est.bubble_fraction == doctest::Approx(1.0 / 5));
     CHECK(est.breakdown.idle_s == doctest::Approx(3e-3));
     CHECK(est.breakdown.compute_s == doctest::Approx(12e-3));
+  }
+}
+
+TEST_CASE("zb-h1 vs 1f1b with F = B = W = 1 ms: (m + p - 1)(F+B+W) against m(F+B+W) + (p-1)(F+B-W)") {
+  struct Case {
+    int p, m;
+    double one_f_one_b_ms, zb_h1_ms;
+  };
+  // p=2, m=4: 1f1b 5 x 3 = 15 ms, zb-h1 12 + 1 = 13 ms; p=4, m=8: 11 x 3 = 33, 24 + 3 = 27.
+  for (const Case& k : {Case{2, 4, 15, 13}, Case{4, 8, 33, 27}}) {
+    CAPTURE(k.p);
+    const plan::Cluster c = test::make_cluster(1, k.p, test::flat_profile(1e14, 1e12),
+                                               test::link(1e11, 0), test::link(1e10, 0));
+    const std::vector<plan::Layer> layers(k.p, millisecond_layer());
+    const plan::Estimate ofob =
+        evaluate(test::pipeline_plan(c, layers, plan::ScheduleKind::one_f_one_b, k.m));
+    const plan::Estimate zb =
+        evaluate(test::pipeline_plan(c, layers, plan::ScheduleKind::zb_h1, k.m), true);
+    CHECK(ofob.step_time_s == doctest::Approx(k.one_f_one_b_ms * 1e-3));
+    CHECK(zb.step_time_s == doctest::Approx(k.zb_h1_ms * 1e-3));
+    CHECK(zb.breakdown.compute_s == doctest::Approx(ofob.breakdown.compute_s));
+    CHECK(zb.bubble_fraction == doctest::Approx((k.p - 1) / (k.zb_h1_ms)));
+    // The last stage's last input pass is followed by p weight passes, W(m-p) .. W(m-1).
+    std::vector<std::string> last_device;
+    for (const plan::TimelineEvent& e : zb.timeline)
+      if (e.device == k.p - 1 && e.lane == "compute") last_device.push_back(e.name);
+    REQUIRE(last_device.size() == static_cast<size_t>(3 * k.m));
+    const std::string last_stage = "s" + std::to_string(k.p - 1);
+    CHECK(last_device.back() == "W " + last_stage + " mb" + std::to_string(k.m - 1));
+    CHECK(last_device[last_device.size() - k.p - 1] == "B " + last_stage + " mb" + std::to_string(k.m - 1));
   }
 }
 
@@ -112,18 +161,7 @@ TEST_CASE("one bucket: its all-reduce starts when the last backward ends") {
 }
 
 TEST_CASE("two layers, two buckets: the first reduces while the second layer's backward runs") {
-  // One stage of two layers on 2 replicas, 1 sample each: F 1 ms and B 2 ms per layer.
-  // 1e8 parameters a layer -> 2e8 bf16 gradient bytes; a 100 MiB (104857600 bytes) cap puts
-  // each layer in its own bucket: bucket 0 = layer 1, bucket 1 = layer 0. Each all-reduce on a
-  // 1e10 B/s ring of 2: 2e8 / 1e10 = 20 ms.
-  const plan::Cluster c = test::make_cluster(1, 2, test::flat_profile(1e14, 1e15),
-                                             test::link(1e10, 0), test::link(1e10, 0));
-  plan::Layer layer = millisecond_layer();
-  layer.parameters = 1e8;
-  plan::Plan p = test::pipeline_plan(c, {layer}, plan::ScheduleKind::one_f_one_b, 1, 2, 1, 1);
-  p.model.layers.push_back(layer);
-  p.stages[0].end_layer = 2;
-  p.gradient_bucket_mib = 100;
+  plan::Plan p = two_bucket_plan(plan::ScheduleKind::one_f_one_b);
   // F 0-2 ms; B of layer 1 2-4 ms, so bucket 0 reduces 4-24 ms; B of layer 0 ends at 6 ms,
   // bucket 1 waits for the stream: 24-44 ms. Optimizer: 2e8 * 30 bytes / 1e15 B/s = 6 us.
   const plan::Estimate est = evaluate(p, true);
@@ -143,6 +181,20 @@ TEST_CASE("two layers, two buckets: the first reduces while the second layer's b
   // With one bucket for both layers it would start at 6 ms and end at 46 ms.
   p.gradient_bucket_mib = 400;
   CHECK(evaluate(p).step_time_s == doctest::Approx(46e-3 + 6e-6));
+}
+
+TEST_CASE("zb-h1: each gradient bucket reduces once the last weight pass has passed its layers") {
+  // F 0-2 ms, B (input passes of layers 1 and 0) 2-4 ms, W of layer 1 4-5 ms -> bucket 0
+  // reduces 5-25 ms; W of layer 0 5-6 ms, bucket 1 waits for the stream: 25-45 ms.
+  // Optimizer: 2e8 * 30 bytes / 1e15 B/s = 6 us.
+  const plan::Estimate est = evaluate(two_bucket_plan(plan::ScheduleKind::zb_h1), true);
+  CHECK(est.step_time_s == doctest::Approx(45e-3 + 6e-6));
+  std::vector<double> starts;
+  for (const plan::TimelineEvent& e : est.timeline)
+    if (e.lane == "dp" && e.device == 0) starts.push_back(e.start_s);
+  REQUIRE(starts.size() == 2);
+  CHECK(starts[0] == doctest::Approx(5e-3));
+  CHECK(starts[1] == doctest::Approx(25e-3));
 }
 
 TEST_CASE("a timeline records every compute op on every device") {

@@ -1,6 +1,7 @@
 // File: test_memory_model.cpp
 // Memory per device by hand: state bytes per parameter, tp sharding of parameters, optimizer
-// sharding, activations in flight under 1F1B with each recomputation mode, out of memory.
+// sharding, activations in flight under 1F1B with each recomputation mode and under zb-h1, out
+// of memory.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -108,4 +109,33 @@ TEST_CASE("flat shards: pieces of ceil(n / members), the last ones shorter or em
   CHECK(flat_shard_elements(5, 4, 2) == 1);
   CHECK(flat_shard_elements(5, 4, 3) == 0);
   CHECK(flat_shard_elements(7, 1, 0) == 7);
+}
+
+TEST_CASE("the weight pass keeps each weight GEMM's input and output gradient") {
+  // fc: m = n = k = 10, tp-split: input 100 and output gradient 100 elements; at tp 2 one of
+  // them is split: 150 bf16 elements = 300 bytes; not split, 400. The attention core adds none.
+  plan::Layer layer = test::gemm_layer(10, 10, 10, 0, 1000);
+  CHECK(weight_pass_bytes(layer, 2, plan::Precision::bf16) == 300);
+  CHECK(weight_pass_bytes(layer, 1, plan::Precision::fp32) == 800);
+  layer.gemms.push_back(plan::GemmOp{"attention_context", 10, 10, 10, 4, true});
+  CHECK(weight_pass_bytes(layer, 2, plan::Precision::bf16) == 300);
+  layer.gemms[0].tp_split = false;
+  CHECK(weight_pass_bytes(layer, 2, plan::Precision::bf16) == 400);
+}
+
+TEST_CASE("zb-h1 by hand: activations leave at the input pass, the weight pass's bytes at W") {
+  // The plan above under zb-h1. Per micro-batch: kept 120 bytes; held from B to W, per sample
+  // (10x10x10 GEMM at tp 2, bf16) (100 + 100/2) * 2 = 300 bytes: 900.
+  plan::Plan p = memory_plan(plan::Recompute::none, false, 1e9);
+  p.schedule.kind = plan::ScheduleKind::zb_h1;
+  CHECK(weight_pass_bytes(p.model.layers[0], 2, plan::Precision::bf16) == 300);
+  const plan::Estimate est = evaluate(p);
+  const double state = 1100 + 1100 + 6600 + 1000;
+  // Group 0: F0 F1 B0 W0 ... peaks at B0: 240 - 120 + 900 = 1020.
+  CHECK(est.devices[0].peak_memory_bytes == doctest::Approx(state + 1020));
+  // Group 1: F0 B0 F1 B1 W0 ... peaks at B1: 2 x 900 = 1800.
+  CHECK(est.devices[4].peak_memory_bytes == doctest::Approx(state + 1800));
+  const plan::ScheduleProgram program = plan::generate_schedule(p);
+  CHECK(peak_in_flight(program.groups[0], 0) == 2);
+  CHECK(peak_in_flight(program.groups[1], 1) == 2);
 }

@@ -1,6 +1,6 @@
 // File: test_op_cost.cpp
-// Exact op costs on flat and curved profiles: GEMM and memory-op time, tp split, backward,
-// recomputation.
+// Exact op costs on flat and curved profiles: GEMM and memory-op time, tp split, backward
+// (and its weight-gradient part), recomputation.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -70,4 +70,17 @@ TEST_CASE("attention-core op names") {
   CHECK_FALSE(is_attention_core("attention_proj_dropout"));
   CHECK_FALSE(is_attention_core("attention_qkv"));
   CHECK_FALSE(is_attention_core("mlp_fc1"));
+}
+
+TEST_CASE("op costs: the weight pass is the weight-gradient GEMMs, the attention core has none") {
+  // One GEMM of 1 ms forward per sample (1e11 flops at 1e14 flop/s).
+  plan::Layer layer = test::gemm_layer(1e5, 1e3, 5e2, 0);
+  const plan::DeviceProfile profile = test::flat_profile(1e14, 1e12);
+  LayerCost cost = layer_cost(layer, profile, plan::Precision::bf16, 1, 1, plan::Recompute::none);
+  CHECK(cost.backward_s == doctest::Approx(2e-3 + 2 * profile.kernel_launch_s));
+  CHECK(cost.backward_weight_s == doctest::Approx(1e-3 + profile.kernel_launch_s));
+  layer.gemms.push_back(plan::GemmOp{"attention_scores", 1e5, 1e3, 5e2, 1, true});
+  cost = layer_cost(layer, profile, plan::Precision::bf16, 1, 1, plan::Recompute::none);
+  CHECK(cost.backward_s == doctest::Approx(4e-3 + 4 * profile.kernel_launch_s));
+  CHECK(cost.backward_weight_s == doctest::Approx(1e-3 + profile.kernel_launch_s));
 }

@@ -7,7 +7,7 @@
 namespace whale::exec::gpt {
 
 Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
-             Communicator* tp, BlockScratch& scratch)
+             Communicator* tp, BlockScratch& scratch, WeightGradients& weight_gradients)
     : dims_(dims),
       channels_local_(dims.channels / tp_size),
       heads_local_(dims.heads / tp_size),
@@ -16,6 +16,7 @@ Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& 
       be_(backend),
       tp_(tp_size > 1 ? tp : nullptr),
       scratch_(&scratch),
+      weight_gradients_(&weight_gradients),
       act_(backend.compute_dtype()) {}
 
 void Block::tp_all_reduce(TensorView data) {
@@ -34,9 +35,8 @@ void Block::tp_all_reduce(TensorView data) {
 void Block::linear_gradients(TensorView dinp, const Param& w, TensorView dbias,
                              ConstTensorView dout, ConstTensorView inp, int rows,
                              int in_channels, int out_channels) {
-  be_.matmul(false, false, rows, in_channels, out_channels, dout, w.value, dinp, false);
-  be_.linear_backward(TensorView{}, w.grad, dbias, dout, inp, w.value, rows, in_channels,
-                      out_channels);
+  weight_gradients_->linear_backward(dinp, w.value, w.grad, dbias, dout, inp, rows, in_channels,
+                                     out_channels);
 }
 
 void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActivations& a,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "model/gpt_parameters.h"
+#include "model/weight_gradients.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/comm/communicator.h"
 #include "whale/exec/backend/tensor.h"
@@ -47,9 +48,10 @@ struct BlockScratch {
 
 class Block {
  public:
-  /// tp may be null when tp_size == 1; scratch must outlive the block.
+  /// tp may be null when tp_size == 1; scratch and weight_gradients (the stage's, which
+  /// defers the linears' weight gradients in a split backward) must outlive the block.
   Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
-        Communicator* tp, BlockScratch& scratch);
+        Communicator* tp, BlockScratch& scratch, WeightGradients& weight_gradients);
 
   /// x_out (N, C) = block(x_in (N, C)), overwritten; fills acts (overwriting what they held),
   /// keeping the attention probabilities only when keep_probs.
@@ -66,7 +68,8 @@ class Block {
   /// activation in a 16-bit dtype is summed in fp32 and rounded once.
   void tp_all_reduce(TensorView data);
   /// dinp (rows, in) = dout (rows, out) * w (overwritten); w.grad += dout^T inp; dbias (when not
-  /// null) += column sums of dout.
+  /// null) += column sums of dout: the gradients through weight_gradients_, which may defer
+  /// the last two to the weight pass.
   void linear_gradients(TensorView dinp, const Param& w, TensorView dbias, ConstTensorView dout,
                         ConstTensorView inp, int rows, int in_channels, int out_channels);
 
@@ -76,6 +79,7 @@ class Block {
   Backend& be_;
   Communicator* tp_;
   BlockScratch* scratch_;
+  WeightGradients* weight_gradients_;
   DType act_;               // the backend's compute dtype
   Tensor reduce_scratch_;   // fp32 copy of a 16-bit activation being all-reduced
 };

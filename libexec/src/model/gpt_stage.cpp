@@ -34,7 +34,7 @@ class GptStage : public StageModule {
   GptStage(const plan::Model& model, const StageModuleOptions& options, Backend& backend,
            Communicator* tp)
       : dims_(gpt_dims(model)), options_(options), backend_(&backend),
-        act_(backend.compute_dtype()) {
+        act_(backend.compute_dtype()), weight_gradients_(backend) {
     validate(model);
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
@@ -43,7 +43,7 @@ class GptStage : public StageModule {
     create_parameters();
     for (int layer = first_block_; layer < end_block_; ++layer)
       blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, tp,
-                           block_scratch_);
+                           block_scratch_, weight_gradients_);
   }
 
   std::size_t input_floats_per_sample() const override {
@@ -89,41 +89,25 @@ class GptStage : public StageModule {
 
   void backward(int micro_batch, const float* output_gradient, float* input_gradient,
                 double loss_scale) override {
-    auto it = in_flight_.find(micro_batch);
-    WHALE_CHECK(it != in_flight_.end(), "GptStage::backward: micro-batch " +
-                                            std::to_string(micro_batch) +
-                                            " has no forward in flight");
-    MicroBatchState& s = it->second;
-    const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
-    Tensor dx(*backend_, nc, act_);
-    if (has_head_) {
-      head_backward(s, dx, loss_scale);
-      layer_backward_done(dims_.layers + 1);
-    } else {
-      upload_floats(dx, output_gradient);
+    weight_gradients_.run_now();
+    backward_pass(micro_batch, output_gradient, input_gradient, loss_scale, true);
+  }
+
+  void backward_input(int micro_batch, const float* output_gradient, float* input_gradient,
+                      double loss_scale) override {
+    weight_gradients_.defer_to(micro_batch);
+    backward_pass(micro_batch, output_gradient, input_gradient, loss_scale, false);
+    weight_gradients_.run_now();
+  }
+
+  void backward_weight(int micro_batch) override {
+    for (int layer = options_.end_layer; layer-- > options_.first_layer;) {
+      weight_gradients_.run_deferred(micro_batch, layer);
+      layer_backward_done(layer);
     }
-    for (std::size_t k = blocks_.size(); k-- > 0;) {
-      if (options_.recompute == plan::Recompute::full) {  // redo the block's forward
-        reuse_or_allocate(recomputed_output_, *backend_, nc, act_);
-        blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, s.blocks[k], true);
-      }
-      reuse_or_allocate(dx_spare_, *backend_, nc, act_);  // overwritten by the block
-      blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, s.blocks[k]);
-      // Full recomputation holds one block's activations at a time; otherwise they are kept
-      // for the next forward (the peak, all blocks' activations, is the same).
-      if (options_.recompute == plan::Recompute::full) s.blocks[k] = BlockActivations{};
-      std::swap(dx, dx_spare_);
-      layer_backward_done(first_block_ + static_cast<int>(k));
-    }
-    if (has_embedding_) {
-      backend_->embedding_backward(wte_.grad, wpe_.grad, dx, s.inputs, s.samples,
-                                   dims_.sequence, dims_.channels);
-      layer_backward_done(0);
-    } else {
-      download_floats(input_gradient, dx);
-    }
-    spare_.push_back(std::move(s));  // its buffers serve a later forward
-    in_flight_.erase(it);
+    WHALE_CHECK(!weight_gradients_.has_deferred(micro_batch),
+                "GptStage::backward_weight: micro-batch " + std::to_string(micro_batch) +
+                    " deferred work of a layer outside the stage");
   }
 
   std::vector<ParameterView> parameters() override { return views_; }
@@ -135,6 +119,53 @@ class GptStage : public StageModule {
   }
 
  private:
+  /// The backward of a micro-batch, its linears' weight gradients at once or deferred as
+  /// weight_gradients_ says. `report_layers`: call layer_backward_done after each layer (a
+  /// whole backward; a split one reports them in its weight pass).
+  void backward_pass(int micro_batch, const float* output_gradient, float* input_gradient,
+                     double loss_scale, bool report_layers) {
+    auto layer_done = [&](int layer) {
+      if (report_layers) layer_backward_done(layer);
+    };
+    auto it = in_flight_.find(micro_batch);
+    WHALE_CHECK(it != in_flight_.end(), "GptStage::backward: micro-batch " +
+                                            std::to_string(micro_batch) +
+                                            " has no forward in flight");
+    MicroBatchState& s = it->second;
+    const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
+    Tensor dx(*backend_, nc, act_);
+    if (has_head_) {
+      weight_gradients_.set_layer(dims_.layers + 1);
+      head_backward(s, dx, loss_scale);
+      layer_done(dims_.layers + 1);
+    } else {
+      upload_floats(dx, output_gradient);
+    }
+    for (std::size_t k = blocks_.size(); k-- > 0;) {
+      if (options_.recompute == plan::Recompute::full) {  // redo the block's forward
+        reuse_or_allocate(recomputed_output_, *backend_, nc, act_);
+        blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, s.blocks[k], true);
+      }
+      reuse_or_allocate(dx_spare_, *backend_, nc, act_);  // overwritten by the block
+      weight_gradients_.set_layer(first_block_ + static_cast<int>(k));
+      blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, s.blocks[k]);
+      // Full recomputation holds one block's activations at a time; otherwise they are kept
+      // for the next forward (the peak, all blocks' activations, is the same).
+      if (options_.recompute == plan::Recompute::full) s.blocks[k] = BlockActivations{};
+      std::swap(dx, dx_spare_);
+      layer_done(first_block_ + static_cast<int>(k));
+    }
+    if (has_embedding_) {
+      backend_->embedding_backward(wte_.grad, wpe_.grad, dx, s.inputs, s.samples,
+                                   dims_.sequence, dims_.channels);
+      layer_done(0);
+    } else {
+      download_floats(input_gradient, dx);
+    }
+    spare_.push_back(std::move(s));  // its buffers serve a later forward
+    in_flight_.erase(it);
+  }
+
   /// dst (i32) = the host indices, uploaded (and waited for: `host` may change after).
   void upload_indices(Tensor& dst, const std::vector<int32_t>& host) {
     reuse_or_allocate(dst, *backend_, host.size(), DType::i32);
@@ -279,8 +310,8 @@ class GptStage : public StageModule {
     const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
     Tensor dlogits(*backend_, rows(s) * V, act_), dln(*backend_, rows(s) * C, act_);
     backend_->cross_entropy_backward(dlogits, s.logits, s.targets, n, V, loss_scale);
-    backend_->linear_backward(dln, head_w_.grad, TensorView{}, dlogits, s.head_ln,
-                              head_w_.value, n, C, V);
+    weight_gradients_.linear_backward(dln, head_w_.value, head_w_.grad, TensorView{}, dlogits,
+                                      s.head_ln, n, C, V);
     backend_->layernorm_backward(dx, head_ln_w_.grad, head_ln_b_.grad, dln, s.xs.back(),
                                  head_ln_w_.value, s.head_mean, s.head_rstd, n, C);
   }
@@ -304,6 +335,7 @@ class GptStage : public StageModule {
   BlockActivations dropped_;
   Tensor recomputed_output_, dx_spare_;
   BlockScratch block_scratch_;  // shared by blocks_ (they run one at a time)
+  WeightGradients weight_gradients_;  // the linears' weight gradients, shared by blocks_ and head
 };
 
 }  // namespace

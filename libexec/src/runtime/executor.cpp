@@ -105,7 +105,8 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
             *im.backend, state.module->parameters(), plan::gradient_buckets(plan, s), state.dp);
     }
   }
-  // reduce_bucket(s, 0) directly follows the last backward of s (schedule_program.h).
+  // reduce_bucket(s, 0) directly follows the last backward (or backward_weight) of s
+  // (schedule_program.h).
   const auto& code = im.program.instructions;
   for (std::size_t i = 1; i < code.size(); ++i)
     if (code[i].kind == plan::InstructionKind::reduce_bucket && code[i].bucket == 0)
@@ -173,7 +174,9 @@ void Executor::Impl::execute(const plan::Instruction& in, const DataLoader& load
     case K::forward: return forward(in.stage, in.micro_batch, loader, step);
     case K::send_activation: return send_activation(in.stage, in.micro_batch);
     case K::recv_gradient: return recv_gradient(in.stage, in.micro_batch);
-    case K::backward: return backward(in.stage, in.micro_batch);
+    case K::backward: return backward(in.stage, in.micro_batch, false);
+    case K::backward_input: return backward(in.stage, in.micro_batch, true);
+    case K::backward_weight: return backward_weight(in.stage, in.micro_batch);
     case K::send_gradient: return send_gradient(in.stage, in.micro_batch);
     case K::reduce_bucket: return reduce_bucket(in.stage, in.bucket);
     case K::wait_reductions: return wait_reductions(in.stage);
@@ -202,7 +205,7 @@ void Executor::Impl::forward(int s, int mb, const DataLoader& loader, int64_t st
   if (st.role.tp_rank == 0) loss_sum += loss;
 }
 
-void Executor::Impl::backward(int s, int mb) {
+void Executor::Impl::backward(int s, int mb, bool input_pass) {
   StageState& st = stage(s);
   const int n = samples(s);
   std::vector<float> output_grad;
@@ -219,12 +222,29 @@ void Executor::Impl::backward(int s, int mb) {
   }
   const double loss_scale =
       scaler.scale() / (static_cast<double>(plan.global_batch()) * plan.model.sequence);
+  const float* out = output_grad.empty() ? nullptr : output_grad.data();
+  float* in = input_grad ? input_grad->data() : nullptr;
+  const auto start = Clock::now();
+  if (input_pass) {  // reports no layer: the weight pass completes the gradients
+    st.module->backward_input(mb, out, in, loss_scale);
+  } else {
+    with_layer_done(s, mb, [&] { st.module->backward(mb, out, in, loss_scale); });
+  }
+  record("compute", "B s" + std::to_string(s) + " mb" + std::to_string(mb), s, mb, start);
+}
+
+void Executor::Impl::backward_weight(int s, int mb) {
+  StageModule& module = *stage(s).module;
+  const auto start = Clock::now();
+  with_layer_done(s, mb, [&] { module.backward_weight(mb); });
+  record("compute", "W s" + std::to_string(s) + " mb" + std::to_string(mb), s, mb, start);
+}
+
+void Executor::Impl::with_layer_done(int s, int mb, const std::function<void()>& pass) {
+  StageState& st = stage(s);
   const bool last = st.reducer && mb == st.last_backward_mb;
   st.module->set_layer_done([this, s, last](int layer) { layer_done(s, layer, last); });
-  const auto start = Clock::now();
-  st.module->backward(mb, output_grad.empty() ? nullptr : output_grad.data(),
-                      input_grad ? input_grad->data() : nullptr, loss_scale);
-  record("compute", "B s" + std::to_string(s) + " mb" + std::to_string(mb), s, mb, start);
+  pass();
   st.module->set_layer_done(nullptr);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -30,7 +31,7 @@ struct StageState {
   std::size_t output_floats = 0;   // per sample
   std::unique_ptr<StageOptimizer> optimizer;
   std::unique_ptr<GradientReducer> reducer;  // null when dp = 1
-  int last_backward_mb = -1;  // the backward that reduce_bucket instructions follow
+  int last_backward_mb = -1;  // the backward (or weight pass) that reduce_bucket follows
 };
 
 /// Key of a per-micro-batch buffer: (stage, micro_batch).
@@ -71,7 +72,13 @@ struct Executor::Impl {
 
   void execute(const plan::Instruction& instruction, const DataLoader& loader, int64_t step);
   void forward(int s, int mb, const DataLoader& loader, int64_t step);
-  void backward(int s, int mb);
+  /// A whole backward, or (input_pass) a split backward's input pass.
+  void backward(int s, int mb, bool input_pass);
+  /// A split backward's weight pass.
+  void backward_weight(int s, int mb);
+  void with_layer_done(int s, int mb, const std::function<void()>& pass);
+  /// Runs `pass` (a whole backward or a weight pass of (s, mb)) with the module reporting
+  /// finished layers to layer_done, so that the last one starts the gradient buckets.
   // executor_bridge.cpp
   void send_activation(int s, int mb);
   void recv_activation(int s, int mb);

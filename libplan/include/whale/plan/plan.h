@@ -14,8 +14,8 @@
 
 namespace whale::plan {
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, wave };
-/// "gpipe", "1f1b", "interleaved-1f1b", "wave".
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, wave, zb_h1 };
+/// "gpipe", "1f1b", "interleaved-1f1b", "wave", "zb-h1".
 const char* to_string(ScheduleKind k);
 bool parse_schedule_kind(const std::string& text, ScheduleKind* out);
 

@@ -11,19 +11,24 @@
 namespace whale::plan {
 
 /// The cost of one forward and one backward of any stage. Communication, gradient reduction
-/// and the optimizer step cost nothing.
+/// and the optimizer step cost nothing. A split backward costs backward_s for its
+/// backward_input and weight_s for its backward_weight; a whole backward costs both.
 struct UnitCosts {
   Seconds forward_s = 1.0;
   Seconds backward_s = 1.0;
+  Seconds weight_s = 0.0;
 };
 
-/// Costs per stage (index = stage; every vector as long as the program has stages): one
-/// forward, one backward (recomputation included) and the optimizer step of the stage.
-/// Communication and gradient reduction cost nothing.
+/// Costs per stage (index = stage; every vector as long as the program has stages, weight_s
+/// may be empty for none): one forward, one backward's input part (recomputation included) and
+/// the optimizer step of the stage, and one backward's weight part. A split backward costs
+/// backward_s for its backward_input and weight_s for its backward_weight; a whole backward
+/// costs both. Communication and gradient reduction cost nothing.
 struct StageCosts {
   std::vector<Seconds> forward_s;
   std::vector<Seconds> backward_s;
   std::vector<Seconds> optimizer_s;
+  std::vector<Seconds> weight_s;
 };
 
 struct ScheduleAnalysis {
@@ -31,7 +36,8 @@ struct ScheduleAnalysis {
   std::vector<Seconds> group_busy_s;       // index = group: its forwards, backwards, optimizer steps
   /// Idle share of all groups over the makespan: 1 - sum(group_busy_s) / (groups * makespan).
   double bubble_fraction = 0;
-  /// index = stage: most micro-batches forwarded and not yet backwarded on that stage at once.
+  /// index = stage: most micro-batches forwarded and not yet backwarded on that stage at once
+  /// (a split backward ends with its backward_weight).
   std::vector<int> peak_in_flight_per_stage;
   /// index = group: most (stage, micro-batch) pairs in flight on the group's stages at once.
   std::vector<int> peak_in_flight_per_group;
@@ -43,9 +49,11 @@ struct ScheduleAnalysis {
 /// stages listed in the groups' `stages`, the program is valid when:
 ///  - every stage belongs to exactly one group and the stages are 0 .. S-1;
 ///  - every (stage, micro-batch) has exactly one forward and one backward, on the stage's
-///    group, the forward first;
+///    group, the forward first; the backward is a `backward`, or a backward_input followed by
+///    a backward_weight;
 ///  - a forward has its input: stage 0, or stage-1's forward earlier on the same group, or a
-///    receive of stage-1's sent activation earlier; a backward likewise has stage+1's gradient;
+///    receive of stage-1's sent activation earlier; a backward (or backward_input) likewise has
+///    stage+1's input gradient;
 ///  - a send follows the compute whose result it sends; a stage's reduce_bucket instructions
 ///    follow all its backwards, in bucket order 0, 1, ..; wait_reductions follows them, and
 ///    optimizer_step follows all the stage's backwards and, when it has buckets, wait_reductions;

@@ -16,6 +16,11 @@ enum class InstructionKind {
   send_activation,   // send the output of (stage, micro_batch) to stage+1's group
   recv_gradient,     // receive the output gradient of (stage, micro_batch) from stage+1's group
   backward,          // backward of (stage, micro_batch); recomputes first if the stage does
+  backward_input,    // the input-gradient part of a split backward (zb-h1's B): recomputes
+                     // first if the stage does, computes the input gradient and keeps what
+                     // backward_weight needs (each linear's input and output gradient)
+  backward_weight,   // the weight-gradient part (zb-h1's W) of (stage, micro_batch), after its
+                     // backward_input: accumulates the parameter gradients kept for it
   send_gradient,     // send the input gradient of (stage, micro_batch) to stage-1's group
   reduce_bucket,     // all-reduce gradient bucket `bucket` of stage across its dp replicas,
                      // started during the stage's last backward (micro_batch = -1; see below)
@@ -23,6 +28,13 @@ enum class InstructionKind {
   optimizer_step,    // update stage's parameters (micro_batch = -1)
 };
 const char* to_string(InstructionKind k);
+/// Whether `k` finishes a micro-batch's parameter gradients of its stage: backward or
+/// backward_weight. A backward is either one `backward` or a backward_input followed later by
+/// a backward_weight.
+bool completes_gradients(InstructionKind k);
+/// Whether `k` produces a micro-batch's input gradient (what send_gradient sends): backward or
+/// backward_input.
+bool produces_input_gradient(InstructionKind k);
 
 struct Instruction {
   InstructionKind kind = InstructionKind::forward;
@@ -38,7 +50,8 @@ struct Instruction {
 /// The data-parallel gradient reduction of a stage s with dp > 1 and n buckets
 /// (gradient_buckets(plan, s): bucket 0 holds the stage's last layers):
 /// - reduce_bucket(s, 0) .. reduce_bucket(s, n-1) directly follow the LAST backward of s in its
-///   group's program (before that backward's send_gradient). They are bound to that backward:
+///   group's program (before that backward's send_gradient); under a split backward (zb-h1),
+///   the last backward_weight of s, which is what completes the gradients. They are bound to that backward:
 ///   the backward runs the stage's layers from the last down to the first, and bucket b is
 ///   READY once it has finished layer buckets[b].first_layer, all earlier micro-batches'
 ///   backwards having accumulated into the same gradients. Its all-reduce starts when it is
@@ -72,6 +85,9 @@ struct ScheduleProgram {
 /// - 1f1b: warm-up of (p - group - 1) forwards, then one-forward-one-backward, then cool-down.
 /// - interleaved-1f1b: Megatron's interleaved 1F1B over v chunks (requires m % p == 0).
 /// - wave: Hanayo's wave over v chunks in a V placement.
+/// - zb-h1: Qi et al.'s ZB-H1 (Zero Bubble Pipeline Parallelism, ICLR 2024): 1f1b's order of
+///   forwards and input-gradient passes (backward_input), with the weight-gradient passes
+///   (backward_weight) of group g deferred by g micro-batches, so that they fill the cool-down.
 /// Send/recv instructions are emitted only between stages on different groups. Each group's
 /// program ends with, per stage it runs (last stage first), optimizer_step. Shapes carry no dp,
 /// so this program has no gradient reduction (see add_gradient_reductions).

@@ -87,8 +87,8 @@ std::vector<Structure> uniform_structures(const Cluster& cluster, const Model& m
 
 /// Every choice for `structure` at `global_batch`: micro-batch sizes b dividing the batch with
 /// b >= every group's dp (shares are positive), and the allowed schedules: 1f1b always; gpipe,
-/// interleaved-1f1b and wave (chunks from limits, stages p*v <= layers; interleaved-1f1b only
-/// with m % p == 0) when p > 1.
+/// zb-h1, interleaved-1f1b and wave (chunks from limits, stages p*v <= layers; interleaved-1f1b
+/// only with m % p == 0) when p > 1.
 std::vector<Choice> enumerate_choices(const Structure& structure, const Model& model,
                                       int global_batch, const SpaceLimits& limits);
 

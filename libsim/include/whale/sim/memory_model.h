@@ -41,6 +41,13 @@ Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute re
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
                                 bool sequence_parallel = false);
 
+/// Bytes per sample that a split backward (zb-h1) keeps from its input pass to its weight pass
+/// in `layer`: the input and the output gradient of every weight GEMM (all but the attention
+/// core's), in the precision's element size. Under Megatron's column and row splits a tp shard
+/// holds the wider of the two split and the narrower whole; a GEMM that is not tp-split holds
+/// both whole.
+Bytes weight_pass_bytes(const plan::Layer& layer, int tp, plan::Precision precision);
+
 /// Elements that member `member` of `members` owns of a flat buffer of `elements` (rounded to
 /// a whole count): pieces of ceil(n / members), the last ones shorter or empty. This is how
 /// whale-run's sharded optimizer splits its flat parameter buffer.
@@ -62,11 +69,14 @@ struct MemoryBreakdown {
 
 /// Memory of one device of replica `replica` of the group that runs `program` (every stage of
 /// the program, as a group may run several). The in-flight count is taken from the program:
-/// forwards minus backwards so far, per stage, weighted by each stage's kept bytes.
+/// forwards minus backwards so far, per stage, weighted by each stage's kept bytes. A split
+/// backward frees the kept bytes at its input pass, and holds weight_pass_bytes from there to
+/// its weight pass, where the micro-batch leaves the flight.
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
                                int replica, Bytes workspace_bytes);
 
-/// The most micro-batches of `stage` in flight at once in `program`.
+/// The most micro-batches of `stage` in flight at once in `program` (from forward to backward,
+/// or to backward_weight).
 int peak_in_flight(const plan::GroupProgram& program, int stage);
 
 }  // namespace whale::sim

@@ -38,6 +38,9 @@ struct LayerCost {
   Seconds forward_s = 0;    // every GEMM and memory op once, plus one launch each
   Seconds backward_s = 0;   // GEMMs twice (input and weight gradients, two launches) plus
                             // memory ops once; recomputation excluded
+  Seconds backward_weight_s = 0;  // the part of backward_s that a split backward (zb-h1)
+                                  // runs in its weight pass: the weight-gradient GEMMs (every
+                                  // GEMM but the attention core's, which has no weights)
   Seconds recompute_s = 0;  // full: forward_s again; selective: the attention core's forward;
                             // none: 0
   Flops forward_flops = 0;  // GEMM flops this device executes in one forward

@@ -62,6 +62,16 @@ class StageModule {
   /// embedding stage) and ACCUMULATES parameter gradients. Frees the micro-batch's activations.
   virtual void backward(int micro_batch, const float* output_gradient, float* input_gradient,
                         double loss_scale) = 0;
+  /// The input pass of a split backward (zb-h1's B): as backward, except that every linear
+  /// layer's weight gradient (and bias gradient) is deferred to backward_weight, which keeps
+  /// the linear's input and output gradient until then, and that no layer is reported done.
+  /// Other parameter gradients (layernorm, embedding) are accumulated here.
+  virtual void backward_input(int micro_batch, const float* output_gradient,
+                              float* input_gradient, double loss_scale) = 0;
+  /// The weight pass of a split backward (zb-h1's W), after the micro-batch's backward_input:
+  /// accumulates the deferred weight gradients and reports every layer of the stage done,
+  /// last layer first. The parameter gradients then hold the whole backward's contribution.
+  virtual void backward_weight(int micro_batch) = 0;
 
   /// The parameters in layer order (a layer's parameters back to back); their gradients lie
   /// back to back in one fp32 tensor.
@@ -71,9 +81,10 @@ class StageModule {
   /// them into the compute-dtype copy that forward and backward use (nothing under fp32).
   virtual void parameters_updated() = 0;
 
-  /// Called by backward each time it has finished the backward of one model layer (layers in
-  /// descending order, each once per backward): that layer's parameter gradients of this
-  /// micro-batch are accumulated and no later part of the same backward writes them. Lets
+  /// Called by backward (or backward_weight) each time it has finished the backward of one
+  /// model layer (layers in descending order, each once per backward): that layer's parameter
+  /// gradients of this micro-batch are accumulated and no later part of the same backward
+  /// writes them. Lets
   /// the executor start gradient reductions and drive communication progress between layers.
   /// Null (the default) for none.
   using LayerDone = std::function<void(int layer)>;
