@@ -23,12 +23,16 @@ struct Dims {
   int head_size() const { return channels / heads; }
 };
 Dims gpt_dims(const plan::Model& model);
+/// The checks every transformer family shares: positive num_layers, hidden, heads, sequence and
+/// vocabulary, and heads dividing hidden (throws whale::Error naming the field).
+void require_transformer_dims(const plan::Model& model);
 
 /// How tensor parallelism splits a parameter across the tp ranks (Megatron):
 /// rows: rank r holds row block r (column-parallel weight (F, C), and its bias);
 /// cols: rank r holds column block r (row-parallel weight (C, F));
-/// qkv_rows: row block r of each of the Q, K and V thirds (by heads).
-enum class Split { none, rows, cols, qkv_rows };
+/// qkv_rows: row block r of each of the Q, K and V thirds (by heads);
+/// part_rows: row block r of each of the consecutive row parts `parts` (grouped-query qkv).
+enum class Split { none, rows, cols, qkv_rows, part_rows };
 enum class Init { zeros, ones, normal };
 
 struct ParameterSpec {
@@ -37,6 +41,7 @@ struct ParameterSpec {
   Split split = Split::none;
   Init init = Init::zeros;
   double stddev = 0.0;  // for Init::normal
+  std::vector<std::size_t> parts;  // for Split::part_rows: row extents, summing to rows
 };
 
 /// The parameters of model layer `layer` (0 = embedding, 1..L = blocks, L+1 = head), in
