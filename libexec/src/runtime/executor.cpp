@@ -93,7 +93,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.tp_size = stage.tp;
       module_options.recompute = stage.recompute;
       module_options.seed = options.seed;
-      state.module = make_gpt_stage(plan.model, module_options, *im.backend, state.tp);
+      state.module = make_stage_module(plan.model, module_options, *im.backend, state.tp);
       state.input_floats = state.module->input_floats_per_sample();
       state.output_floats = state.module->output_floats_per_sample();
       AdamWConfig adamw;

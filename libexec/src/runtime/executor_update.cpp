@@ -111,7 +111,7 @@ std::vector<FullParameter> Executor::gather_parameters() {
     while (in >> name >> tp_rank >> tp_size >> count) {
       std::vector<float> shard(count);
       for (float& v : shard) in >> v;
-      const TensorShard layout = gpt_parameter_shard(impl_->plan.model, name, tp_rank, tp_size);
+      const TensorShard layout = parameter_shard(impl_->plan.model, name, tp_rank, tp_size);
       WHALE_CHECK(layout.shard_count() == count,
                   "gather_parameters: " + name + " has " + std::to_string(count) +
                       " floats, its layout " + std::to_string(layout.shard_count()));
