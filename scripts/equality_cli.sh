@@ -54,6 +54,21 @@ bad_input)
     mpirun -np 3 --oversubscribe "$run" configs/plans/tiny/dp2.yaml --data $data "${keep[@]}"
   grep -q "whale-run: error: rank [0-2]: configs/plans/tiny/dp2.yaml" "$out/world_size_mpi.err" ||
     fail "world_size_mpi: no line names the failed rank: $(head -c 600 "$out/world_size_mpi.err")"
+  # The tiny Llama: a tied LM head in another pipeline stage than its token table, and a tp
+  # that does not divide the key/value heads.
+  llama_plan() {  # NAME STAGES...: a tiny-llama plan in $out
+    local name=$1; shift
+    { echo "cluster: $PWD/configs/clusters/cpu-local-8.yaml"
+      echo "model: $PWD/configs/models/tiny-llama.yaml"
+      echo "precision: fp32"; echo "micro_batch_size: 8"; echo "micro_batches: 1"; echo "schedule: 1f1b"
+      echo "stages:"; printf '  - %s\n' "$@"; } >"$out/$name.yaml"
+  }
+  llama_plan tied_pp2 '{layers: [0, 1], devices: "0"}' '{layers: [2, 3], devices: "1"}'
+  expect_error llama_tied_pp2 "tiny-llama.yaml: tie_embeddings: the embedding (layer 0) and the tied LM head (layer 3) in one pipeline stage" \
+    mpirun -np 2 --oversubscribe "$run" "$out/tied_pp2.yaml" --data $data "${keep[@]}"
+  llama_plan kv_tp4 '{layers: [0, 3], devices: "0-3", tp: 4}'
+  expect_error llama_kv_tp4 "kv_tp4.yaml: stages[0].tp: tp 4 does not divide the model's 2 kv_heads" \
+    mpirun -np 4 --oversubscribe "$run" "$out/kv_tp4.yaml" --data $data "${keep[@]}"
   head -c 20 $data >"$out/short.txt"
   expect_error data_short "short.txt: tokens: at least 33 tokens (sequence 32 + 1) for one step, got 20" \
     "$run" configs/plans/tiny/single.yaml --data "$out/short.txt" "${keep[@]}"
