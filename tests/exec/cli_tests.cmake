@@ -24,9 +24,9 @@ foreach(entry ${WHALE_TINY_PLANS})
 endforeach()
 
 # plan:ranks:reference for the tiny Llama's plans (configs/plans/tiny-llama): the tied model's
-# plans against single.yaml, the pipeline plans (untied model) against single-untied.yaml.
-set(WHALE_TINY_LLAMA_PLANS tp2:2:single dp3-uneven:3:single single-hf:1:single pp2:2:single-untied
-    hybrid-uneven:8:single-untied)
+# plans against single.yaml, the untied model's against single-untied.yaml.
+set(WHALE_TINY_LLAMA_PLANS tp2:2:single dp3-uneven:3:single single-hf:1:single pp2:2:single
+    pp2-interleaved:2:single hybrid-uneven:8:single pp2-gpipe-untied:2:single-untied)
 foreach(entry ${WHALE_TINY_LLAMA_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 plan)

@@ -1,8 +1,8 @@
 // File: test_llama_stage.cpp
 // The Llama stage on one rank: the parameter list and count of a hand-checkable model, the
 // whole-model gradient check against finite differences (tied and untied, with and without
-// qkv biases), two chained stages equal one stage, recomputation changes nothing, and the
-// refusals name their field.
+// qkv biases), two chained stages equal one stage, recomputation changes nothing, a tied head's
+// stage holds an equal copy of the token table, and the refusals name their field.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -110,13 +110,19 @@ TEST_CASE("Llama recompute none, full and selective give bit-identical losses an
   });
 }
 
-TEST_CASE("Llama refusals name the field: tied head in another stage, family, kv_heads") {
-  const plan::Model tied = tiny_llama(true, false);
-  CHECK_THROWS_WITH_AS(make_llama_stage(tied, stage_options(2, 4), cpu(), nullptr),
-                       doctest::Contains("tiny-llama-test.yaml: tie_embeddings: the embedding "
-                                         "(layer 0) and the tied LM head (layer 3) in one "
-                                         "pipeline stage, got a stage of layers [2, 4)"),
-                       Error);
+TEST_CASE("a tied head's stage holds a copy of the token table equal to the first stage's") {
+  const plan::Model m = tiny_llama(true, false);
+  auto first = make_llama_stage(m, stage_options(0, 2), cpu(), nullptr);
+  auto head = make_llama_stage(m, stage_options(2, 4), cpu(), nullptr);
+  const ParameterView table = first->parameters().front();
+  const ParameterView copy = head->parameters().back();
+  CHECK(table.name == "embedding.wte");
+  CHECK(copy.name == "embedding.wte");
+  CHECK(copy.layer == 3);
+  CHECK(floats(copy.value) == floats(table.value));
+}
+
+TEST_CASE("Llama refusals name the field: kv_heads, family") {
   plan::Model m = tiny_llama(false, false);
   m.kv_heads = 3;
   CHECK_THROWS_WITH_AS(make_llama_stage(m, stage_options(0, 4), cpu(), nullptr),

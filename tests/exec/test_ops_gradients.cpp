@@ -1,7 +1,7 @@
 // File: test_ops_gradients.cpp
 // Every CPU backend op (the GPT's and the Llama's): backward against central finite differences
-// at tiny sizes (relative error of the whole gradient <= 1e-3), and exact forward values on
-// hand-checkable cases.
+// at tiny sizes (relative error of the whole gradient <= 1e-3; <= 2e-4 for the Llama ops), and
+// exact forward values on hand-checkable cases.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -53,6 +53,9 @@ double gradient_error(std::vector<float>& x, const std::function<double()>& loss
   REQUIRE(scale > 0.0);  // a zero gradient would make the check vacuous
   return std::sqrt(diff) / scale;
 }
+
+/// The finite-difference bound of the Llama ops: their measured errors are below 1e-4.
+constexpr double kTightTolerance = 2e-4;
 
 }  // namespace
 
@@ -258,8 +261,8 @@ TEST_CASE("RMSNorm of [3, 4] is [3, 4] / sqrt(12.5); gradients of input and weig
   std::vector<float> dinp(N * C), dw(C);
   be->rmsnorm_backward(host_view(dinp), host_view(dw), host_view(r), host_view(inp),
                        host_view(weight), host_view(rs), N, C);
-  CHECK(gradient_error(inp, loss, dinp, 1e-3f) <= 1e-3);
-  CHECK(gradient_error(weight, loss, dw, 1e-3f) <= 1e-3);
+  CHECK(gradient_error(inp, loss, dinp, 1e-3f) <= kTightTolerance);
+  CHECK(gradient_error(weight, loss, dw, 1e-3f) <= kTightTolerance);
 }
 
 TEST_CASE("SwiGLU: silu(0) * up = 0, silu(1) * 2 = 2 sigmoid(1); gradients of gate and up match") {
@@ -276,8 +279,8 @@ TEST_CASE("SwiGLU: silu(0) * up = 0, silu(1) * 2 = 2 sigmoid(1); gradients of ga
     return dot(y, r);
   };
   be->swiglu_backward(host_view(dg), host_view(du), host_view(g), host_view(u), host_view(r), 12);
-  CHECK(gradient_error(g, loss, dg, 1e-3f) <= 1e-3);
-  CHECK(gradient_error(u, loss, du, 1e-3f) <= 1e-3);
+  CHECK(gradient_error(g, loss, dg, 1e-3f) <= kTightTolerance);
+  CHECK(gradient_error(u, loss, du, 1e-3f) <= kTightTolerance);
 }
 
 TEST_CASE("RoPE: position 0 stays, position 1 turns pair 0 by 1 radian; gradient matches") {
@@ -310,7 +313,7 @@ TEST_CASE("RoPE: position 0 stays, position 1 turns pair 0 by 1 radian; gradient
   };
   std::vector<float> dinp = r;
   be->rope_backward(host_view(dinp), B, T, W, heads, HS, 500.0);
-  CHECK(gradient_error(inp, loss, dinp, 1e-3f) <= 1e-3);
+  CHECK(gradient_error(inp, loss, dinp, 1e-3f) <= kTightTolerance);
 }
 
 TEST_CASE("grouped-query attention equals multi-head attention on repeated key/value heads") {
@@ -347,5 +350,5 @@ TEST_CASE("grouped-query attention equals multi-head attention on repeated key/v
   const float* g0 = dqkv.data() + 5 * (C + 2 * KC);
   CHECK(g0[C + HS + 1] == doctest::Approx(d0[C + 2 * HS + 1] + d0[C + 3 * HS + 1]).epsilon(1e-6));
   CHECK(g0[C + KC] == doctest::Approx(d0[2 * C] + d0[2 * C + HS]).epsilon(1e-6));
-  CHECK(gradient_error(qkv, loss, dqkv, 1e-3f) <= 1e-3);
+  CHECK(gradient_error(qkv, loss, dqkv, 1e-3f) <= kTightTolerance);
 }

@@ -210,7 +210,7 @@ class BlockStage : public StageModule {
 
   /// One flat fp32 value (master) tensor, one flat fp32 gradient tensor and, for a 16-bit
   /// compute dtype, one flat copy of the values in it; each parameter is the shard of the full
-  /// tensor initialised from (seed, name).
+  /// tensor initialised from (seed, name), so a tied copy in another stage starts equal.
   void create_parameters() {
     struct Shard {
       ParameterSpec spec;
@@ -221,6 +221,10 @@ class BlockStage : public StageModule {
     std::size_t total = 0;
     for (int layer = options_.first_layer; layer < options_.end_layer; ++layer)
       for (const ParameterSpec& spec : Family::layer_parameters(dims_, layer)) {
+        // A tied parameter listed by two layers of this stage is held once, by the first.
+        if (std::any_of(shards.begin(), shards.end(),
+                        [&](const Shard& held) { return held.spec.name == spec.name; }))
+          continue;
         shards.push_back({spec, gpt::shard_layout(spec, options_.tp_rank, options_.tp_size), layer});
         total += shards.back().layout.shard_count();
       }

@@ -47,8 +47,9 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
     return ParameterSpec{name, C, 1, Split::none, Init::ones, 0.0, {}};
   };
   std::vector<ParameterSpec> specs;
+  const ParameterSpec token_table{"embedding.wte", V, C, Split::none, Init::normal, stddev, {}};
   if (layer == 0) {
-    specs.push_back({"embedding.wte", V, C, Split::none, Init::normal, stddev, {}});
+    specs.push_back(token_table);
   } else if (layer <= d.layers) {
     const std::string p = "layers." + std::to_string(layer - 1) + ".";
     specs.push_back(norm(p + "attn_norm.weight"));
@@ -64,7 +65,9 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
     specs.push_back({p + "mlp.down.weight", C, F, Split::cols, Init::normal, residual_stddev, {}});
   } else if (layer == d.layers + 1) {
     specs.push_back(norm("head.norm.weight"));
-    if (!d.tie_embeddings)
+    if (d.tie_embeddings)
+      specs.push_back(token_table);  // held once by a stage that holds layer 0 too
+    else
       specs.push_back({"head.weight", V, C, Split::none, Init::normal, stddev, {}});
   } else {
     throw std::invalid_argument("llama layer " + std::to_string(layer) + " outside 0.." +

@@ -34,8 +34,8 @@ struct Dims {
 Dims llama_dims(const plan::Model& model);
 
 /// The parameters of model layer `layer` (0 = embedding, 1..L = blocks, L+1 = head), in
-/// StageModule::parameters() order. Block b = layer-1 is named "layers.b."; the head has no
-/// weight of its own when the embeddings are tied.
+/// StageModule::parameters() order. Block b = layer-1 is named "layers.b."; with tied
+/// embeddings the head's weight is the token table, listed under layer 0's name again.
 std::vector<ParameterSpec> layer_parameters(const Dims& dims, int layer);
 
 /// The layout of Llama parameter `name` on tp rank `tp_rank` of `tp_size`.

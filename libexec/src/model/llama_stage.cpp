@@ -1,7 +1,7 @@
 // File: llama_stage.cpp
 // The Llama family of BlockStage (block_stage.h): token embedding without learned positions
 // (RoPE in the blocks), Llama blocks, final RMSNorm and the LM head, tied to the token table
-// or its own; make_llama_stage.
+// (or, in a later stage than the embedding, to its copy) or its own; make_llama_stage.
 #include <string>
 #include <vector>
 
@@ -55,9 +55,9 @@ struct LlamaFamily {
     template <class Find>
     void bind(const Dims& d, Find find) {
       dims = d;
-      wte = find("embedding.wte");
+      wte = find(kTokenTable);
       head_norm_w = find("head.norm.weight");
-      head_w = d.tie_embeddings ? wte : find("head.weight");
+      head_w = find(d.tie_embeddings ? kTokenTable : "head.weight");  // tied: the table or its copy
     }
     void embedding_forward(Backend& be, TensorView x, ConstTensorView tokens, int samples) {
       const std::size_t tc = static_cast<std::size_t>(dims.sequence) * dims.channels;
@@ -96,16 +96,6 @@ std::unique_ptr<StageModule> make_llama_stage(const plan::Model& model,
   if (options.tp_size > 1 && (tp_comm == nullptr || tp_comm->size() != options.tp_size))
     throw std::invalid_argument("make_llama_stage: tp_size " + std::to_string(options.tp_size) +
                                 " needs a tensor-parallel communicator of that size");
-  const llama::Dims dims = llama::llama_dims(model);
-  const bool has_embedding = options.first_layer == 0;
-  const bool has_head = options.end_layer == dims.layers + 2;
-  if (dims.tie_embeddings && has_head != has_embedding)
-    throw Error(model.source_file, "tie_embeddings",
-                "the embedding (layer 0) and the tied LM head (layer " +
-                    std::to_string(dims.layers + 1) + ") in one pipeline stage, got a stage of "
-                    "layers [" + std::to_string(options.first_layer) + ", " +
-                    std::to_string(options.end_layer) + ")",
-                "set tie_embeddings: false, or keep the embedding and the head together");
   return std::make_unique<BlockStage<llama::LlamaFamily>>(model, options, backend, tp_comm);
 }
 

@@ -25,6 +25,10 @@ std::unique_ptr<StageModule> make_stage_module(const plan::Model& model,
   refuse_family(model);
 }
 
+bool ties_token_table(const plan::Model& model) {
+  return model.family == "llama" && model.tie_embeddings;
+}
+
 TensorShard parameter_shard(const plan::Model& model, const std::string& name, int tp_rank,
                             int tp_size) {
   if (model.family == "gpt") return gpt_parameter_shard(model, name, tp_rank, tp_size);

@@ -36,6 +36,7 @@ void Executor::Impl::wait_reductions(int s) {
 }
 
 void Executor::Impl::optimizer_step(int s) {
+  if (s == tied_stage) tied->sum_gradients();  // after the stage's reductions (wait_reductions)
   if (scaler.enabled()) {  // after the overflow check of the whole step (finish_scaled_step)
     deferred_steps.push_back(s);
     return;
