@@ -63,6 +63,32 @@ inline double whole_model_step(StageModule& stage, const MicroBatchTokens& token
   return loss;
 }
 
+/// Stages [0, 2) (embedding + block 0) and [2, L + 2) chained through host activations give
+/// the loss and the gradients of the whole model bit for bit (2 samples). `make` as below.
+template <class Make>
+void check_chained_stages_equal_whole(const plan::Model& m, Make make) {
+  const auto tokens = random_tokens(m, 2, 11);
+  const double scale = 1.0 / 16;
+  const int L = m.num_layers;
+  const std::size_t per_sample = static_cast<std::size_t>(m.sequence) * m.hidden;
+  auto whole = make(stage_options(0, L + 2));
+  const double loss = whole_model_step(*whole, tokens, scale);
+  auto first = make(stage_options(0, 2));
+  auto second = make(stage_options(2, L + 2));
+  CHECK(first->output_floats_per_sample() == per_sample);
+  CHECK(second->input_floats_per_sample() == per_sample);
+  std::vector<float> activation(2 * per_sample), activation_grad(activation.size());
+  first->zero_gradients();
+  second->zero_gradients();
+  CHECK(first->forward(0, tokens, nullptr, activation.data()) == 0.0);
+  CHECK(second->forward(0, tokens, activation.data(), nullptr) == loss);
+  second->backward(0, nullptr, activation_grad.data(), scale);
+  first->backward(0, activation_grad.data(), nullptr, scale);
+  Gradients chained = gradients_of(*first);
+  for (auto& [name, g] : gradients_of(*second)) chained[name] = g;
+  CHECK(chained == gradients_of(*whole));
+}
+
 /// Builds the stage of layers [1, L + 2) (a middle and a head stage, covering the input gradient
 /// too) with each recomputation mode, runs one micro-batch of 3 samples whose input is
 /// sin(0.37 i), and checks that the losses, parameter gradients and input gradients of full and

@@ -83,24 +83,9 @@ TEST_CASE("whole Llama: parameter gradients match finite differences, tied and u
 
 TEST_CASE("two chained Llama stages give the same loss and gradients as one stage") {
   const plan::Model m = tiny_llama(false, true);
-  const auto tokens = random_tokens(m, 2, 11);
-  const double scale = 1.0 / 16;
-  auto whole = make_llama_stage(m, stage_options(0, 4), cpu(), nullptr);
-  const double loss = whole_model_step(*whole, tokens, scale);
-  auto first = make_llama_stage(m, stage_options(0, 2), cpu(), nullptr);  // embedding + block 0
-  auto second = make_llama_stage(m, stage_options(2, 4), cpu(), nullptr);
-  CHECK(first->output_floats_per_sample() == 8 * 16);
-  CHECK(second->input_floats_per_sample() == 8 * 16);
-  std::vector<float> activation(2 * 8 * 16), activation_grad(activation.size());
-  first->zero_gradients();
-  second->zero_gradients();
-  CHECK(first->forward(0, tokens, nullptr, activation.data()) == 0.0);
-  CHECK(second->forward(0, tokens, activation.data(), nullptr) == loss);
-  second->backward(0, nullptr, activation_grad.data(), scale);
-  first->backward(0, activation_grad.data(), nullptr, scale);
-  Gradients chained = gradients_of(*first);
-  for (auto& [name, g] : gradients_of(*second)) chained[name] = g;
-  CHECK(chained == gradients_of(*whole));
+  check_chained_stages_equal_whole(m, [&](const StageModuleOptions& o) {
+    return make_llama_stage(m, o, cpu(), nullptr);
+  });
 }
 
 TEST_CASE("Llama recompute none, full and selective give bit-identical losses and gradients") {

@@ -29,8 +29,8 @@ namespace whale::exec {
 
 using gpt::ParameterSpec;
 
-/// The final norm's output (N, C) act and its fp32 row statistics (stat: rstd; mean: the
-/// layernorm mean, empty for RMSNorm).
+/// The final norm's output (N, C) act and its fp32 row statistics: rstd (N), and the layernorm
+/// mean (N; empty for RMSNorm).
 struct HeadActivations {
   Tensor norm, mean, rstd;
 };

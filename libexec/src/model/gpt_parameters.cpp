@@ -116,11 +116,7 @@ TensorShard shard_layout(const ParameterSpec& spec, int tp_rank, int tp_size) {
 
 TensorShard gpt_parameter_shard(const plan::Model& model, const std::string& name, int tp_rank,
                                 int tp_size) {
-  const Dims d = gpt_dims(model);
-  for (int layer = 0; layer <= d.layers + 1; ++layer)
-    for (const ParameterSpec& spec : layer_parameters(d, layer))
-      if (spec.name == name) return shard_layout(spec, tp_rank, tp_size);
-  throw std::invalid_argument("gpt_parameter_shard: no GPT parameter named '" + name + "'");
+  return find_shard_layout(gpt_dims(model), layer_parameters, name, tp_rank, tp_size, "GPT");
 }
 
 }  // namespace whale::exec::gpt

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,18 @@ struct ParameterSpec {
 std::vector<ParameterSpec> layer_parameters(const Dims& dims, int layer);
 
 TensorShard shard_layout(const ParameterSpec& spec, int tp_rank, int tp_size);
+
+/// The layout of the parameter `name` among layer_parameters(dims, 0..dims.layers + 1) of a
+/// family; throws std::invalid_argument naming `family` when it has none of that name.
+template <class FamilyDims, class LayerParameters>
+TensorShard find_shard_layout(const FamilyDims& dims, LayerParameters layer_parameters,
+                              const std::string& name, int tp_rank, int tp_size,
+                              const std::string& family) {
+  for (int layer = 0; layer <= dims.layers + 1; ++layer)
+    for (const ParameterSpec& spec : layer_parameters(dims, layer))
+      if (spec.name == name) return shard_layout(spec, tp_rank, tp_size);
+  throw std::invalid_argument("parameter_shard: no " + family + " parameter named '" + name + "'");
+}
 
 /// Fills full (spec.rows*spec.cols) with the initial values: element e of a normal parameter is
 /// stddev * N(0,1) drawn by a counter-based hash of (seed, name, e); zeros and ones are constant.

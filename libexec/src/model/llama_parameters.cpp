@@ -78,11 +78,8 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
 
 TensorShard llama_parameter_shard(const plan::Model& model, const std::string& name, int tp_rank,
                                   int tp_size) {
-  const Dims d = llama_dims(model);
-  for (int layer = 0; layer <= d.layers + 1; ++layer)
-    for (const ParameterSpec& spec : layer_parameters(d, layer))
-      if (spec.name == name) return gpt::shard_layout(spec, tp_rank, tp_size);
-  throw std::invalid_argument("llama_parameter_shard: no Llama parameter named '" + name + "'");
+  return gpt::find_shard_layout(llama_dims(model), layer_parameters, name, tp_rank, tp_size,
+                                "Llama");
 }
 
 }  // namespace whale::exec::llama
