@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   app.add_flag("--export-constrained", export_constrained,
                "export the best plan the framework can express when it cannot express the best one");
   return whale::app::run_tool("whale-plan", app, argc, argv, [&] {
+    if (export_constrained && megatron_path.empty() && deepspeed_path.empty())
+      throw whale::Error("", "--export-constrained", "--export-megatron or --export-deepspeed to apply to",
+                         "name the framework's output file");
     if (runnable) options.strategies = whale::plan::runnable_strategies();
     const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
     const whale::plan::Model model = whale::plan::load_model(model_path);

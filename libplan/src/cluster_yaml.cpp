@@ -3,6 +3,7 @@
 #include <set>
 
 #include "spec_yaml.h"
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/limits.h"
 #include "yaml_writer.h"
@@ -165,7 +166,7 @@ void emit_cluster(YAML::Emitter& out, const Cluster& cluster) {
 void save_cluster(const Cluster& cluster, const std::string& path) {
   YAML::Emitter out;
   emit_cluster(out, cluster);
-  write_text_file(path, std::string(out.c_str()) + "\n");
+  write_file_atomically(path, std::string(out.c_str()) + "\n");
 }
 
 }  // namespace whale::plan

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "spec_yaml.h"
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/limits.h"
 #include "yaml_writer.h"
@@ -153,7 +154,7 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
-  write_text_file(path, std::string(out.c_str()) + "\n");
+  write_file_atomically(path, std::string(out.c_str()) + "\n");
 }
 
 std::vector<std::string> available_profiles(const std::string& profiles_dir) {

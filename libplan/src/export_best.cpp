@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "export_layout.h"
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/export.h"
-#include "yaml_writer.h"
 
 namespace whale::plan {
 namespace {
@@ -26,7 +26,7 @@ std::string export_best(const PlanResult& result, const Cluster& cluster, const 
   const RankedPlan& best = result.best();
   const std::vector<std::string> limits = export_limits(best.plan, framework);
   if (limits.empty() || !constrained) {
-    write_text_file(path, export_text(best.plan, framework));
+    write_file_atomically(path, export_text(best.plan, framework), export_option(framework));
     return std::string(to_string(framework)) + " export of the best plan, " + throughput(best) + ": " + path + "\n";
   }
   RankedPlan baseline = result.baseline;
@@ -36,7 +36,7 @@ std::string export_best(const PlanResult& result, const Cluster& cluster, const 
     throw Error(path, "", std::string("a uniform plan that ") + to_string(framework) + " can express and that fits",
                 "the best plan needs what the framework lacks; export it without --export-constrained to see why");
   }
-  write_text_file(path, export_text(baseline.plan, framework));
+  write_file_atomically(path, export_text(baseline.plan, framework), export_option(framework));
   std::string out = std::string(to_string(framework)) + " cannot express the best plan:\n";
   for (const std::string& limit : limits) out += "  - " + limit + "\n";
   char ratio[64];

@@ -11,6 +11,10 @@ const char* to_string(Framework framework) {
   return framework == Framework::megatron ? "Megatron-LM" : "DeepSpeed";
 }
 
+const char* export_option(Framework framework) {
+  return framework == Framework::megatron ? "--export-megatron" : "--export-deepspeed";
+}
+
 std::string join_numbers(const std::vector<int>& numbers) {
   std::string out;
   for (int n : numbers) out += (out.empty() ? "" : ",") + std::to_string(n);
@@ -29,7 +33,7 @@ void throw_if_limited(const Plan& plan, Framework framework) {
   if (limits.empty()) return;
   std::string all;
   for (const std::string& limit : limits) all += (all.empty() ? "" : "; ") + limit;
-  throw Error(plan.source_file, "", std::string("a plan ") + to_string(framework) + " can express, but " + all,
+  throw Error(plan.source_file, export_option(framework), std::string("a plan ") + to_string(framework) + " can express, but " + all,
               "--export-constrained exports the best plan within what it can express");
 }
 

@@ -39,9 +39,11 @@ bool all_equal(const std::vector<int>& numbers);
 /// DeepSpeed's own limits (export_deepspeed.cpp), besides uniform_limits.
 std::vector<std::string> deepspeed_limits(const Plan& plan, const ExportLayout& layout);
 
-/// Throws whale::Error naming the plan file and listing export_limits(plan, framework), with a
-/// hint to --export-constrained, unless there are none.
+/// Throws whale::Error naming the plan file and the export option and listing
+/// export_limits(plan, framework), with a hint to --export-constrained, unless there are none.
 void throw_if_limited(const Plan& plan, Framework framework);
+/// The whale-plan option that names the export file of `framework` (--export-megatron, ...).
+const char* export_option(Framework framework);
 
 /// "a,b,c" of integers.
 std::string join_numbers(const std::vector<int>& numbers);

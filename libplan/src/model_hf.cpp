@@ -101,8 +101,7 @@ void read_gpt_neox(const YamlField& root, Model& model) {
 }  // namespace
 
 bool is_hf_config(const YamlField& root, const std::string& path) {
-  const bool json_name = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  return json_name || (root.is_map() && root.has("model_type"));
+  return is_json_file_name(path) || (root.is_map() && root.has("model_type"));
 }
 
 Model parse_hf_config(const YamlField& root) {

@@ -2,6 +2,7 @@
 // Reads and writes configs/models/<name>.yaml (schema: docs/model.md): a family model by its
 // hyperparameters, or a listed model layer by layer.
 #include "spec_yaml.h"
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/limits.h"
 #include "yaml_writer.h"
@@ -222,7 +223,7 @@ void emit_model(YAML::Emitter& out, const Model& model) {
 void save_model(const Model& model, const std::string& path) {
   YAML::Emitter out;
   emit_model(out, model);
-  write_text_file(path, std::string(out.c_str()) + "\n");
+  write_file_atomically(path, std::string(out.c_str()) + "\n");
 }
 
 }  // namespace whale::plan

@@ -1,10 +1,12 @@
 // File: plan_validate.cpp
 // validate_plan: every rule a plan must meet before it can be simulated or run. Each failure is
 // a whale::Error naming the plan file and the YAML path of the offending field.
+#include <cstdio>
 #include <map>
 #include <set>
 
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 #include "whale/plan/plan.h"
 
 namespace whale::plan {
@@ -22,8 +24,12 @@ void check_schedule(const Plan& plan, const std::string& file) {
   if (plan.micro_batch_size <= 0) throw Error(file, "micro_batch_size", "expected a positive micro_batch_size");
   if (plan.micro_batches <= 0) throw Error(file, "micro_batches", "expected a positive number of micro_batches");
   if (plan.stages.empty()) throw Error(file, "stages", "expected at least one stage");
-  if (!(plan.gradient_bucket_mib > 0 && plan.gradient_bucket_mib < 1e9)) {
-    throw Error(file, "gradient_bucket_mib", "a positive, finite gradient bucket size in MiB, got " + std::to_string(plan.gradient_bucket_mib),
+  if (!(plan.gradient_bucket_mib > 0 && plan.gradient_bucket_mib <= kMaxGradientBucketMib)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", plan.gradient_bucket_mib);
+    throw Error(file, "gradient_bucket_mib",
+                "a gradient bucket size in MiB above 0 and at most " +
+                    std::to_string(static_cast<int64_t>(kMaxGradientBucketMib)) + ", got " + got,
                 "leave it out for PyTorch DDP's 25 MiB");
   }
   const int chunks = plan.schedule.chunks;

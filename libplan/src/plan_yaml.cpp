@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "spec_yaml.h"
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/limits.h"
 #include "whale/plan/plan.h"
@@ -186,7 +187,7 @@ void save_plan(const Plan& plan, const std::string& path, bool embed) {
   const bool model_has_file = !plan.model_file.empty() && !plan.model.source_file.empty();
   const std::string cluster_ref = embed || !cluster_has_file ? "" : relative_to(plan.cluster.source_file, folder);
   const std::string model_ref = embed || !model_has_file ? "" : relative_to(plan.model.source_file, folder);
-  write_text_file(path, plan_text(plan, cluster_ref, model_ref));
+  write_file_atomically(path, plan_text(plan, cluster_ref, model_ref));
 }
 
 }  // namespace whale::plan

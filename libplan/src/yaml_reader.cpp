@@ -196,6 +196,10 @@ bool YamlField::boolean_or(const std::string& key, bool fallback) const {
   return has(key) ? get(key).boolean() : fallback;
 }
 
+bool is_json_file_name(const std::string& path) {
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
 YamlField parse_yaml_text(const std::string& text, const std::string& file) {
   try {
     return YamlField(YAML::Load(text), file, "");
@@ -205,10 +209,13 @@ YamlField parse_yaml_text(const std::string& text, const std::string& file) {
                     std::to_string(e.mark.line + 1),
                 "whale's files are a few levels deep; check the brackets around that line");
   } catch (const YAML::Exception& e) {
+    const bool json = is_json_file_name(file);  // a Hugging Face config.json, say
     throw Error(file, "",
-                "malformed YAML at line " + std::to_string(e.mark.line + 1) + ", column " +
-                    std::to_string(e.mark.column + 1) + ": " + e.msg,
-                "check the indentation and the ':' and '-' around that line");
+                std::string(json ? "malformed JSON" : "malformed YAML") + " at line " +
+                    std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) +
+                    ": " + e.msg,
+                json ? "check the braces, quotes and commas around that line"
+                     : "check the indentation and the ':' and '-' around that line");
   }
 }
 

@@ -78,6 +78,9 @@ YamlField load_yaml_file(const std::string& path);
 /// Parses YAML text; `file` is only used in messages.
 YamlField parse_yaml_text(const std::string& text, const std::string& file);
 
+/// Whether a path names a JSON file (ends in ".json"); JSON is read as YAML flow syntax.
+bool is_json_file_name(const std::string& path);
+
 /// The folder of a file path ("." when it has none), used to resolve relative references.
 std::string parent_folder(const std::string& path);
 /// `relative` resolved against `folder`, unless it is absolute.

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 
 namespace whale::plan {
@@ -39,10 +38,6 @@ void emit_number_field(YAML::Emitter& out, const std::string& key, double value)
 void emit_text_field(YAML::Emitter& out, const std::string& key, const std::string& text) {
   out << YAML::Key << key << YAML::Value;
   emit_text(out, text);
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  write_file_atomically(path, text);
 }
 
 }  // namespace whale::plan

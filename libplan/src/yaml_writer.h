@@ -1,6 +1,6 @@
 // File: yaml_writer.h
 // Deterministic YAML output helpers shared by the spec writers: fixed number formatting, quoting
-// of strings that would read back as another type, and writing a file with a whale::Error.
+// of strings that would read back as another type.
 #pragma once
 
 #include <string>
@@ -18,7 +18,5 @@ void emit_text(YAML::Emitter& out, const std::string& text);
 /// Emits `key: number` / `key: text` inside a mapping.
 void emit_number_field(YAML::Emitter& out, const std::string& key, double value);
 void emit_text_field(YAML::Emitter& out, const std::string& key, const std::string& text);
-/// Writes `text` to `path`; throws whale::Error naming the path when it cannot.
-void write_text_file(const std::string& path, const std::string& text);
 
 }  // namespace whale::plan

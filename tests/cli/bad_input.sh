@@ -76,6 +76,11 @@ cat >"$dir/hints.yaml" <<'YAML'
 layers:
   - {range: [0, 3], tp: 1}
 YAML
+cat >"$dir/llama.json" <<'JSON'
+{"model_type": "llama", "hidden_size": 64, "intermediate_size": 176, "num_attention_heads": 4,
+ "num_key_value_heads": 2, "num_hidden_layers": 2, "max_position_embeddings": 32,
+ "vocab_size": 256, "rope_theta": 10000, "tie_word_embeddings": true}
+JSON
 head -c 4000 data/corpus.txt >"$dir/data.txt"
 
 # The input: "-" none; "BASE" a copy of a snippet; "BASE: OLD => NEW" a copy with the first
@@ -122,7 +127,7 @@ PY
     cp "$dir/$base" "$in"
   fi
   # Relative references (cluster.yaml, model.yaml) resolve to the snippets beside the input.
-  cp -n "$dir"/*.yaml "$dir/in/" ;;
+  cp -n "$dir"/*.yaml "$dir"/*.json "$dir/in/" ;;
 esac
 
 subst() {

@@ -1,11 +1,12 @@
 // File: test_ops_slowdown.cpp
 // The slowdown decorator (make_backend with slowdown_factor): compute ops give bit-identical
-// results to the undecorated backend, and memory ops pass through without waiting.
+// results to the undecorated backend and wait exactly (factor - 1) times their duration on an
+// injected clock; memory ops pass through without waiting.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <vector>
 
+#include "backend/ops_slowdown.h"
 #include "whale/exec/backend/backend_factory.h"
 #include "host_views.h"
 
@@ -37,19 +38,59 @@ TEST_CASE("slowdown: a slowed matmul is bit-identical to the plain backend's") {
   CHECK(small_matmul(*slowed) == small_matmul(*plain));
 }
 
-TEST_CASE("slowdown: memory ops pass through without waiting, even at a factor of 1e6") {
-  // Were copies slowed, 2000 of them at a factor of 1e6 would wait 1e6 times their own time
-  // (~100 ns each, so ~0.1 s of waiting each): minutes. Passed through, they take well under
-  // the 10 s bound.
-  auto slowed = backend_slowed_by(1e6);
+// A clock that advances by 0.25 s at every reading, and records every wait asked of it.
+struct FakeClock {
+  double now = 0.0;
+  int readings = 0;
+  std::vector<double> waits;
+  SlowdownClock clock() {
+    return SlowdownClock{[this] {
+                           ++readings;
+                           const double t = now;
+                           now += 0.25;
+                           return t;
+                         },
+                         [this](double seconds) { waits.push_back(seconds); }};
+  }
+};
+
+TEST_CASE("slowdown: a compute op waits (factor - 1) times its measured duration, exactly") {
+  FakeClock fake;
+  auto slowed = make_slowed_backend(make_backend(BackendRequest{}), 3.0, fake.clock());
+  small_matmul(*slowed);  // readings 0 and 0.25 around the op: 0.25 s, so (3 - 1) * 0.25
+  CHECK(fake.readings == 2);
+  REQUIRE(fake.waits.size() == 1);
+  CHECK(fake.waits[0] == 0.5);
+  std::vector<float> x = {1.0f, 2.0f};
+  slowed->scale(host_view(x), 2.0);  // readings 0.5 and 0.75: another 0.5
+  CHECK(fake.waits == std::vector<double>{0.5, 0.5});
+  CHECK(x == std::vector<float>{2.0f, 4.0f});
+}
+
+TEST_CASE("slowdown: memory ops neither read the clock nor wait") {
+  FakeClock fake;
+  auto slowed = make_slowed_backend(make_backend(BackendRequest{}), 1e6, fake.clock());
   std::vector<float> src(256, 1.5f), dst(256, 0.0f);
-  const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 1000; ++i) {
     slowed->copy(host_view(dst), host_view(src), Stream::compute);
     slowed->fill_zero(host_view(dst), Stream::compute);
   }
   slowed->copy(host_view(dst), host_view(src), Stream::compute);
   slowed->synchronize();
-  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 10.0);
+  CHECK(fake.readings == 0);
+  CHECK(fake.waits.empty());
   CHECK(dst == src);
+}
+
+TEST_CASE("slowdown: a factor of at most 1 returns the backend undecorated") {
+  auto inner = make_backend(BackendRequest{});
+  Backend* raw = inner.get();
+  CHECK(make_slowed_backend(std::move(inner), 1.0).get() == raw);
+}
+
+TEST_CASE("slowdown: the steady clock's wait lasts at least what was asked") {
+  const SlowdownClock steady = steady_wait();
+  const double before = steady.now_s();
+  steady.wait_s(0.01);
+  CHECK(steady.now_s() - before >= 0.01);
 }

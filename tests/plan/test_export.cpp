@@ -139,7 +139,7 @@ TEST_CASE("uneven shares and per-stage settings are named, and exporting them fa
       "stage 1 recomputes full, stage 0 none: one recomputation setting for all stages"};
   CHECK(export_limits(plan, Framework::megatron) == expected);
   CHECK(export_limits(plan, Framework::deepspeed) == expected);
-  CHECK_SPEC_ERROR([&] { megatron_arguments(plan); }, path, "",
+  CHECK_SPEC_ERROR([&] { megatron_arguments(plan); }, path, "--export-megatron",
                    "a plan Megatron-LM can express, but stage 0 has uneven shares 3,1");
 }
 

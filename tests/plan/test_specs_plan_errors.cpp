@@ -155,12 +155,15 @@ TEST_CASE("stages on one device group with different layouts") {
   CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "stages[2].shares", "shares differ from those of stage 1");
 }
 
-TEST_CASE("a gradient bucket size that is not a positive, finite number of MiB") {
+TEST_CASE("a gradient bucket size that is not a positive number of MiB up to the limit") {
   const std::string stages = "  - {layers: [0, 9], devices: \"0-1\"}\n";
   std::string p = plan_file(stages, "1f1b", "micro_batch_size: 4\ngradient_bucket_mib: 0\n");
   CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "gradient_bucket_mib", "expected a positive number, got '0'");
   p = plan_file(stages, "1f1b", "micro_batch_size: 4\ngradient_bucket_mib: 1e12\n");
-  CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "gradient_bucket_mib", "a positive, finite gradient bucket size in MiB");
+  CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "gradient_bucket_mib",
+                   "a gradient bucket size in MiB above 0 and at most 1048576, got 1e+12");
+  p = plan_file(stages, "1f1b", "micro_batch_size: 4\ngradient_bucket_mib: 1048576\n");
+  CHECK(load_plan(p).gradient_bucket_mib == 1048576);
   p = plan_file(stages, "1f1b", "micro_batch_size: 4\ngradient_bucket_mib: 0.5\n");
   const Plan plan = load_plan(p);
   CHECK(plan.gradient_bucket_mib == 0.5);

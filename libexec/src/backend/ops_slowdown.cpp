@@ -1,6 +1,6 @@
 // File: ops_slowdown.cpp
 // SlowedBackend: forwards every op to the inner backend; compute ops are timed (after a
-// synchronize) and followed by a sleep of (factor - 1) times their duration.
+// synchronize) and followed by a wait of (factor - 1) times their duration.
 #include "backend/ops_slowdown.h"
 
 #include <chrono>
@@ -11,8 +11,8 @@ namespace {
 
 class SlowedBackend : public Backend {
  public:
-  SlowedBackend(std::unique_ptr<Backend> inner, double factor)
-      : inner_(std::move(inner)), extra_(factor - 1.0) {}
+  SlowedBackend(std::unique_ptr<Backend> inner, double factor, SlowdownClock clock)
+      : inner_(std::move(inner)), extra_(factor - 1.0), clock_(std::move(clock)) {}
 
   const char* name() const override { return inner_->name(); }
   DType compute_dtype() const override { return inner_->compute_dtype(); }
@@ -137,23 +137,32 @@ class SlowedBackend : public Backend {
  private:
   template <class Op>
   void slowed(Op op) {
-    const auto start = std::chrono::steady_clock::now();
+    const double start_s = clock_.now_s();
     op();
     inner_->synchronize();
-    const auto elapsed = std::chrono::steady_clock::now() - start;
-    std::this_thread::sleep_for(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed * extra_));
+    clock_.wait_s((clock_.now_s() - start_s) * extra_);
   }
 
   std::unique_ptr<Backend> inner_;
   double extra_;
+  SlowdownClock clock_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_slowed_backend(std::unique_ptr<Backend> inner, double factor) {
+SlowdownClock steady_wait() {
+  return SlowdownClock{
+      [] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+      },
+      [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }};
+}
+
+std::unique_ptr<Backend> make_slowed_backend(std::unique_ptr<Backend> inner, double factor,
+                                             SlowdownClock clock) {
   if (factor <= 1.0) return inner;
-  return std::make_unique<SlowedBackend>(std::move(inner), factor);
+  return std::make_unique<SlowedBackend>(std::move(inner), factor, std::move(clock));
 }
 
 }  // namespace whale::exec

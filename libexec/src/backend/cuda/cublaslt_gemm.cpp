@@ -1,6 +1,7 @@
 // File: cublaslt_gemm.cpp
-// cuBLASLt GEMMs (see cublaslt_gemm.h): descriptors from gpu::lt_gemm, epilogue attributes, the
-// heuristic's algorithm cached per (dtype, transposes, shape, epilogue).
+// cuBLASLt GEMMs (see cublaslt_gemm.h): descriptors from gpu::lt_gemm and the heuristic's
+// algorithm prepared once per (dtypes, tf32, transposes, accumulate, epilogue, shape); the
+// epilogue's pointers set per call.
 #include "backend/cuda/cublaslt_gemm.h"
 
 #include <memory>
@@ -31,28 +32,83 @@ cublasLtEpilogue_t lt_epilogue(gpu::GemmEpilogue epilogue) {
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-/// RAII owners of the cuBLASLt descriptors of one call.
-struct MatmulDesc {
-  cublasLtMatmulDesc_t desc = nullptr;
-  ~MatmulDesc() { if (desc) cublasLtMatmulDescDestroy(desc); }
-  template <class V>
-  void set(cublasLtMatmulDescAttributes_t attribute, const V& value) {
-    WHALE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof value));
-  }
-};
-struct Layout {
-  cublasLtMatrixLayout_t layout = nullptr;
-  Layout(cudaDataType_t type, const gpu::ColumnMajorLayout& l) {
-    WHALE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, l.rows, l.cols, l.ld));
-  }
-  ~Layout() { if (layout) cublasLtMatrixLayoutDestroy(layout); }
-};
 struct Preference {
   cublasLtMatmulPreference_t pref = nullptr;
   ~Preference() { if (pref) cublasLtMatmulPreferenceDestroy(pref); }
 };
 
+template <class V>
+void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
+                   const V& value) {
+  WHALE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof value));
+}
+
+cublasLtMatrixLayout_t make_layout(cudaDataType_t type, const gpu::ColumnMajorLayout& l) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  WHALE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, l.rows, l.cols, l.ld));
+  return layout;
+}
+
 }  // namespace
+
+PreparedLtGemm::PreparedLtGemm(cublasLtHandle_t handle, const GemmCall& shape,
+                               std::size_t workspace_bytes)
+    : handle_(handle), workspace_bytes_(workspace_bytes) {
+  const gpu::LtGemm g =
+      gpu::lt_gemm(shape.trans_a, shape.trans_b, shape.m, shape.n, shape.k, shape.accumulate);
+  aux_ld_ = g.out.ld;
+  beta_ = g.beta_one ? 1.0f : 0.0f;
+  const cudaDataType_t type = data_type(shape.dtype);
+  const cublasComputeType_t compute = shape.dtype == GemmDtype::kF32 && shape.tf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  try {
+    WHALE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op_, compute, CUDA_R_32F));
+    set_attribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N);
+    set_attribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N);
+    set_attribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(shape.epilogue));
+    first_ = make_layout(type, g.first);
+    second_ = make_layout(type, g.second);
+    out_ = make_layout(data_type(shape.out_dtype), g.out);
+    Preference pref;
+    WHALE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
+    WHALE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
+        sizeof workspace_bytes_));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    WHALE_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, op_, first_, second_, out_, out_,
+                                                      pref.pref, 1, &result, &found));
+    if (found == 0) WHALE_CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED);
+    algo_ = result.algo;
+  } catch (...) {
+    destroy_descriptors();
+    throw;
+  }
+}
+
+PreparedLtGemm::~PreparedLtGemm() { destroy_descriptors(); }
+
+void PreparedLtGemm::destroy_descriptors() noexcept {
+  if (out_) cublasLtMatrixLayoutDestroy(out_);
+  if (second_) cublasLtMatrixLayoutDestroy(second_);
+  if (first_) cublasLtMatrixLayoutDestroy(first_);
+  if (op_) cublasLtMatmulDescDestroy(op_);
+}
+
+void PreparedLtGemm::run(cudaStream_t stream, const GemmCall& call, void* workspace) {
+  // The epilogue's pointers belong to this call; the descriptor keeps the last ones set.
+  if (call.bias) set_attribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
+  if (call.bias_grad) set_attribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias_grad);
+  if (call.aux) {
+    set_attribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, call.aux);
+    set_attribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, aux_ld_);
+  }
+  const float alpha = 1.0f;
+  WHALE_CUBLAS_CHECK(cublasLtMatmul(handle_, op_, &alpha, call.b, first_, call.a, second_, &beta_,
+                                    call.c, out_, call.c, out_, &algo_, workspace,
+                                    workspace_bytes_, stream));
+}
 
 LtGemmRunner::LtGemmRunner(void* workspace, std::size_t workspace_bytes)
     : workspace_(workspace), workspace_bytes_(workspace_bytes) {
@@ -60,48 +116,20 @@ LtGemmRunner::LtGemmRunner(void* workspace, std::size_t workspace_bytes)
 }
 
 LtGemmRunner::~LtGemmRunner() {
+  prepared_.clear();  // their descriptors go before the handle
   if (handle_) cublasLtDestroy(handle_);
 }
 
 void LtGemmRunner::run(cudaStream_t stream, const GemmCall& call) {
-  const gpu::LtGemm g = gpu::lt_gemm(call.trans_a, call.trans_b, call.m, call.n, call.k, call.accumulate);
-  const cudaDataType_t type = data_type(call.dtype);
-  const cublasComputeType_t compute = call.dtype == GemmDtype::kF32 && call.tf32
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
-  MatmulDesc op;
-  WHALE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op.desc, compute, CUDA_R_32F));
-  op.set(CUBLASLT_MATMUL_DESC_TRANSA, g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N);
-  op.set(CUBLASLT_MATMUL_DESC_TRANSB, g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N);
-  op.set(CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(call.epilogue));
-  if (call.bias) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
-  if (call.bias_grad) op.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias_grad);
-  if (call.aux) {
-    op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, call.aux);
-    op.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, g.out.ld);
-  }
-  const Layout first(type, g.first), second(type, g.second), out(data_type(call.out_dtype), g.out);
-
-  const Key key{static_cast<int>(call.dtype), static_cast<int>(call.out_dtype), call.tf32, g.trans_first, g.trans_second,
-                g.beta_one, static_cast<int>(call.epilogue), g.m, g.n, g.k};
-  auto cached = algorithms_.find(key);
-  if (cached == algorithms_.end()) {
-    Preference pref;
-    WHALE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.pref));
-    WHALE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_, sizeof workspace_bytes_));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    WHALE_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, op.desc, first.layout, second.layout,
-                                                      out.layout, out.layout, pref.pref, 1,
-                                                      &result, &found));
-    if (found == 0) WHALE_CUBLAS_CHECK(CUBLAS_STATUS_NOT_SUPPORTED);
-    cached = algorithms_.emplace(key, result.algo).first;
-  }
-  const float alpha = 1.0f, beta = g.beta_one ? 1.0f : 0.0f;
-  WHALE_CUBLAS_CHECK(cublasLtMatmul(handle_, op.desc, &alpha, call.b, first.layout, call.a,
-                                    second.layout, &beta, call.c, out.layout, call.c, out.layout,
-                                    &cached->second, workspace_, workspace_bytes_, stream));
+  const Key key{static_cast<int>(call.dtype), static_cast<int>(call.out_dtype), call.tf32,
+                call.trans_a, call.trans_b, call.accumulate, static_cast<int>(call.epilogue),
+                call.m, call.n, call.k};
+  auto prepared = prepared_.find(key);
+  if (prepared == prepared_.end())
+    prepared = prepared_
+                   .emplace(key, std::make_unique<PreparedLtGemm>(handle_, call, workspace_bytes_))
+                   .first;
+  prepared->second->run(stream, call, workspace_);
 }
 
 }  // namespace whale::exec::cuda

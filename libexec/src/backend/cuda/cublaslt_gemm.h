@@ -9,7 +9,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "backend/gpu_host/gemm_layout.h"
@@ -34,6 +36,36 @@ struct GemmCall {
   void* aux = nullptr;         // kGeluAuxBias (written), kDGelu (read): (m, n) row-major
 };
 
+/// One GEMM shape (a GemmCall's dtypes, tf32, transposes, accumulate, sizes and epilogue) with
+/// its cuBLASLt descriptors and the heuristic's first algorithm for `workspace_bytes`, made once,
+/// so that run() issues the matmul alone (what a timed run should time).
+class PreparedLtGemm {
+ public:
+  /// Throws (WHALE_CUBLAS_CHECK) when cuBLASLt has no algorithm for the shape. `handle` must
+  /// outlive the object.
+  PreparedLtGemm(cublasLtHandle_t handle, const GemmCall& shape, std::size_t workspace_bytes);
+  ~PreparedLtGemm();
+  PreparedLtGemm(const PreparedLtGemm&) = delete;
+  PreparedLtGemm& operator=(const PreparedLtGemm&) = delete;
+
+  /// Issues `call` on `stream`; its shape must be the one this was prepared for, its pointers
+  /// (a, b, c and the epilogue's) are this call's. The workspace holds at least the prepared
+  /// workspace_bytes.
+  void run(cudaStream_t stream, const GemmCall& call, void* workspace);
+
+ private:
+  void destroy_descriptors() noexcept;
+
+  cublasLtHandle_t handle_;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t first_ = nullptr, second_ = nullptr, out_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  std::size_t workspace_bytes_;
+  std::int64_t aux_ld_;
+  float beta_;
+};
+
+/// Issues GemmCalls of any shape, preparing each shape once (PreparedLtGemm) and keeping it.
 class LtGemmRunner {
  public:
   /// `workspace` (device memory of workspace_bytes) must outlive the runner.
@@ -45,14 +77,14 @@ class LtGemmRunner {
   /// Issues the GEMM on `stream`. Throws (WHALE_CUBLAS_CHECK) when cuBLASLt has no algorithm.
   void run(cudaStream_t stream, const GemmCall& call);
   /// Shapes whose algorithm is cached.
-  std::size_t cached_algorithms() const { return algorithms_.size(); }
+  std::size_t cached_algorithms() const { return prepared_.size(); }
 
  private:
   using Key = std::tuple<int, int, bool, bool, bool, bool, int, int, int, int>;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
   std::size_t workspace_bytes_;
-  std::map<Key, cublasLtMatmulAlgo_t> algorithms_;
+  std::map<Key, std::unique_ptr<PreparedLtGemm>> prepared_;
 };
 
 }  // namespace whale::exec::cuda

@@ -129,7 +129,7 @@ class CudaProber : public DeviceProber {
     cuda_kernels::fill(b.get(), elements, p, gpu.stream());
     std::vector<TimedSize> samples;
     for (int n : sizes) {
-      LtGemm gemm(gpu.cublas(), p, n, n, n);
+      ProfileGemm gemm(gpu.cublas(), p, n, n, n);
       const Seconds t = gpu.median_time_s(
           [&] { gemm.run(a.get(), b.get(), c.get(), gpu.stream()); }, quick ? 5 : 10, true);
       samples.push_back({2.0 * n * n * n, t});
@@ -210,11 +210,11 @@ class CudaProber : public DeviceProber {
                          gpu.stream());
     WHALE_CUDA_CHECK(cudaStreamSynchronize(gpu.stream()));
     // Row-major [tokens, in] x [in, out] is column-major C (out x tokens) = W (out x in) X.
-    LtGemm qkv(gpu.cublas(), Precision::tf32, 3 * hidden, tokens, hidden);
-    LtGemm projection(gpu.cublas(), Precision::tf32, hidden, tokens, hidden);
-    LtGemm up(gpu.cublas(), Precision::tf32, 4 * hidden, tokens, hidden);
-    LtGemm down(gpu.cublas(), Precision::tf32, hidden, tokens, 4 * hidden);
-    const auto linear = [&](LtGemm& gemm) { gemm.run(w.get(), x.get(), y.get(), gpu.stream()); };
+    ProfileGemm qkv(gpu.cublas(), Precision::tf32, 3 * hidden, tokens, hidden);
+    ProfileGemm projection(gpu.cublas(), Precision::tf32, hidden, tokens, hidden);
+    ProfileGemm up(gpu.cublas(), Precision::tf32, 4 * hidden, tokens, hidden);
+    ProfileGemm down(gpu.cublas(), Precision::tf32, hidden, tokens, 4 * hidden);
+    const auto linear = [&](ProfileGemm& gemm) { gemm.run(w.get(), x.get(), y.get(), gpu.stream()); };
     KernelActivityCollector collector;
     for (int r = 0; r < repeats; ++r) {
       cuda_kernels::layernorm_forward(y.floats(), x.floats(), gamma.floats(), beta.floats(),

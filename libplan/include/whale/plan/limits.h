@@ -27,6 +27,9 @@ inline constexpr int64_t kMaxModelDimension = 1 << 24;
 /// A device's memory in GiB, and any single bandwidth or FLOP rate stays finite and below
 /// these (a profile with more is a typo, not a device).
 inline constexpr double kMaxMemoryGib = 1 << 20;
+/// A data-parallel gradient bucket in MiB (1 TiB): larger than any device's memory, so more is
+/// a typo (frameworks use tens of MiB).
+inline constexpr double kMaxGradientBucketMib = 1 << 20;
 /// Training steps of one whale-run.
 inline constexpr int64_t kMaxSteps = int64_t{1} << 40;
 
