@@ -1,5 +1,5 @@
 // File: whale_run.cpp
-// whale-run: trains a GPT by a whale plan over MPI (or alone, without mpirun, for one rank).
+// whale-run: trains a GPT or Llama by a whale plan over MPI (or alone, without mpirun, for one rank).
 // Parses the command line; run_training_main does the work and maps errors to exit codes.
 #include "tool_main.h"
 #include "whale/exec/comm/mpi_communicator.h"
@@ -9,7 +9,7 @@
 
 int main(int argc, char** argv) {
   whale::exec::RunOptions o;
-  CLI::App app{"whale-run: train a GPT by a whale plan; mpirun -np N whale-run PLAN.yaml --data FILE"};
+  CLI::App app{"whale-run: train a GPT or Llama by a whale plan; mpirun -np N whale-run PLAN.yaml --data FILE"};
   app.set_version_flag("--version", whale::plan::version_text("whale-run"));
   app.add_option("plan", o.plan_file, "plan YAML (its devices map to ranks in ascending id order)")
       ->required();

@@ -2,7 +2,7 @@
 # File: equality_cli.sh
 # End-to-end checks of whale-run, one per call (from the source root):
 #   scripts/equality_cli.sh CHECK WHALE_RUN [WHALE_SIM]
-# CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 and 2 ranks), bad_input (each
+# CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 to 3 ranks, GPT and Llama), bad_input (each
 # case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
 # and exits 0), trace (a measured Chrome trace), learning (the loss falls on data/corpus.txt),
 # buckets (whale-run's measured trace and WHALE_SIM's predicted one reduce the same gradient
@@ -46,6 +46,8 @@ resume)
   resume_equal configs/plans/tiny/single.yaml 1
   resume_equal configs/plans/tiny/dp2-zero.yaml 2
   resume_equal configs/plans/tiny/pp2-1f1b.yaml 2
+  resume_equal configs/plans/tiny-llama/pp2.yaml 2  # the tied token table's copy resumes too
+  resume_equal configs/plans/tiny-llama/dp3-uneven.yaml 3
   ;;
 bad_input)
   echo keep >"$out/metrics.jsonl"
@@ -56,6 +58,22 @@ bad_input)
     mpirun -np 3 --oversubscribe "$run" configs/plans/tiny/dp2.yaml --data $data "${keep[@]}"
   grep -q "whale-run: error: rank [0-2]: configs/plans/tiny/dp2.yaml" "$out/world_size_mpi.err" ||
     fail "world_size_mpi: no line names the failed rank: $(head -c 600 "$out/world_size_mpi.err")"
+  # The tiny Llama: its tied token table's two stages on shared devices (a wave), and a tp that
+  # does not divide the key/value heads.
+  llama_plan() {  # NAME SCHEDULE STAGES...: a tiny-llama plan in $out
+    local name=$1 schedule=$2; shift 2
+    { echo "cluster: $PWD/configs/clusters/cpu-local-8.yaml"
+      echo "model: $PWD/configs/models/tiny-llama.yaml"
+      echo "precision: fp32"; echo "micro_batch_size: 2"; echo "micro_batches: 4"
+      echo "schedule: $schedule"; echo "stages:"; printf '  - %s\n' "$@"; } >"$out/$name.yaml"
+  }
+  llama_plan tied_wave '{kind: wave, chunks: 2}' '{layers: [0, 0], devices: "0"}' \
+    '{layers: [1, 1], devices: "1"}' '{layers: [2, 2], devices: "1"}' '{layers: [3, 3], devices: "0"}'
+  expect_error llama_tied_wave "tiny-llama.yaml: tie_embeddings: the embedding's stage 0 and the tied head's stage 3 on different devices, got rank 0 in both" \
+    mpirun -np 2 --oversubscribe "$run" "$out/tied_wave.yaml" --data $data "${keep[@]}"
+  llama_plan kv_tp4 1f1b '{layers: [0, 3], devices: "0-3", tp: 4}'
+  expect_error llama_kv_tp4 "kv_tp4.yaml: stages[0].tp: tp 4 does not divide the model's 2 kv_heads" \
+    mpirun -np 4 --oversubscribe "$run" "$out/kv_tp4.yaml" --data $data "${keep[@]}"
   head -c 20 $data >"$out/short.txt"
   expect_error data_short "short.txt: tokens: at least 33 tokens (sequence 32 + 1) for one step, got 20" \
     "$run" configs/plans/tiny/single.yaml --data "$out/short.txt" "${keep[@]}"

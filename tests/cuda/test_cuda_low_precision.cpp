@@ -97,7 +97,7 @@ TEST_CASE("flash attention forward in bf16 storage") {
   const auto x = to_device<__nv_bfloat16>(qkv);
   DeviceArray<__nv_bfloat16> out(ref.size());
   DeviceArray<float> lse(static_cast<std::size_t>(B) * NH * T);
-  cuda::attention_forward(nullptr, out.data, lse.data, x->data, B, T, NH, HS);
+  cuda::attention_forward(nullptr, out.data, lse.data, x->data, B, T, NH, NH, HS);
   CHECK(normwise_error(to_host(out), ref) <= kBf16Tolerance);
 }
 

@@ -24,6 +24,24 @@ foreach(entry ${WHALE_TINY_PLANS})
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
+# plan:ranks:reference for the tiny Llama's plans (configs/plans/tiny-llama): the tied model's
+# plans against single.yaml, the untied model's against single-untied.yaml.
+set(WHALE_TINY_LLAMA_PLANS tp2:2:single dp3-uneven:3:single single-hf:1:single pp2:2:single
+    pp2-interleaved:2:single hybrid-uneven:8:single pp2-gpipe-untied:2:single-untied
+    tp2-pp2-zb-h1:4:single)
+foreach(entry ${WHALE_TINY_LLAMA_PLANS})
+  string(REPLACE ":" ";" parts ${entry})
+  list(GET parts 0 plan)
+  list(GET parts 1 ranks)
+  list(GET parts 2 reference)
+  add_test(NAME equality_llama_${plan}
+    COMMAND bash scripts/equality.sh $<TARGET_FILE:whale-run> configs/plans/tiny-llama/${plan}.yaml
+            ${ranks} 20 configs/plans/tiny-llama/${reference}.yaml
+    WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
+  set_tests_properties(equality_llama_${plan} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}"
+    FIXTURES_REQUIRED cli_tools)
+endforeach()
+
 foreach(check resume bad_input signal trace learning buckets split_ops)
   add_test(NAME whale_run_${check}
     COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>

@@ -12,22 +12,15 @@
 #include <utility>
 #include <vector>
 
-#include "host_views.h"
+#include "stage_fixtures.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/error.h"
 
 using namespace whale;
 using namespace whale::exec;
+using namespace whale::exec::test;
 
 namespace {
-
-/// The fp32 CPU backend every stage of these tests runs on (it outlives them all).
-Backend& cpu() {
-  static const std::unique_ptr<Backend> backend = test::make_cpu_backend();
-  return *backend;
-}
-
-std::vector<float> floats(ConstTensorView view) { return test::host_floats(cpu(), view); }
 
 plan::Model tiny_model() {
   plan::Model m;
@@ -40,43 +33,6 @@ plan::Model tiny_model() {
   m.sequence = 8;
   m.vocabulary = 32;
   return m;
-}
-
-MicroBatchTokens random_tokens(const plan::Model& m, int samples, unsigned seed) {
-  std::mt19937 rng(seed);
-  MicroBatchTokens t;
-  t.samples = samples;
-  for (int i = 0; i < samples * m.sequence; ++i) {
-    t.inputs.push_back(static_cast<int32_t>(rng() % m.vocabulary));
-    t.targets.push_back(static_cast<int32_t>(rng() % m.vocabulary));
-  }
-  return t;
-}
-
-StageModuleOptions stage_options(int first, int end, plan::Recompute recompute = plan::Recompute::none) {
-  StageModuleOptions o;
-  o.first_layer = first;
-  o.end_layer = end;
-  o.recompute = recompute;
-  o.seed = 1234;
-  return o;
-}
-
-using Gradients = std::map<std::string, std::vector<float>>;
-
-Gradients gradients_of(StageModule& stage) {
-  Gradients g;
-  for (const ParameterView& v : stage.parameters())
-    g[v.name] = floats(v.gradient);
-  return g;
-}
-
-/// Loss and gradients of one forward/backward of the whole model on `tokens`.
-double whole_model_step(StageModule& stage, const MicroBatchTokens& tokens, double scale) {
-  stage.zero_gradients();
-  const double loss = stage.forward(0, tokens, nullptr, nullptr);
-  stage.backward(0, nullptr, nullptr, scale);
-  return loss;
 }
 
 }  // namespace
@@ -92,82 +48,22 @@ TEST_CASE("whole-model stage: parameter gradients match finite differences") {
   const double loss = whole_model_step(*stage, tokens, scale);
   // Untrained: the mean loss is near ln V.
   CHECK(loss * scale == doctest::Approx(std::log(32.0)).epsilon(0.02));
-  const Gradients grads = gradients_of(*stage);
-  CHECK(grads.size() == 2 + 12 * L + 3);
-  for (const ParameterView& v : stage->parameters()) {
-    // Directional derivative along the unit gradient equals the gradient norm.
-    const std::vector<float>& g = grads.at(v.name);
-    double norm = 0.0;
-    for (float x : g) norm += static_cast<double>(x) * x;
-    norm = std::sqrt(norm);
-    REQUIRE(norm > 0.0);
-    const std::vector<float> saved = floats(v.value);
-    const double eps = 1e-2;
-    auto loss_at = [&](double step) {
-      std::vector<float> moved(v.count);
-      for (std::size_t i = 0; i < v.count; ++i)
-        moved[i] = static_cast<float>(saved[i] + step * g[i] / norm);
-      cpu().upload(v.value, moved.data(), Stream::compute);
-      stage->parameters_updated();
-      const double l = stage->forward(0, tokens, nullptr, nullptr) * scale;
-      cpu().upload(v.value, saved.data(), Stream::compute);
-      stage->parameters_updated();
-      return l;
-    };
-    const double numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps);
-    INFO(v.name << ": analytic " << norm << ", numeric " << numeric);
-    CHECK(std::abs(numeric - norm) <= 1e-2 * norm);
-  }
+  CHECK(gradients_of(*stage).size() == 2 + 12 * L + 3);
+  check_directional_gradients(*stage, tokens, scale, 1e-2);
 }
 
 TEST_CASE("two chained stages give the same loss and gradients as one stage") {
   const plan::Model m = tiny_model();
-  const int L = m.num_layers;
-  const auto tokens = random_tokens(m, 2, 11);
-  const double scale = 1.0 / 16;
-  auto whole = make_gpt_stage(m, stage_options(0, L + 2), cpu(), nullptr);
-  const double loss = whole_model_step(*whole, tokens, scale);
-
-  auto first = make_gpt_stage(m, stage_options(0, 2), cpu(), nullptr);   // embedding + block 0
-  auto second = make_gpt_stage(m, stage_options(2, L + 2), cpu(), nullptr);
-  CHECK(first->output_floats_per_sample() == 8 * 16);
-  CHECK(second->input_floats_per_sample() == 8 * 16);
-  std::vector<float> activation(2 * 8 * 16), activation_grad(activation.size());
-  first->zero_gradients();
-  second->zero_gradients();
-  CHECK(first->forward(0, tokens, nullptr, activation.data()) == 0.0);
-  CHECK(second->forward(0, tokens, activation.data(), nullptr) == loss);
-  second->backward(0, nullptr, activation_grad.data(), scale);
-  first->backward(0, activation_grad.data(), nullptr, scale);
-
-  Gradients chained = gradients_of(*first);
-  for (auto& [name, g] : gradients_of(*second)) chained[name] = g;
-  CHECK(chained == gradients_of(*whole));
+  check_chained_stages_equal_whole(m, [&](const StageModuleOptions& o) {
+    return make_gpt_stage(m, o, cpu(), nullptr);
+  });
 }
 
 TEST_CASE("recompute none, full and selective give bit-identical losses and gradients") {
   const plan::Model m = tiny_model();
-  const int L = m.num_layers;
-  const auto tokens = random_tokens(m, 3, 13);
-  std::vector<Gradients> grads;
-  std::vector<double> losses;
-  for (plan::Recompute r :
-       {plan::Recompute::none, plan::Recompute::full, plan::Recompute::selective}) {
-    // A middle stage and a head stage, to cover the input gradient too.
-    auto stage = make_gpt_stage(m, stage_options(1, L + 2, r), cpu(), nullptr);
-    std::vector<float> input(3 * 8 * 16), input_grad(input.size());
-    for (std::size_t i = 0; i < input.size(); ++i) input[i] = std::sin(0.37 * i);
-    stage->zero_gradients();
-    losses.push_back(stage->forward(0, tokens, input.data(), nullptr));
-    stage->backward(0, nullptr, input_grad.data(), 1.0 / 24);
-    Gradients g = gradients_of(*stage);
-    g["input"] = input_grad;
-    grads.push_back(g);
-  }
-  CHECK(losses[1] == losses[0]);
-  CHECK(losses[2] == losses[0]);
-  CHECK(grads[1] == grads[0]);
-  CHECK(grads[2] == grads[0]);
+  check_recompute_modes_agree(m, [&](const StageModuleOptions& o) {
+    return make_gpt_stage(m, o, cpu(), nullptr);
+  });
 }
 
 TEST_CASE("two micro-batches in flight accumulate to the gradient of their union") {

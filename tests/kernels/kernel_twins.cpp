@@ -13,6 +13,7 @@
 #include "backend/kernel_math/launch_geometry.h"
 #include "backend/kernel_math/norm_math.h"
 #include "backend/kernel_math/online_softmax.h"
+#include "backend/kernel_math/rope_math.h"
 
 namespace whale::exec::test {
 namespace {
@@ -136,87 +137,165 @@ void twin_cross_entropy(float* losses, float* dlogits, const float* logits,
   }
 }
 
+namespace {
+/// The columns of query head h of sample b (the kernels' HeadView).
+struct TwinHead {
+  std::size_t q, k, v, out, stats;
+  int stride, out_stride;
+};
+TwinHead twin_head(int b, int h, int sequence, int heads, int kv_heads, int head_size) {
+  const int C = heads * head_size, KC = kv_heads * head_size, stride = C + 2 * KC;
+  const std::size_t base = static_cast<std::size_t>(b) * sequence * stride;
+  const std::size_t kv_col = static_cast<std::size_t>(kv_head_of(h, heads, kv_heads)) * head_size;
+  return {base + static_cast<std::size_t>(h) * head_size, base + C + kv_col, base + C + KC + kv_col,
+          static_cast<std::size_t>(b) * sequence * C + static_cast<std::size_t>(h) * head_size,
+          (static_cast<std::size_t>(b) * heads + h) * sequence, stride, C};
+}
+}  // namespace
+
 void twin_attention_forward(float* out, float* lse, const float* qkv, int batch, int sequence,
-                            int heads, int head_size) {
-  const int C = heads * head_size, stride = 3 * C;
+                            int heads, int kv_heads, int head_size) {
   const float scale = 1.0f / sqrtf(static_cast<float>(head_size));
   FlashRow row;
   for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < heads; ++h)
+    for (int h = 0; h < heads; ++h) {
+      const TwinHead hv = twin_head(b, h, sequence, heads, kv_heads, head_size);
       for (int i = 0; i < sequence; ++i) {
-        const float* base = qkv + static_cast<std::size_t>(b) * sequence * stride + h * head_size;
         flash_row_init(row, head_size);
         for (int kt = 0; kt * kAttentionTile <= i; ++kt) {
           const TileRows keys = tile_rows(kt, sequence);
-          const int visible = causal_keys_in_tile(i, keys.first, keys.count);
-          flash_forward_tile(row, base + static_cast<std::size_t>(i) * stride,
-                             base + C + static_cast<std::size_t>(keys.first) * stride,
-                             base + 2 * C + static_cast<std::size_t>(keys.first) * stride, stride,
-                             visible, head_size, scale);
+          const std::size_t first = static_cast<std::size_t>(keys.first) * hv.stride;
+          flash_forward_tile(row, qkv + hv.q + static_cast<std::size_t>(i) * hv.stride,
+                             qkv + hv.k + first, qkv + hv.v + first, hv.stride,
+                             causal_keys_in_tile(i, keys.first, keys.count), head_size, scale);
         }
-        float* o = out + (static_cast<std::size_t>(b) * sequence + i) * C + h * head_size;
+        float* o = out + hv.out + static_cast<std::size_t>(i) * hv.out_stride;
         for (int d = 0; d < head_size; ++d) o[d] = flash_output(row, d);
-        lse[(static_cast<std::size_t>(b) * heads + h) * sequence + i] = flash_logsumexp(row);
+        lse[hv.stats + i] = flash_logsumexp(row);
       }
+    }
 }
 
 void twin_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                             const float* lse, int batch, int sequence, int heads,
+                             const float* lse, int batch, int sequence, int heads, int kv_heads,
                              int head_size) {
-  const int C = heads * head_size, stride = 3 * C;
   const float scale = 1.0f / sqrtf(static_cast<float>(head_size));
-  std::vector<float> delta(static_cast<std::size_t>(sequence));
+  std::vector<float> delta(static_cast<std::size_t>(batch) * heads * sequence);
+  // delta and dq: one thread per (query head, query), key tiles in order.
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h) {
-      const std::size_t qkv_base = static_cast<std::size_t>(b) * sequence * stride + h * head_size;
-      const std::size_t out_base = static_cast<std::size_t>(b) * sequence * C + h * head_size;
-      const float* q = qkv + qkv_base;
-      const float* o = out + out_base;
-      const float* dO = dout + out_base;
-      const float* row_lse = lse + (static_cast<std::size_t>(b) * heads + h) * sequence;
-      for (int i = 0; i < sequence; ++i)
-        delta[i] = dot(dO + static_cast<std::size_t>(i) * C, o + static_cast<std::size_t>(i) * C, head_size);
-      // dq: one thread per query, key tiles in order.
+      const TwinHead hv = twin_head(b, h, sequence, heads, kv_heads, head_size);
+      for (int i = 0; i < sequence; ++i) {
+        const std::size_t at = hv.out + static_cast<std::size_t>(i) * hv.out_stride;
+        delta[hv.stats + i] = dot(dout + at, out + at, head_size);
+      }
       for (int i = 0; i < sequence; ++i) {
         float dq[kMaxHeadSize] = {};
         for (int kt = 0; kt * kAttentionTile <= i; ++kt) {
           const TileRows keys = tile_rows(kt, sequence);
-          flash_backward_dq_tile(dq, q + static_cast<std::size_t>(i) * stride,
-                                 dO + static_cast<std::size_t>(i) * C, row_lse[i], delta[i],
-                                 q + C + static_cast<std::size_t>(keys.first) * stride,
-                                 q + 2 * C + static_cast<std::size_t>(keys.first) * stride, stride,
+          const std::size_t first = static_cast<std::size_t>(keys.first) * hv.stride;
+          flash_backward_dq_tile(dq, qkv + hv.q + static_cast<std::size_t>(i) * hv.stride,
+                                 dout + hv.out + static_cast<std::size_t>(i) * hv.out_stride,
+                                 lse[hv.stats + i], delta[hv.stats + i], qkv + hv.k + first,
+                                 qkv + hv.v + first, hv.stride,
                                  causal_keys_in_tile(i, keys.first, keys.count), head_size, scale);
         }
-        for (int d = 0; d < head_size; ++d) dqkv[qkv_base + static_cast<std::size_t>(i) * stride + d] += dq[d];
+        for (int d = 0; d < head_size; ++d) dqkv[hv.q + static_cast<std::size_t>(i) * hv.stride + d] += dq[d];
       }
-      // dk, dv: one thread per key, query tiles in order; q and dout rows have different
-      // strides here, so the twin gathers each tile like the kernel's shared-memory copy.
-      const int tiles = (sequence + kAttentionTile - 1) / kAttentionTile;
-      std::vector<float> q_tile(static_cast<std::size_t>(kAttentionTile) * head_size);
-      std::vector<float> do_tile(q_tile.size());
+    }
+  // dk, dv: one thread per (key/value head, key), its query heads in order, query tiles in
+  // order; each tile gathered like the kernel's shared-memory copy.
+  const int tiles = (sequence + kAttentionTile - 1) / kAttentionTile, group = heads / kv_heads;
+  std::vector<float> q_tile(static_cast<std::size_t>(kAttentionTile) * head_size);
+  std::vector<float> do_tile(q_tile.size());
+  for (int b = 0; b < batch; ++b)
+    for (int kv = 0; kv < kv_heads; ++kv) {
+      const TwinHead kv_view = twin_head(b, kv * group, sequence, heads, kv_heads, head_size);
       for (int j = 0; j < sequence; ++j) {
         float dk[kMaxHeadSize] = {}, dv[kMaxHeadSize] = {};
-        for (int qt = j / kAttentionTile; qt < tiles; ++qt) {
-          const TileRows queries = tile_rows(qt, sequence);
-          for (int r = 0; r < queries.count; ++r)
-            for (int d = 0; d < head_size; ++d) {
-              q_tile[static_cast<std::size_t>(r) * head_size + d] = q[static_cast<std::size_t>(queries.first + r) * stride + d];
-              do_tile[static_cast<std::size_t>(r) * head_size + d] = dO[static_cast<std::size_t>(queries.first + r) * C + d];
-            }
-          const TileRows seen = causal_queries_in_tile(j, queries.first, queries.count);
-          const std::size_t skip = static_cast<std::size_t>(seen.first - queries.first) * head_size;
-          flash_backward_dkv_tile(dk, dv, q + C + static_cast<std::size_t>(j) * stride,
-                                  q + 2 * C + static_cast<std::size_t>(j) * stride,
-                                  q_tile.data() + skip, do_tile.data() + skip, row_lse + seen.first,
-                                  delta.data() + seen.first, head_size, seen.count, head_size,
-                                  scale);
+        const std::size_t key_row = static_cast<std::size_t>(j) * kv_view.stride;
+        for (int h = kv * group; h < (kv + 1) * group; ++h) {
+          const TwinHead hv = twin_head(b, h, sequence, heads, kv_heads, head_size);
+          for (int qt = j / kAttentionTile; qt < tiles; ++qt) {
+            const TileRows queries = tile_rows(qt, sequence);
+            for (int r = 0; r < queries.count; ++r)
+              for (int d = 0; d < head_size; ++d) {
+                const std::size_t row = static_cast<std::size_t>(queries.first + r);
+                q_tile[static_cast<std::size_t>(r) * head_size + d] = qkv[hv.q + row * hv.stride + d];
+                do_tile[static_cast<std::size_t>(r) * head_size + d] = dout[hv.out + row * hv.out_stride + d];
+              }
+            const TileRows seen = causal_queries_in_tile(j, queries.first, queries.count);
+            const std::size_t skip = static_cast<std::size_t>(seen.first - queries.first) * head_size;
+            flash_backward_dkv_tile(dk, dv, qkv + kv_view.k + key_row, qkv + kv_view.v + key_row,
+                                    q_tile.data() + skip, do_tile.data() + skip,
+                                    lse + hv.stats + seen.first, delta.data() + hv.stats + seen.first,
+                                    head_size, seen.count, head_size, scale);
+          }
         }
         for (int d = 0; d < head_size; ++d) {
-          dqkv[qkv_base + C + static_cast<std::size_t>(j) * stride + d] += dk[d];
-          dqkv[qkv_base + 2 * C + static_cast<std::size_t>(j) * stride + d] += dv[d];
+          dqkv[kv_view.k + key_row + d] += dk[d];
+          dqkv[kv_view.v + key_row + d] += dv[d];
         }
       }
     }
+}
+
+void twin_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                          int rows, int channels) {
+  for (int r = 0; r < rows; ++r) {
+    const float* x = inp + static_cast<std::size_t>(r) * channels;
+    const float s = rmsnorm_rstd(warp_row_sum(channels, [&](int c) { return x[c] * x[c]; }) /
+                                 static_cast<float>(channels));
+    for (int c = 0; c < channels; ++c)
+      out[static_cast<std::size_t>(r) * channels + c] = rmsnorm_out(x[c], s, weight[c]);
+    rstd[r] = s;
+  }
+}
+
+void twin_rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                           const float* weight, const float* rstd, int rows, int channels) {
+  const auto at = [channels](int r, int c) { return static_cast<std::size_t>(r) * channels + c; };
+  for (int r = 0; r < rows; ++r) {
+    const float dnorm_norm_mean =
+        warp_row_sum(channels, [&](int c) { return dout[at(r, c)] * weight[c] * (inp[at(r, c)] * rstd[r]); }) /
+        static_cast<float>(channels);
+    for (int c = 0; c < channels; ++c)
+      dinp[at(r, c)] += rmsnorm_dinp(dout[at(r, c)] * weight[c], inp[at(r, c)] * rstd[r],
+                                     dnorm_norm_mean, rstd[r]);
+  }
+  for (int c = 0; c < channels; ++c)
+    dweight[c] += ordered_row_sum(rows, [&](int r) {
+      return static_cast<double>(inp[at(r, c)] * rstd[r] * dout[at(r, c)]);
+    });
+}
+
+void twin_swiglu_forward(float* out, const float* gate, const float* up, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) out[i] = swiglu_forward(gate[i], up[i]);
+}
+
+void twin_swiglu_backward(float* dgate, float* dup, const float* gate, const float* up,
+                          const float* dout, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const SwigluGrad g = swiglu_backward(gate[i], up[i], dout[i]);
+    dgate[i] += g.dgate;
+    dup[i] += g.dup;
+  }
+}
+
+void twin_rope(float* data, int batch, int sequence, int row_channels, int heads, int head_size,
+               double theta, bool inverse) {
+  const int half = head_size / 2;
+  const std::size_t pairs = static_cast<std::size_t>(batch) * sequence * heads * half;
+  for (std::size_t p = 0; p < pairs; ++p) {  // one thread per pair
+    const int i = static_cast<int>(p % half);
+    const std::size_t head_row = p / half, n = head_row / heads;
+    const int h = static_cast<int>(head_row % heads);
+    const RopeRotation r = rope_rotation(static_cast<int>(n % sequence), i, head_size, theta);
+    float* x = data + n * row_channels + static_cast<std::size_t>(h) * head_size;
+    const RopePair out = inverse ? rope_rotate_back(x[i], x[i + half], r) : rope_rotate(x[i], x[i + half], r);
+    x[i] = out.first;
+    x[i + half] = out.second;
+  }
 }
 
 void twin_adamw(const std::vector<float*>& params, const std::vector<const float*>& grads,

@@ -26,13 +26,24 @@ void twin_embedding_backward(float* dwte, float* dwpe, const float* dout, const 
 /// not null, dlogits += scale * (softmax - onehot).
 void twin_cross_entropy(float* losses, float* dlogits, const float* logits,
                         const int32_t* targets, int rows, int vocabulary, float scale);
-/// Flash attention forward: out (B, T, C) and the rows' log-sum-exp lse (B, NH, T).
+/// Flash attention forward: out (B, T, NH*HS) and the rows' log-sum-exp lse (B, NH, T); qkv
+/// (B, T, (NH + 2 KV) HS).
 void twin_attention_forward(float* out, float* lse, const float* qkv, int batch, int sequence,
-                            int heads, int head_size);
+                            int heads, int kv_heads, int head_size);
 /// Flash attention backward: dqkv += the gradients, from out and lse of forward.
 void twin_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                             const float* lse, int batch, int sequence, int heads,
+                             const float* lse, int batch, int sequence, int heads, int kv_heads,
                              int head_size);
+void twin_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                          int rows, int channels);
+void twin_rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                           const float* weight, const float* rstd, int rows, int channels);
+void twin_swiglu_forward(float* out, const float* gate, const float* up, std::size_t count);
+void twin_swiglu_backward(float* dgate, float* dup, const float* gate, const float* up,
+                          const float* dout, std::size_t count);
+/// The RoPE kernel in place (inverse: the gradient's rotation back).
+void twin_rope(float* data, int batch, int sequence, int row_channels, int heads, int head_size,
+               double theta, bool inverse);
 /// The multi-tensor AdamW kernel over tensors of `counts` elements (params[i], grads[i], ...).
 void twin_adamw(const std::vector<float*>& params, const std::vector<const float*>& grads,
                 const std::vector<float*>& m, const std::vector<float*>& v,

@@ -132,12 +132,78 @@ TEST_CASE("flash attention forward and backward equal the CPU backend's material
   std::vector<float> out(dout.size()), ref(dout.size()), lse(static_cast<std::size_t>(B) * NH * T);
   std::vector<float> probs(static_cast<std::size_t>(B) * NH * T * T);
   cpu->attention_forward(view(ref), view(probs), view(qkv), B, T, NH, HS);
-  twin_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, HS);
+  twin_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, NH, HS);
   CHECK(normwise_error(out, ref) <= kFp32Tolerance);
   auto dqkv = random_vector(qkv.size(), 63), ref_dqkv = dqkv;
   cpu->attention_backward(view(ref_dqkv), view(dout), view(qkv), view(probs), B, T, NH, HS);
-  twin_attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, NH, HS);
+  twin_attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, NH, NH, HS);
   CHECK(normwise_error(dqkv, ref_dqkv) <= kFp32Tolerance);
+}
+
+TEST_CASE("grouped-query flash attention (4 query heads, 2 key/value heads) equals the CPU backend") {
+  auto cpu = make_reference();
+  const int B = 2, NH = 4, KV = 2, T = 37, HS = 8, C = NH * HS, W = (NH + 2 * KV) * HS;
+  const auto qkv = random_vector(static_cast<std::size_t>(B) * T * W, 64);
+  const auto dout = random_vector(static_cast<std::size_t>(B) * T * C, 65);
+  std::vector<float> out(dout.size()), ref(dout.size()), lse(static_cast<std::size_t>(B) * NH * T);
+  std::vector<float> probs(static_cast<std::size_t>(B) * NH * T * T);
+  cpu->attention_forward(view(ref), view(probs), view(qkv), B, T, NH, KV, HS);
+  twin_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, KV, HS);
+  CHECK(normwise_error(out, ref) <= kFp32Tolerance);
+  auto dqkv = random_vector(qkv.size(), 66), ref_dqkv = dqkv;
+  cpu->attention_backward(view(ref_dqkv), view(dout), view(qkv), view(probs), B, T, NH, KV, HS);
+  twin_attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, NH, KV, HS);
+  CHECK(normwise_error(dqkv, ref_dqkv) <= kFp32Tolerance);
+}
+
+TEST_CASE("RMSNorm forward and backward: warp-row kernels equal the CPU backend") {
+  auto cpu = make_reference();
+  const auto inp = random_vector(kRows * kChannels, 101, 2.0f);
+  const auto weight = random_vector(kChannels, 102), dout = random_vector(kRows * kChannels, 103);
+  std::vector<float> out(inp.size()), rstd(kRows), ref_out(inp.size()), ref_rstd(kRows);
+  cpu->rmsnorm_forward(view(ref_out), view(ref_rstd), view(inp), view(weight), kRows, kChannels);
+  twin_rmsnorm_forward(out.data(), rstd.data(), inp.data(), weight.data(), kRows, kChannels);
+  CHECK(normwise_error(out, ref_out) <= kFp32Tolerance);
+  CHECK(normwise_error(rstd, ref_rstd) <= kFp32Tolerance);
+  auto dinp = random_vector(inp.size(), 104), dweight = random_vector(kChannels, 105);
+  auto ref_dinp = dinp, ref_dweight = dweight;
+  cpu->rmsnorm_backward(view(ref_dinp), view(ref_dweight), view(dout), view(inp), view(weight),
+                        view(ref_rstd), kRows, kChannels);
+  twin_rmsnorm_backward(dinp.data(), dweight.data(), dout.data(), inp.data(), weight.data(),
+                        rstd.data(), kRows, kChannels);
+  CHECK(normwise_error(dinp, ref_dinp) <= kFp32Tolerance);
+  CHECK(normwise_error(dweight, ref_dweight) <= kFp32Tolerance);
+}
+
+TEST_CASE("SwiGLU forward and backward equal the CPU backend bit for bit") {
+  auto cpu = make_reference();
+  const std::size_t n = 1000;
+  const auto gate = random_vector(n, 111, 4.0f), up = random_vector(n, 112), dout = random_vector(n, 113);
+  std::vector<float> out(n), ref(n);
+  cpu->swiglu_forward(view(ref), view(gate), view(up), n);
+  twin_swiglu_forward(out.data(), gate.data(), up.data(), n);
+  CHECK(out == ref);
+  auto dgate = random_vector(n, 114), dup = random_vector(n, 115);
+  auto ref_dgate = dgate, ref_dup = dup;
+  cpu->swiglu_backward(view(ref_dgate), view(ref_dup), view(gate), view(up), view(dout), n);
+  twin_swiglu_backward(dgate.data(), dup.data(), gate.data(), up.data(), dout.data(), n);
+  CHECK(dgate == ref_dgate);
+  CHECK(dup == ref_dup);
+}
+
+TEST_CASE("RoPE forward and backward equal the CPU backend bit for bit") {
+  auto cpu = make_reference();
+  const int B = 2, T = 7, heads = 3, HS = 8, W = 4 * HS;  // the last head is not rotated
+  const auto x = random_vector(static_cast<std::size_t>(B) * T * W, 121);
+  for (bool inverse : {false, true}) {
+    auto mine = x, ref = x;
+    if (inverse)
+      cpu->rope_backward(view(ref), B, T, W, heads, HS, 10000.0);
+    else
+      cpu->rope_forward(view(ref), B, T, W, heads, HS, 10000.0);
+    twin_rope(mine.data(), B, T, W, heads, HS, 10000.0, inverse);
+    CHECK(mine == ref);
+  }
 }
 
 TEST_CASE("flash attention with bf16-stored q, k, v stays within the bf16 tolerance") {
@@ -147,7 +213,7 @@ TEST_CASE("flash attention with bf16-stored q, k, v stays within the bf16 tolera
   std::vector<float> out(static_cast<std::size_t>(B) * T * C), ref(out.size()),
       lse(static_cast<std::size_t>(B) * NH * T), probs(static_cast<std::size_t>(B) * NH * T * T);
   cpu->attention_forward(view(ref), view(probs), view(qkv), B, T, NH, HS);
-  twin_attention_forward(out.data(), lse.data(), through_bf16(qkv).data(), B, T, NH, HS);
+  twin_attention_forward(out.data(), lse.data(), through_bf16(qkv).data(), B, T, NH, NH, HS);
   CHECK(normwise_error(through_bf16(out), ref) <= kBf16Tolerance);
 }
 

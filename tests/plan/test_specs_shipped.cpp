@@ -113,6 +113,7 @@ TEST_CASE("every shipped model loads with its published parameter count") {
 TEST_CASE("every shipped plan loads") {
   CHECK(load_all("configs/plans", [](const std::string& file) { load_plan(file); }) >= 5);
   if (fs::exists("configs/plans/tiny")) load_all("configs/plans/tiny", [](const std::string& file) { load_plan(file); });
+  CHECK(load_all("configs/plans/tiny-llama", [](const std::string& file) { load_plan(file); }) >= 6);
   const Plan plan = load_plan("configs/plans/a100-v100-gpt3-1.3b.yaml");
   CHECK(plan.stages.size() == 4);
   CHECK(plan.cluster.device_models().size() == 2);

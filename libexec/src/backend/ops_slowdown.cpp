@@ -72,13 +72,37 @@ class SlowedBackend : public Backend {
                      std::size_t n) override {
     slowed([&] { inner_->gelu_backward(di, i, d, n); });
   }
+  void rmsnorm_forward(TensorView o, TensorView s, ConstTensorView i, ConstTensorView w, int r,
+                       int c) override {
+    slowed([&] { inner_->rmsnorm_forward(o, s, i, w, r, c); });
+  }
+  void rmsnorm_backward(TensorView di, TensorView dw, ConstTensorView d, ConstTensorView i,
+                        ConstTensorView w, ConstTensorView s, int r, int c) override {
+    slowed([&] { inner_->rmsnorm_backward(di, dw, d, i, w, s, r, c); });
+  }
+  void swiglu_forward(TensorView o, ConstTensorView g, ConstTensorView u,
+                      std::size_t n) override {
+    slowed([&] { inner_->swiglu_forward(o, g, u, n); });
+  }
+  void swiglu_backward(TensorView dg, TensorView du, ConstTensorView g, ConstTensorView u,
+                       ConstTensorView d, std::size_t n) override {
+    slowed([&] { inner_->swiglu_backward(dg, du, g, u, d, n); });
+  }
+  using Backend::attention_forward;
+  using Backend::attention_backward;
   void attention_forward(TensorView o, TensorView p, ConstTensorView q, int b, int t, int h,
-                         int hs) override {
-    slowed([&] { inner_->attention_forward(o, p, q, b, t, h, hs); });
+                         int kv, int hs) override {
+    slowed([&] { inner_->attention_forward(o, p, q, b, t, h, kv, hs); });
   }
   void attention_backward(TensorView dq, ConstTensorView d, ConstTensorView q,
-                          ConstTensorView p, int b, int t, int h, int hs) override {
-    slowed([&] { inner_->attention_backward(dq, d, q, p, b, t, h, hs); });
+                          ConstTensorView p, int b, int t, int h, int kv, int hs) override {
+    slowed([&] { inner_->attention_backward(dq, d, q, p, b, t, h, kv, hs); });
+  }
+  void rope_forward(TensorView d, int b, int t, int w, int h, int hs, double theta) override {
+    slowed([&] { inner_->rope_forward(d, b, t, w, h, hs, theta); });
+  }
+  void rope_backward(TensorView g, int b, int t, int w, int h, int hs, double theta) override {
+    slowed([&] { inner_->rope_backward(g, b, t, w, h, hs, theta); });
   }
   void embedding_forward(TensorView o, ConstTensorView t, ConstTensorView wte,
                          ConstTensorView wpe, int b, int s, int c) override {

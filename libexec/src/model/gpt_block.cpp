@@ -16,27 +16,15 @@ Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& 
       be_(backend),
       tp_(tp_size > 1 ? tp : nullptr),
       scratch_(&scratch),
-      weight_gradients_(&weight_gradients),
-      act_(backend.compute_dtype()) {}
+      act_(backend.compute_dtype()),
+      tp_ops_(backend, tp_, weight_gradients) {}
 
-void Block::tp_all_reduce(TensorView data) {
-  if (!tp_) return;
-  if (data.dtype == DType::fp32) {
-    tp_->all_reduce_sum(data.as<float>(), data.count);
-    return;
-  }
-  reuse_or_allocate(reduce_scratch_, be_, data.count, DType::fp32);
-  be_.cast(reduce_scratch_, data, Stream::compute);
-  be_.synchronize(Stream::compute);
-  tp_->all_reduce_sum(reduce_scratch_.view().as<float>(), data.count);
-  be_.cast(data, reduce_scratch_, Stream::compute);
-}
+void Block::tp_all_reduce(TensorView data) { tp_ops_.all_reduce(data); }
 
 void Block::linear_gradients(TensorView dinp, const Param& w, TensorView dbias,
                              ConstTensorView dout, ConstTensorView inp, int rows,
                              int in_channels, int out_channels) {
-  weight_gradients_->linear_backward(dinp, w.value, w.grad, dbias, dout, inp, rows, in_channels,
-                                     out_channels);
+  tp_ops_.linear_gradients(dinp, w, dbias, dout, inp, rows, in_channels, out_channels);
 }
 
 void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActivations& a,

@@ -4,19 +4,14 @@
 #pragma once
 
 #include "model/gpt_parameters.h"
-#include "model/weight_gradients.h"
+#include "model/tensor_parallel_ops.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/comm/communicator.h"
 #include "whale/exec/backend/tensor.h"
 
 namespace whale::exec::gpt {
 
-/// A parameter shard: its value in the compute dtype (the fp32 master itself under fp32) and
-/// its fp32 gradient (backend memory).
-struct Param {
-  ConstTensorView value;
-  TensorView grad;
-};
+using exec::Param;
 
 /// In layer_parameters order.
 struct BlockParams {
@@ -64,12 +59,8 @@ class Block {
                 const BlockActivations& acts);
 
  private:
-  /// The tensor-parallel sum of partial results (the f/g operators); none when tp == 1. An
-  /// activation in a 16-bit dtype is summed in fp32 and rounded once.
+  /// TensorParallelOps::all_reduce and linear_gradients (tensor_parallel_ops.h).
   void tp_all_reduce(TensorView data);
-  /// dinp (rows, in) = dout (rows, out) * w (overwritten); w.grad += dout^T inp; dbias (when not
-  /// null) += column sums of dout: the gradients through weight_gradients_, which may defer
-  /// the last two to the weight pass.
   void linear_gradients(TensorView dinp, const Param& w, TensorView dbias, ConstTensorView dout,
                         ConstTensorView inp, int rows, int in_channels, int out_channels);
 
@@ -79,9 +70,8 @@ class Block {
   Backend& be_;
   Communicator* tp_;
   BlockScratch* scratch_;
-  WeightGradients* weight_gradients_;
-  DType act_;               // the backend's compute dtype
-  Tensor reduce_scratch_;   // fp32 copy of a 16-bit activation being all-reduced
+  DType act_;                   // the backend's compute dtype
+  TensorParallelOps tp_ops_;    // shared with the other block families
 };
 
 }  // namespace whale::exec::gpt

@@ -18,11 +18,24 @@ void require_positive(const plan::Model& model, const char* field, int value) {
 
 }  // namespace
 
+void require_transformer_dims(const plan::Model& model) {
+  require_positive(model, "num_layers", model.num_layers);
+  require_positive(model, "hidden", model.hidden);
+  require_positive(model, "heads", model.heads);
+  require_positive(model, "sequence", model.sequence);
+  require_positive(model, "vocabulary", model.vocabulary);
+  if (model.hidden % model.heads != 0)
+    throw Error(model.source_file, "heads",
+                "a divisor of hidden " + std::to_string(model.hidden) + ", got " +
+                    std::to_string(model.heads));
+}
+
 Dims gpt_dims(const plan::Model& model) {
   if (model.family != "gpt")
     throw Error(model.source_file, "family",
                 "a gpt-family model for the runtime, got '" + model.family + "'",
                 "whale-run trains family: gpt");
+  require_transformer_dims(model);
   Dims d;
   d.layers = model.num_layers;
   d.channels = model.hidden;
@@ -30,15 +43,6 @@ Dims gpt_dims(const plan::Model& model) {
   d.ffn = model.ffn_hidden > 0 ? model.ffn_hidden : 4 * model.hidden;
   d.sequence = model.sequence;
   d.vocabulary = model.vocabulary;
-  require_positive(model, "num_layers", d.layers);
-  require_positive(model, "hidden", d.channels);
-  require_positive(model, "heads", d.heads);
-  require_positive(model, "sequence", d.sequence);
-  require_positive(model, "vocabulary", d.vocabulary);
-  if (d.channels % d.heads != 0)
-    throw Error(model.source_file, "heads",
-                "a divisor of hidden " + std::to_string(d.channels) + ", got " +
-                    std::to_string(d.heads));
   return d;
 }
 
@@ -47,28 +51,28 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
   const double stddev = 0.02;
   const double residual_stddev = stddev / std::sqrt(2.0 * d.layers);  // GPT-2's scaled init
   auto norm = [](const std::string& prefix, std::size_t n) {
-    return std::vector<ParameterSpec>{{prefix + ".weight", n, 1, Split::none, Init::ones, 0.0},
-                                      {prefix + ".bias", n, 1, Split::none, Init::zeros, 0.0}};
+    return std::vector<ParameterSpec>{{prefix + ".weight", n, 1, Split::none, Init::ones, 0.0, {}},
+                                      {prefix + ".bias", n, 1, Split::none, Init::zeros, 0.0, {}}};
   };
   std::vector<ParameterSpec> specs;
   if (layer == 0) {
-    specs.push_back({"embedding.wte", V, C, Split::none, Init::normal, stddev});
-    specs.push_back({"embedding.wpe", T, C, Split::none, Init::normal, stddev});
+    specs.push_back({"embedding.wte", V, C, Split::none, Init::normal, stddev, {}});
+    specs.push_back({"embedding.wpe", T, C, Split::none, Init::normal, stddev, {}});
   } else if (layer <= d.layers) {
     const std::string p = "layers." + std::to_string(layer - 1) + ".";
     for (auto& s : norm(p + "ln1", C)) specs.push_back(s);
-    specs.push_back({p + "attn.qkv.weight", 3 * C, C, Split::qkv_rows, Init::normal, stddev});
-    specs.push_back({p + "attn.qkv.bias", 3 * C, 1, Split::qkv_rows, Init::zeros, 0.0});
-    specs.push_back({p + "attn.proj.weight", C, C, Split::cols, Init::normal, residual_stddev});
-    specs.push_back({p + "attn.proj.bias", C, 1, Split::none, Init::zeros, 0.0});
+    specs.push_back({p + "attn.qkv.weight", 3 * C, C, Split::qkv_rows, Init::normal, stddev, {}});
+    specs.push_back({p + "attn.qkv.bias", 3 * C, 1, Split::qkv_rows, Init::zeros, 0.0, {}});
+    specs.push_back({p + "attn.proj.weight", C, C, Split::cols, Init::normal, residual_stddev, {}});
+    specs.push_back({p + "attn.proj.bias", C, 1, Split::none, Init::zeros, 0.0, {}});
     for (auto& s : norm(p + "ln2", C)) specs.push_back(s);
-    specs.push_back({p + "mlp.fc1.weight", F, C, Split::rows, Init::normal, stddev});
-    specs.push_back({p + "mlp.fc1.bias", F, 1, Split::rows, Init::zeros, 0.0});
-    specs.push_back({p + "mlp.fc2.weight", C, F, Split::cols, Init::normal, residual_stddev});
-    specs.push_back({p + "mlp.fc2.bias", C, 1, Split::none, Init::zeros, 0.0});
+    specs.push_back({p + "mlp.fc1.weight", F, C, Split::rows, Init::normal, stddev, {}});
+    specs.push_back({p + "mlp.fc1.bias", F, 1, Split::rows, Init::zeros, 0.0, {}});
+    specs.push_back({p + "mlp.fc2.weight", C, F, Split::cols, Init::normal, residual_stddev, {}});
+    specs.push_back({p + "mlp.fc2.bias", C, 1, Split::none, Init::zeros, 0.0, {}});
   } else if (layer == d.layers + 1) {
     for (auto& s : norm("head.ln", C)) specs.push_back(s);
-    specs.push_back({"head.weight", V, C, Split::none, Init::normal, stddev});
+    specs.push_back({"head.weight", V, C, Split::none, Init::normal, stddev, {}});
   } else {
     throw std::invalid_argument("gpt layer " + std::to_string(layer) + " outside 0.." +
                                 std::to_string(d.layers + 1));
@@ -98,17 +102,21 @@ TensorShard shard_layout(const ParameterSpec& spec, int tp_rank, int tp_size) {
       for (std::size_t part = 0; part < 3; ++part)
         layout.ranges.push_back(block(spec.rows / 3, part * (spec.rows / 3)));
       break;
+    case Split::part_rows: {
+      std::size_t base = 0;
+      for (std::size_t extent : spec.parts) {
+        layout.ranges.push_back(block(extent, base));
+        base += extent;
+      }
+      break;
+    }
   }
   return layout;
 }
 
 TensorShard gpt_parameter_shard(const plan::Model& model, const std::string& name, int tp_rank,
                                 int tp_size) {
-  const Dims d = gpt_dims(model);
-  for (int layer = 0; layer <= d.layers + 1; ++layer)
-    for (const ParameterSpec& spec : layer_parameters(d, layer))
-      if (spec.name == name) return shard_layout(spec, tp_rank, tp_size);
-  throw std::invalid_argument("gpt_parameter_shard: no GPT parameter named '" + name + "'");
+  return find_shard_layout(gpt_dims(model), layer_parameters, name, tp_rank, tp_size, "GPT");
 }
 
 }  // namespace whale::exec::gpt

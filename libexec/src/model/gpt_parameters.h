@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,12 +24,16 @@ struct Dims {
   int head_size() const { return channels / heads; }
 };
 Dims gpt_dims(const plan::Model& model);
+/// The checks every transformer family shares: positive num_layers, hidden, heads, sequence and
+/// vocabulary, and heads dividing hidden (throws whale::Error naming the field).
+void require_transformer_dims(const plan::Model& model);
 
 /// How tensor parallelism splits a parameter across the tp ranks (Megatron):
 /// rows: rank r holds row block r (column-parallel weight (F, C), and its bias);
 /// cols: rank r holds column block r (row-parallel weight (C, F));
-/// qkv_rows: row block r of each of the Q, K and V thirds (by heads).
-enum class Split { none, rows, cols, qkv_rows };
+/// qkv_rows: row block r of each of the Q, K and V thirds (by heads);
+/// part_rows: row block r of each of the consecutive row parts `parts` (grouped-query qkv).
+enum class Split { none, rows, cols, qkv_rows, part_rows };
 enum class Init { zeros, ones, normal };
 
 struct ParameterSpec {
@@ -37,6 +42,7 @@ struct ParameterSpec {
   Split split = Split::none;
   Init init = Init::zeros;
   double stddev = 0.0;  // for Init::normal
+  std::vector<std::size_t> parts;  // for Split::part_rows: row extents, summing to rows
 };
 
 /// The parameters of model layer `layer` (0 = embedding, 1..L = blocks, L+1 = head), in
@@ -44,6 +50,18 @@ struct ParameterSpec {
 std::vector<ParameterSpec> layer_parameters(const Dims& dims, int layer);
 
 TensorShard shard_layout(const ParameterSpec& spec, int tp_rank, int tp_size);
+
+/// The layout of the parameter `name` among layer_parameters(dims, 0..dims.layers + 1) of a
+/// family; throws std::invalid_argument naming `family` when it has none of that name.
+template <class FamilyDims, class LayerParameters>
+TensorShard find_shard_layout(const FamilyDims& dims, LayerParameters layer_parameters,
+                              const std::string& name, int tp_rank, int tp_size,
+                              const std::string& family) {
+  for (int layer = 0; layer <= dims.layers + 1; ++layer)
+    for (const ParameterSpec& spec : layer_parameters(dims, layer))
+      if (spec.name == name) return shard_layout(spec, tp_rank, tp_size);
+  throw std::invalid_argument("parameter_shard: no " + family + " parameter named '" + name + "'");
+}
 
 /// Fills full (spec.rows*spec.cols) with the initial values: element e of a normal parameter is
 /// stddev * N(0,1) drawn by a counter-based hash of (seed, name, e); zeros and ones are constant.

@@ -1,341 +1,85 @@
 // File: gpt_stage.cpp
-// GptStage: the StageModule of a gpt-family model over layers [first, end): the embedding,
-// transformer blocks and the head (final LN, untied LM head, cross-entropy), with parameters
-// in one flat buffer, activations per micro-batch in flight, and recomputation per options.
-#include <map>
+// The GPT family of BlockStage (block_stage.h): token + learned position embedding, GPT blocks,
+// final LayerNorm and an untied LM head; make_gpt_stage.
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "model/block_stage.h"
 #include "model/gpt_block.h"
 #include "model/gpt_parameters.h"
-#include "whale/exec/model/stage_module.h"
-#include "whale/plan/error.h"
-#include "whale/plan/check.h"
 
 namespace whale::exec {
 namespace gpt {
 namespace {
 
-/// What a micro-batch keeps between forward and backward, in the compute dtype (act) unless
-/// said. N = samples * T. Forward overwrites every tensor, so a finished state is reused for a
-/// later micro-batch.
-struct MicroBatchState {
-  int samples = 0;
-  Tensor inputs, targets;                 // (samples, T) i32, uploaded once per micro-batch
-  std::vector<Tensor> xs;                 // xs[k]: input of block k (N, C); xs[blocks]: head input
-  std::vector<BlockActivations> blocks;   // empty entries under full recomputation
-  Tensor head_ln, head_mean, head_rstd;   // (N, C), (N) fp32, (N) fp32
-  Tensor logits;                          // (N, V)
-};
+/// The GPT family of BlockStage: learned positions, LayerNorm, an untied LM head.
+struct GptFamily {
+  using Dims = gpt::Dims;
+  using Block = gpt::Block;
+  using BlockParams = gpt::BlockParams;
+  using BlockActivations = gpt::BlockActivations;
+  using BlockScratch = gpt::BlockScratch;
 
-class GptStage : public StageModule {
- public:
-  GptStage(const plan::Model& model, const StageModuleOptions& options, Backend& backend,
-           Communicator* tp)
-      : dims_(gpt_dims(model)), options_(options), backend_(&backend),
-        act_(backend.compute_dtype()), weight_gradients_(backend) {
-    validate(model);
-    has_embedding_ = options.first_layer == 0;
-    has_head_ = options.end_layer == dims_.layers + 2;
-    first_block_ = std::max(options.first_layer, 1);
-    end_block_ = std::min(options.end_layer, dims_.layers + 1);
-    create_parameters();
-    for (int layer = first_block_; layer < end_block_; ++layer)
-      blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, tp,
-                           block_scratch_, weight_gradients_);
-  }
+  static Dims dims(const plan::Model& model) { return gpt_dims(model); }
 
-  std::size_t input_floats_per_sample() const override {
-    return has_embedding_ ? 0 : static_cast<std::size_t>(dims_.sequence) * dims_.channels;
-  }
-  std::size_t output_floats_per_sample() const override {
-    return has_head_ ? 0 : static_cast<std::size_t>(dims_.sequence) * dims_.channels;
-  }
-
-  double forward(int micro_batch, const MicroBatchTokens& tokens, const float* input,
-                 float* output) override {
-    MicroBatchState& s = in_flight_[micro_batch];
-    if (!spare_.empty() && s.xs.empty()) {  // reuse a finished micro-batch's memory
-      s = std::move(spare_.back());
-      spare_.pop_back();
-    }
-    s.samples = tokens.samples;
-    upload_indices(s.inputs, tokens.inputs);
-    upload_indices(s.targets, tokens.targets);
-    const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
-    const bool full = options_.recompute == plan::Recompute::full;
-    s.xs.resize(blocks_.size() + 1);
-    for (Tensor& x : s.xs) reuse_or_allocate(x, *backend_, nc, act_);  // each is overwritten
-    if (has_embedding_)
-      backend_->embedding_forward(s.xs[0], s.inputs, wte_.value, wpe_.value, s.samples,
-                                  dims_.sequence, dims_.channels);
-    else
-      upload_floats(s.xs[0], input);
-    s.blocks.resize(blocks_.size());
-    for (std::size_t k = 0; k < blocks_.size(); ++k) {
-      blocks_[k].forward(s.samples, s.xs[k], s.xs[k + 1], full ? dropped_ : s.blocks[k],
-                         options_.recompute == plan::Recompute::none);
-    }
-    if (!has_head_) {
-      download_floats(output, s.xs.back());
-      s.xs.pop_back();  // backward needs block inputs only
-      return 0.0;
-    }
-    const double loss = head_forward(s);
-    if (full) drop_head_activations(s);
-    return loss;
-  }
-
-  void backward(int micro_batch, const float* output_gradient, float* input_gradient,
-                double loss_scale) override {
-    weight_gradients_.run_now();
-    backward_pass(micro_batch, output_gradient, input_gradient, loss_scale, true);
-  }
-
-  void backward_input(int micro_batch, const float* output_gradient, float* input_gradient,
-                      double loss_scale) override {
-    weight_gradients_.defer_to(micro_batch);
-    backward_pass(micro_batch, output_gradient, input_gradient, loss_scale, false);
-    weight_gradients_.run_now();
-  }
-
-  void backward_weight(int micro_batch) override {
-    for (int layer = options_.end_layer; layer-- > options_.first_layer;) {
-      weight_gradients_.run_deferred(micro_batch, layer);
-      layer_backward_done(layer);
-    }
-    WHALE_CHECK(!weight_gradients_.has_deferred(micro_batch),
-                "GptStage::backward_weight: micro-batch " + std::to_string(micro_batch) +
-                    " deferred work of a layer outside the stage");
-  }
-
-  std::vector<ParameterView> parameters() override { return views_; }
-
-  void zero_gradients() override { backend_->fill_zero(gradients_, Stream::compute); }
-
-  void parameters_updated() override {
-    if (!compute_values_.empty()) backend_->cast(compute_values_, values_, Stream::compute);
-  }
-
- private:
-  /// The backward of a micro-batch, its linears' weight gradients at once or deferred as
-  /// weight_gradients_ says. `report_layers`: call layer_backward_done after each layer (a
-  /// whole backward; a split one reports them in its weight pass).
-  void backward_pass(int micro_batch, const float* output_gradient, float* input_gradient,
-                     double loss_scale, bool report_layers) {
-    auto layer_done = [&](int layer) {
-      if (report_layers) layer_backward_done(layer);
-    };
-    auto it = in_flight_.find(micro_batch);
-    WHALE_CHECK(it != in_flight_.end(), "GptStage::backward: micro-batch " +
-                                            std::to_string(micro_batch) +
-                                            " has no forward in flight");
-    MicroBatchState& s = it->second;
-    const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
-    Tensor dx(*backend_, nc, act_);
-    if (has_head_) {
-      weight_gradients_.set_layer(dims_.layers + 1);
-      head_backward(s, dx, loss_scale);
-      layer_done(dims_.layers + 1);
-    } else {
-      upload_floats(dx, output_gradient);
-    }
-    for (std::size_t k = blocks_.size(); k-- > 0;) {
-      if (options_.recompute == plan::Recompute::full) {  // redo the block's forward
-        reuse_or_allocate(recomputed_output_, *backend_, nc, act_);
-        blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, s.blocks[k], true);
-      }
-      reuse_or_allocate(dx_spare_, *backend_, nc, act_);  // overwritten by the block
-      weight_gradients_.set_layer(first_block_ + static_cast<int>(k));
-      blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, s.blocks[k]);
-      // Full recomputation holds one block's activations at a time; otherwise they are kept
-      // for the next forward (the peak, all blocks' activations, is the same).
-      if (options_.recompute == plan::Recompute::full) s.blocks[k] = BlockActivations{};
-      std::swap(dx, dx_spare_);
-      layer_done(first_block_ + static_cast<int>(k));
-    }
-    if (has_embedding_) {
-      backend_->embedding_backward(wte_.grad, wpe_.grad, dx, s.inputs, s.samples,
-                                   dims_.sequence, dims_.channels);
-      layer_done(0);
-    } else {
-      download_floats(input_gradient, dx);
-    }
-    spare_.push_back(std::move(s));  // its buffers serve a later forward
-    in_flight_.erase(it);
-  }
-
-  /// dst (i32) = the host indices, uploaded (and waited for: `host` may change after).
-  void upload_indices(Tensor& dst, const std::vector<int32_t>& host) {
-    reuse_or_allocate(dst, *backend_, host.size(), DType::i32);
-    backend_->upload(dst, host.data(), Stream::compute);
-    backend_->synchronize(Stream::compute);
-  }
-
-  /// dst (act) = dst.count() host floats, rounded to the compute dtype.
-  void upload_floats(Tensor& dst, const float* host) {
-    if (act_ == DType::fp32) {
-      backend_->upload(dst, host, Stream::compute);
-    } else {
-      reuse_or_allocate(host_staging_, *backend_, dst.count(), DType::fp32);
-      backend_->upload(host_staging_, host, Stream::compute);
-      backend_->cast(dst, host_staging_, Stream::compute);
-    }
-    backend_->synchronize(Stream::compute);
-  }
-
-  /// host[0, src.count) = src (act) widened to fp32 (exact).
-  void download_floats(float* host, ConstTensorView src) {
-    if (act_ == DType::fp32) {
-      backend_->download(host, src, Stream::compute);
-    } else {
-      reuse_or_allocate(host_staging_, *backend_, src.count, DType::fp32);
-      backend_->cast(host_staging_, src, Stream::compute);
-      backend_->download(host, host_staging_, Stream::compute);
-    }
-    backend_->synchronize(Stream::compute);
-  }
-
-  std::size_t rows(const MicroBatchState& s) const {
-    return static_cast<std::size_t>(s.samples) * dims_.sequence;
-  }
-
-  void validate(const plan::Model& model) const {
+  static void validate_tp(const plan::Model& model, const Dims& d, int tp_size) {
     const std::string& file = model.source_file;
-    const auto& o = options_;
-    if (o.first_layer < 0 || o.end_layer <= o.first_layer || o.end_layer > dims_.layers + 2)
-      throw Error(file, "layers",
-                  "a stage range within 0.." + std::to_string(dims_.layers + 2) + ", got [" +
-                      std::to_string(o.first_layer) + ", " + std::to_string(o.end_layer) + ")");
-    if (o.tp_size < 1 || o.tp_rank < 0 || o.tp_rank >= o.tp_size)
-      throw Error(file, "tp", "tp rank " + std::to_string(o.tp_rank) + " of " +
-                                  std::to_string(o.tp_size) + " is not a valid shard");
-    if (dims_.heads % o.tp_size != 0)
-      throw Error(file, "heads", "heads " + std::to_string(dims_.heads) +
+    if (d.heads % tp_size != 0)
+      throw Error(file, "heads", "heads " + std::to_string(d.heads) +
                                      " divisible by the tensor-parallel degree " +
-                                     std::to_string(o.tp_size));
-    if (dims_.ffn % o.tp_size != 0)
-      throw Error(file, "ffn_hidden", "ffn_hidden " + std::to_string(dims_.ffn) +
+                                     std::to_string(tp_size));
+    if (d.ffn % tp_size != 0)
+      throw Error(file, "ffn_hidden", "ffn_hidden " + std::to_string(d.ffn) +
                                           " divisible by the tensor-parallel degree " +
-                                          std::to_string(o.tp_size));
+                                          std::to_string(tp_size));
   }
 
-  /// One flat fp32 value (master) tensor, one flat fp32 gradient tensor and, for a 16-bit
-  /// compute dtype, one flat copy of the values in it; each parameter is the shard of the full
-  /// tensor initialised from (seed, name).
-  void create_parameters() {
-    struct Shard {
-      ParameterSpec spec;
-      TensorShard layout;
-      int layer;
-    };
-    std::vector<Shard> shards;
-    std::size_t total = 0;
-    for (int layer = options_.first_layer; layer < options_.end_layer; ++layer)
-      for (const ParameterSpec& spec : layer_parameters(dims_, layer)) {
-        shards.push_back({spec, shard_layout(spec, options_.tp_rank, options_.tp_size), layer});
-        total += shards.back().layout.shard_count();
-      }
-    values_ = Tensor(*backend_, total, DType::fp32);
-    gradients_ = Tensor(*backend_, total, DType::fp32);
-    if (act_ != DType::fp32) compute_values_ = Tensor(*backend_, total, act_);
-    std::size_t offset = 0;
-    std::vector<float> full, shard;
-    for (const auto& [spec, layout, layer] : shards) {
-      full.resize(layout.full_count());
-      shard.resize(layout.shard_count());
-      initialize_full(spec, options_.seed, full.data());
-      extract_shard(layout, full.data(), shard.data());
-      backend_->upload(values_.slice(offset, shard.size()), shard.data(), Stream::compute);
-      backend_->synchronize(Stream::compute);  // `shard` is refilled next
-      views_.push_back({spec.name, values_.slice(offset, shard.size()),
-                        gradients_.slice(offset, shard.size()), shard.size(),
-                        layout.replicated(), layer});
-      offset += shard.size();
-    }
-    parameters_updated();
-    auto find = [&](const std::string& name) {
-      for (const ParameterView& v : views_)
-        if (v.name == name) return param(v);
-      return Param{};
-    };
-    wte_ = find("embedding.wte");
-    wpe_ = find("embedding.wpe");
-    head_ln_w_ = find("head.ln.weight");
-    head_ln_b_ = find("head.ln.bias");
-    head_w_ = find("head.weight");
+  static std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
+    return gpt::layer_parameters(d, layer);
   }
 
-  /// The compute-dtype value of a parameter (its master under fp32) and its gradient.
-  Param param(const ParameterView& v) const {
-    if (compute_values_.empty()) return {v.value, v.gradient};
-    const std::size_t offset =
-        (static_cast<const char*>(v.value.data) - static_cast<const char*>(values_.view().data)) /
-        sizeof(float);
-    return {compute_values_.slice(offset, v.count), v.gradient};
-  }
-
-  BlockParams block_params(int layer) const {
-    std::vector<Param> p;
-    for (const ParameterSpec& spec : layer_parameters(dims_, layer))
-      for (const ParameterView& v : views_)
-        if (v.name == spec.name) p.push_back(param(v));
+  static BlockParams block_params(const Dims&, const std::vector<Param>& p) {
     return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11]};
   }
 
-  /// Final LN, LM head, summed cross-entropy of the micro-batch.
-  double head_forward(MicroBatchState& s) {
-    const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
-    reuse_or_allocate(s.head_ln, *backend_, rows(s) * C, act_);
-    reuse_or_allocate(s.head_mean, *backend_, rows(s), DType::fp32);
-    reuse_or_allocate(s.head_rstd, *backend_, rows(s), DType::fp32);
-    backend_->layernorm_forward(s.head_ln, s.head_mean, s.head_rstd, s.xs.back(),
-                                head_ln_w_.value, head_ln_b_.value, n, C);
-    reuse_or_allocate(s.logits, *backend_, rows(s) * V, act_);
-    backend_->linear_forward(s.logits, s.head_ln, head_w_.value, ConstTensorView{}, n, C, V);
-    return backend_->cross_entropy_forward(s.logits, s.targets, n, V);
-  }
+  /// Token + position embedding; final LayerNorm and LM head.
+  struct Ends {
+    Dims dims;
+    Param wte, wpe, head_ln_w, head_ln_b, head_w;
 
-  void drop_head_activations(MicroBatchState& s) {
-    s.head_ln.reset();
-    s.head_mean.reset();
-    s.head_rstd.reset();
-    s.logits.reset();
-  }
-
-  /// dx (N, C) += gradient of loss_scale * summed loss w.r.t. the head input.
-  void head_backward(MicroBatchState& s, TensorView dx, double loss_scale) {
-    if (s.logits.empty()) head_forward(s);  // full recomputation
-    const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
-    Tensor dlogits(*backend_, rows(s) * V, act_), dln(*backend_, rows(s) * C, act_);
-    backend_->cross_entropy_backward(dlogits, s.logits, s.targets, n, V, loss_scale);
-    weight_gradients_.linear_backward(dln, head_w_.value, head_w_.grad, TensorView{}, dlogits,
-                                      s.head_ln, n, C, V);
-    backend_->layernorm_backward(dx, head_ln_w_.grad, head_ln_b_.grad, dln, s.xs.back(),
-                                 head_ln_w_.value, s.head_mean, s.head_rstd, n, C);
-  }
-
-  Dims dims_;
-  StageModuleOptions options_;
-  Backend* backend_;
-  DType act_;  // the compute dtype of activations and compute weights
-  bool has_embedding_ = false, has_head_ = false;
-  int first_block_ = 1, end_block_ = 1;  // model layers of the blocks held
-  Tensor values_, gradients_;  // fp32 masters and gradients, flat
-  Tensor compute_values_;      // the values in act_; empty under fp32 (the masters serve)
-  Tensor host_staging_;        // fp32 scratch between act_ and host floats
-  std::vector<ParameterView> views_;
-  Param wte_, wpe_, head_ln_w_, head_ln_b_, head_w_;
-  std::vector<Block> blocks_;
-  std::map<int, MicroBatchState> in_flight_;
-  /// Finished micro-batches whose buffers the next forwards reuse (no fresh zero-filled memory
-  /// per step); scratch activations of full recomputation.
-  std::vector<MicroBatchState> spare_;
-  BlockActivations dropped_;
-  Tensor recomputed_output_, dx_spare_;
-  BlockScratch block_scratch_;  // shared by blocks_ (they run one at a time)
-  WeightGradients weight_gradients_;  // the linears' weight gradients, shared by blocks_ and head
+    template <class Find>
+    void bind(const Dims& d, Find find) {
+      dims = d;
+      wte = find("embedding.wte");
+      wpe = find("embedding.wpe");
+      head_ln_w = find("head.ln.weight");
+      head_ln_b = find("head.ln.bias");
+      head_w = find("head.weight");
+    }
+    void embedding_forward(Backend& be, TensorView x, ConstTensorView tokens, int samples) {
+      be.embedding_forward(x, tokens, wte.value, wpe.value, samples, dims.sequence,
+                           dims.channels);
+    }
+    void embedding_backward(Backend& be, ConstTensorView dx, ConstTensorView tokens,
+                            int samples) {
+      be.embedding_backward(wte.grad, wpe.grad, dx, tokens, samples, dims.sequence,
+                            dims.channels);
+    }
+    void head_norm_forward(Backend& be, HeadActivations& h, ConstTensorView x, int rows) {
+      const std::size_t n = static_cast<std::size_t>(rows);
+      reuse_or_allocate(h.norm, be, n * dims.channels, be.compute_dtype());
+      reuse_or_allocate(h.mean, be, n, DType::fp32);
+      reuse_or_allocate(h.rstd, be, n, DType::fp32);
+      be.layernorm_forward(h.norm, h.mean, h.rstd, x, head_ln_w.value, head_ln_b.value, rows,
+                           dims.channels);
+    }
+    void head_norm_backward(Backend& be, TensorView dx, ConstTensorView dnorm, ConstTensorView x,
+                            const HeadActivations& h, int rows) {
+      be.layernorm_backward(dx, head_ln_w.grad, head_ln_b.grad, dnorm, x, head_ln_w.value,
+                            h.mean, h.rstd, rows, dims.channels);
+    }
+    Param head_weight() const { return head_w; }
+  };
 };
 
 }  // namespace
@@ -347,7 +91,7 @@ std::unique_ptr<StageModule> make_gpt_stage(const plan::Model& model,
   if (options.tp_size > 1 && (tp_comm == nullptr || tp_comm->size() != options.tp_size))
     throw std::invalid_argument("make_gpt_stage: tp_size " + std::to_string(options.tp_size) +
                                 " needs a tensor-parallel communicator of that size");
-  return std::make_unique<gpt::GptStage>(model, options, backend, tp_comm);
+  return std::make_unique<BlockStage<gpt::GptFamily>>(model, options, backend, tp_comm);
 }
 
 }  // namespace whale::exec

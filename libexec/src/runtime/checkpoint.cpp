@@ -53,6 +53,9 @@ uint64_t plan_fingerprint(const plan::Plan& plan) {
                      std::to_string(m.ffn_hidden) + " s" + std::to_string(m.sequence) + " v" +
                      std::to_string(m.vocabulary) + " mbs" + std::to_string(plan.micro_batch_size) +
                      " m" + std::to_string(plan.micro_batches);
+  if (m.family == "llama")  // the hyperparameters that shape a Llama's parameters
+    text += " kv" + std::to_string(m.kv_heads) + " qb" + std::to_string(m.qkv_bias) + " tie" +
+            std::to_string(m.tie_embeddings);
   for (const plan::Stage& s : plan.stages) {
     text += " [" + std::to_string(s.first_layer) + "," + std::to_string(s.end_layer) + ") d" +
             plan::format_device_list(s.devices) + " tp" + std::to_string(s.tp) + " z" +

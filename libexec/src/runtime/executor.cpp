@@ -3,6 +3,7 @@
 // interprets the group's schedule program, and forward/backward compute.
 #include "whale/exec/runtime/executor.h"
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/executor_impl.h"
@@ -93,7 +94,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.tp_size = stage.tp;
       module_options.recompute = stage.recompute;
       module_options.seed = options.seed;
-      state.module = make_gpt_stage(plan.model, module_options, *im.backend, state.tp);
+      state.module = make_stage_module(plan.model, module_options, *im.backend, state.tp);
       state.input_floats = state.module->input_floats_per_sample();
       state.output_floats = state.module->output_floats_per_sample();
       AdamWConfig adamw;
@@ -103,6 +104,21 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       if (state.dp)
         state.reducer = std::make_unique<GradientReducer>(
             *im.backend, state.module->parameters(), plan::gradient_buckets(plan, s), state.dp);
+    }
+  }
+  // The tied token table's group, after every tensor and data group (members only).
+  const std::vector<int> tied_stages = tied_embedding_stages(plan, layout);
+  const std::vector<int> tied_ranks = ranks_of_stages(plan, layout, tied_stages);
+  if (std::binary_search(tied_ranks.begin(), tied_ranks.end(), im.rank)) {
+    im.tied_group = world.subgroup(tied_ranks);
+    for (int s : tied_stages) {
+      if (!im.local(s)) continue;
+      StageState& state = im.stage(s);
+      for (const ParameterView& p : state.module->parameters())
+        if (p.name == kTokenTable)
+          im.tied = std::make_unique<TiedEmbedding>(
+              *im.backend, *im.tied_group, p, state.role.replica == 0 && state.role.tp_rank == 0);
+      im.tied_stage = s;
     }
   }
   // reduce_bucket(s, 0) directly follows the last backward (or backward_weight) of s

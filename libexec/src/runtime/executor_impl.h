@@ -13,6 +13,7 @@
 
 #include "runtime/executor_optimizer.h"
 #include "runtime/gradient_reducer.h"
+#include "runtime/tied_embedding.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/runtime/loss_scaler.h"
 #include "whale/exec/runtime/executor.h"
@@ -58,6 +59,11 @@ struct Executor::Impl {
   double loss_sum = 0;                                   // summed token cross-entropy here
   LossScaler scaler{plan.precision == plan::Precision::fp16};  // fp16 only; else scale 1
   std::vector<int> deferred_steps;  // stages whose optimizer step waits for the overflow check
+  /// The tied token table's group and this rank's copy (null unless the model ties its head to
+  /// the table across stages and this rank holds one of the two); the stage of that copy.
+  std::unique_ptr<Communicator> tied_group;
+  std::unique_ptr<TiedEmbedding> tied;
+  int tied_stage = -1;
   std::vector<plan::TimelineEvent>* timeline = nullptr;
   std::chrono::steady_clock::time_point step_start;
 

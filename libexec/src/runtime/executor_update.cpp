@@ -36,6 +36,7 @@ void Executor::Impl::wait_reductions(int s) {
 }
 
 void Executor::Impl::optimizer_step(int s) {
+  if (s == tied_stage) tied->sum_gradients();  // after the stage's reductions (wait_reductions)
   if (scaler.enabled()) {  // after the overflow check of the whole step (finish_scaled_step)
     deferred_steps.push_back(s);
     return;
@@ -111,7 +112,7 @@ std::vector<FullParameter> Executor::gather_parameters() {
     while (in >> name >> tp_rank >> tp_size >> count) {
       std::vector<float> shard(count);
       for (float& v : shard) in >> v;
-      const TensorShard layout = gpt_parameter_shard(impl_->plan.model, name, tp_rank, tp_size);
+      const TensorShard layout = parameter_shard(impl_->plan.model, name, tp_rank, tp_size);
       WHALE_CHECK(layout.shard_count() == count,
                   "gather_parameters: " + name + " has " + std::to_string(count) +
                       " floats, its layout " + std::to_string(layout.shard_count()));

@@ -1,31 +1,34 @@
 // File: cpu_attention.cpp
-// CPU causal multi-head attention: per (sample, head) Eigen GEMMs on strided views of qkv,
-// a masked row softmax in between (vectorised, address-independent); backward through the
-// saved probabilities.
+// CPU causal attention (multi-head or grouped-query): per (sample, head) Eigen GEMMs on strided
+// views of qkv, a masked row softmax in between (vectorised, address-independent); backward
+// through the saved probabilities, per (sample, key/value head) over its query heads in order.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/kernel_math/attention_math.h"
 
 namespace whale::exec::cpu {
 namespace {
 
-/// The strided views of one (sample, head) inside qkv (B, T, 3*C') and out (B, T, C').
+/// The strided views of one (sample, query head) inside qkv (B, T, (NH + 2*KV)*HS) and out
+/// (B, T, NH*HS): its query columns, its key/value head's columns and its output columns.
 struct HeadViews {
   std::size_t q, k, v, o;  // offsets of the head's first element
   int qkv_stride, out_stride;
 };
 
-HeadViews head_views(int b, int h, int sequence, int heads, int head_size) {
-  const int channels = heads * head_size;
-  const std::size_t qkv_base = static_cast<std::size_t>(b) * sequence * 3 * channels;
-  const std::size_t col = static_cast<std::size_t>(h) * head_size;
-  return {qkv_base + col,
-          qkv_base + channels + col,
-          qkv_base + 2 * channels + col,
-          static_cast<std::size_t>(b) * sequence * channels + col,
-          3 * channels,
+HeadViews head_views(int b, int h, int sequence, int heads, int kv_heads, int head_size) {
+  const int channels = heads * head_size, kv_channels = kv_heads * head_size;
+  const int qkv_stride = channels + 2 * kv_channels;
+  const std::size_t qkv_base = static_cast<std::size_t>(b) * sequence * qkv_stride;
+  const std::size_t kv_col = static_cast<std::size_t>(kmath::kv_head_of(h, heads, kv_heads)) * head_size;
+  return {qkv_base + static_cast<std::size_t>(h) * head_size,
+          qkv_base + channels + kv_col,
+          qkv_base + channels + kv_channels + kv_col,
+          static_cast<std::size_t>(b) * sequence * channels + static_cast<std::size_t>(h) * head_size,
+          qkv_stride,
           channels};
 }
 
@@ -61,7 +64,7 @@ void causal_softmax_row_backward(float* dp, const float* p, int i, int T, float 
 }  // namespace
 
 void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, int batch,
-                                    int sequence, int heads, int head_size) {
+                                    int sequence, int heads, int kv_heads, int head_size) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   const int T = sequence;
   // (sample, head) pairs in parallel: each writes its own probabilities and output columns.
@@ -69,7 +72,7 @@ void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, 
     const int b = static_cast<int>(bh / heads), h = static_cast<int>(bh % heads);
     thread_local Eigen::ArrayXf scratch;  // 64-byte aligned
     scratch.resize(static_cast<Eigen::Index>(round_up_to_packets(T)));
-    const HeadViews hv = head_views(b, h, T, heads, head_size);
+    const HeadViews hv = head_views(b, h, T, heads, kv_heads, head_size);
     ConstStridedMap Q(qkv + hv.q, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
     ConstStridedMap K(qkv + hv.k, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
     ConstStridedMap V(qkv + hv.v, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
@@ -84,32 +87,35 @@ void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, 
 
 void Fp32Kernels::attention_backward(float* dqkv, const float* dout, const float* qkv,
                                      const float* probs, int batch, int sequence, int heads,
-                                     int head_size) {
+                                     int kv_heads, int head_size) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
-  const int T = sequence;
-  // (sample, head) pairs in parallel: each adds into its own columns of dqkv.
-  pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * heads, [&](std::ptrdiff_t bh) {
-    const int b = static_cast<int>(bh / heads), h = static_cast<int>(bh % heads);
+  const int T = sequence, group = heads / kv_heads;
+  // (sample, key/value head) pairs in parallel: each adds into its own columns of dqkv, its
+  // query heads one after another (their key/value gradients sum in head order).
+  pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * kv_heads, [&](std::ptrdiff_t bkv) {
+    const int b = static_cast<int>(bkv / kv_heads), kv = static_cast<int>(bkv % kv_heads);
     thread_local RowMatrix dP;
     dP.resize(T, T);
-    const HeadViews hv = head_views(b, h, T, heads, head_size);
-    const Eigen::OuterStride<> qkv_stride(hv.qkv_stride);
-    ConstStridedMap Q(qkv + hv.q, T, head_size, qkv_stride);
-    ConstStridedMap K(qkv + hv.k, T, head_size, qkv_stride);
-    ConstStridedMap V(qkv + hv.v, T, head_size, qkv_stride);
-    StridedMap dQ(dqkv + hv.q, T, head_size, qkv_stride);
-    StridedMap dK(dqkv + hv.k, T, head_size, qkv_stride);
-    StridedMap dV(dqkv + hv.v, T, head_size, qkv_stride);
-    ConstStridedMap dO(dout + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
-    ConstMatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
-    dP.noalias() = dO * V.transpose();
-    dV.noalias() += P.transpose() * dO;
-    // Softmax backward, row by row: dS = P * (dP - sum_j P dP), times the score scale.
-    for (int i = 0; i < T; ++i)
-      causal_softmax_row_backward(dP.data() + static_cast<std::size_t>(i) * T,
-                                  P.data() + static_cast<std::size_t>(i) * T, i, T, scale);
-    dQ.noalias() += dP * K;
-    dK.noalias() += dP.transpose() * Q;
+    for (int h = kv * group; h < (kv + 1) * group; ++h) {
+      const HeadViews hv = head_views(b, h, T, heads, kv_heads, head_size);
+      const Eigen::OuterStride<> qkv_stride(hv.qkv_stride);
+      ConstStridedMap Q(qkv + hv.q, T, head_size, qkv_stride);
+      ConstStridedMap K(qkv + hv.k, T, head_size, qkv_stride);
+      ConstStridedMap V(qkv + hv.v, T, head_size, qkv_stride);
+      StridedMap dQ(dqkv + hv.q, T, head_size, qkv_stride);
+      StridedMap dK(dqkv + hv.k, T, head_size, qkv_stride);
+      StridedMap dV(dqkv + hv.v, T, head_size, qkv_stride);
+      ConstStridedMap dO(dout + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
+      ConstMatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
+      dP.noalias() = dO * V.transpose();
+      dV.noalias() += P.transpose() * dO;
+      // Softmax backward, row by row: dS = P * (dP - sum_j P dP), times the score scale.
+      for (int i = 0; i < T; ++i)
+        causal_softmax_row_backward(dP.data() + static_cast<std::size_t>(i) * T,
+                                    P.data() + static_cast<std::size_t>(i) * T, i, T, scale);
+      dQ.noalias() += dP * K;
+      dK.noalias() += dP.transpose() * Q;
+    }
   });
 }
 

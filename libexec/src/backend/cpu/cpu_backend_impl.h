@@ -93,10 +93,20 @@ class Fp32Kernels {
                           const float* rstd, int rows, int channels);
   void gelu_forward(float* out, const float* inp, std::size_t count);
   void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t count);
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int rows,
+                       int channels);
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                        const float* weight, const float* rstd, int rows, int channels);
+  void swiglu_forward(float* out, const float* gate, const float* up, std::size_t count);
+  void swiglu_backward(float* dgate, float* dup, const float* gate, const float* up,
+                       const float* dout, std::size_t count);
   void attention_forward(float* out, float* probs, const float* qkv, int batch, int sequence,
-                         int heads, int head_size);
+                         int heads, int kv_heads, int head_size);
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
-                          int batch, int sequence, int heads, int head_size);
+                          int batch, int sequence, int heads, int kv_heads, int head_size);
+  /// rope_forward (inverse = false) or rope_backward (inverse = true), in place.
+  void rope(float* data, int batch, int sequence, int row_channels, int heads, int head_size,
+            double theta, bool inverse);
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
                          int batch, int sequence, int channels);
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
@@ -170,11 +180,27 @@ class CpuBackend : public Backend {
   void gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
                      std::size_t count) override;
 
+  void rmsnorm_forward(TensorView out, TensorView rstd, ConstTensorView inp,
+                       ConstTensorView weight, int rows, int channels) override;
+  void rmsnorm_backward(TensorView dinp, TensorView dweight, ConstTensorView dout,
+                        ConstTensorView inp, ConstTensorView weight, ConstTensorView rstd,
+                        int rows, int channels) override;
+  void swiglu_forward(TensorView out, ConstTensorView gate, ConstTensorView up,
+                      std::size_t count) override;
+  void swiglu_backward(TensorView dgate, TensorView dup, ConstTensorView gate,
+                       ConstTensorView up, ConstTensorView dout, std::size_t count) override;
+
+  using Backend::attention_forward;
+  using Backend::attention_backward;
   void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
-                         int sequence, int heads, int head_size) override;
+                         int sequence, int heads, int kv_heads, int head_size) override;
   void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                           ConstTensorView probs, int batch, int sequence, int heads,
-                          int head_size) override;
+                          int kv_heads, int head_size) override;
+  void rope_forward(TensorView data, int batch, int sequence, int row_channels, int heads,
+                    int head_size, double theta) override;
+  void rope_backward(TensorView grad, int batch, int sequence, int row_channels, int heads,
+                     int head_size, double theta) override;
 
   void embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
                          ConstTensorView wpe, int batch, int sequence, int channels) override;

@@ -113,19 +113,61 @@ void CpuBackend::gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensor
   kernels_.gelu_backward(f.out(dinp, true), f.in(inp), f.in(dout), count);
 }
 
+void CpuBackend::rmsnorm_forward(TensorView out, TensorView rstd, ConstTensorView inp,
+                                 ConstTensorView weight, int rows, int channels) {
+  Fp32Operands f;
+  kernels_.rmsnorm_forward(f.out(out, false), fp32_only(rstd, "rstd"), f.in(inp), f.in(weight),
+                           rows, channels);
+}
+
+void CpuBackend::rmsnorm_backward(TensorView dinp, TensorView dweight, ConstTensorView dout,
+                                  ConstTensorView inp, ConstTensorView weight,
+                                  ConstTensorView rstd, int rows, int channels) {
+  Fp32Operands f;
+  kernels_.rmsnorm_backward(f.out(dinp, true), fp32_only(dweight, "dweight"), f.in(dout),
+                            f.in(inp), f.in(weight), f.in(rstd), rows, channels);
+}
+
+void CpuBackend::swiglu_forward(TensorView out, ConstTensorView gate, ConstTensorView up,
+                                std::size_t count) {
+  Fp32Operands f;
+  const float* g = f.in(gate);
+  const float* u = f.in(up);
+  kernels_.swiglu_forward(f.out(out, false), g, u, count);
+}
+
+void CpuBackend::swiglu_backward(TensorView dgate, TensorView dup, ConstTensorView gate,
+                                 ConstTensorView up, ConstTensorView dout, std::size_t count) {
+  Fp32Operands f;
+  kernels_.swiglu_backward(f.out(dgate, true), f.out(dup, true), f.in(gate), f.in(up),
+                           f.in(dout), count);
+}
+
 void CpuBackend::attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
-                                   int sequence, int heads, int head_size) {
+                                   int sequence, int heads, int kv_heads, int head_size) {
   Fp32Operands f;
   kernels_.attention_forward(f.out(out, false), f.out(probs, false), f.in(qkv), batch, sequence,
-                             heads, head_size);
+                             heads, kv_heads, head_size);
 }
 
 void CpuBackend::attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                                     ConstTensorView probs, int batch, int sequence, int heads,
-                                    int head_size) {
+                                    int kv_heads, int head_size) {
   Fp32Operands f;
   kernels_.attention_backward(f.out(dqkv, true), f.in(dout), f.in(qkv), f.in(probs), batch,
-                              sequence, heads, head_size);
+                              sequence, heads, kv_heads, head_size);
+}
+
+void CpuBackend::rope_forward(TensorView data, int batch, int sequence, int row_channels,
+                              int heads, int head_size, double theta) {
+  Fp32Operands f;
+  kernels_.rope(f.out(data, true), batch, sequence, row_channels, heads, head_size, theta, false);
+}
+
+void CpuBackend::rope_backward(TensorView grad, int batch, int sequence, int row_channels,
+                               int heads, int head_size, double theta) {
+  Fp32Operands f;
+  kernels_.rope(f.out(grad, true), batch, sequence, row_channels, heads, head_size, theta, true);
 }
 
 void CpuBackend::embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,

@@ -1,10 +1,13 @@
 // File: cpu_norm_activation.cpp
-// CPU layernorm and GELU (tanh approximation), forward and backward, vectorised.
+// CPU layernorm, RMSNorm, GELU (tanh approximation) and SwiGLU, forward and backward; the
+// RMSNorm and SwiGLU element arithmetic is kmath's (shared with the CUDA kernels).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/kernel_math/elementwise_math.h"
+#include "backend/kernel_math/norm_math.h"
 
 namespace whale::exec::cpu {
 namespace {
@@ -112,6 +115,72 @@ void Fp32Kernels::gelu_backward(float* dinp, const float* inp, const float* dout
                     for (std::size_t i = 0; i < n; ++i)
                       dinp[begin + i] += t.data()[i] * dout[begin + i];
                   });
+}
+
+// RMSNorm: the row's mean square is a float ordered_sum; the weight gradient sums its rows in
+// double, column by column.
+void Fp32Kernels::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                                  int rows, int channels) {
+  pool_.parallel_for(rows, [&](std::ptrdiff_t r) {  // rows are independent
+    const float* x = inp + static_cast<std::size_t>(r) * channels;
+    float* y = out + static_cast<std::size_t>(r) * channels;
+    const float mean_square = ordered_sum(channels, [&](std::size_t c) { return x[c] * x[c]; }) /
+                              static_cast<float>(channels);
+    const float s = kmath::rmsnorm_rstd(mean_square);
+    for (int c = 0; c < channels; ++c) y[c] = kmath::rmsnorm_out(x[c], s, weight[c]);
+    rstd[r] = s;
+  });
+}
+
+void Fp32Kernels::rmsnorm_backward(float* dinp, float* dweight, const float* dout,
+                                   const float* inp, const float* weight, const float* rstd,
+                                   int rows, int channels) {
+  pool_.parallel_for(rows, [&](std::ptrdiff_t r) {
+    const std::size_t base = static_cast<std::size_t>(r) * channels;
+    const float* x = inp + base;
+    const float* dy = dout + base;
+    const float s = rstd[r];
+    const float dnorm_norm_mean =
+        ordered_sum(channels, [&](std::size_t c) { return dy[c] * weight[c] * (x[c] * s); }) /
+        static_cast<float>(channels);
+    for (int c = 0; c < channels; ++c)
+      dinp[base + c] += kmath::rmsnorm_dinp(dy[c] * weight[c], x[c] * s, dnorm_norm_mean, s);
+  });
+  pool_.parallel_for(channels, [&](std::ptrdiff_t c) {
+    const auto at = [&](int r) { return static_cast<std::size_t>(r) * channels + c; };
+    dweight[c] += kmath::ordered_row_sum(rows, [&](int r) {
+      return static_cast<double>(inp[at(r)] * rstd[r] * dout[at(r)]);
+    });
+  });
+}
+
+namespace {
+constexpr std::size_t kSwigluChunk = 4096;  // elements per parallel task
+
+/// Calls op(i) for every i < count, chunks in parallel.
+template <class Op>
+void for_each_element(WorkerPool& pool, std::size_t count, Op op) {
+  const auto chunks = static_cast<std::ptrdiff_t>((count + kSwigluChunk - 1) / kSwigluChunk);
+  pool.parallel_for(chunks, [&](std::ptrdiff_t chunk) {
+    const std::size_t begin = static_cast<std::size_t>(chunk) * kSwigluChunk;
+    const std::size_t end = std::min(count, begin + kSwigluChunk);
+    for (std::size_t i = begin; i < end; ++i) op(i);
+  });
+}
+}  // namespace
+
+void Fp32Kernels::swiglu_forward(float* out, const float* gate, const float* up,
+                                 std::size_t count) {
+  for_each_element(pool_, count, [&](std::size_t i) { out[i] = kmath::swiglu_forward(gate[i], up[i]); });
+}
+
+void Fp32Kernels::swiglu_backward(float* dgate, float* dup, const float* gate, const float* up,
+                                  const float* dout, std::size_t count) {
+  for_each_element(pool_, count, [&](std::size_t i) {
+    const kmath::SwigluGrad g = kmath::swiglu_backward(gate[i], up[i], dout[i]);
+    dgate[i] += g.dgate;
+    dup[i] += g.dup;
+  });
 }
 
 }  // namespace whale::exec::cpu

@@ -70,11 +70,27 @@ class CudaBackend : public Backend {
   void gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
                      std::size_t count) override;
 
+  void rmsnorm_forward(TensorView out, TensorView rstd, ConstTensorView inp,
+                       ConstTensorView weight, int rows, int channels) override;
+  void rmsnorm_backward(TensorView dinp, TensorView dweight, ConstTensorView dout,
+                        ConstTensorView inp, ConstTensorView weight, ConstTensorView rstd,
+                        int rows, int channels) override;
+  void swiglu_forward(TensorView out, ConstTensorView gate, ConstTensorView up,
+                      std::size_t count) override;
+  void swiglu_backward(TensorView dgate, TensorView dup, ConstTensorView gate,
+                       ConstTensorView up, ConstTensorView dout, std::size_t count) override;
+
+  using Backend::attention_forward;
+  using Backend::attention_backward;
   void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
-                         int sequence, int heads, int head_size) override;
+                         int sequence, int heads, int kv_heads, int head_size) override;
   void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                           ConstTensorView probs, int batch, int sequence, int heads,
-                          int head_size) override;
+                          int kv_heads, int head_size) override;
+  void rope_forward(TensorView data, int batch, int sequence, int row_channels, int heads,
+                    int head_size, double theta) override;
+  void rope_backward(TensorView grad, int batch, int sequence, int row_channels, int heads,
+                     int head_size, double theta) override;
 
   void embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
                          ConstTensorView wpe, int batch, int sequence, int channels) override;

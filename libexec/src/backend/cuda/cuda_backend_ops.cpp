@@ -196,32 +196,89 @@ void CudaBackend::gelu_backward(TensorView dinp, ConstTensorView inp, ConstTenso
   });
 }
 
+void CudaBackend::rmsnorm_forward(TensorView out, TensorView rstd, ConstTensorView inp,
+                                  ConstTensorView weight, int rows, int channels) {
+  expect_dtype(rstd, DType::fp32, "rmsnorm rstd");
+  by_dtype(out.dtype, "rmsnorm_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::rmsnorm_forward(compute(), data<T>(out), data<float>(rstd), data<T>(inp),
+                          data<T>(weight), rows, channels);
+  });
+}
+
+void CudaBackend::rmsnorm_backward(TensorView dinp, TensorView dweight, ConstTensorView dout,
+                                   ConstTensorView inp, ConstTensorView weight,
+                                   ConstTensorView rstd, int rows, int channels) {
+  expect_dtype(dweight, DType::fp32, "rmsnorm weight gradient");
+  by_dtype(dinp.dtype, "rmsnorm_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::rmsnorm_backward(compute(), data<T>(dinp), data<float>(dweight), data<T>(dout),
+                           data<T>(inp), data<T>(weight), data<float>(rstd), rows, channels);
+  });
+}
+
+void CudaBackend::swiglu_forward(TensorView out, ConstTensorView gate, ConstTensorView up,
+                                 std::size_t count) {
+  by_dtype(out.dtype, "swiglu_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::swiglu_forward(compute(), data<T>(out), data<T>(gate), data<T>(up), count);
+  });
+}
+
+void CudaBackend::swiglu_backward(TensorView dgate, TensorView dup, ConstTensorView gate,
+                                  ConstTensorView up, ConstTensorView dout, std::size_t count) {
+  by_dtype(dgate.dtype, "swiglu_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::swiglu_backward(compute(), data<T>(dgate), data<T>(dup), data<T>(gate), data<T>(up),
+                          data<T>(dout), count);
+  });
+}
+
 // Attention: the flash kernels never materialise the probabilities. Forward leaves `probs`
 // untouched; backward recomputes the output and each row's log-sum-exp (one more forward) and
 // then the gradients, so `probs` is not read either.
 void CudaBackend::attention_forward(TensorView out, TensorView /*probs*/, ConstTensorView qkv,
-                                    int batch, int sequence, int heads, int head_size) {
+                                    int batch, int sequence, int heads, int kv_heads,
+                                    int head_size) {
   const Scratch lse(*arena_, static_cast<std::size_t>(batch) * heads * sequence * sizeof(float));
   by_dtype(out.dtype, "attention_forward", [&](auto t) {
     using T = decltype(t);
     cuda::attention_forward(compute(), data<T>(out), lse.as<float>(), data<T>(qkv), batch,
-                            sequence, heads, head_size);
+                            sequence, heads, kv_heads, head_size);
   });
 }
 
 void CudaBackend::attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                                      ConstTensorView /*probs*/, int batch, int sequence,
-                                     int heads, int head_size) {
+                                     int heads, int kv_heads, int head_size) {
   const std::size_t rows = static_cast<std::size_t>(batch) * heads * sequence;
   by_dtype(dqkv.dtype, "attention_backward", [&](auto t) {
     using T = decltype(t);
     const Scratch out(*arena_, rows * head_size * sizeof(T));
     const Scratch lse(*arena_, rows * sizeof(float)), delta(*arena_, rows * sizeof(float));
     cuda::attention_forward(compute(), out.as<T>(), lse.as<float>(), data<T>(qkv), batch,
-                            sequence, heads, head_size);
+                            sequence, heads, kv_heads, head_size);
     cuda::attention_backward(compute(), data<T>(dqkv), data<T>(dout), data<T>(qkv),
                              out.as<const T>(), lse.as<const float>(), delta.as<float>(), batch,
-                             sequence, heads, head_size);
+                             sequence, heads, kv_heads, head_size);
+  });
+}
+
+void CudaBackend::rope_forward(TensorView data_view, int batch, int sequence, int row_channels,
+                               int heads, int head_size, double theta) {
+  by_dtype(data_view.dtype, "rope_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::rope(compute(), data<T>(data_view), batch, sequence, row_channels, heads, head_size,
+               theta, false);
+  });
+}
+
+void CudaBackend::rope_backward(TensorView grad, int batch, int sequence, int row_channels,
+                                int heads, int head_size, double theta) {
+  by_dtype(grad.dtype, "rope_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::rope(compute(), data<T>(grad), batch, sequence, row_channels, heads, head_size, theta,
+               true);
   });
 }
 

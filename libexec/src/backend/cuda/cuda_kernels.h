@@ -21,6 +21,13 @@ template <class T>
 void gelu_forward(cudaStream_t stream, T* out, const T* inp, std::size_t count);
 template <class T>
 void gelu_backward(cudaStream_t stream, T* dinp, const T* inp, const T* dout, std::size_t count);
+/// out = silu(gate) * up.
+template <class T>
+void swiglu_forward(cudaStream_t stream, T* out, const T* gate, const T* up, std::size_t count);
+/// dgate, dup += the gradients of silu(gate) * up.
+template <class T>
+void swiglu_backward(cudaStream_t stream, T* dgate, T* dup, const T* gate, const T* up,
+                     const T* dout, std::size_t count);
 /// out = a + b (out may alias a or b).
 template <class T>
 void add_forward(cudaStream_t stream, T* out, const T* a, const T* b, std::size_t count);
@@ -43,7 +50,7 @@ void scale(cudaStream_t stream, T* data, float factor, std::size_t count);
 template <class T>
 void find_non_finite(cudaStream_t stream, int* flag, const T* data, std::size_t count);
 
-// ---- layernorm (cuda_norm_kernels.cu) ------------------------------------------------
+// ---- layernorm and RMSNorm (cuda_norm_kernels.cu) ------------------------------------------------
 template <class T>
 void layernorm_forward(cudaStream_t stream, T* out, float* mean, float* rstd, const T* inp,
                        const T* weight, const T* bias, int rows, int channels);
@@ -51,6 +58,15 @@ template <class T>
 void layernorm_backward(cudaStream_t stream, T* dinp, float* dweight, float* dbias, const T* dout,
                         const T* inp, const T* weight, const float* mean, const float* rstd,
                         int rows, int channels);
+
+/// RMSNorm: out = inp * rstd * weight, rstd (N) saved.
+template <class T>
+void rmsnorm_forward(cudaStream_t stream, T* out, float* rstd, const T* inp, const T* weight,
+                     int rows, int channels);
+/// dinp += the input gradient; dweight (C, fp32) += column sums in double, rows in order.
+template <class T>
+void rmsnorm_backward(cudaStream_t stream, T* dinp, float* dweight, const T* dout, const T* inp,
+                      const T* weight, const float* rstd, int rows, int channels);
 
 // ---- embedding (cuda_embedding_kernels.cu) -------------------------------------------
 /// tokens (B*T) in device memory.
@@ -74,15 +90,23 @@ void cross_entropy(cudaStream_t stream, float* losses, T* dlogits, const T* logi
                    const int32_t* targets, int rows, int vocabulary, float scale);
 
 // ---- flash attention (cuda_attention_kernels.cu) -------------------------------------
-/// out (B, T, C) and lse (B, NH, T, fp32): the only saved softmax statistics.
+/// out (B, T, NH*HS) and lse (B, NH, T, fp32): the only saved softmax statistics; qkv
+/// (B, T, (NH + 2*KV)*HS).
 template <class T>
 void attention_forward(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch,
-                       int sequence, int heads, int head_size);
-/// dqkv (B, T, 3C) += the gradient; `delta` is fp32 scratch of B*NH*T floats.
+                       int sequence, int heads, int kv_heads, int head_size);
+/// dqkv (B, T, (NH + 2*KV)*HS) += the gradient; `delta` is fp32 scratch of B*NH*T floats.
 template <class T>
 void attention_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv, const T* out,
                         const float* lse, float* delta, int batch, int sequence, int heads,
-                        int head_size);
+                        int kv_heads, int head_size);
+
+// ---- rotary position embedding (cuda_rope_kernels.cu) --------------------------------
+/// In place on data (B, T, row_channels): the first `heads` heads of each row rotate
+/// (inverse = false) or rotate back (inverse = true, the gradient).
+template <class T>
+void rope(cudaStream_t stream, T* data, int batch, int sequence, int row_channels, int heads,
+          int head_size, double theta, bool inverse);
 
 // ---- multi-tensor AdamW (cuda_adamw_kernels.cu) --------------------------------------
 /// One tensor of a multi-tensor AdamW launch: fp32 master weight, moments, the gradient in T

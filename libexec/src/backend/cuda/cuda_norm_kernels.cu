@@ -1,6 +1,6 @@
 // File: cuda_norm_kernels.cu
-// Layernorm CUDA kernels: one warp per row (lane-strided sums, butterfly), then one thread per
-// column for the weight and bias gradients (double sums in row order, no atomics).
+// Layernorm and RMSNorm CUDA kernels: one warp per row (lane-strided sums, butterfly), then one
+// thread per column for the weight (and bias) gradients (double sums in row order, no atomics).
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_dtype.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -86,7 +86,79 @@ __global__ void layernorm_params_kernel(float* dweight, float* dbias, const T* d
   dbias[c] += db;
 }
 
+template <class T>
+__global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp, const T* weight, int rows,
+                                       int channels) {
+  const int r = warp_row();
+  if (r >= rows) return;  // whole warps leave together
+  const T* x = inp + static_cast<std::size_t>(r) * channels;
+  const float mean_square = warp_row_sum(channels, [&](int c) {
+                              const float v = to_float(x[c]);
+                              return v * v;
+                            }) /
+                            static_cast<float>(channels);
+  const float s = kmath::rmsnorm_rstd(mean_square);
+  T* y = out + static_cast<std::size_t>(r) * channels;
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  for (int c = lane; c < channels; c += kWarpSize)
+    y[c] = from_float<T>(kmath::rmsnorm_out(to_float(x[c]), s, to_float(weight[c])));
+  if (lane == 0) rstd[r] = s;
+}
+
+template <class T>
+__global__ void rmsnorm_dinp_kernel(T* dinp, const T* dout, const T* inp, const T* weight,
+                                    const float* rstd, int rows, int channels) {
+  const int r = warp_row();
+  if (r >= rows) return;
+  const std::size_t base = static_cast<std::size_t>(r) * channels;
+  const float s = rstd[r];
+  const float dnorm_norm_mean = warp_row_sum(channels, [&](int c) {
+                                  return to_float(dout[base + c]) * to_float(weight[c]) *
+                                         (to_float(inp[base + c]) * s);
+                                }) /
+                                static_cast<float>(channels);
+  for (int c = static_cast<int>(threadIdx.x % kWarpSize); c < channels; c += kWarpSize)
+    dinp[base + c] = from_float<T>(
+        to_float(dinp[base + c]) +
+        kmath::rmsnorm_dinp(to_float(dout[base + c]) * to_float(weight[c]),
+                            to_float(inp[base + c]) * s, dnorm_norm_mean, s));
+}
+
+template <class T>
+__global__ void rmsnorm_weight_kernel(float* dweight, const T* dout, const T* inp,
+                                      const float* rstd, int rows, int channels) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const auto at = [channels, c](int r) { return static_cast<std::size_t>(r) * channels + c; };
+  dweight[c] += kmath::ordered_row_sum(rows, [&](int r) {
+    return static_cast<double>(to_float(inp[at(r)]) * rstd[r] * to_float(dout[at(r)]));
+  });
+}
+
 }  // namespace
+
+template <class T>
+void rmsnorm_forward(cudaStream_t stream, T* out, float* rstd, const T* inp, const T* weight,
+                     int rows, int channels) {
+  const kmath::Launch l = kmath::warp_per_row_launch(rows);
+  if (l.grid_x == 0) return;
+  rmsnorm_forward_kernel<<<l.grid_x, l.block, 0, stream>>>(out, rstd, inp, weight, rows, channels);
+  WHALE_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void rmsnorm_backward(cudaStream_t stream, T* dinp, float* dweight, const T* dout, const T* inp,
+                      const T* weight, const float* rstd, int rows, int channels) {
+  const kmath::Launch rows_launch = kmath::warp_per_row_launch(rows);
+  const kmath::Launch columns = kmath::column_launch(channels);
+  if (rows_launch.grid_x == 0 || columns.grid_x == 0) return;
+  rmsnorm_dinp_kernel<<<rows_launch.grid_x, rows_launch.block, 0, stream>>>(
+      dinp, dout, inp, weight, rstd, rows, channels);
+  WHALE_CUDA_CHECK_LAUNCH();
+  rmsnorm_weight_kernel<<<columns.grid_x, columns.block, 0, stream>>>(dweight, dout, inp, rstd,
+                                                                     rows, channels);
+  WHALE_CUDA_CHECK_LAUNCH();
+}
 
 template <class T>
 void layernorm_forward(cudaStream_t stream, T* out, float* mean, float* rstd, const T* inp,
@@ -117,7 +189,10 @@ void layernorm_backward(cudaStream_t stream, T* dinp, float* dweight, float* dbi
   template void layernorm_forward<T>(cudaStream_t, T*, float*, float*, const T*, const T*,     \
                                      const T*, int, int);                                      \
   template void layernorm_backward<T>(cudaStream_t, T*, float*, float*, const T*, const T*, const T*, \
-                                      const float*, const float*, int, int);
+                                      const float*, const float*, int, int);                \
+  template void rmsnorm_forward<T>(cudaStream_t, T*, float*, const T*, const T*, int, int);      \
+  template void rmsnorm_backward<T>(cudaStream_t, T*, float*, const T*, const T*, const T*,     \
+                                    const float*, int, int);
 WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_NORM)
 
 }  // namespace whale::exec::cuda

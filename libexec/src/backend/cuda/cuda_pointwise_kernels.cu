@@ -1,5 +1,5 @@
 // File: cuda_pointwise_kernels.cu
-// Point-wise CUDA kernels: GELU forward/backward, residual add, accumulate, bias add/grad and
+// Point-wise CUDA kernels: GELU and SwiGLU forward/backward, residual add, accumulate, bias add/grad and
 // dtype casts; grid-stride loops over kmath::elementwise_launch.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_dtype.h"
@@ -56,6 +56,24 @@ void gelu_backward(cudaStream_t stream, T* dinp, const T* inp, const T* dout, st
 }
 
 template <class T>
+void swiglu_forward(cudaStream_t stream, T* out, const T* gate, const T* up, std::size_t count) {
+  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
+    out[i] = from_float<T>(kmath::swiglu_forward(to_float(gate[i]), to_float(up[i])));
+  });
+}
+
+template <class T>
+void swiglu_backward(cudaStream_t stream, T* dgate, T* dup, const T* gate, const T* up,
+                     const T* dout, std::size_t count) {
+  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
+    const kmath::SwigluGrad g =
+        kmath::swiglu_backward(to_float(gate[i]), to_float(up[i]), to_float(dout[i]));
+    dgate[i] = from_float<T>(to_float(dgate[i]) + g.dgate);
+    dup[i] = from_float<T>(to_float(dup[i]) + g.dup);
+  });
+}
+
+template <class T>
 void add_forward(cudaStream_t stream, T* out, const T* a, const T* b, std::size_t count) {
   launch_elementwise(stream, count, [=] __device__(std::size_t i) {
     out[i] = from_float<T>(kmath::residual_add(to_float(a[i]), to_float(b[i])));
@@ -107,6 +125,9 @@ void find_non_finite(cudaStream_t stream, int* flag, const T* data, std::size_t 
 #define WHALE_INSTANTIATE_POINTWISE(T)                                                      \
   template void gelu_forward<T>(cudaStream_t, T*, const T*, std::size_t);                  \
   template void gelu_backward<T>(cudaStream_t, T*, const T*, const T*, std::size_t);       \
+  template void swiglu_forward<T>(cudaStream_t, T*, const T*, const T*, std::size_t);      \
+  template void swiglu_backward<T>(cudaStream_t, T*, T*, const T*, const T*, const T*,     \
+                                   std::size_t);                                           \
   template void add_forward<T>(cudaStream_t, T*, const T*, const T*, std::size_t);         \
   template void accumulate<T>(cudaStream_t, T*, const T*, std::size_t);                    \
   template void bias_add_forward<T>(cudaStream_t, T*, const T*, int, int);                 \

@@ -40,6 +40,10 @@ WHALE_HOST_DEVICE TileRows causal_queries_in_tile(int key, int first_query, int 
   return {first, left < 0 ? 0 : left};
 }
 
+/// The key/value head that query head h reads under grouped-query attention: each of the
+/// kv_heads serves heads / kv_heads consecutive query heads (kv_heads == heads: itself).
+WHALE_HOST_DEVICE int kv_head_of(int h, int heads, int kv_heads) { return h / (heads / kv_heads); }
+
 WHALE_HOST_DEVICE float dot(const float* a, const float* b, int n) {
   float sum = 0.0f;
   for (int d = 0; d < n; ++d) sum += a[d] * b[d];

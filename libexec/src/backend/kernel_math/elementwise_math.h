@@ -1,6 +1,7 @@
 // File: elementwise_math.h
-// Element arithmetic of the point-wise kernels: GELU (tanh approximation) forward and backward,
-// residual add, bias, token + position embedding. Shared by the CUDA kernels and host tests.
+// Element arithmetic of the point-wise kernels: GELU (tanh approximation) and SwiGLU forward and
+// backward, residual add, bias, token + position embedding. Shared by the CUDA kernels, the CPU
+// backend (SwiGLU) and host tests.
 #pragma once
 
 #include <stddef.h>
@@ -23,6 +24,24 @@ WHALE_HOST_DEVICE float gelu_derivative(float x) {
   const float t = gelu_tanh_term(x);
   return 0.5f * (1.0f + t) +
          0.5f * x * (1.0f - t * t) * kGeluScale * (1.0f + 3.0f * kGeluCubic * x * x);
+}
+
+/// SiLU's sigmoid 1 / (1 + exp(-x)).
+WHALE_HOST_DEVICE float silu_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/// SwiGLU: silu(gate) * up = gate * sigmoid(gate) * up.
+WHALE_HOST_DEVICE float swiglu_forward(float gate, float up) {
+  return gate * silu_sigmoid(gate) * up;
+}
+
+/// The two partial derivatives of SwiGLU times dout: d/d gate = up * s (1 + gate (1 - s)),
+/// d/d up = silu(gate), with s = sigmoid(gate).
+struct SwigluGrad {
+  float dgate, dup;
+};
+WHALE_HOST_DEVICE SwigluGrad swiglu_backward(float gate, float up, float dout) {
+  const float s = silu_sigmoid(gate);
+  return {dout * up * s * (1.0f + gate * (1.0f - s)), dout * gate * s};
 }
 
 /// The residual add: a + b.

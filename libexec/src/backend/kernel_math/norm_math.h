@@ -1,6 +1,7 @@
 // File: norm_math.h
-// Layernorm element arithmetic (eps 1e-5, biased variance), shared by the CUDA kernels (one warp
-// per row, lanes strided over the channels, butterfly-combined) and the host tests.
+// Layernorm (eps 1e-5, biased variance) and RMSNorm (eps 1e-5) element arithmetic, shared by the
+// CUDA kernels (one warp per row, lanes strided over the channels, butterfly-combined), the CPU
+// backend and the host tests.
 #pragma once
 
 #include "backend/kernel_math/host_device.h"
@@ -36,6 +37,21 @@ WHALE_HOST_DEVICE float layernorm_norm(float x, float mean, float rstd) { return
 WHALE_HOST_DEVICE float layernorm_dinp(float dnorm, float norm, float dnorm_mean,
                                        float dnorm_norm_mean, float rstd) {
   return (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rstd;
+}
+
+/// RMSNorm's rstd = 1 / sqrt(mean(x^2) + eps), in double then rounded (one per row).
+constexpr double kRmsnormEps = 1e-5;
+WHALE_HOST_DEVICE float rmsnorm_rstd(float mean_square) {
+  return static_cast<float>(1.0 / sqrt(static_cast<double>(mean_square) + kRmsnormEps));
+}
+
+/// One RMSNorm output element: x * rstd * weight.
+WHALE_HOST_DEVICE float rmsnorm_out(float x, float rstd, float weight) { return x * rstd * weight; }
+
+/// One RMSNorm input-gradient element given dnorm = dout * weight, the normalised input
+/// norm = x * rstd and the row's mean of dnorm * norm: (dnorm - norm * mean(dnorm * norm)) * rstd.
+WHALE_HOST_DEVICE float rmsnorm_dinp(float dnorm, float norm, float dnorm_norm_mean, float rstd) {
+  return (dnorm - norm * dnorm_norm_mean) * rstd;
 }
 
 }  // namespace whale::exec::kmath

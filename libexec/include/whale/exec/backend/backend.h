@@ -1,5 +1,5 @@
 // File: backend.h
-// Backend: the tensor ops of a GPT (forward and backward) on one device's memory, with its
+// Backend: the tensor ops of GPT and Llama blocks (forward and backward) on one device's memory, with its
 // memory, streams and events. The CPU backend (Eigen) is the reference; a CUDA backend
 // implements the same table. Callers never branch on the device.
 #pragma once
@@ -123,18 +123,57 @@ class Backend {
   virtual void gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) = 0;
   virtual void gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
                              std::size_t count) = 0;
+  /// RMSNorm: out (N, C) act = inp (N, C) act * rstd * weight (C); rstd (N) fp32 =
+  /// 1 / sqrt(mean(inp^2) + 1e-5), computed in fp32 (the square root in double), saved for
+  /// backward.
+  virtual void rmsnorm_forward(TensorView out, TensorView rstd, ConstTensorView inp,
+                               ConstTensorView weight, int rows, int channels) = 0;
+  /// dinp (N, C) act and dweight (C) fp32 += the gradients.
+  virtual void rmsnorm_backward(TensorView dinp, TensorView dweight, ConstTensorView dout,
+                                ConstTensorView inp, ConstTensorView weight,
+                                ConstTensorView rstd, int rows, int channels) = 0;
+  /// SwiGLU: out = silu(gate) * up = gate * sigmoid(gate) * up, `count` act elements each.
+  virtual void swiglu_forward(TensorView out, ConstTensorView gate, ConstTensorView up,
+                              std::size_t count) = 0;
+  /// dgate += dout * d out / d gate; dup += dout * silu(gate); act.
+  virtual void swiglu_backward(TensorView dgate, TensorView dup, ConstTensorView gate,
+                               ConstTensorView up, ConstTensorView dout, std::size_t count) = 0;
 
   // ---- attention ----------------------------------------------------------------------
-  /// Causal multi-head attention. qkv (B, T, 3*NH*HS) act holds [Q | K | V], each head-major
-  /// (head h at columns h*HS..h*HS+HS of its part). probs (B, NH, T, T) act: the softmax
-  /// (in fp32) of Q K^T / sqrt(HS) with the future masked (zeros above the diagonal), saved for
-  /// backward. out (B, T, NH*HS) act = probs * V per head.
+  /// Causal multi-head attention with NH query heads and KV key/value heads (grouped-query
+  /// attention; KV divides NH and query head h reads key/value head h / (NH / KV)).
+  /// qkv (B, T, (NH + 2*KV)*HS) act holds [Q | K | V], each head-major (head h at columns
+  /// h*HS..h*HS+HS of its part). probs (B, NH, T, T) act: the softmax (in fp32) of
+  /// Q K^T / sqrt(HS) with the future masked (zeros above the diagonal), saved for backward.
+  /// out (B, T, NH*HS) act = probs * V per head.
   virtual void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv,
-                                 int batch, int sequence, int heads, int head_size) = 0;
-  /// dqkv (B, T, 3*NH*HS) act += the gradient through attention.
+                                 int batch, int sequence, int heads, int kv_heads,
+                                 int head_size) = 0;
+  /// dqkv (B, T, (NH + 2*KV)*HS) act += the gradient through attention (a key/value head's
+  /// gradient sums its query heads' terms in head order).
   virtual void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                                   ConstTensorView probs, int batch, int sequence, int heads,
-                                  int head_size) = 0;
+                                  int kv_heads, int head_size) = 0;
+  /// Multi-head attention: KV = NH, qkv (B, T, 3*NH*HS).
+  void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
+                         int sequence, int heads, int head_size) {
+    attention_forward(out, probs, qkv, batch, sequence, heads, heads, head_size);
+  }
+  void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
+                          ConstTensorView probs, int batch, int sequence, int heads,
+                          int head_size) {
+    attention_backward(dqkv, dout, qkv, probs, batch, sequence, heads, heads, head_size);
+  }
+  /// Rotary position embedding (Llama's "rotate_half"), IN PLACE on data (B, T, W) act: in
+  /// each row the first `heads` heads of HS columns (HS even) rotate, pair (i, i + HS/2) by the
+  /// angle t * theta^(-2i/HS) at position t; the other columns stay. The angle's cos and sin
+  /// are computed in double and rounded to fp32; the rotation is in fp32.
+  virtual void rope_forward(TensorView data, int batch, int sequence, int row_channels,
+                            int heads, int head_size, double theta) = 0;
+  /// The gradient through rope_forward, IN PLACE (not +=): grad (B, T, W) act's rotated
+  /// columns turn by the inverse rotation; the other columns stay.
+  virtual void rope_backward(TensorView grad, int batch, int sequence, int row_channels,
+                             int heads, int head_size, double theta) = 0;
 
   // ---- embedding and loss -------------------------------------------------------------
   /// out (B, T, C) act = wte[tokens[b, t]] + wpe[t]; tokens (B, T) i32; wte (V, C), wpe (T, C)

@@ -1,5 +1,5 @@
 // File: stage_module.h
-// StageModule: the layers [first_layer, end_layer) of a GPT-family model as one tensor-parallel
+// StageModule: the layers [first_layer, end_layer) of a GPT- or Llama-family model as one tensor-parallel
 // shard, with forward, backward (optionally recomputing), gradients and parameters.
 // The executor drives it by the schedule program; it knows nothing of pipelines or dp.
 #pragma once
@@ -118,5 +118,23 @@ struct StageModuleOptions {
 std::unique_ptr<StageModule> make_gpt_stage(const plan::Model& model,
                                             const StageModuleOptions& options, Backend& backend,
                                             Communicator* tp_comm);
+/// The same for a llama-family model (RMSNorm, RoPE, grouped-query attention, SwiGLU; tied or
+/// untied LM head). With tied embeddings, a stage that holds the head but not the embedding
+/// holds a copy of the token table under its name (kTokenTable), which the executor keeps equal
+/// to the first stage's (tied_embedding.h). Throws whale::Error for other families and for a tp
+/// that does not divide heads, kv_heads and ffn_hidden.
+std::unique_ptr<StageModule> make_llama_stage(const plan::Model& model,
+                                              const StageModuleOptions& options,
+                                              Backend& backend, Communicator* tp_comm);
+/// The token table's parameter name.
+inline constexpr const char* kTokenTable = "embedding.wte";
+/// True when the model's LM head is its token table (a llama with tie_embeddings).
+bool ties_token_table(const plan::Model& model);
+
+/// The stage of the model's family: make_gpt_stage or make_llama_stage. Throws whale::Error
+/// naming `family` for a family whale-run does not train.
+std::unique_ptr<StageModule> make_stage_module(const plan::Model& model,
+                                               const StageModuleOptions& options,
+                                               Backend& backend, Communicator* tp_comm);
 
 }  // namespace whale::exec

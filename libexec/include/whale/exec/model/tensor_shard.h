@@ -1,7 +1,7 @@
 // File: tensor_shard.h
 // TensorShard: where a tensor-parallel shard of a parameter sits in the full tensor, so that
 // full tensors can be split into shards (initialisation) and shards reassembled (tests,
-// checkpoint comparisons). gpt_parameter_shard gives it for every GPT parameter.
+// checkpoint comparisons). gpt_parameter_shard and parameter_shard give it for every parameter.
 #pragma once
 
 #include <cstddef>
@@ -37,5 +37,8 @@ void insert_shard(const TensorShard& layout, const float* shard, float* full);
 /// for a name the GPT does not have.
 TensorShard gpt_parameter_shard(const plan::Model& model, const std::string& name, int tp_rank,
                                 int tp_size);
+/// The same for a parameter of any family whale-run trains (gpt, llama).
+TensorShard parameter_shard(const plan::Model& model, const std::string& name, int tp_rank,
+                            int tp_size);
 
 }  // namespace whale::exec

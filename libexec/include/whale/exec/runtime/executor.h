@@ -28,7 +28,7 @@ struct ExecutorOptions {
 };
 
 /// One parameter of the whole model as the single-device model holds it: its tp shards
-/// reassembled (gpt_parameter_shard), taken from replica 0. Plan-independent.
+/// reassembled (parameter_shard), taken from replica 0. Plan-independent.
 struct FullParameter {
   std::string name;
   std::vector<float> values;  // row-major, TensorShard::full_count() floats

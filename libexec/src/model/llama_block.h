@@ -1,0 +1,71 @@
+// File: llama_block.h
+// Private: one Llama block as a tensor-parallel shard: RMSNorm, fused QKV (column-split by
+// query and key/value heads, optional bias), RoPE, causal grouped-query attention, output
+// projection (row-split) + all-reduce + residual; RMSNorm, gate and up (column-split), SwiGLU,
+// down (row-split) + all-reduce + residual. No biases outside qkv.
+#pragma once
+
+#include "model/llama_parameters.h"
+#include "model/tensor_parallel_ops.h"
+#include "whale/exec/backend/backend.h"
+#include "whale/exec/backend/tensor.h"
+#include "whale/exec/comm/communicator.h"
+
+namespace whale::exec::llama {
+
+/// In layer_parameters order; qkv_b is empty without qkv biases.
+struct BlockParams {
+  Param attn_norm, qkv_w, qkv_b, proj_w, mlp_norm, gate_w, up_w, down_w;
+};
+
+/// What backward needs of one block and one micro-batch, in the compute dtype (rstd fp32).
+/// N = B*T rows, Wl = (NHl + 2 KVl) HS the local qkv width, Fl = F/tp, NHl = NH/tp. A forward
+/// overwrites every buffer, so the same activations serve a later micro-batch.
+struct BlockActivations {
+  Tensor norm1, rstd1;      // (N, C), (N)
+  Tensor qkv;               // (N, Wl): this shard's heads, q and k rotated
+  Tensor probs;             // (B, NHl, T, T); empty when dropped (selective recompute)
+  Tensor atty;              // (N, NHl*HS)
+  Tensor x_mid;             // (N, C): x_in + attention
+  Tensor norm2, rstd2;      // (N, C), (N)
+  Tensor gate, up;          // (N, Fl) each
+  Tensor swiglu;            // (N, Fl)
+};
+
+/// Backward's gradients and the attention outputs that are not kept, shared by the blocks of
+/// a stage (they run one at a time). Every use overwrites (or first zeroes) what it reads.
+struct BlockScratch {
+  Tensor dswiglu, dgate, dup, dnorm2, dx_mid, datty, dqkv, dnorm1;
+  Tensor probs, atty;  // recomputed attention (selective recomputation)
+};
+
+class Block {
+ public:
+  /// tp may be null when tp_size == 1; scratch and weight_gradients (the stage's, which
+  /// defers the linears' weight gradients in a split backward) must outlive the block.
+  Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
+        Communicator* tp, BlockScratch& scratch, WeightGradients& weight_gradients);
+
+  /// x_out (N, C) = block(x_in (N, C)), overwritten; fills acts, keeping the attention
+  /// probabilities only when keep_probs.
+  void forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActivations& acts,
+               bool keep_probs);
+  /// dx_in (N, C) = d loss / d x_in (overwritten); accumulates the parameter gradients.
+  /// Recomputes the attention probabilities when acts.probs is empty.
+  void backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, TensorView dx_in,
+                const BlockActivations& acts);
+
+ private:
+  /// The attention of a micro-batch of `batch` samples over acts' qkv into out and probs.
+  void attend(int batch, ConstTensorView qkv, TensorView out, TensorView probs);
+
+  Dims dims_;
+  int heads_local_, kv_heads_local_, qkv_local_, ffn_local_;
+  BlockParams p_;
+  Backend& be_;
+  BlockScratch* scratch_;
+  DType act_;
+  TensorParallelOps tp_ops_;
+};
+
+}  // namespace whale::exec::llama
