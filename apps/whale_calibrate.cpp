@@ -26,10 +26,11 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--out", out_dir, "folder to write the calibrated profiles into")->required();
   return whale::app::run_tool("whale-calibrate", app, argc, argv, [&] {
+    options.runs_file = runs_path;
     std::vector<whale::sim::CalibrationRun> runs;
     for (const whale::sim::MeasuredRun& measured : whale::sim::load_runs_csv(runs_path)) {
       whale::sim::CalibrationRun run;
-      run.name = measured.plan_path;
+      run.name = measured.plan_field;
       run.plan = whale::plan::load_plan(measured.plan_path, profiles_dir);
       run.step_time_s = measured.step_time_s;
       run.peak_memory_bytes = measured.peak_memory_bytes;

@@ -171,7 +171,7 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
     shortest_step_s = timed.size() == 1 ? step : std::min(shortest_step_s, step);
   }
   if (timed.empty()) {
-    throw Error("runs", "step_time_s", "at least one run with a measured step time, got none",
+    throw Error(options.runs_file, "step_time_s", "at least one run with a measured step time, got none",
                 "the fit needs step times; peak memory alone sets only the memory reserve");
   }
   setup.models.assign(models.begin(), models.end());

@@ -72,7 +72,9 @@ MeasuredRun parse_row(const std::string& path, const std::string& folder, int li
   for (std::string& f : fields) f = trimmed(f);
   MeasuredRun run;
   run.line = line;
-  if (fields[0].empty()) throw Error(path, where(line, 1), "expected a plan path, got nothing");
+  if (fields[0].empty()) throw Error(path, where(line, 1), "expected a plan path, got nothing",
+                                        "the first field names the plan file the run measured");
+  run.plan_field = fields[0];
   run.plan_path = fields[0][0] == '/' || folder.empty() ? fields[0] : folder + "/" + fields[0];
   run.step_time_s = optional_positive(path, line, 2, fields[1], "seconds");
   const std::optional<double> gib = optional_positive(path, line, 3, fields[2], "GiB");

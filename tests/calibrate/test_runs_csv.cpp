@@ -72,7 +72,8 @@ TEST_CASE("each bad runs CSV names the line and column of the field") {
       {"nothing", kHeader + "a.yaml,,,false\n", "line 2", "the row measures nothing"},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.name);
+    const std::string name = c.name;
+    CAPTURE(name);
     const std::string path = scratch_csv(c.name, c.text);
     const Error e = error_of(path);
     CHECK(e.file() == path);

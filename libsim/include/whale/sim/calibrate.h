@@ -44,6 +44,7 @@ struct CalibrationOptions {
   /// Names of the parameters to fit; empty: the first max(1, min(5, (timed runs - 1) /
   /// device models)) of calibration_parameters(), so the fit always keeps a residual.
   std::vector<std::string> parameters;
+  std::string runs_file = "runs";  // what errors about the runs name as their file
 };
 
 struct RunPrediction {

@@ -13,6 +13,7 @@ namespace whale::sim {
 
 struct MeasuredRun {
   std::string plan_path;                  // resolved against the CSV's folder
+  std::string plan_field;                 // the plan path as the CSV writes it
   int line = 0;                           // the row's line in the CSV, from 1
   std::optional<Seconds> step_time_s;     // the measured step time; absent when not measured
   std::optional<Bytes> peak_memory_bytes; // the measured peak of the run's devices (CSV: GiB)
