@@ -2,6 +2,7 @@
 // whale-calibrate's outputs (calibration_report.h).
 #include "whale/sim/calibration_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -56,13 +57,17 @@ std::string calibration_source(const CalibrationResult& result, const std::vecto
 std::string format_calibration_report(const CalibrationResult& result) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof(line), "%-40s %12s %15s %13s %15s\n", "run", "measured_s",
+  int width = 3;  // the run column fits the longest name
+  for (const RunPrediction& r : result.runs) width = std::max(width, static_cast<int>(r.name.size()));
+  width = std::min(width, 400);
+  std::snprintf(line, sizeof(line), "%-*s %12s %15s %13s %15s\n", width, "run", "measured_s",
                 "uncalibrated_s", "calibrated_s", "leave_one_out_s");
   out << line;
   for (const RunPrediction& r : result.runs) {
-    std::snprintf(line, sizeof(line), "%-40s %12.6g %15.6g %13.6g %15s\n", r.name.c_str(),
-                  r.measured_s, r.uncalibrated_s, r.calibrated_s,
-                  r.leave_one_out_s ? std::to_string(*r.leave_one_out_s).c_str() : "-");
+    char leave_one_out[32] = "-";
+    if (r.leave_one_out_s) std::snprintf(leave_one_out, sizeof(leave_one_out), "%.6g", *r.leave_one_out_s);
+    std::snprintf(line, sizeof(line), "%-*s %12.6g %15.6g %13.6g %15s\n", width, r.name.c_str(),
+                  r.measured_s, r.uncalibrated_s, r.calibrated_s, leave_one_out);
     out << line;
   }
   for (const std::string& model : result.device_models) {

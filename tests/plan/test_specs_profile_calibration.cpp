@@ -59,5 +59,5 @@ TEST_CASE("a bad calibration figure names the file and the field") {
   CHECK_SPEC_ERROR([&] { load_device_profile(negative); }, negative, "calibration.step_overhead_us", "");
   const std::string unknown = scratch_file("calibration-unknown/core.yaml",
                                            kCoreProfile + "calibration: {step_overhead_s: 1}\n");
-  CHECK_SPEC_ERROR([&] { load_device_profile(unknown); }, unknown, "step_overhead_s", "unknown key");
+  CHECK_SPEC_ERROR([&] { load_device_profile(unknown); }, unknown, "calibration.step_overhead_s", "unknown key");
 }
