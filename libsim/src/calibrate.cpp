@@ -70,16 +70,12 @@ Calibrations fit(const std::vector<CalibrationRun>& runs, const std::vector<std:
   return calibrations_at(setup, solve_bounded_least_squares(residuals, start, low, high).x);
 }
 
-std::vector<CalibrationParameter> chosen_parameters(const CalibrationOptions& options,
-                                                    Seconds shortest_step_s, int timed_runs,
-                                                    int models) {
+/// The parameters named in `names` (whale::Error for an unknown name).
+std::vector<CalibrationParameter> named_parameters(const std::vector<std::string>& names,
+                                                   Seconds shortest_step_s) {
   const std::vector<CalibrationParameter> all = calibration_parameters(shortest_step_s);
-  if (options.parameters.empty()) {
-    const int count = std::max(1, std::min(static_cast<int>(all.size()), (timed_runs - 1) / models));
-    return {all.begin(), all.begin() + count};
-  }
   std::vector<CalibrationParameter> out;
-  for (const std::string& name : options.parameters) {
+  for (const std::string& name : names) {
     const auto it = std::find_if(all.begin(), all.end(), [&](const CalibrationParameter& p) { return p.name == name; });
     if (it == all.end()) {
       throw Error("--parameters", name, "a calibration parameter, got '" + name + "'",
@@ -89,6 +85,50 @@ std::vector<CalibrationParameter> chosen_parameters(const CalibrationOptions& op
     out.push_back(*it);
   }
   return out;
+}
+
+/// Per timed run, its step time predicted by the fit on all the other timed runs (none when
+/// there is only one).
+std::vector<std::optional<Seconds>> leave_one_out_s(const std::vector<CalibrationRun>& runs,
+                                                    const std::vector<std::size_t>& timed,
+                                                    const FitSetup& setup) {
+  std::vector<std::optional<Seconds>> out(timed.size());
+  if (timed.size() < 2) return out;
+  for (std::size_t t = 0; t < timed.size(); ++t) {
+    std::vector<std::size_t> others;
+    for (std::size_t j : timed) if (j != timed[t]) others.push_back(j);
+    out[t] = calibrated_step_time_s(runs[timed[t]].plan, fit(runs, others, setup));
+  }
+  return out;
+}
+
+double leave_one_out_mape(const std::vector<CalibrationRun>& runs, const std::vector<std::size_t>& timed,
+                          const std::vector<std::optional<Seconds>>& predicted) {
+  double sum = 0;
+  for (std::size_t t = 0; t < timed.size(); ++t) sum += std::fabs(*predicted[t] / *runs[timed[t]].step_time_s - 1.0);
+  return sum / timed.size();
+}
+
+/// Automatic choice: the first k parameters of calibration_parameters(), k from 1 to
+/// max(1, min(5, (timed runs - 1) / models)), the k with the least leave-one-out MAPE (the
+/// smaller k on a tie within 1e-9).
+std::vector<CalibrationParameter> automatic_parameters(const std::vector<CalibrationRun>& runs,
+                                                       const std::vector<std::size_t>& timed,
+                                                       FitSetup setup, Seconds shortest_step_s) {
+  const std::vector<CalibrationParameter> all = calibration_parameters(shortest_step_s);
+  const int models = static_cast<int>(setup.models.size());
+  const int most = std::max(1, std::min(static_cast<int>(all.size()), (static_cast<int>(timed.size()) - 1) / models));
+  std::vector<CalibrationParameter> best(all.begin(), all.begin() + 1);
+  double best_error = 0;
+  for (int k = 1; k <= most && timed.size() >= 2; ++k) {
+    setup.parameters.assign(all.begin(), all.begin() + k);
+    const double error = leave_one_out_mape(runs, timed, leave_one_out_s(runs, timed, setup));
+    if (k == 1 || error < best_error - 1e-9) {
+      best = setup.parameters;
+      best_error = error;
+    }
+  }
+  return best;
 }
 
 /// Per model: the largest predicted peak memory among its devices in `plan` and its capacity.
@@ -175,34 +215,29 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
                 "the fit needs step times; peak memory alone sets only the memory reserve");
   }
   setup.models.assign(models.begin(), models.end());
-  setup.parameters = chosen_parameters(options, shortest_step_s, static_cast<int>(timed.size()),
-                                       static_cast<int>(setup.models.size()));
+  setup.parameters = options.parameters.empty()
+                         ? automatic_parameters(runs, timed, setup, shortest_step_s)
+                         : named_parameters(options.parameters, shortest_step_s);
   CalibrationResult result;
   result.device_models = setup.models;
   for (const CalibrationParameter& p : setup.parameters) result.fitted.push_back(p.name);
   result.calibrations = fit(runs, timed, setup);
-  for (std::size_t i : timed) {
+  const std::vector<std::optional<Seconds>> left_out = leave_one_out_s(runs, timed, setup);
+  for (std::size_t t = 0; t < timed.size(); ++t) {
+    const CalibrationRun& run = runs[timed[t]];
     RunPrediction p;
-    p.name = runs[i].name;
-    p.measured_s = *runs[i].step_time_s;
-    p.uncalibrated_s = calibrated_step_time_s(runs[i].plan, setup.start);
-    p.calibrated_s = calibrated_step_time_s(runs[i].plan, result.calibrations);
-    if (timed.size() >= 2) {
-      std::vector<std::size_t> others;
-      for (std::size_t j : timed) if (j != i) others.push_back(j);
-      p.leave_one_out_s = calibrated_step_time_s(runs[i].plan, fit(runs, others, setup));
-    }
+    p.name = run.name;
+    p.measured_s = *run.step_time_s;
+    p.uncalibrated_s = calibrated_step_time_s(run.plan, setup.start);
+    p.calibrated_s = calibrated_step_time_s(run.plan, result.calibrations);
+    p.leave_one_out_s = left_out[t];
     result.runs.push_back(p);
     result.rms_log_residual += std::pow(std::log(p.calibrated_s / p.measured_s), 2);
   }
   result.rms_log_residual = std::sqrt(result.rms_log_residual / timed.size());
   result.uncalibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::uncalibrated_s);
   result.calibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::calibrated_s);
-  if (timed.size() >= 2) {
-    double sum = 0;
-    for (const RunPrediction& p : result.runs) sum += std::fabs(*p.leave_one_out_s / p.measured_s - 1.0);
-    result.leave_one_out_mape = sum / timed.size();
-  }
+  if (timed.size() >= 2) result.leave_one_out_mape = leave_one_out_mape(runs, timed, left_out);
   result.memory_runs = fit_memory_reserve(runs, &result.calibrations);
   for (auto& [model, calibration] : result.calibrations) {
     if (!models.count(model) && calibration.memory_reserve_bytes == setup.start.at(model).memory_reserve_bytes) continue;

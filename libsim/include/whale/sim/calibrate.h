@@ -41,8 +41,9 @@ struct CalibrationParameter {
 std::vector<CalibrationParameter> calibration_parameters(Seconds shortest_step_s);
 
 struct CalibrationOptions {
-  /// Names of the parameters to fit; empty: the first max(1, min(5, (timed runs - 1) /
-  /// device models)) of calibration_parameters(), so the fit always keeps a residual.
+  /// Names of the parameters to fit; empty: the first k of calibration_parameters(), k from 1
+  /// to max(1, min(5, (timed runs - 1) / device models)) (so the fit keeps a residual), the k
+  /// whose fit has the least leave-one-out error (fewer parameters on a tie).
   std::vector<std::string> parameters;
   std::string runs_file = "runs";  // what errors about the runs name as their file
 };
