@@ -2,7 +2,7 @@
 # profiles and configs to share/whale/ (where the tools look for profiles, relative to their
 # executable), the docs to share/doc/whale/. `cpack -G DEB` in the build folder makes the package.
 include(GNUInstallDirs)
-foreach(tool whale-plan whale-sim whale-run whale-profile)
+foreach(tool whale-plan whale-sim whale-calibrate whale-run whale-profile)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()

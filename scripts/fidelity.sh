@@ -5,11 +5,17 @@
 # against measured step time. Last line: `fidelity: N plans, MAPE X%, rank correlation Y`.
 #
 # Usage: scripts/fidelity.sh [--build DIR] [--work DIR] [--steps N] [--rounds R] [--reuse-profile]
+#                            [--plans LIST] [--calibrate-on LIST]
 #   --build DIR       build folder holding apps/whale-{profile,run,sim} (default: build)
 #   --work DIR        output folder (default: $WHALE_FIDELITY_DIR, else <build>/fidelity)
 #   --steps N         training steps per run; step 1 is warm-up, the median of the rest counts (5)
 #   --rounds R        runs of every plan, round by round; the median is over all of them (3)
 #   --reuse-profile   keep the profile and cluster that an earlier run wrote into the work folder
+#   --plans LIST      only these plans of configs/plans/fidelity/, comma-separated names (default: all)
+#   --calibrate-on LIST  also fit each round's profile with whale-calibrate to the measured step
+#                     times of these plans (comma-separated names, e.g. dp2,tp2,pp2-gpipe) and
+#                     report MAPE and rank correlation on the other plans, calibrated and not;
+#                     the last line is then `fidelity calibrated on LIST: N held-out plans, ...`
 # Writes only into the work folder: generated/profiles/cpu-measured.yaml,
 # generated/clusters/cpu-measured.yaml, the plans pointed at them (generated/plans/), the logs,
 # metrics and fidelity.tsv. The tracked profiles/ and configs/ are never rewritten.
@@ -20,6 +26,8 @@ BUILD=build
 STEPS=5
 ROUNDS=3
 REUSE=0
+ONLY=""
+CALIBRATE_ON=""
 WORK=${WHALE_FIDELITY_DIR:-}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -28,6 +36,8 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --reuse-profile) REUSE=1; shift ;;
+    --plans) ONLY=$2; shift 2 ;;
+    --calibrate-on) CALIBRATE_ON=$2; shift 2 ;;
     *) echo "fidelity.sh: error: unknown argument '$1' (see the usage at the top of the script)" >&2; exit 2 ;;
   esac
 done
@@ -36,7 +46,9 @@ if ! [ "$STEPS" -ge 2 ] 2>/dev/null || ! [ "$ROUNDS" -ge 1 ] 2>/dev/null; then
   echo "fidelity.sh: error: --steps must be an integer >= 2 (step 1 is warm-up) and --rounds >= 1, got $STEPS and $ROUNDS" >&2
   exit 2
 fi
-for tool in whale-profile whale-run whale-sim; do
+TOOLS="whale-profile whale-run whale-sim"
+[ -n "$CALIBRATE_ON" ] && TOOLS="$TOOLS whale-calibrate"
+for tool in $TOOLS; do
   if [ ! -x "$BUILD/apps/$tool" ]; then
     echo "fidelity.sh: error: $BUILD/apps/$tool not found (hint: cmake --build $BUILD --target $tool)" >&2
     exit 2
@@ -102,10 +114,17 @@ fi
 # The plans run on the generated cluster: copies in generated/plans point at it.
 PLANS=()
 for plan in configs/plans/fidelity/*.yaml; do
+  if [ -n "$ONLY" ] && [[ ",$ONLY," != *",$(basename "$plan" .yaml),"* ]]; then continue; fi
   sed -e "s|^cluster: .*|cluster: $CLUSTER|" -e "s|^model: \(.*\)|model: $ROOT/configs/plans/fidelity/\1|" \
     "$plan" > "$GENERATED/plans/$(basename "$plan")"
   echo "profiles_dir: $GENERATED/profiles" >> "$GENERATED/plans/$(basename "$plan")"
   PLANS+=("$GENERATED/plans/$(basename "$plan")")
+done
+for name in ${ONLY//,/ } ${CALIBRATE_ON//,/ }; do
+  if [ ! -f "configs/plans/fidelity/$name.yaml" ] || { [ -n "$ONLY" ] && [[ ",$ONLY," != *",$name,"* ]]; }; then
+    echo "fidelity.sh: error: --plans/--calibrate-on: no plan '$name' among the plans run (hint: names of configs/plans/fidelity/*.yaml, and --calibrate-on a subset of --plans)" >&2
+    exit 2
+  fi
 done
 # Each round profiles the CPU first and predicts with that profile: the load of a shared machine
 # drifts, and the prediction of a plan is the mean over the rounds' profiles.
@@ -150,12 +169,14 @@ EOF
 done
 
 echo "fidelity: load after measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$WORK/fidelity.tsv" <<'EOF'
+report() {  # TSV LABEL: the table, then `LABEL: N plans, MAPE X%, rank correlation Y`
+  python3 - "$1" "$2" <<'EOF'
 # The table, the mean absolute percentage error and Spearman's rank correlation (average ranks
 # for ties) of predicted against measured step time.
 import sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])][1:]
 plans = [(r[0], int(r[1]), float(r[2]), float(r[3])) for r in rows]
+label = sys.argv[2]
 
 def ranks(values):
     order = sorted(range(len(values)), key=lambda i: values[i])
@@ -185,5 +206,36 @@ for name, n, predicted, measured in plans:
     print(f"{name:<16} {n:>5} {predicted:>12.4f} {measured:>11.4f} {100 * error:>+7.1f}%")
 mape = 100 * sum(errors) / len(errors)
 rho = pearson(ranks([p[2] for p in plans]), ranks([p[3] for p in plans]))
-print(f"fidelity: {len(plans)} plans, MAPE {mape:.1f}%, rank correlation {rho:.2f}")
+print(f"{label}: {len(plans)} plans, MAPE {mape:.1f}%, rank correlation {rho:.2f}")
 EOF
+}
+report "$WORK/fidelity.tsv" fidelity
+[ -n "$CALIBRATE_ON" ] || exit 0
+
+# Calibration: each round's profile fitted to the measured step times of the --calibrate-on
+# plans (the medians above), then every other plan predicted with it (mean over the rounds).
+header=--header
+for name in ${CALIBRATE_ON//,/ }; do
+  python3 scripts/metrics_to_runs.py $header --relative-to "$WORK" "$GENERATED/plans/$name.yaml" "$WORK/$name"-[0-9]*.jsonl
+  header=""
+done > "$WORK/runs.csv"
+for round in $(seq 1 "$ROUNDS"); do
+  "$BUILD/apps/whale-calibrate" --runs "$WORK/runs.csv" --profiles "$WORK/round-$round" \
+    --out "$WORK/round-$round/calibrated" > "$WORK/round-$round/calibrate.log" 2>&1 ||
+    { echo "fidelity.sh: error: whale-calibrate failed (log: $WORK/round-$round/calibrate.log)" >&2
+      tail -3 "$WORK/round-$round/calibrate.log" >&2; exit 1; }
+  echo "fidelity: round $round: $(tail -2 "$WORK/round-$round/calibrate.log" | head -1)"
+done
+printf '%s\t%s\t%s\t%s\n' plan ranks predicted_s measured_s > "$WORK/fidelity-held-out.tsv"
+cp "$WORK/fidelity-held-out.tsv" "$WORK/fidelity-calibrated.tsv"
+tail -n +2 "$WORK/fidelity.tsv" | while IFS=$'\t' read -r name ranks predicted measured; do
+  if [[ ",$CALIBRATE_ON," == *",$name,"* ]]; then continue; fi
+  calibrated=$(for round in $(seq 1 "$ROUNDS"); do
+                 "$BUILD/apps/whale-sim" "$GENERATED/plans/$name.yaml" --profiles "$WORK/round-$round/calibrated" --format json |
+                   python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])'
+               done | python3 -c 'import sys; v=[float(x) for x in sys.stdin]; print(sum(v) / len(v))')
+  printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$predicted" "$measured" >> "$WORK/fidelity-held-out.tsv"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$calibrated" "$measured" >> "$WORK/fidelity-calibrated.tsv"
+done
+report "$WORK/fidelity-held-out.tsv" "fidelity uncalibrated, held out from $CALIBRATE_ON"
+report "$WORK/fidelity-calibrated.tsv" "fidelity calibrated on $CALIBRATE_ON"

@@ -64,12 +64,44 @@ void emit_curve(YAML::Emitter& out, const EfficiencyCurve& curve, const std::str
   out << YAML::EndSeq;
 }
 
+// The optional `calibration` block (docs/calibrate.md): scales > 0, overheads and reserve >= 0.
+ProfileCalibration parse_calibration(const YamlField& block) {
+  block.expect_keys({"source", "gemm_efficiency_scale", "memory_op_time_scale", "kernel_overhead_us",
+                     "layer_overhead_us", "step_overhead_us", "memory_reserve_gib"});
+  ProfileCalibration c;
+  if (block.has("source")) c.source = block.get("source").text();
+  if (block.has("gemm_efficiency_scale")) c.gemm_efficiency_scale = block.get("gemm_efficiency_scale").positive_number();
+  if (block.has("memory_op_time_scale")) c.memory_op_time_scale = block.get("memory_op_time_scale").positive_number();
+  const auto seconds = [&](const std::string& key) {
+    return block.has(key) ? block.get(key).non_negative_number() * kSecondsPerUs : 0.0;
+  };
+  c.kernel_overhead_s = seconds("kernel_overhead_us");
+  c.layer_overhead_s = seconds("layer_overhead_us");
+  c.step_overhead_s = seconds("step_overhead_us");
+  if (block.has("memory_reserve_gib")) {
+    c.memory_reserve_bytes = block.get("memory_reserve_gib").non_negative_number() * kBytesPerGiB;
+  }
+  return c;
+}
+
+void emit_calibration(YAML::Emitter& out, const ProfileCalibration& c) {
+  out << YAML::Key << "calibration" << YAML::Value << YAML::BeginMap;
+  emit_text_field(out, "source", c.source);
+  emit_number_field(out, "gemm_efficiency_scale", c.gemm_efficiency_scale);
+  emit_number_field(out, "memory_op_time_scale", c.memory_op_time_scale);
+  emit_number_field(out, "kernel_overhead_us", c.kernel_overhead_s / kSecondsPerUs);
+  emit_number_field(out, "layer_overhead_us", c.layer_overhead_s / kSecondsPerUs);
+  emit_number_field(out, "step_overhead_us", c.step_overhead_s / kSecondsPerUs);
+  emit_number_field(out, "memory_reserve_gib", c.memory_reserve_bytes / kBytesPerGiB);
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 DeviceProfile parse_device_profile(const YamlField& root, const std::string& expected_name) {
   root.expect_keys({"name", "kind", "source", "memory_gib", "memory_bandwidth_gbytes_per_s",
                     "peak_tflops", "kernel_launch_us", "gemm_efficiency", "memory_efficiency",
-                    "slowdown_factor", "op_bandwidth_gbytes_per_s"});
+                    "slowdown_factor", "op_bandwidth_gbytes_per_s", "calibration"});
   DeviceProfile profile;
   const YamlField name = root.get("name");
   profile.name = name.text();
@@ -115,6 +147,7 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
       profile.op_bandwidth_bytes_per_s[key] = gbytes_per_s_to_bytes_per_s(ops.get(key).positive_number());
     }
   }
+  if (root.has("calibration")) profile.calibration = parse_calibration(root.get("calibration"));
   return profile;
 }
 
@@ -153,6 +186,7 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
     for (const auto& [op, bandwidth] : profile.op_bandwidth_bytes_per_s) emit_number_field(out, op, bandwidth / 1e9);
     out << YAML::EndMap;
   }
+  if (!profile.calibration.is_default()) emit_calibration(out, profile.calibration);
   out << YAML::EndMap;
   write_file_atomically(path, std::string(out.c_str()) + "\n");
 }

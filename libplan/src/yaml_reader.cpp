@@ -2,18 +2,14 @@
 // The strict YAML reader: type, key and range checks with file + YAML path in every error.
 #include "yaml_reader.h"
 
-#include <sys/stat.h>
-
 #include <cerrno>
-#include <cstring>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include <yaml-cpp/depthguard.h>
 
 #include "whale/plan/error.h"
+#include "whale/plan/text_file.h"
 
 namespace whale::plan {
 namespace {
@@ -220,26 +216,7 @@ YamlField parse_yaml_text(const std::string& text, const std::string& file) {
 }
 
 YamlField load_yaml_file(const std::string& path) {
-  if (path.empty()) throw Error("", "", "a YAML file name, got an empty path");
-  struct stat info;
-  if (::stat(path.c_str(), &info) != 0) {
-    throw Error(path, "", std::string("a YAML file: ") + std::strerror(errno),
-                "check that the path exists");
-  }
-  if (S_ISDIR(info.st_mode)) throw Error(path, "", "a YAML file, got a folder", "give a file in it");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path, "", "a readable YAML file", "check its permissions");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string content = text.str();
-  if (in.bad()) throw Error(path, "", "a readable YAML file", "reading it failed");
-  if (content.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw Error(path, "", "a YAML file with content, got an empty file");
-  }
-  if (content.find('\0') != std::string::npos) {
-    throw Error(path, "", "a YAML text file, got binary data", "is this the right file?");
-  }
-  return parse_yaml_text(content, path);
+  return parse_yaml_text(read_text_file(path, "YAML"), path);
 }
 
 std::string parent_folder(const std::string& path) {

@@ -9,6 +9,7 @@
 
 #include "whale/plan/bridge.h"
 #include "whale/plan/gradient_buckets.h"
+#include "whale/sim/calibration.h"
 #include "whale/sim/collective_cost.h"
 #include "whale/sim/memory_model.h"
 #include "whale/sim/op_cost.h"
@@ -98,8 +99,9 @@ Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replic
   const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(replica)[0]);
   // A profile that measured the optimizer (a CPU core: compute-bound) gives its own figure.
   const BytesPerSecond measured = profile.op_bandwidth(plan.model.training.optimizer);
-  if (measured > 0) return bytes / measured;
-  return bytes / (profile.memory_bandwidth_bytes_per_s * profile.memory_efficiency.at(bytes));
+  if (measured > 0) return calibrated_memory_op_s(bytes / measured, profile);
+  return calibrated_memory_op_s(
+      bytes / (profile.memory_bandwidth_bytes_per_s * profile.memory_efficiency.at(bytes)), profile);
 }
 
 /// The replica devices of tp rank 0 of a stage: they stand for every tp group's reduction,

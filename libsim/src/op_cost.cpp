@@ -4,6 +4,8 @@
 // the profile measured as compute-bound (op_bandwidth) take the measured time instead.
 #include "whale/sim/op_cost.h"
 
+#include "whale/sim/calibration.h"
+
 namespace whale::sim {
 
 Flops gemm_flops(const plan::GemmOp& gemm, int tp, double samples) {
@@ -16,7 +18,7 @@ Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profi
   const Flops flops = gemm_flops(gemm, tp, samples);
   if (flops <= 0) return 0;
   const double efficiency = profile.gemm_curve(precision).at(flops);
-  return flops / (profile.peak(precision) * efficiency);
+  return calibrated_gemm_s(flops / (profile.peak(precision) * efficiency), profile);
 }
 
 Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& profile, int tp,
@@ -26,9 +28,9 @@ Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& pro
   if (bytes <= 0) return 0;
   // Ops the profile measured as compute-bound (a CPU core's tanh, exp, sqrt) take their time.
   const BytesPerSecond measured = profile.op_bandwidth(op.name);
-  if (measured > 0) return bytes / measured;
+  if (measured > 0) return calibrated_memory_op_s(bytes / measured, profile);
   const double efficiency = profile.memory_efficiency.at(bytes);
-  return bytes / (profile.memory_bandwidth_bytes_per_s * efficiency);
+  return calibrated_memory_op_s(bytes / (profile.memory_bandwidth_bytes_per_s * efficiency), profile);
 }
 
 bool is_attention_core(const std::string& op_name) {
@@ -43,7 +45,7 @@ bool is_attention_core(const std::string& op_name) {
 LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profile,
                      plan::Precision precision, int tp, double samples,
                      plan::Recompute recompute, bool sequence_parallel) {
-  const Seconds launch_s = profile.kernel_launch_s;
+  const Seconds launch_s = op_launch_s(profile);
   LayerCost cost;
   Seconds attention_core_s = 0;
   for (const plan::GemmOp& gemm : layer.gemms) {
@@ -63,6 +65,7 @@ LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profil
     cost.backward_s += kernel_s + launch_s;
     if (is_attention_core(op.name)) attention_core_s += kernel_s + launch_s;
   }
+  add_layer_overhead(profile, &cost);
   switch (recompute) {
     case plan::Recompute::none: cost.recompute_s = 0; break;
     case plan::Recompute::full: cost.recompute_s = cost.forward_s; break;

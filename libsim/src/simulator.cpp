@@ -9,6 +9,7 @@
 #include "cost_table.h"
 #include "engine.h"
 #include "whale/plan/schedule_program.h"
+#include "whale/sim/calibration.h"
 #include "whale/sim/memory_model.h"
 
 namespace whale::sim {
@@ -64,8 +65,9 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateO
     stats->replica_units = static_cast<int>(run.units.size());
   }
   plan::Estimate est;
-  est.step_time_s = run.step_time_s;
-  est.samples_per_s = plan.global_batch() / run.step_time_s;
+  // The engine's step, plus the fitted fixed per-step overhead (0 without calibration).
+  est.step_time_s = run.step_time_s + step_overhead_s(plan);
+  est.samples_per_s = plan.global_batch() / est.step_time_s;
   est.tokens_per_s = est.samples_per_s * std::max(1, plan.model.sequence);
   est.model_flops_per_step = 3.0 * plan.model.forward_flops_per_sample() * plan.global_batch();
 
@@ -85,14 +87,14 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateO
       plan::DeviceEstimate& d = devices[id];
       d.id = id;
       d.model = profile.name;
-      d.peak_memory_bytes = memory.total_bytes();
+      d.peak_memory_bytes = memory.total_bytes() + memory_reserve_bytes(profile);
       d.capacity_bytes = profile.memory_bytes;
       d.busy_s = stats.compute_s + stats.recompute_s + stats.tp_exposed_s;
-      d.achieved_tflops = stats.model_flops / run.step_time_s / 1e12;
+      d.achieved_tflops = stats.model_flops / est.step_time_s / 1e12;
       sum_peak_flops += profile.peak(plan.precision);
       est.fits = est.fits && d.peak_memory_bytes <= d.capacity_bytes;
     }
-    accumulate(stats, run.step_time_s, static_cast<int>(unit_devices[u].size()), &est.breakdown);
+    accumulate(stats, est.step_time_s, static_cast<int>(unit_devices[u].size()), &est.breakdown);
   }
   const double count = static_cast<double>(devices.size());
   for (Seconds* part : {&est.breakdown.compute_s, &est.breakdown.recompute_s,
@@ -101,8 +103,8 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateO
                         &est.breakdown.idle_s}) {
     *part /= count;
   }
-  est.bubble_fraction = est.breakdown.idle_s / run.step_time_s;
-  est.mfu = est.model_flops_per_step / run.step_time_s / sum_peak_flops;
+  est.bubble_fraction = est.breakdown.idle_s / est.step_time_s;
+  est.mfu = est.model_flops_per_step / est.step_time_s / sum_peak_flops;
   for (auto& [id, d] : devices) est.devices.push_back(d);
 
   if (options.timeline) {

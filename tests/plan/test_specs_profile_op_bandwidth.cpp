@@ -9,17 +9,8 @@
 #include "whale/plan/device_profile.h"
 
 using namespace whale::plan;
+using whale::plan::testing::kCoreProfile;
 using whale::plan::testing::scratch_file;
-
-namespace {
-
-const std::string kCoreProfile =
-    "name: core\nkind: cpu\nsource: test\nmemory_gib: 2\nmemory_bandwidth_gbytes_per_s: 10\n"
-    "peak_tflops: {fp32: 0.1}\nkernel_launch_us: 0\n"
-    "gemm_efficiency: {fp32: [{gflop: 1, efficiency: 0.5}]}\n"
-    "memory_efficiency: [{mib: 1, efficiency: 1}]\n";
-
-}  // namespace
 
 TEST_CASE("op bandwidths load in bytes per second and match op names by class") {
   const DeviceProfile p = load_device_profile(scratch_file(

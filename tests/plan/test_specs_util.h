@@ -22,6 +22,14 @@ inline std::string scratch_file(const std::string& name, const std::string& text
   return path;
 }
 
+/// A minimal valid CPU profile named "core" (write it as core.yaml), for the tests of optional
+/// profile fields, which append their field to it.
+inline const std::string kCoreProfile =
+    "name: core\nkind: cpu\nsource: test\nmemory_gib: 2\nmemory_bandwidth_gbytes_per_s: 10\n"
+    "peak_tflops: {fp32: 0.1}\nkernel_launch_us: 0\n"
+    "gemm_efficiency: {fp32: [{gflop: 1, efficiency: 0.5}]}\n"
+    "memory_efficiency: [{mib: 1, efficiency: 1}]\n";
+
 /// An absolute path into the source tree.
 inline std::string source_path(const std::string& relative) {
   return std::string(WHALE_SOURCE_DIR) + "/" + relative;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "whale/plan/precision.h"
+#include "whale/plan/profile_calibration.h"
 #include "whale/plan/units.h"
 
 namespace whale::plan {
@@ -52,6 +53,8 @@ struct DeviceProfile {
   /// "adamw" for the optimizer step. Bytes are counted as the model counts them (the op's
   /// reads plus writes, forward); the figure covers forward and backward on average.
   std::map<std::string, BytesPerSecond> op_bandwidth_bytes_per_s;  // YAML: op_bandwidth_gbytes_per_s (optional)
+  /// Figures fitted from measured runs by whale-calibrate (optional; defaults change nothing).
+  ProfileCalibration calibration;                                  // YAML: calibration (optional)
 
   /// Peak of `p`; falls back to fp16 for bf16 and fp32 for tf32 when missing.
   /// Throws whale::Error when neither is present.

@@ -1,0 +1,48 @@
+// File: whale_calibrate.cpp
+// whale-calibrate: fits a few figures of the device profiles (GEMM efficiency scale, per-step
+// overhead, memory reserve, ...) to measured runs and writes a folder of calibrated profiles
+// that whale-plan and whale-sim take with --profiles (docs/calibrate.md).
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tool_main.h"
+#include "whale/plan/device_profile.h"
+#include "whale/plan/error.h"
+#include "whale/plan/version.h"
+#include "whale/sim/calibrate.h"
+#include "whale/sim/calibration_report.h"
+#include "whale/sim/runs_csv.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"whale-calibrate: fit device profiles to measured runs"};
+  app.set_version_flag("--version", whale::plan::version_text("whale-calibrate"));
+  std::string runs_path, profiles_dir, out_dir;
+  whale::sim::CalibrationOptions options;
+  app.add_option("--runs", runs_path, "CSV of measured runs: plan,step_time_s,peak_memory_gib,failed")->required();
+  app.add_option("--profiles", profiles_dir, "folder of device profiles to calibrate (default: shipped)");
+  app.add_option("--parameters", options.parameters,
+                 "parameters to fit, comma-separated (default: as many as the runs support)")
+      ->delimiter(',');
+  app.add_option("--out", out_dir, "folder to write the calibrated profiles into")->required();
+  return whale::app::run_tool("whale-calibrate", app, argc, argv, [&] {
+    options.runs_file = runs_path;
+    std::vector<whale::sim::CalibrationRun> runs;
+    for (const whale::sim::MeasuredRun& measured : whale::sim::load_runs_csv(runs_path)) {
+      whale::sim::CalibrationRun run;
+      run.name = measured.plan_field;
+      run.plan = whale::plan::load_plan(measured.plan_path, profiles_dir);
+      run.step_time_s = measured.step_time_s;
+      run.peak_memory_bytes = measured.peak_memory_bytes;
+      run.failed = measured.failed;
+      runs.push_back(std::move(run));
+    }
+    const whale::sim::CalibrationResult result = whale::sim::calibrate(runs, options);
+    whale::sim::write_calibrated_profiles(
+        result, profiles_dir.empty() ? whale::plan::default_profiles_dir() : profiles_dir, out_dir);
+    std::cout << whale::sim::format_calibration_report(result) << "profiles written to " << out_dir << "\n";
+    std::cout.flush();
+    if (!std::cout) throw whale::Error("(stdout)", "", "a writable standard output", "the disk may be full");
+    return 0;
+  });
+}

@@ -1,0 +1,255 @@
+// File: calibrate.cpp
+// The fit of calibrate.h: bounded least squares on log step time, leave-one-out, memory reserve.
+#include "whale/sim/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "whale/plan/error.h"
+#include "whale/sim/bounded_least_squares.h"
+#include "whale/sim/calibration_report.h"
+#include "whale/sim/simulator.h"
+
+namespace whale::sim {
+namespace {
+
+using Calibrations = std::map<std::string, plan::ProfileCalibration>;
+constexpr double kMaxScale = 4.0;
+constexpr Bytes kReserveMarginBytes = 1024.0 * 1024.0;  // a failed run must not fit: 1 MiB over
+
+/// What is fitted: parameter k of device model m is x[k * models.size() + m].
+struct FitSetup {
+  std::vector<std::string> models;
+  std::vector<CalibrationParameter> parameters;
+  Calibrations start;  // the input profiles' calibrations, by model
+};
+
+std::set<std::string> models_of(const plan::Plan& plan) {
+  std::set<std::string> models;
+  for (const plan::Device& d : plan.cluster.devices) models.insert(d.model);
+  return models;
+}
+
+Calibrations calibrations_at(const FitSetup& setup, const std::vector<double>& x) {
+  Calibrations out = setup.start;
+  for (std::size_t k = 0; k < setup.parameters.size(); ++k) {
+    const CalibrationParameter& p = setup.parameters[k];
+    for (std::size_t m = 0; m < setup.models.size(); ++m) {
+      const double v = x[k * setup.models.size() + m];
+      out[setup.models[m]].*p.field = p.log_scale ? std::exp(v) : v;
+    }
+  }
+  return out;
+}
+
+/// Residuals log(predicted / measured) of the runs `use` under x.
+std::vector<double> log_residuals(const std::vector<CalibrationRun>& runs,
+                                  const std::vector<std::size_t>& use, const FitSetup& setup,
+                                  const std::vector<double>& x) {
+  const Calibrations calibrations = calibrations_at(setup, x);
+  std::vector<double> r;
+  for (std::size_t i : use) {
+    r.push_back(std::log(calibrated_step_time_s(runs[i].plan, calibrations) / *runs[i].step_time_s));
+  }
+  return r;
+}
+
+Calibrations fit(const std::vector<CalibrationRun>& runs, const std::vector<std::size_t>& use,
+                 const FitSetup& setup) {
+  std::vector<double> start, low, high;
+  for (const CalibrationParameter& p : setup.parameters) {
+    for (const std::string& model : setup.models) {
+      const double value = setup.start.at(model).*p.field;
+      start.push_back(p.log_scale ? std::log(value) : value);
+      low.push_back(p.log_scale ? std::log(p.low) : p.low);
+      high.push_back(p.log_scale ? std::log(p.high) : p.high);
+    }
+  }
+  const auto residuals = [&](const std::vector<double>& x) { return log_residuals(runs, use, setup, x); };
+  return calibrations_at(setup, solve_bounded_least_squares(residuals, start, low, high).x);
+}
+
+/// The parameters named in `names` (whale::Error for an unknown name).
+std::vector<CalibrationParameter> named_parameters(const std::vector<std::string>& names,
+                                                   Seconds shortest_step_s) {
+  const std::vector<CalibrationParameter> all = calibration_parameters(shortest_step_s);
+  std::vector<CalibrationParameter> out;
+  for (const std::string& name : names) {
+    const auto it = std::find_if(all.begin(), all.end(), [&](const CalibrationParameter& p) { return p.name == name; });
+    if (it == all.end()) {
+      throw Error("--parameters", name, "a calibration parameter, got '" + name + "'",
+                  "choose among gemm_efficiency_scale, step_overhead_us, memory_op_time_scale, "
+                  "kernel_overhead_us, layer_overhead_us");
+    }
+    out.push_back(*it);
+  }
+  return out;
+}
+
+/// Per timed run, its step time predicted by the fit on all the other timed runs (none when
+/// there is only one).
+std::vector<std::optional<Seconds>> leave_one_out_s(const std::vector<CalibrationRun>& runs,
+                                                    const std::vector<std::size_t>& timed,
+                                                    const FitSetup& setup) {
+  std::vector<std::optional<Seconds>> out(timed.size());
+  if (timed.size() < 2) return out;
+  for (std::size_t t = 0; t < timed.size(); ++t) {
+    std::vector<std::size_t> others;
+    for (std::size_t j : timed) if (j != timed[t]) others.push_back(j);
+    out[t] = calibrated_step_time_s(runs[timed[t]].plan, fit(runs, others, setup));
+  }
+  return out;
+}
+
+double leave_one_out_mape(const std::vector<CalibrationRun>& runs, const std::vector<std::size_t>& timed,
+                          const std::vector<std::optional<Seconds>>& predicted) {
+  double sum = 0;
+  for (std::size_t t = 0; t < timed.size(); ++t) sum += std::fabs(*predicted[t] / *runs[timed[t]].step_time_s - 1.0);
+  return sum / timed.size();
+}
+
+/// Automatic choice: the first k parameters of calibration_parameters(), k from 1 to
+/// max(1, min(5, (timed runs - 1) / models)), the k with the least leave-one-out MAPE (the
+/// smaller k on a tie within 1e-9).
+std::vector<CalibrationParameter> automatic_parameters(const std::vector<CalibrationRun>& runs,
+                                                       const std::vector<std::size_t>& timed,
+                                                       FitSetup setup, Seconds shortest_step_s) {
+  const std::vector<CalibrationParameter> all = calibration_parameters(shortest_step_s);
+  const int models = static_cast<int>(setup.models.size());
+  const int most = std::max(1, std::min(static_cast<int>(all.size()), (static_cast<int>(timed.size()) - 1) / models));
+  std::vector<CalibrationParameter> best(all.begin(), all.begin() + 1);
+  double best_error = 0;
+  for (int k = 1; k <= most && timed.size() >= 2; ++k) {
+    setup.parameters.assign(all.begin(), all.begin() + k);
+    const double error = leave_one_out_mape(runs, timed, leave_one_out_s(runs, timed, setup));
+    if (k == 1 || error < best_error - 1e-9) {
+      best = setup.parameters;
+      best_error = error;
+    }
+  }
+  return best;
+}
+
+/// Per model: the largest predicted peak memory among its devices in `plan` and its capacity.
+struct PeakAndCapacity {
+  Bytes peak = 0;
+  Bytes capacity = 0;
+};
+std::map<std::string, PeakAndCapacity> predicted_peaks(plan::Plan plan, const Calibrations& calibrations) {
+  for (auto& [model, profile] : plan.cluster.profiles) {
+    profile.calibration = calibrations.count(model) ? calibrations.at(model) : profile.calibration;
+    profile.calibration.memory_reserve_bytes = 0;
+  }
+  std::map<std::string, PeakAndCapacity> out;
+  for (const plan::DeviceEstimate& d : Simulator().evaluate(plan, {}).devices) {
+    out[d.model].peak = std::max(out[d.model].peak, d.peak_memory_bytes);
+    out[d.model].capacity = d.capacity_bytes;
+  }
+  return out;
+}
+
+/// The memory reserve of every model with memory evidence: the most a measured peak exceeds the
+/// prediction, raised so that every failed run is predicted not to fit.
+int fit_memory_reserve(const std::vector<CalibrationRun>& runs, Calibrations* calibrations) {
+  std::map<std::string, Bytes> reserve;
+  int used = 0;
+  for (const CalibrationRun& run : runs) {
+    if (!run.peak_memory_bytes && !run.failed) continue;
+    ++used;
+    for (const auto& [model, predicted] : predicted_peaks(run.plan, *calibrations)) {
+      Bytes& r = reserve.emplace(model, 0.0).first->second;
+      if (run.peak_memory_bytes) r = std::max(r, *run.peak_memory_bytes - predicted.peak);
+      if (run.failed) r = std::max(r, predicted.capacity - predicted.peak + kReserveMarginBytes);
+    }
+  }
+  for (const auto& [model, bytes] : reserve) (*calibrations)[model].memory_reserve_bytes = bytes;
+  return used;
+}
+
+double mean_abs_relative_error(const std::vector<RunPrediction>& runs, Seconds RunPrediction::*field) {
+  double sum = 0;
+  int count = 0;
+  for (const RunPrediction& r : runs) {
+    sum += std::fabs(r.*field / r.measured_s - 1.0);
+    ++count;
+  }
+  return count ? sum / count : 0.0;
+}
+
+}  // namespace
+
+std::vector<CalibrationParameter> calibration_parameters(Seconds shortest_step_s) {
+  using C = plan::ProfileCalibration;
+  return {{"gemm_efficiency_scale", 1.0 / kMaxScale, kMaxScale, true, &C::gemm_efficiency_scale},
+          {"step_overhead_us", 0.0, shortest_step_s, false, &C::step_overhead_s},
+          {"memory_op_time_scale", 1.0 / kMaxScale, kMaxScale, true, &C::memory_op_time_scale},
+          {"kernel_overhead_us", 0.0, 1e-3, false, &C::kernel_overhead_s},
+          {"layer_overhead_us", 0.0, 0.1, false, &C::layer_overhead_s}};
+}
+
+Seconds calibrated_step_time_s(plan::Plan plan, const Calibrations& calibrations) {
+  for (auto& [model, profile] : plan.cluster.profiles) {
+    const auto it = calibrations.find(model);
+    if (it != calibrations.end()) profile.calibration = it->second;
+  }
+  return Simulator().evaluate(plan, {}).step_time_s;
+}
+
+CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const CalibrationOptions& options) {
+  std::vector<std::size_t> timed;
+  std::set<std::string> models;
+  FitSetup setup;
+  Seconds shortest_step_s = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (const auto& [model, profile] : runs[i].plan.cluster.profiles) setup.start.emplace(model, profile.calibration);
+    if (!runs[i].step_time_s) continue;
+    timed.push_back(i);
+    const std::set<std::string> used = models_of(runs[i].plan);
+    models.insert(used.begin(), used.end());
+    const Seconds step = *runs[i].step_time_s;
+    shortest_step_s = timed.size() == 1 ? step : std::min(shortest_step_s, step);
+  }
+  if (timed.empty()) {
+    throw Error(options.runs_file, "step_time_s", "at least one run with a measured step time, got none",
+                "the fit needs step times; peak memory alone sets only the memory reserve");
+  }
+  setup.models.assign(models.begin(), models.end());
+  setup.parameters = options.parameters.empty()
+                         ? automatic_parameters(runs, timed, setup, shortest_step_s)
+                         : named_parameters(options.parameters, shortest_step_s);
+  CalibrationResult result;
+  result.device_models = setup.models;
+  for (const CalibrationParameter& p : setup.parameters) result.fitted.push_back(p.name);
+  result.calibrations = fit(runs, timed, setup);
+  const std::vector<std::optional<Seconds>> left_out = leave_one_out_s(runs, timed, setup);
+  for (std::size_t t = 0; t < timed.size(); ++t) {
+    const CalibrationRun& run = runs[timed[t]];
+    RunPrediction p;
+    p.name = run.name;
+    p.measured_s = *run.step_time_s;
+    p.uncalibrated_s = calibrated_step_time_s(run.plan, setup.start);
+    p.calibrated_s = calibrated_step_time_s(run.plan, result.calibrations);
+    p.leave_one_out_s = left_out[t];
+    result.runs.push_back(p);
+    result.rms_log_residual += std::pow(std::log(p.calibrated_s / p.measured_s), 2);
+  }
+  result.rms_log_residual = std::sqrt(result.rms_log_residual / timed.size());
+  result.uncalibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::uncalibrated_s);
+  result.calibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::calibrated_s);
+  if (timed.size() >= 2) result.leave_one_out_mape = leave_one_out_mape(runs, timed, left_out);
+  result.memory_runs = fit_memory_reserve(runs, &result.calibrations);
+  for (auto& [model, calibration] : result.calibrations) {
+    if (!models.count(model) && calibration.memory_reserve_bytes == setup.start.at(model).memory_reserve_bytes) continue;
+    calibration.source = calibration_source(result, runs);
+    for (const CalibrationRun& run : runs) {
+      const auto it = run.plan.cluster.profiles.find(model);
+      if (it == run.plan.cluster.profiles.end() || result.profiles.count(model)) continue;
+      result.profiles[model] = it->second;
+      result.profiles[model].calibration = calibration;
+    }
+  }
+  return result;
+}
+
+}  // namespace whale::sim

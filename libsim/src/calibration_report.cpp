@@ -1,0 +1,108 @@
+// File: calibration_report.cpp
+// whale-calibrate's outputs (calibration_report.h).
+#include "whale/sim/calibration_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "whale/plan/error.h"
+
+namespace whale::sim {
+namespace {
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f%%", 100.0 * fraction);
+  return text;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+/// A fitted figure in its YAML unit.
+std::string yaml_value(const std::string& name, const plan::ProfileCalibration& c) {
+  char text[64];
+  for (const CalibrationParameter& p : calibration_parameters(1.0)) {
+    if (p.name != name) continue;
+    const double value = c.*p.field;
+    std::snprintf(text, sizeof(text), "%.6g", p.log_scale ? value : value * 1e6);
+    return name + " " + text;
+  }
+  return name;
+}
+
+}  // namespace
+
+std::string calibration_source(const CalibrationResult& result, const std::vector<CalibrationRun>& runs) {
+  std::vector<std::string> timed, memory;
+  for (const CalibrationRun& run : runs) {
+    if (run.step_time_s) timed.push_back(run.name);
+    if (run.peak_memory_bytes || run.failed) memory.push_back(run.name + (run.failed ? " (failed)" : ""));
+  }
+  std::ostringstream out;
+  out << "fitted by whale-calibrate: " << joined(result.fitted) << " from the step times of "
+      << timed.size() << " run(s) (" << joined(timed) << "), rms residual of log step time "
+      << result.rms_log_residual << ", MAPE " << percent(result.calibrated_mape)
+      << " (uncalibrated " << percent(result.uncalibrated_mape) << ")";
+  if (result.leave_one_out_mape) out << ", leave-one-out MAPE " << percent(*result.leave_one_out_mape);
+  if (!memory.empty()) out << "; memory_reserve_gib from " << joined(memory);
+  return out.str();
+}
+
+std::string format_calibration_report(const CalibrationResult& result) {
+  std::ostringstream out;
+  char line[512];
+  int width = 3;  // the run column fits the longest name
+  for (const RunPrediction& r : result.runs) width = std::max(width, static_cast<int>(r.name.size()));
+  width = std::min(width, 400);
+  std::snprintf(line, sizeof(line), "%-*s %12s %15s %13s %15s\n", width, "run", "measured_s",
+                "uncalibrated_s", "calibrated_s", "leave_one_out_s");
+  out << line;
+  for (const RunPrediction& r : result.runs) {
+    char leave_one_out[32] = "-";
+    if (r.leave_one_out_s) std::snprintf(leave_one_out, sizeof(leave_one_out), "%.6g", *r.leave_one_out_s);
+    std::snprintf(line, sizeof(line), "%-*s %12.6g %15.6g %13.6g %15s\n", width, r.name.c_str(),
+                  r.measured_s, r.uncalibrated_s, r.calibrated_s, leave_one_out);
+    out << line;
+  }
+  for (const std::string& model : result.device_models) {
+    const plan::ProfileCalibration& c = result.calibrations.at(model);
+    out << model << ":";
+    for (const std::string& name : result.fitted) out << " " << yaml_value(name, c);
+    std::snprintf(line, sizeof(line), " memory_reserve_gib %.6g\n", c.memory_reserve_bytes / kBytesPerGiB);
+    out << line;
+  }
+  out << "calibration: " << result.runs.size() << " timed run(s), MAPE "
+      << percent(result.uncalibrated_mape) << " uncalibrated, " << percent(result.calibrated_mape)
+      << " calibrated, leave-one-out "
+      << (result.leave_one_out_mape ? percent(*result.leave_one_out_mape) : "- (one run)")
+      << ", rms log residual " << result.rms_log_residual << "\n";
+  return out.str();
+}
+
+void write_calibrated_profiles(const CalibrationResult& result, const std::string& profiles_dir,
+                               const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir)) {
+    throw Error(out_dir, "--out", "a folder that can be created and written: " + ec.message(),
+                "check the path and its permissions");
+  }
+  for (const auto& entry : fs::directory_iterator(profiles_dir, ec)) {
+    if (entry.path().extension() != ".yaml" || result.profiles.count(entry.path().stem().string())) continue;
+    fs::copy_file(entry.path(), fs::path(out_dir) / entry.path().filename(),
+                  fs::copy_options::overwrite_existing, ec);
+    if (ec) throw Error(out_dir, "--out", "a writable folder: " + ec.message(), "check its permissions");
+  }
+  for (const auto& [model, profile] : result.profiles) {
+    plan::save_device_profile(profile, out_dir + "/" + model + ".yaml");
+  }
+}
+
+}  // namespace whale::sim

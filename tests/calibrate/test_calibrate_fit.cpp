@@ -1,0 +1,117 @@
+// File: test_calibrate_fit.cpp
+// whale-calibrate's fit on synthetic runs: step times simulated with known calibration figures
+// on the fidelity plans (shipped cpu-measured profile) are fitted back exactly, with a zero
+// residual and leave-one-out error; the automatic choice of parameters; the memory reserve.
+#include <doctest/doctest.h>
+
+#include "whale/plan/error.h"
+#include "whale/sim/calibrate.h"
+#include "whale/sim/simulator.h"
+
+using namespace whale;
+using namespace whale::sim;
+
+namespace {
+
+const char* const kPlans[] = {"dp2", "tp2", "pp2-1f1b", "pp2-recompute", "interleaved", "dp2-zero-accumulate"};
+
+plan::ProfileCalibration truth() {
+  plan::ProfileCalibration c;
+  c.gemm_efficiency_scale = 0.8;
+  c.step_overhead_s = 0.03;
+  c.memory_op_time_scale = 1.25;
+  return c;
+}
+
+/// The first `count` fidelity plans, each "measured" as simulated with `measured_with`.
+std::vector<CalibrationRun> synthetic_runs(int count, const plan::ProfileCalibration& measured_with) {
+  std::vector<CalibrationRun> runs;
+  for (int i = 0; i < count; ++i) {
+    CalibrationRun run;
+    run.name = kPlans[i];
+    run.plan = plan::load_plan(std::string(WHALE_SOURCE_DIR) + "/configs/plans/fidelity/" + kPlans[i] + ".yaml");
+    run.step_time_s = calibrated_step_time_s(run.plan, {{"cpu-measured", measured_with}});
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+}  // namespace
+
+TEST_CASE("the fit recovers the figures that generated the step times") {
+  const std::vector<CalibrationRun> runs = synthetic_runs(6, truth());
+  CalibrationOptions options;
+  options.parameters = {"gemm_efficiency_scale", "step_overhead_us", "memory_op_time_scale"};
+  const CalibrationResult result = calibrate(runs, options);
+  REQUIRE(result.device_models == std::vector<std::string>{"cpu-measured"});
+  const plan::ProfileCalibration& fitted = result.calibrations.at("cpu-measured");
+  CHECK(fitted.gemm_efficiency_scale == doctest::Approx(0.8).epsilon(1e-6));
+  CHECK(fitted.step_overhead_s == doctest::Approx(0.03).epsilon(1e-6));
+  CHECK(fitted.memory_op_time_scale == doctest::Approx(1.25).epsilon(1e-6));
+  CHECK(fitted.kernel_overhead_s == 0);  // not fitted: as in the input profile
+  CHECK(result.rms_log_residual < 1e-7);
+  CHECK(result.calibrated_mape < 1e-7);
+  REQUIRE(result.leave_one_out_mape);
+  CHECK(*result.leave_one_out_mape < 1e-6);
+  CHECK(result.uncalibrated_mape > 0.05);  // the input profile is off by the truth's figures
+  // The calibrated profile carries the fit, and its source says so.
+  const plan::DeviceProfile& profile = result.profiles.at("cpu-measured");
+  CHECK(profile.calibration.gemm_efficiency_scale == fitted.gemm_efficiency_scale);
+  CHECK(profile.calibration.source.find("fitted by whale-calibrate: gemm_efficiency_scale, "
+                                        "step_overhead_us, memory_op_time_scale from the step "
+                                        "times of 6 run(s) (dp2, tp2,") == 0);
+}
+
+TEST_CASE("without a parameter list the fit takes as many as have the least leave-one-out error") {
+  plan::ProfileCalibration two;  // step times that need two figures
+  two.gemm_efficiency_scale = 0.8;
+  two.step_overhead_s = 0.03;
+  CHECK(calibrate(synthetic_runs(3, two)).fitted ==
+        std::vector<std::string>{"gemm_efficiency_scale", "step_overhead_us"});
+  plan::ProfileCalibration one;  // one figure explains them: a second ties, and fewer win
+  one.gemm_efficiency_scale = 0.8;
+  CHECK(calibrate(synthetic_runs(3, one)).fitted == std::vector<std::string>{"gemm_efficiency_scale"});
+  const CalibrationResult single = calibrate(synthetic_runs(1, two));
+  CHECK(single.fitted == std::vector<std::string>{"gemm_efficiency_scale"});
+  CHECK_FALSE(single.leave_one_out_mape);
+  CHECK(single.calibrated_mape < 1e-7);  // one parameter fits one run exactly
+}
+
+TEST_CASE("the memory reserve is the most a measured peak exceeds the prediction") {
+  std::vector<CalibrationRun> runs = synthetic_runs(2, {});
+  const auto predicted_peak = [](const plan::Plan& p) {
+    double peak = 0;
+    for (const plan::DeviceEstimate& d : Simulator().evaluate(p, {}).devices) peak = std::max(peak, d.peak_memory_bytes);
+    return peak;
+  };
+  runs[0].peak_memory_bytes = predicted_peak(runs[0].plan) + 0.5 * kBytesPerGiB;
+  runs[1].peak_memory_bytes = predicted_peak(runs[1].plan) + 0.25 * kBytesPerGiB;
+  const CalibrationResult result = calibrate(runs);
+  CHECK(result.memory_runs == 2);
+  CHECK(result.calibrations.at("cpu-measured").memory_reserve_bytes == doctest::Approx(0.5 * kBytesPerGiB));
+  CHECK(result.profiles.at("cpu-measured").calibration.source.find("memory_reserve_gib from dp2, tp2") !=
+        std::string::npos);
+}
+
+TEST_CASE("a failed run raises the reserve until the plan is predicted not to fit") {
+  std::vector<CalibrationRun> runs = synthetic_runs(2, {});
+  runs[1].step_time_s.reset();
+  runs[1].failed = true;  // tp2 "ran out of memory"
+  const CalibrationResult result = calibrate(runs);
+  plan::Plan failed = runs[1].plan;
+  failed.cluster.profiles.at("cpu-measured").calibration = result.calibrations.at("cpu-measured");
+  CHECK_FALSE(Simulator().evaluate(failed, {}).fits);
+  plan::Plan almost = failed;
+  almost.cluster.profiles.at("cpu-measured").calibration.memory_reserve_bytes -= 2 * 1024.0 * 1024.0;
+  CHECK(Simulator().evaluate(almost, {}).fits);  // the reserve is the least that makes it fail
+}
+
+TEST_CASE("the fit rejects runs without step times and unknown parameter names") {
+  std::vector<CalibrationRun> runs = synthetic_runs(1, {});
+  CalibrationOptions options;
+  options.parameters = {"gemm_speed"};
+  CHECK_THROWS_AS(calibrate(runs, options), Error);
+  runs[0].step_time_s.reset();
+  runs[0].peak_memory_bytes = 1e9;
+  CHECK_THROWS_AS(calibrate(runs), Error);
+}

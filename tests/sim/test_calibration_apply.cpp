@@ -1,0 +1,60 @@
+// File: test_calibration_apply.cpp
+// The simulator honours a profile's fitted calibration exactly: GEMM efficiency scale, memory-op
+// scale, per-kernel, per-layer and per-step overheads, memory reserve; defaults change nothing.
+#include <doctest/doctest.h>
+
+#include "sim_fixtures.h"
+#include "whale/sim/op_cost.h"
+#include "whale/sim/simulator.h"
+
+using namespace whale;
+using namespace whale::sim;
+
+namespace {
+
+/// One device, one layer: a 1000^3 GEMM (2e9 flops forward, 2e-5 s at 1e14) and a 1e6-byte
+/// memory op (1e-6 s at 1e12 B/s) per sample, one sample, no parameters (no optimizer time).
+plan::Plan one_layer_plan(const plan::ProfileCalibration& calibration) {
+  plan::DeviceProfile profile = test::flat_profile(1e14, 1e12);
+  profile.calibration = calibration;
+  const plan::Cluster cluster = test::make_cluster(1, 1, profile, test::link(1e11, 0), test::link(1e10, 0));
+  return test::pipeline_plan(cluster, {test::gemm_layer(1000, 1000, 1000, 1e6)},
+                             plan::ScheduleKind::one_f_one_b, 1);
+}
+
+double step_s(const plan::ProfileCalibration& calibration) {
+  return Simulator().evaluate(one_layer_plan(calibration), {}).step_time_s;
+}
+
+}  // namespace
+
+TEST_CASE("a default calibration leaves the step as the profile predicts it") {
+  // Forward 2e-5 + 1e-6, backward 4e-5 + 1e-6.
+  CHECK(step_s({}) == doctest::Approx(6.2e-5));
+}
+
+TEST_CASE("each fitted figure changes the step by exactly its share") {
+  plan::ProfileCalibration c;
+  c.gemm_efficiency_scale = 2;  // GEMMs take half: 3e-5 + 2e-6
+  CHECK(step_s(c) == doctest::Approx(3.2e-5));
+  c.memory_op_time_scale = 3;  // memory ops take 3x: 3e-5 + 6e-6
+  CHECK(step_s(c) == doctest::Approx(3.6e-5));
+  c.kernel_overhead_s = 1e-6;  // 2 kernels forward, 3 backward
+  CHECK(step_s(c) == doctest::Approx(4.1e-5));
+  c.layer_overhead_s = 1e-5;  // once forward, once backward
+  CHECK(step_s(c) == doctest::Approx(6.1e-5));
+  c.step_overhead_s = 1e-3;
+  CHECK(step_s(c) == doctest::Approx(1.061e-3));
+}
+
+TEST_CASE("the memory reserve adds to every device's predicted peak memory") {
+  const plan::Estimate plain = Simulator().evaluate(one_layer_plan({}), {});
+  plan::ProfileCalibration c;
+  c.memory_reserve_bytes = 5e9;
+  const plan::Estimate reserved = Simulator().evaluate(one_layer_plan(c), {});
+  REQUIRE(reserved.devices.size() == 1);
+  CHECK(reserved.devices[0].peak_memory_bytes == plain.devices[0].peak_memory_bytes + 5e9);
+  c.memory_reserve_bytes = 80e9;  // the flat profile's whole capacity: no longer fits
+  CHECK(plain.fits);
+  CHECK_FALSE(Simulator().evaluate(one_layer_plan(c), {}).fits);
+}
