@@ -2,6 +2,9 @@
 // GptStage: the StageModule of a gpt-family model over layers [first, end): the embedding,
 // transformer blocks and the head (final LN, untied LM head, cross-entropy), with parameters
 // in one flat buffer, activations per micro-batch in flight, and recomputation per options.
+// Under sequence parallelism the blocks' inputs and outputs hold this tp rank's rows only
+// (tensor_parallel_region.h); the stage's borders (embedding, head, pipeline neighbours) see
+// whole tensors.
 #include <map>
 #include <string>
 #include <utility>
@@ -18,13 +21,14 @@ namespace gpt {
 namespace {
 
 /// What a micro-batch keeps between forward and backward, in the compute dtype (act) unless
-/// said. N = samples * T. Forward overwrites every tensor, so a finished state is reused for a
-/// later micro-batch.
+/// said. N = samples * T, Nh = the rows this tp rank holds (N/tp under sequence parallelism).
+/// Forward overwrites every tensor, so a finished state is reused for a later micro-batch.
 struct MicroBatchState {
   int samples = 0;
   Tensor inputs, targets;                 // (samples, T) i32, uploaded once per micro-batch
-  std::vector<Tensor> xs;                 // xs[k]: input of block k (N, C); xs[blocks]: head input
+  std::vector<Tensor> xs;                 // xs[k]: input of block k (Nh, C); xs[blocks]: head's
   std::vector<BlockActivations> blocks;   // empty entries under full recomputation
+  Tensor head_x;                          // (N, C): the gathered head input (sequence parallel)
   Tensor head_ln, head_mean, head_rstd;   // (N, C), (N) fp32, (N) fp32
   Tensor logits;                          // (N, V)
 };
@@ -34,7 +38,8 @@ class GptStage : public StageModule {
   GptStage(const plan::Model& model, const StageModuleOptions& options, Backend& backend,
            Communicator* tp)
       : dims_(gpt_dims(model)), options_(options), backend_(&backend),
-        act_(backend.compute_dtype()) {
+        act_(backend.compute_dtype()),
+        region_(backend, options.tp_size > 1 ? tp : nullptr, options.sequence_parallel) {
     validate(model);
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
@@ -42,7 +47,7 @@ class GptStage : public StageModule {
     end_block_ = std::min(options.end_layer, dims_.layers + 1);
     create_parameters();
     for (int layer = first_block_; layer < end_block_; ++layer)
-      blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, tp,
+      blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, region_,
                            block_scratch_);
   }
 
@@ -66,19 +71,21 @@ class GptStage : public StageModule {
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
     const bool full = options_.recompute == plan::Recompute::full;
     s.xs.resize(blocks_.size() + 1);
-    for (Tensor& x : s.xs) reuse_or_allocate(x, *backend_, nc, act_);  // each is overwritten
+    for (Tensor& x : s.xs) reuse_or_allocate(x, *backend_, held(s), act_);  // each overwritten
+    const TensorView x0 = region_.all_rows(s.xs[0], border_, nc);
     if (has_embedding_)
-      backend_->embedding_forward(s.xs[0], s.inputs, wte_.value, wpe_.value, s.samples,
+      backend_->embedding_forward(x0, s.inputs, wte_.value, wpe_.value, s.samples,
                                   dims_.sequence, dims_.channels);
     else
-      upload_floats(s.xs[0], input);
+      upload_floats(x0, input);
+    region_.keep_held_rows(x0, s.xs[0]);
     s.blocks.resize(blocks_.size());
     for (std::size_t k = 0; k < blocks_.size(); ++k) {
       blocks_[k].forward(s.samples, s.xs[k], s.xs[k + 1], full ? dropped_ : s.blocks[k],
                          options_.recompute == plan::Recompute::none);
     }
     if (!has_head_) {
-      download_floats(output, s.xs.back());
+      download_floats(output, region_.enter(s.xs.back(), border_));
       s.xs.pop_back();  // backward needs block inputs only
       return 0.0;
     }
@@ -95,19 +102,22 @@ class GptStage : public StageModule {
                                             " has no forward in flight");
     MicroBatchState& s = it->second;
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
-    Tensor dx(*backend_, nc, act_);
+    Tensor dx(*backend_, held(s), act_);
+    const TensorView dx_all = region_.all_rows(dx, border_, nc);
     if (has_head_) {
-      head_backward(s, dx, loss_scale);
-      layer_backward_done(dims_.layers + 1);
+      backend_->fill_zero(dx_all, Stream::compute);  // head_backward adds to it
+      head_backward(s, dx_all, loss_scale);
     } else {
-      upload_floats(dx, output_gradient);
+      upload_floats(dx_all, output_gradient);
     }
+    region_.keep_held_rows(dx_all, dx);
+    if (has_head_) layer_backward_done(dims_.layers + 1);
     for (std::size_t k = blocks_.size(); k-- > 0;) {
       if (options_.recompute == plan::Recompute::full) {  // redo the block's forward
-        reuse_or_allocate(recomputed_output_, *backend_, nc, act_);
+        reuse_or_allocate(recomputed_output_, *backend_, held(s), act_);
         blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, s.blocks[k], true);
       }
-      reuse_or_allocate(dx_spare_, *backend_, nc, act_);  // overwritten by the block
+      reuse_or_allocate(dx_spare_, *backend_, held(s), act_);  // overwritten by the block
       blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, s.blocks[k]);
       // Full recomputation holds one block's activations at a time; otherwise they are kept
       // for the next forward (the peak, all blocks' activations, is the same).
@@ -115,12 +125,13 @@ class GptStage : public StageModule {
       std::swap(dx, dx_spare_);
       layer_backward_done(first_block_ + static_cast<int>(k));
     }
+    const ConstTensorView dx_in = region_.enter(dx, border_);
     if (has_embedding_) {
-      backend_->embedding_backward(wte_.grad, wpe_.grad, dx, s.inputs, s.samples,
+      backend_->embedding_backward(wte_.grad, wpe_.grad, dx_in, s.inputs, s.samples,
                                    dims_.sequence, dims_.channels);
       layer_backward_done(0);
     } else {
-      download_floats(input_gradient, dx);
+      download_floats(input_gradient, dx_in);
     }
     spare_.push_back(std::move(s));  // its buffers serve a later forward
     in_flight_.erase(it);
@@ -143,11 +154,11 @@ class GptStage : public StageModule {
   }
 
   /// dst (act) = dst.count() host floats, rounded to the compute dtype.
-  void upload_floats(Tensor& dst, const float* host) {
+  void upload_floats(TensorView dst, const float* host) {
     if (act_ == DType::fp32) {
       backend_->upload(dst, host, Stream::compute);
     } else {
-      reuse_or_allocate(host_staging_, *backend_, dst.count(), DType::fp32);
+      reuse_or_allocate(host_staging_, *backend_, dst.count, DType::fp32);
       backend_->upload(host_staging_, host, Stream::compute);
       backend_->cast(dst, host_staging_, Stream::compute);
     }
@@ -169,6 +180,16 @@ class GptStage : public StageModule {
   std::size_t rows(const MicroBatchState& s) const {
     return static_cast<std::size_t>(s.samples) * dims_.sequence;
   }
+  /// Elements of a block input or output this tp rank holds: (Nh, C).
+  std::size_t held(const MicroBatchState& s) const {
+    return static_cast<std::size_t>(region_.held_rows(static_cast<int>(rows(s)))) *
+           dims_.channels;
+  }
+  /// The head's input over all rows: gathered by head_forward under sequence parallelism.
+  ConstTensorView head_input(const MicroBatchState& s) const {
+    return region_.sequence_parallel() ? s.head_x.slice(0, rows(s) * dims_.channels)
+                                       : ConstTensorView(s.xs.back());
+  }
 
   void validate(const plan::Model& model) const {
     const std::string& file = model.source_file;
@@ -188,6 +209,12 @@ class GptStage : public StageModule {
       throw Error(file, "ffn_hidden", "ffn_hidden " + std::to_string(dims_.ffn) +
                                           " divisible by the tensor-parallel degree " +
                                           std::to_string(o.tp_size));
+    if (o.sequence_parallel && dims_.sequence % o.tp_size != 0)
+      throw Error(file, "sequence",
+                  "a sequence divisible by the tensor-parallel degree " +
+                      std::to_string(o.tp_size) + " under sequence parallelism, got " +
+                      std::to_string(dims_.sequence),
+                  "choose a tp degree that divides the sequence, or turn sequence_parallel off");
   }
 
   /// One flat fp32 value (master) tensor, one flat fp32 gradient tensor and, for a 16-bit
@@ -259,8 +286,9 @@ class GptStage : public StageModule {
     reuse_or_allocate(s.head_ln, *backend_, rows(s) * C, act_);
     reuse_or_allocate(s.head_mean, *backend_, rows(s), DType::fp32);
     reuse_or_allocate(s.head_rstd, *backend_, rows(s), DType::fp32);
-    backend_->layernorm_forward(s.head_ln, s.head_mean, s.head_rstd, s.xs.back(),
-                                head_ln_w_.value, head_ln_b_.value, n, C);
+    backend_->layernorm_forward(s.head_ln, s.head_mean, s.head_rstd,
+                                region_.enter(s.xs.back(), s.head_x), head_ln_w_.value,
+                                head_ln_b_.value, n, C);
     reuse_or_allocate(s.logits, *backend_, rows(s) * V, act_);
     backend_->linear_forward(s.logits, s.head_ln, head_w_.value, ConstTensorView{}, n, C, V);
     return backend_->cross_entropy_forward(s.logits, s.targets, n, V);
@@ -271,6 +299,7 @@ class GptStage : public StageModule {
     s.head_mean.reset();
     s.head_rstd.reset();
     s.logits.reset();
+    s.head_x.reset();
   }
 
   /// dx (N, C) += gradient of loss_scale * summed loss w.r.t. the head input.
@@ -281,7 +310,7 @@ class GptStage : public StageModule {
     backend_->cross_entropy_backward(dlogits, s.logits, s.targets, n, V, loss_scale);
     backend_->linear_backward(dln, head_w_.grad, TensorView{}, dlogits, s.head_ln,
                               head_w_.value, n, C, V);
-    backend_->layernorm_backward(dx, head_ln_w_.grad, head_ln_b_.grad, dln, s.xs.back(),
+    backend_->layernorm_backward(dx, head_ln_w_.grad, head_ln_b_.grad, dln, head_input(s),
                                  head_ln_w_.value, s.head_mean, s.head_rstd, n, C);
   }
 
@@ -294,6 +323,8 @@ class GptStage : public StageModule {
   Tensor values_, gradients_;  // fp32 masters and gradients, flat
   Tensor compute_values_;      // the values in act_; empty under fp32 (the masters serve)
   Tensor host_staging_;        // fp32 scratch between act_ and host floats
+  TensorParallelRegion region_;  // the tp group's borders; built before blocks_ refer to it
+  Tensor border_;  // (N, C) whole tensors at the stage borders under sequence parallelism
   std::vector<ParameterView> views_;
   Param wte_, wpe_, head_ln_w_, head_ln_b_, head_w_;
   std::vector<Block> blocks_;

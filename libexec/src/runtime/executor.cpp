@@ -92,6 +92,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.tp_rank = role.tp_rank;
       module_options.tp_size = stage.tp;
       module_options.recompute = stage.recompute;
+      module_options.sequence_parallel = stage.sequence_parallel;
       module_options.seed = options.seed;
       state.module = make_gpt_stage(plan.model, module_options, *im.backend, state.tp);
       state.input_floats = state.module->input_floats_per_sample();
@@ -102,7 +103,8 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
           *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw);
       if (state.dp)
         state.reducer = std::make_unique<GradientReducer>(
-            *im.backend, state.module->parameters(), plan::gradient_buckets(plan, s), state.dp);
+            *im.backend, state.module->parameters(), plan::gradient_buckets(plan, s), state.dp,
+            stage.shard_gradients);
     }
   }
   // reduce_bucket(s, 0) directly follows the last backward of s (schedule_program.h).
