@@ -11,7 +11,7 @@ set(WHALE_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP
 # plan:ranks for every plan of configs/plans/tiny except the reference itself.
 set(WHALE_TINY_PLANS dp2:2 dp2-zero:2 dp3-uneven:3 tp2:2 pp2-gpipe:2 pp2-1f1b:2
     pp2-1f1b-recompute:2 pp4-interleaved:4 wave:2 hybrid-8:8 hybrid-8-zero-recompute:8 bridges:7
-    buckets:4)
+    buckets:4 tp2-sp:2 tp2-pp2-sp:4 dp2-zero2:2 dp3-uneven-zero2:3 tp2-dp2-sp-zero2:4)
 foreach(entry ${WHALE_TINY_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 plan)
@@ -31,14 +31,6 @@ foreach(check resume bad_input signal trace learning buckets)
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
-# whale-run refuses a plan with a strategy it does not execute yet (sequence parallelism): one
-# line naming the field, exit 2.
-add_test(NAME whale_run_refuses_unexecuted_strategy
-  COMMAND bash -c "out=$(\"$0\" \"$1\" --data data/corpus.txt 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 2 ] && echo \"$out\" | grep -q 'stages\\[0\\].sequence_parallel: only strategies whale-run executes'"
-          $<TARGET_FILE:whale-run> configs/validation/korthikanti-2022/175b-64gpu-sequence-parallel-selective.yaml
-  WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
-set_tests_properties(whale_run_refuses_unexecuted_strategy PROPERTIES TIMEOUT 60 ENVIRONMENT "${WHALE_MPI_ENV}"
-    FIXTURES_REQUIRED cli_tools)
 # Crash safety: checkpoint fallback, a failed write on a full disk, a rank killed mid-run.
 foreach(check fallback disk_full kill_rank)
   add_test(NAME whale_run_crash_${check}
