@@ -25,21 +25,29 @@ int TensorParallelRegion::held_rows(int rows) const {
   return sequence_parallel_ ? rows / tp_->size() : rows;
 }
 
+template <class Collective>
+void TensorParallelRegion::through_fp32(ConstTensorView in, TensorView out,
+                                        Collective collective) {
+  backend_.synchronize(Stream::compute);  // the communicator reads the memory itself
+  if (in.dtype == DType::fp32) {
+    collective(in.as<float>(), out.as<float>());
+    return;
+  }
+  const TensorView send = grown(send_fp32_, backend_, in.count, DType::fp32);
+  const TensorView receive = grown(receive_fp32_, backend_, out.count, DType::fp32);
+  backend_.cast(send, in, Stream::compute);
+  backend_.synchronize(Stream::compute);
+  collective(send.as<float>(), receive.as<float>());
+  backend_.cast(out, receive, Stream::compute);
+}
+
 ConstTensorView TensorParallelRegion::enter(ConstTensorView held, Tensor& gathered) {
   if (!sequence_parallel_) return held;
   const std::size_t all = held.count * static_cast<std::size_t>(tp_->size());
   const TensorView out = grown(gathered, backend_, all, held.dtype);
-  backend_.synchronize(Stream::compute);  // the communicator reads the memory itself
-  if (held.dtype == DType::fp32) {
-    tp_->all_gather(held.as<float>(), out.as<float>(), held.count);
-    return out;
-  }
-  const TensorView send = grown(send_fp32_, backend_, held.count, DType::fp32);
-  const TensorView receive = grown(receive_fp32_, backend_, all, DType::fp32);
-  backend_.cast(send, held, Stream::compute);
-  backend_.synchronize(Stream::compute);
-  tp_->all_gather(send.as<float>(), receive.as<float>(), held.count);
-  backend_.cast(out, receive, Stream::compute);
+  through_fp32(held, out, [&](const float* send, float* receive) {
+    tp_->all_gather(send, receive, held.count);
+  });
   return out;
 }
 
@@ -55,17 +63,9 @@ void TensorParallelRegion::leave(TensorView partial, TensorView held) {
     all_reduce(held);
     return;
   }
-  backend_.synchronize(Stream::compute);
-  if (held.dtype == DType::fp32) {
-    tp_->reduce_scatter_sum(partial.as<float>(), held.as<float>(), held.count);
-    return;
-  }
-  const TensorView send = grown(send_fp32_, backend_, partial.count, DType::fp32);
-  const TensorView receive = grown(receive_fp32_, backend_, held.count, DType::fp32);
-  backend_.cast(send, partial, Stream::compute);
-  backend_.synchronize(Stream::compute);
-  tp_->reduce_scatter_sum(send.as<float>(), receive.as<float>(), held.count);
-  backend_.cast(held, receive, Stream::compute);
+  through_fp32(partial, held, [&](const float* send, float* receive) {
+    tp_->reduce_scatter_sum(send, receive, held.count);
+  });
 }
 
 void TensorParallelRegion::keep_held_rows(ConstTensorView all, TensorView held) {

@@ -55,8 +55,13 @@ class TensorParallelRegion {
   void end_held_row_gradients(const std::vector<TensorView>& gradients);
 
  private:
-  /// `data` summed over the group in place (fp32).
+  /// `data` summed over the group in place; a 16-bit one in fp32, rounded once.
   void all_reduce(TensorView data);
+  /// `out` = collective(in), where collective(send, receive) reads in.count floats and writes
+  /// out.count: directly for fp32 tensors, through fp32 copies (send_fp32_, receive_fp32_) for
+  /// 16-bit ones.
+  template <class Collective>
+  void through_fp32(ConstTensorView in, TensorView out, Collective collective);
 
   Backend& backend_;
   Communicator* tp_;  // null when the group has one rank

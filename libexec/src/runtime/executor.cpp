@@ -148,12 +148,9 @@ void Executor::Impl::finish_scaled_step() {
   const double used_scale = scaler.scale();
   if (scaler.update(overflow[0] == 0.0)) {
     for (int s : deferred_steps) {
-      const auto start = Clock::now();
       for (const ParameterView& p : stage(s).module->parameters())
         backend->scale(p.gradient, 1.0 / used_scale);
-      stage(s).optimizer->step();
-      stage(s).module->parameters_updated();
-      record("optimizer", "optimizer s" + std::to_string(s), s, -1, start);
+      update_parameters(s);
     }
   }
   deferred_steps.clear();

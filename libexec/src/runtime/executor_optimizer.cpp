@@ -47,8 +47,9 @@ void StageOptimizer::scatter(std::size_t begin, std::size_t count,
   backend_.synchronize(Stream::compute);
 }
 
-void StageOptimizer::step() {
-  adamw_->step(config_);
+void StageOptimizer::step() { adamw_->step(config_); }
+
+void StageOptimizer::share_parameters() {
   if (!shard_) return;
   mine_.assign(slice_.size, 0.0f);
   flat_.resize(slice_.size * dp_->size());

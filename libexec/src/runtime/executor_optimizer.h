@@ -25,10 +25,13 @@ class StageOptimizer {
                  bool shard, const AdamWConfig& config);
   ~StageOptimizer();
 
-  /// One AdamW step on the reduced gradients; sharded: on this member's shard (it reads the
-  /// gradients of that shard only, which is all ZeRO-2's reduce-scatter sums), then an
-  /// all-gather of the parameters.
+  /// One AdamW step on the reduced gradients; sharded: on this member's shard only (it reads
+  /// the gradients of that shard only, which is all ZeRO-2's reduce-scatter sums).
   void step();
+  /// Sharded: all-gathers the updated shards, so that every member holds all the parameters
+  /// (whale-sim's "allgather weights"); nothing otherwise. Follows step().
+  void share_parameters();
+  bool sharded() const { return shard_; }
 
   /// Parameters, then m and v of this member's state, then the step count: for checkpoints.
   std::vector<float> save_state() const;
