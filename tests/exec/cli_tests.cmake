@@ -1,6 +1,7 @@
 # End-to-end tests of whale-run (included by tests/exec/CMakeLists.txt).
 # Every test runs build/apps/* and so requires the fixture cli_tools (tests/cli), which builds them.
-# - equality_<plan>: every tiny plan trains 20 steps equal to single.yaml (scripts/equality.sh);
+# - equality_<plan>: every tiny plan trains 20 steps equal to single.yaml (scripts/equality.sh),
+#   a bf16 plan equal to the bf16 plan it refines;
 # - resume, bad input (exit 2, nothing overwritten), signals, trace, buckets (whale-run and
 #   whale-sim reduce the same gradient buckets): scripts/equality_cli.sh.
 if(NOT TARGET whale-run)
@@ -18,6 +19,23 @@ foreach(entry ${WHALE_TINY_PLANS})
   list(GET parts 1 ranks)
   add_test(NAME equality_${plan}
     COMMAND bash scripts/equality.sh $<TARGET_FILE:whale-run> configs/plans/tiny/${plan}.yaml ${ranks} 20
+    WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
+  set_tests_properties(equality_${plan} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}"
+    FIXTURES_REQUIRED cli_tools)
+endforeach()
+
+# plan:ranks:reference:reference_ranks: bf16 plans equal to the bf16 plan they refine (equality.sh
+# says why not to single-bf16.yaml).
+set(WHALE_TINY_BF16_PLANS tp2-sp-bf16:2:tp2-bf16:2 dp2-zero2-bf16:2:dp2-zero-bf16:2)
+foreach(entry ${WHALE_TINY_BF16_PLANS})
+  string(REPLACE ":" ";" parts ${entry})
+  list(GET parts 0 plan)
+  list(GET parts 1 ranks)
+  list(GET parts 2 reference)
+  list(GET parts 3 reference_ranks)
+  add_test(NAME equality_${plan}
+    COMMAND bash scripts/equality.sh $<TARGET_FILE:whale-run> configs/plans/tiny/${plan}.yaml ${ranks} 20
+            configs/plans/tiny/${reference}.yaml ${reference_ranks}
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
   set_tests_properties(equality_${plan} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}"
     FIXTURES_REQUIRED cli_tools)
