@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
                  "analytic layouts per search at most (0: no cap)")->check(whale::app::number_in(0, 1e15));
   bool runnable = false, progress = false;
   app.add_flag("--runnable", runnable,
-               "only strategies whale-run executes today (no sequence parallelism, no ZeRO-2)");
+               "only strategies whale-run executes (today: every one the search knows)");
   app.add_flag("--progress", progress, "report search progress on stderr even when it is not a terminal");
   std::string megatron_path, deepspeed_path;
   bool export_constrained = false;

@@ -6,9 +6,10 @@
 # case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
 # and exits 0), trace (a measured Chrome trace), learning (the loss falls on data/corpus.txt),
 # buckets (whale-run's measured trace and WHALE_SIM's predicted one reduce the same gradient
-# buckets on the same devices: those of the schedule program, as written in the plan's header),
-# split_ops (under zb-h1 both traces list the same forward, input-gradient and weight-gradient
-# passes on each device, in the same order).
+# buckets on the same devices: those of the schedule program, as written in the plan's header;
+# under ZeRO-2 both also all-gather the weights on every device), split_ops (under zb-h1 both
+# traces list the same forward, input-gradient and weight-gradient passes on each device, in
+# the same order).
 set -uo pipefail
 check=$1 run=$2 sim=${3:-}
 # Scratch in the build folder that holds WHALE_RUN (BUILD/apps/whale-run), one per call, so that
@@ -45,6 +46,7 @@ case $check in
 resume)
   resume_equal configs/plans/tiny/single.yaml 1
   resume_equal configs/plans/tiny/dp2-zero.yaml 2
+  resume_equal configs/plans/tiny/dp2-zero2.yaml 2
   resume_equal configs/plans/tiny/pp2-1f1b.yaml 2
   resume_equal configs/plans/tiny-llama/pp2.yaml 2  # the tied token table's copy resumes too
   resume_equal configs/plans/tiny-llama/dp3-uneven.yaml 3
@@ -142,6 +144,20 @@ buckets)
     fail "whale-run's buckets: $(reductions "$out/run.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
   [ "$(reductions "$out/sim.json")" = "$expected" ] ||
     fail "whale-sim's buckets: $(reductions "$out/sim.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
+  # ZeRO-2: the same reduce-scattered buckets, and the all-gather of the weights on every device.
+  plan=configs/plans/tiny/dp2-zero2.yaml
+  mpirun -np 2 --oversubscribe "$run" $plan --data $data --steps 1 --log-every 0 \
+    --trace "$out/run2.json" || fail "zero2 run"
+  "$sim" $plan --trace "$out/sim2.json" >/dev/null || fail "zero2 simulation"
+  [ "$(reductions "$out/run2.json" | wc -l)" -gt 2 ] || fail "zero2: fewer than two buckets per device"
+  [ "$(reductions "$out/run2.json")" = "$(reductions "$out/sim2.json")" ] ||
+    fail "zero2 buckets: whale-run $(reductions "$out/run2.json" | tr '\n' ','), whale-sim $(reductions "$out/sim2.json" | tr '\n' ',')"
+  for trace in run2 sim2; do
+    for d in 0 1; do
+      grep -q "\"name\":\"allgather weights s0\",\"ph\":\"X\",\"pid\":$d" "$out/$trace.json" ||
+        fail "zero2: $trace.json lacks allgather weights s0 on device $d"
+    done
+  done
   ;;
 split_ops)
   plan=configs/plans/tiny/pp2-zb-h1.yaml

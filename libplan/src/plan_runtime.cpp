@@ -1,21 +1,14 @@
 // File: plan_runtime.cpp
-// The runtime's feature check: sequence parallelism and sharded gradients are planned and
-// simulated, not yet executed by whale-run.
+// The runtime's feature check: which planned strategies whale-run does not execute. Today it
+// executes every one (sequence parallelism and sharded gradients included), so the check
+// passes every valid plan; a strategy the planner learns before the runtime belongs here.
 #include "whale/plan/plan_runtime.h"
 
 #include "whale/plan/error.h"
 
 namespace whale::plan {
 
-std::vector<std::string> unsupported_by_runtime(const Plan& plan) {
-  std::vector<std::string> out;
-  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
-    const std::string stage = "stages[" + std::to_string(s) + "].";
-    if (plan.stages[s].sequence_parallel) out.push_back(stage + "sequence_parallel");
-    if (plan.stages[s].shard_gradients) out.push_back(stage + "shard_gradients");
-  }
-  return out;
-}
+std::vector<std::string> unsupported_by_runtime(const Plan&) { return {}; }
 
 void check_runnable(const Plan& plan) {
   const std::vector<std::string> features = unsupported_by_runtime(plan);
@@ -29,11 +22,6 @@ void check_runnable(const Plan& plan) {
               "simulate it with whale-sim, or re-plan with whale-plan --runnable");
 }
 
-SearchStrategies runnable_strategies() {
-  SearchStrategies s;
-  s.sequence_parallel = false;
-  s.shard_gradients = false;
-  return s;
-}
+SearchStrategies runnable_strategies() { return SearchStrategies{}; }
 
 }  // namespace whale::plan

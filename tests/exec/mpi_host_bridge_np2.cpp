@@ -122,3 +122,25 @@ TEST_CASE("both ranks share one host; a CPU pipeline gets one MPI pair") {
   else pair.recv(value.data(), 1, 0, 0);
   CHECK(value == std::vector<float>{42.0f});
 }
+
+TEST_CASE("a non-blocking reduce-scatter across the bridge uploads only this rank's block") {
+  auto comm = bridge_of_world();
+  auto& bridge = dynamic_cast<HostBridgeCommunicator&>(*comm);
+  const float r = static_cast<float>(bridge.rank());
+  // Blocks of 3 and 1 floats: rank 0 gets the sum of [0, 3), rank 1 that of [3, 4).
+  std::vector<float> data = {1.0f + r, 2.0f, -r, 5.0f + r};
+  auto request = bridge.start_reduce_scatter_sum(data.data(), {3, 1});
+  CHECK(bridge.counts().downloaded_floats == 4);
+  request->wait();
+  if (bridge.rank() == 0) {
+    CHECK(std::vector<float>(data.begin(), data.begin() + 3) ==
+          std::vector<float>{3.0f, 4.0f, -1.0f});
+    CHECK(data[3] == 5.0f);  // not this rank's block: the upload left it alone
+    CHECK(bridge.counts().uploaded_floats == 3);
+  } else {
+    CHECK(data[3] == 11.0f);
+    CHECK(std::vector<float>(data.begin(), data.begin() + 3) ==
+          std::vector<float>{2.0f, 2.0f, -1.0f});
+    CHECK(bridge.counts().uploaded_floats == 1);
+  }
+}

@@ -7,12 +7,14 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "host_views.h"
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/exec/model/tensor_shard.h"
+#include "whale/plan/error.h"
 
 using namespace whale::exec;
 
@@ -171,8 +173,15 @@ TEST_CASE("tp=2 stage matches tp=1: loss, input gradient, reassembled parameter 
   auto world = world_communicator();
   const whale::plan::Model m = tp_model();
   const int L = m.num_layers, samples = 2;
-  for (whale::plan::Recompute recompute :
-       {whale::plan::Recompute::none, whale::plan::Recompute::selective}) {
+  using whale::plan::Recompute;
+  for (const auto& [recompute, sequence_parallel] :
+       std::vector<std::pair<Recompute, bool>>{{Recompute::none, false},
+                                               {Recompute::selective, false},
+                                               {Recompute::none, true},
+                                               {Recompute::selective, true},
+                                               {Recompute::full, true}}) {
+    const bool sp = sequence_parallel;  // named: INFO's lambda cannot capture bindings
+    INFO("sequence_parallel " << sp);
     StageModuleOptions single;
     single.first_layer = 1;  // blocks and head: the input gradient is checked too
     single.end_layer = L + 2;
@@ -181,6 +190,7 @@ TEST_CASE("tp=2 stage matches tp=1: loss, input gradient, reassembled parameter 
     StageModuleOptions sharded = single;
     sharded.tp_rank = world->rank();
     sharded.tp_size = 2;
+    sharded.sequence_parallel = sp;
     auto reference = make_gpt_stage(m, single, cpu(), nullptr);
     auto stage = make_gpt_stage(m, sharded, cpu(), world.get());
 
@@ -214,4 +224,22 @@ TEST_CASE("tp=2 stage matches tp=1: loss, input gradient, reassembled parameter 
       CHECK(relative_difference(full.at(name), g) <= 1e-5);
     }
   }
+}
+
+TEST_CASE("sequence parallelism needs the tp degree to divide the sequence") {
+  auto world = world_communicator();
+  whale::plan::Model m = tp_model();
+  m.sequence = 7;
+  StageModuleOptions options;
+  options.first_layer = 1;
+  options.end_layer = m.num_layers + 2;
+  options.tp_rank = world->rank();
+  options.tp_size = 2;
+  options.sequence_parallel = true;
+  CHECK_THROWS_WITH_AS(make_gpt_stage(m, options, cpu(), world.get()),
+                       doctest::Contains("sequence: a sequence divisible by the tensor-parallel "
+                                         "degree 2 under sequence parallelism, got 7"),
+                       whale::Error);
+  options.sequence_parallel = false;  // tensor parallelism alone splits heads, not positions
+  CHECK_NOTHROW(make_gpt_stage(m, options, cpu(), world.get()));
 }

@@ -42,6 +42,17 @@ TEST_CASE("single rank and pure data or tensor parallel plans") {
   CHECK(groups_of_tiny("tp2") == Names{"tensor s0 [0,1]"});
 }
 
+TEST_CASE("sequence parallelism and ZeRO-2 use the groups of tensor and data parallelism") {
+  CHECK(groups_of_tiny("tp2-sp") == Names{"tensor s0 [0,1]"});
+  CHECK(groups_of_tiny("tp2-sp-bf16") == Names{"tensor s0 [0,1]"});
+  CHECK(groups_of_tiny("dp2-zero2") == Names{"data s0 [0,1]"});
+  CHECK(groups_of_tiny("dp3-uneven-zero2") == Names{"data s0 [0,1,2]"});
+  CHECK(groups_of_tiny("tp2-pp2-sp") == Names{"tensor s0 [0,1]", "pipeline s0 [0,2]",
+                                              "pipeline s0 [1,3]", "tensor s1 [2,3]"});
+  CHECK(groups_of_tiny("tp2-dp2-sp-zero2") ==
+        Names{"tensor s0 [0,1]", "tensor s0 [2,3]", "data s0 [0,2]", "data s0 [1,3]"});
+}
+
 TEST_CASE("pipelines: one pair per neighbour, shared by repeated boundaries") {
   CHECK(groups_of_tiny("pp2-1f1b") == Names{"pipeline s0 [0,1]"});
   CHECK(groups_of_tiny("pp2-gpipe") == Names{"pipeline s0 [0,1]"});

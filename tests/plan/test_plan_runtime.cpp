@@ -1,6 +1,6 @@
 // File: test_plan_runtime.cpp
-// The runtime feature check: which fields of a plan whale-run does not execute yet, and the
-// one-line error it raises; the validation of the newer stage fields.
+// The runtime feature check (whale-run executes every strategy the planner knows), and the
+// validation of the newer stage fields.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -18,20 +18,17 @@ const std::string kPlan =
 
 }  // namespace
 
-TEST_CASE("unsupported_by_runtime lists sequence parallelism and sharded gradients per stage") {
-  plan::Plan p = plan::load_plan(kPlan + "full-recompute.yaml");
-  CHECK(plan::unsupported_by_runtime(p).empty());
-  CHECK_NOTHROW(plan::check_runnable(p));
-  p.stages[3].sequence_parallel = true;
+TEST_CASE("whale-run executes sequence parallelism and sharded gradients: nothing is refused") {
+  plan::Plan p = plan::load_plan(kPlan + "sequence-parallel-selective.yaml");
+  CHECK(p.stages[3].sequence_parallel);
   p.stages[5].shard_optimizer = true;
   p.stages[5].shard_gradients = true;
-  const std::vector<std::string> expected = {"stages[3].sequence_parallel", "stages[5].shard_gradients"};
-  CHECK(plan::unsupported_by_runtime(p) == expected);
-  CHECK_THROWS_WITH_AS(plan::check_runnable(p),
-                       doctest::Contains("stages[3].sequence_parallel: only strategies whale-run "
-                                         "executes, got 'sequence_parallel: true', which it does "
-                                         "not execute yet (and 1 more)"),
-                       Error);
+  CHECK_NOTHROW(plan::validate_plan(p));
+  CHECK(plan::unsupported_by_runtime(p).empty());
+  CHECK_NOTHROW(plan::check_runnable(p));
+  const plan::SearchStrategies runnable = plan::runnable_strategies();
+  CHECK(runnable.sequence_parallel);
+  CHECK(runnable.shard_gradients);
 }
 
 TEST_CASE("sequence_parallel needs tp > 1 dividing the sequence; shard_gradients needs shard_optimizer") {

@@ -48,12 +48,15 @@ TEST_CASE("175B on 64 A100s: whale's best plan is at least as fast as Calculon's
   for (const plan::Stage& s : best.best().plan.stages) CHECK(s.sequence_parallel == (s.tp > 1));
 }
 
-TEST_CASE("--runnable: no strategy whale-run does not execute, and no faster than the full search") {
+TEST_CASE("--runnable searches every strategy, since whale-run executes them all") {
   plan::PlannerOptions runnable = options_1536();
   runnable.strategies = plan::runnable_strategies();
   const plan::PlanResult r = search(runnable);
   CHECK(plan::unsupported_by_runtime(r.best().plan).empty());
   const plan::PlanResult full = search(options_1536());
-  CHECK(!plan::unsupported_by_runtime(full.best().plan).empty());
-  CHECK(full.best().estimate.samples_per_s > r.best().estimate.samples_per_s);
+  CHECK(full.best().estimate.samples_per_s == r.best().estimate.samples_per_s);
+  // The best plan needs sequence parallelism, which --runnable no longer turns off.
+  bool sequence_parallel = false;
+  for (const plan::Stage& s : r.best().plan.stages) sequence_parallel |= s.sequence_parallel;
+  CHECK(sequence_parallel);
 }

@@ -4,6 +4,7 @@
 #include "whale/exec/comm/host_bridge_communicator.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace whale::exec {
 namespace {
@@ -18,13 +19,18 @@ class HostStaging : public DeviceStaging {
   }
 };
 
-/// A host all-reduce in flight on its own host copy; uploads the result once, on completion.
+/// A host collective in flight on its own host copy of the device data; on completion it
+/// uploads the part of the result this rank gets ([offset, offset + count) of the copy) to
+/// the same place on the device.
 class BridgeRequest : public CommRequest {
  public:
-  BridgeRequest(std::vector<float> host, float* device, DeviceStaging& staging,
-                StagingCounts& counts, Communicator& host_comm)
-      : host_(std::move(host)), device_(device), staging_(staging), counts_(counts) {
-    request_ = host_comm.start_all_reduce_sum(host_.data(), host_.size());
+  /// `start` starts the host collective on the host copy and returns its request.
+  template <class Start>
+  BridgeRequest(std::vector<float> host, float* device, std::size_t offset, std::size_t count,
+                DeviceStaging& staging, StagingCounts& counts, Start start)
+      : host_(std::move(host)), device_(device), offset_(offset), count_(count),
+        staging_(staging), counts_(counts) {
+    request_ = start(host_.data());
   }
   ~BridgeRequest() override {
     if (!uploaded_) request_->wait();
@@ -41,13 +47,14 @@ class BridgeRequest : public CommRequest {
 
  private:
   void upload() {
-    staging_.upload(device_, host_.data(), host_.size());
-    counts_.uploaded_floats += host_.size();
+    staging_.upload(device_ + offset_, host_.data() + offset_, count_);
+    counts_.uploaded_floats += count_;
     uploaded_ = true;
   }
 
   std::vector<float> host_;
   float* device_;
+  std::size_t offset_, count_;
   DeviceStaging& staging_;
   StagingCounts& counts_;
   std::unique_ptr<CommRequest> request_;
@@ -88,12 +95,27 @@ void HostBridgeCommunicator::all_reduce_sum(float* data, std::size_t count) {
   upload_output(data, host, count);
 }
 
+std::vector<float> HostBridgeCommunicator::host_copy(const float* device, std::size_t count) {
+  std::vector<float> host(count);
+  staging_->download(host.data(), device, count);
+  counts_.downloaded_floats += count;
+  return host;
+}
+
 std::unique_ptr<CommRequest> HostBridgeCommunicator::start_all_reduce_sum(float* data,
                                                                           std::size_t count) {
-  std::vector<float> host(count);
-  staging_->download(host.data(), data, count);
-  counts_.downloaded_floats += count;
-  return std::make_unique<BridgeRequest>(std::move(host), data, *staging_, counts_, *host_);
+  return std::make_unique<BridgeRequest>(
+      host_copy(data, count), data, 0, count, *staging_, counts_,
+      [&](float* host) { return host_->start_all_reduce_sum(host, count); });
+}
+
+std::unique_ptr<CommRequest> HostBridgeCommunicator::start_reduce_scatter_sum(
+    float* data, const std::vector<std::size_t>& counts) {
+  const std::size_t offset = block_offset(counts, rank(), size());
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  return std::make_unique<BridgeRequest>(
+      host_copy(data, total), data, offset, counts[rank()], *staging_, counts_,
+      [&](float* host) { return host_->start_reduce_scatter_sum(host, counts); });
 }
 
 void HostBridgeCommunicator::reduce_scatter_sum(const float* input, float* output,

@@ -80,6 +80,23 @@ class MpiCommunicator : public Communicator {
     return std::make_unique<MpiRequest>(request);
   }
 
+  /// MPI_Ireduce_scatter into a block buffer of the request, copied into place on completion.
+  std::unique_ptr<CommRequest> start_reduce_scatter_sum(
+      float* data, const std::vector<std::size_t>& counts) override {
+    const std::size_t offset = block_offset(counts, rank_, size_);
+    const std::size_t mine = counts.at(rank_);
+    if (size_ == 1) return std::make_unique<MpiRequest>(MPI_REQUEST_NULL);
+    std::vector<int> mpi_counts;
+    for (std::size_t c : counts) mpi_counts.push_back(to_mpi_count(c));
+    return std::make_unique<MpiBlockRequest>(
+        std::move(mpi_counts), mine, data + offset, [&](float* block, const int* recv_counts) {
+          MPI_Request request = MPI_REQUEST_NULL;
+          WHALE_MPI_CHECK(MPI_Ireduce_scatter(data, block, recv_counts, MPI_FLOAT, MPI_SUM,
+                                              comm_, &request));
+          return request;
+        });
+  }
+
   void reduce_scatter_sum(const float* input, float* output,
                           std::size_t count_per_rank) override {
     const int n = to_mpi_count(count_per_rank);

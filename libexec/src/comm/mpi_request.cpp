@@ -1,6 +1,8 @@
 // File: mpi_request.cpp
-// MpiRequest: MPI_Test and MPI_Wait behind CommRequest.
+// MpiRequest: MPI_Test and MPI_Wait behind CommRequest; MpiBlockRequest: the same, then a copy.
 #include "comm/mpi_request.h"
+
+#include <algorithm>
 
 #include "whale/exec/comm/mpi_communicator.h"
 
@@ -23,6 +25,22 @@ bool MpiRequest::test() {
 void MpiRequest::wait() {
   if (request_ == MPI_REQUEST_NULL) return;
   WHALE_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+}
+
+bool MpiBlockRequest::test() {
+  if (!copied_ && request_.test()) copy_into_place();
+  return copied_;
+}
+
+void MpiBlockRequest::wait() {
+  if (copied_) return;
+  request_.wait();
+  copy_into_place();
+}
+
+void MpiBlockRequest::copy_into_place() {
+  std::copy(block_.begin(), block_.end(), target_);
+  copied_ = true;
 }
 
 }  // namespace whale::exec

@@ -2,7 +2,9 @@
 // Private: BlockStage<Family>, the StageModule of a transformer family over layers [first, end):
 // the embedding, the family's blocks and the head (final norm, LM head, cross-entropy), with
 // parameters in one flat buffer, activations per micro-batch in flight, and recomputation per
-// options. A Family (gpt_stage.cpp, llama_stage.cpp) provides:
+// options. Under sequence parallelism the blocks' inputs and outputs hold this tp rank's rows
+// only (tensor_parallel_region.h); the stage's borders (embedding, head, pipeline neighbours)
+// see whole tensors. A Family (gpt_stage.cpp, llama_stage.cpp) provides:
 //   Dims, Block, BlockParams, BlockActivations, BlockScratch;
 //   static Dims dims(const plan::Model&)   (validates the hyperparameters, throws whale::Error);
 //   static void validate_tp(const plan::Model&, const Dims&, int tp_size);
@@ -20,6 +22,7 @@
 
 #include "model/gpt_parameters.h"
 #include "model/tensor_parallel_ops.h"
+#include "model/tensor_parallel_region.h"
 #include "model/weight_gradients.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/model/stage_module.h"
@@ -37,14 +40,15 @@ struct HeadActivations {
 };
 
 /// What a micro-batch keeps between forward and backward, in the compute dtype (act) unless
-/// said. N = samples * T. Forward overwrites every tensor, so a finished state is reused for a
-/// later micro-batch.
+/// said. N = samples * T, Nh = the rows this tp rank holds (N/tp under sequence parallelism).
+/// Forward overwrites every tensor, so a finished state is reused for a later micro-batch.
 template <class BlockActivations>
 struct MicroBatchState {
   int samples = 0;
   Tensor inputs, targets;                 // (samples, T) i32, uploaded once per micro-batch
-  std::vector<Tensor> xs;                 // xs[k]: input of block k (N, C); xs[blocks]: head input
+  std::vector<Tensor> xs;                 // xs[k]: input of block k (Nh, C); xs[blocks]: head's
   std::vector<BlockActivations> blocks;   // empty entries under full recomputation
+  Tensor head_x;                          // (N, C): the gathered head input (sequence parallel)
   HeadActivations head;                   // the final norm
   Tensor logits;                          // (N, V)
 };
@@ -62,7 +66,9 @@ class BlockStage : public StageModule {
   BlockStage(const plan::Model& model, const StageModuleOptions& options, Backend& backend,
              Communicator* tp)
       : dims_(Family::dims(model)), options_(options), backend_(&backend),
-        act_(backend.compute_dtype()), weight_gradients_(backend) {
+        act_(backend.compute_dtype()),
+        region_(backend, options.tp_size > 1 ? tp : nullptr, options.sequence_parallel),
+        weight_gradients_(backend) {
     validate(model);
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
@@ -70,7 +76,7 @@ class BlockStage : public StageModule {
     end_block_ = std::min(options.end_layer, dims_.layers + 1);
     create_parameters();
     for (int layer = first_block_; layer < end_block_; ++layer)
-      blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, tp,
+      blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, region_,
                            block_scratch_, weight_gradients_);
   }
 
@@ -94,18 +100,20 @@ class BlockStage : public StageModule {
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
     const bool full = options_.recompute == plan::Recompute::full;
     s.xs.resize(blocks_.size() + 1);
-    for (Tensor& x : s.xs) reuse_or_allocate(x, *backend_, nc, act_);  // each is overwritten
+    for (Tensor& x : s.xs) reuse_or_allocate(x, *backend_, held(s), act_);  // each overwritten
+    const TensorView x0 = region_.all_rows(s.xs[0], border_, nc);
     if (has_embedding_)
-      ends_.embedding_forward(*backend_, s.xs[0], s.inputs, s.samples);
+      ends_.embedding_forward(*backend_, x0, s.inputs, s.samples);
     else
-      upload_floats(s.xs[0], input);
+      upload_floats(x0, input);
+    region_.keep_held_rows(x0, s.xs[0]);
     s.blocks.resize(blocks_.size());
     for (std::size_t k = 0; k < blocks_.size(); ++k) {
       blocks_[k].forward(s.samples, s.xs[k], s.xs[k + 1], full ? dropped_ : s.blocks[k],
                          options_.recompute == plan::Recompute::none);
     }
     if (!has_head_) {
-      download_floats(output, s.xs.back());
+      download_floats(output, region_.enter(s.xs.back(), border_));
       s.xs.pop_back();  // backward needs block inputs only
       return 0.0;
     }
@@ -160,20 +168,23 @@ class BlockStage : public StageModule {
                                             " has no forward in flight");
     State& s = it->second;
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
-    Tensor dx(*backend_, nc, act_);
+    Tensor dx(*backend_, held(s), act_);
+    const TensorView dx_all = region_.all_rows(dx, border_, nc);
     if (has_head_) {
       weight_gradients_.set_layer(dims_.layers + 1);
-      head_backward(s, dx, loss_scale);
-      layer_done(dims_.layers + 1);
+      backend_->fill_zero(dx_all, Stream::compute);  // head_backward adds to it
+      head_backward(s, dx_all, loss_scale);
     } else {
-      upload_floats(dx, output_gradient);
+      upload_floats(dx_all, output_gradient);
     }
+    region_.keep_held_rows(dx_all, dx);
+    if (has_head_) layer_done(dims_.layers + 1);
     for (std::size_t k = blocks_.size(); k-- > 0;) {
       if (options_.recompute == plan::Recompute::full) {  // redo the block's forward
-        reuse_or_allocate(recomputed_output_, *backend_, nc, act_);
+        reuse_or_allocate(recomputed_output_, *backend_, held(s), act_);
         blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, s.blocks[k], true);
       }
-      reuse_or_allocate(dx_spare_, *backend_, nc, act_);  // overwritten by the block
+      reuse_or_allocate(dx_spare_, *backend_, held(s), act_);  // overwritten by the block
       weight_gradients_.set_layer(first_block_ + static_cast<int>(k));
       blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, s.blocks[k]);
       // Full recomputation holds one block's activations at a time; otherwise they are kept
@@ -182,11 +193,12 @@ class BlockStage : public StageModule {
       std::swap(dx, dx_spare_);
       layer_done(first_block_ + static_cast<int>(k));
     }
+    const ConstTensorView dx_in = region_.enter(dx, border_);
     if (has_embedding_) {
-      ends_.embedding_backward(*backend_, dx, s.inputs, s.samples);
+      ends_.embedding_backward(*backend_, dx_in, s.inputs, s.samples);
       layer_done(0);
     } else {
-      download_floats(input_gradient, dx);
+      download_floats(input_gradient, dx_in);
     }
     spare_.push_back(std::move(s));  // its buffers serve a later forward
     in_flight_.erase(it);
@@ -200,11 +212,11 @@ class BlockStage : public StageModule {
   }
 
   /// dst (act) = dst.count() host floats, rounded to the compute dtype.
-  void upload_floats(Tensor& dst, const float* host) {
+  void upload_floats(TensorView dst, const float* host) {
     if (act_ == DType::fp32) {
       backend_->upload(dst, host, Stream::compute);
     } else {
-      reuse_or_allocate(host_staging_, *backend_, dst.count(), DType::fp32);
+      reuse_or_allocate(host_staging_, *backend_, dst.count, DType::fp32);
       backend_->upload(host_staging_, host, Stream::compute);
       backend_->cast(dst, host_staging_, Stream::compute);
     }
@@ -226,6 +238,16 @@ class BlockStage : public StageModule {
   std::size_t rows(const State& s) const {
     return static_cast<std::size_t>(s.samples) * dims_.sequence;
   }
+  /// Elements of a block input or output this tp rank holds: (Nh, C).
+  std::size_t held(const State& s) const {
+    return static_cast<std::size_t>(region_.held_rows(static_cast<int>(rows(s)))) *
+           dims_.channels;
+  }
+  /// The head's input over all rows: gathered by head_forward under sequence parallelism.
+  ConstTensorView head_input(const State& s) const {
+    return region_.sequence_parallel() ? s.head_x.slice(0, rows(s) * dims_.channels)
+                                       : ConstTensorView(s.xs.back());
+  }
 
   void validate(const plan::Model& model) const {
     const std::string& file = model.source_file;
@@ -238,6 +260,12 @@ class BlockStage : public StageModule {
       throw Error(file, "tp", "tp rank " + std::to_string(o.tp_rank) + " of " +
                                   std::to_string(o.tp_size) + " is not a valid shard");
     Family::validate_tp(model, dims_, o.tp_size);
+    if (o.sequence_parallel && dims_.sequence % o.tp_size != 0)
+      throw Error(file, "sequence",
+                  "a sequence divisible by the tensor-parallel degree " +
+                      std::to_string(o.tp_size) + " under sequence parallelism, got " +
+                      std::to_string(dims_.sequence),
+                  "choose a tp degree that divides the sequence, or turn sequence_parallel off");
   }
 
   /// One flat fp32 value (master) tensor, one flat fp32 gradient tensor and, for a 16-bit
@@ -305,7 +333,7 @@ class BlockStage : public StageModule {
   /// Final norm, LM head, summed cross-entropy of the micro-batch.
   double head_forward(State& s) {
     const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
-    ends_.head_norm_forward(*backend_, s.head, s.xs.back(), n);
+    ends_.head_norm_forward(*backend_, s.head, region_.enter(s.xs.back(), s.head_x), n);
     reuse_or_allocate(s.logits, *backend_, rows(s) * V, act_);
     backend_->linear_forward(s.logits, s.head.norm, ends_.head_weight().value, ConstTensorView{},
                              n, C, V);
@@ -315,6 +343,7 @@ class BlockStage : public StageModule {
   void drop_head_activations(State& s) {
     s.head = HeadActivations{};
     s.logits.reset();
+    s.head_x.reset();
   }
 
   /// dx (N, C) += gradient of loss_scale * summed loss w.r.t. the head input.
@@ -326,7 +355,7 @@ class BlockStage : public StageModule {
     const Param head = ends_.head_weight();
     weight_gradients_.linear_backward(dnorm, head.value, head.grad, TensorView{}, dlogits,
                                       s.head.norm, n, C, V);
-    ends_.head_norm_backward(*backend_, dx, dnorm, s.xs.back(), s.head, n);
+    ends_.head_norm_backward(*backend_, dx, dnorm, head_input(s), s.head, n);
   }
 
   Dims dims_;
@@ -338,6 +367,8 @@ class BlockStage : public StageModule {
   Tensor values_, gradients_;  // fp32 masters and gradients, flat
   Tensor compute_values_;      // the values in act_; empty under fp32 (the masters serve)
   Tensor host_staging_;        // fp32 scratch between act_ and host floats
+  TensorParallelRegion region_;  // the tp group's borders; built before blocks_ refer to it
+  Tensor border_;  // (N, C) whole tensors at the stage borders under sequence parallelism
   std::vector<ParameterView> views_;
   Ends ends_;  // the family's embedding and head
   std::vector<Block> blocks_;

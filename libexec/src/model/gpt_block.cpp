@@ -1,102 +1,109 @@
 // File: gpt_block.cpp
-// The transformer block: LN, QKV (column-split by heads), causal attention, proj (row-split)
-// + all-reduce + bias + residual; LN, fc1 (column-split), GELU, fc2 (row-split) + all-reduce
-// + bias + residual. Backward all-reduces the input gradients of the column-split matmuls.
+// The transformer block: LN, [enter] QKV (column-split by heads), causal attention, proj
+// (row-split) [leave] + bias + residual; LN, [enter] fc1 (column-split), GELU, fc2 (row-split)
+// [leave] + bias + residual. [enter]/[leave] are the tensor-parallel region's borders
+// (tensor_parallel_region.h); backward crosses them the other way.
 #include "model/gpt_block.h"
+
+#include <vector>
 
 namespace whale::exec::gpt {
 
 Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
-             Communicator* tp, BlockScratch& scratch, WeightGradients& weight_gradients)
+             TensorParallelRegion& region, BlockScratch& scratch,
+             WeightGradients& weight_gradients)
     : dims_(dims),
       channels_local_(dims.channels / tp_size),
       heads_local_(dims.heads / tp_size),
       ffn_local_(dims.ffn / tp_size),
       p_(params),
       be_(backend),
-      tp_(tp_size > 1 ? tp : nullptr),
       scratch_(&scratch),
       act_(backend.compute_dtype()),
-      tp_ops_(backend, tp_, weight_gradients) {}
-
-void Block::tp_all_reduce(TensorView data) { tp_ops_.all_reduce(data); }
-
-void Block::linear_gradients(TensorView dinp, const Param& w, TensorView dbias,
-                             ConstTensorView dout, ConstTensorView inp, int rows,
-                             int in_channels, int out_channels) {
-  tp_ops_.linear_gradients(dinp, w, dbias, dout, inp, rows, in_channels, out_channels);
-}
+      tp_ops_(backend, region, weight_gradients) {}
 
 void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActivations& a,
                     bool keep_probs) {
   const int T = dims_.sequence, C = dims_.channels, Cl = channels_local_, Fl = ffn_local_;
-  const int N = batch * T;
-  const std::size_t NC = static_cast<std::size_t>(N) * C;
-  reuse_or_allocate(a.ln1, be_, NC, act_);
-  reuse_or_allocate(a.ln1_mean, be_, N, DType::fp32);
-  reuse_or_allocate(a.ln1_rstd, be_, N, DType::fp32);
+  TensorParallelRegion& region = tp_ops_.region();
+  const int N = batch * T, Nh = region.held_rows(N);
+  const std::size_t NC = static_cast<std::size_t>(N) * C, NhC = static_cast<std::size_t>(Nh) * C;
+  BlockScratch& g = *scratch_;
+  reuse_or_allocate(a.ln1, be_, NhC, act_);
+  reuse_or_allocate(a.ln1_mean, be_, Nh, DType::fp32);
+  reuse_or_allocate(a.ln1_rstd, be_, Nh, DType::fp32);
   be_.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in,
-                        p_.ln1_w.value, p_.ln1_b.value, N, C);
+                        p_.ln1_w.value, p_.ln1_b.value, Nh, C);
   reuse_or_allocate(a.qkv, be_, static_cast<std::size_t>(N) * 3 * Cl, act_);
-  be_.linear_forward(a.qkv, a.ln1, p_.qkv_w.value, p_.qkv_b.value, N, C, 3 * Cl);
+  be_.linear_forward(a.qkv, region.enter(a.ln1, g.gathered), p_.qkv_w.value, p_.qkv_b.value,
+                     N, C, 3 * Cl);
   reuse_or_allocate(a.atty, be_, static_cast<std::size_t>(N) * Cl, act_);
   Tensor& probs = keep_probs ? a.probs : scratch_->probs;
   reuse_or_allocate(probs, be_, static_cast<std::size_t>(batch) * heads_local_ * T * T, act_);
   be_.attention_forward(a.atty, probs, a.qkv, batch, T, heads_local_,
                         dims_.head_size());
   if (!keep_probs) a.probs.reset();  // backward recomputes them
-  reuse_or_allocate(a.x_mid, be_, NC, act_);
-  be_.linear_forward(a.x_mid, a.atty, p_.proj_w.value, TensorView{}, N, Cl, C);
-  tp_all_reduce(a.x_mid);
-  be_.bias_add_forward(a.x_mid, p_.proj_b.value, N, C);
-  be_.add_forward(a.x_mid, a.x_mid, x_in, NC);
+  reuse_or_allocate(a.x_mid, be_, NhC, act_);
+  const TensorView attention_sum = region.all_rows(a.x_mid, g.partial, NC);
+  be_.linear_forward(attention_sum, a.atty, p_.proj_w.value, TensorView{}, N, Cl, C);
+  region.leave(attention_sum, a.x_mid);
+  be_.bias_add_forward(a.x_mid, p_.proj_b.value, Nh, C);
+  be_.add_forward(a.x_mid, a.x_mid, x_in, NhC);
 
-  reuse_or_allocate(a.ln2, be_, NC, act_);
-  reuse_or_allocate(a.ln2_mean, be_, N, DType::fp32);
-  reuse_or_allocate(a.ln2_rstd, be_, N, DType::fp32);
+  reuse_or_allocate(a.ln2, be_, NhC, act_);
+  reuse_or_allocate(a.ln2_mean, be_, Nh, DType::fp32);
+  reuse_or_allocate(a.ln2_rstd, be_, Nh, DType::fp32);
   be_.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid,
-                        p_.ln2_w.value, p_.ln2_b.value, N, C);
+                        p_.ln2_w.value, p_.ln2_b.value, Nh, C);
   const std::size_t NF = static_cast<std::size_t>(N) * Fl;
   reuse_or_allocate(a.fc1, be_, NF, act_);
-  be_.linear_forward(a.fc1, a.ln2, p_.fc1_w.value, p_.fc1_b.value, N, C, Fl);
+  be_.linear_forward(a.fc1, region.enter(a.ln2, g.gathered), p_.fc1_w.value, p_.fc1_b.value,
+                     N, C, Fl);
   reuse_or_allocate(a.gelu, be_, NF, act_);
   be_.gelu_forward(a.gelu, a.fc1, NF);
-  be_.linear_forward(x_out, a.gelu, p_.fc2_w.value, TensorView{}, N, Fl, C);
-  tp_all_reduce(x_out);
-  be_.bias_add_forward(x_out, p_.fc2_b.value, N, C);
-  be_.add_forward(x_out, x_out, a.x_mid, NC);
+  const TensorView mlp_sum = region.all_rows(x_out, g.partial, NC);
+  be_.linear_forward(mlp_sum, a.gelu, p_.fc2_w.value, TensorView{}, N, Fl, C);
+  region.leave(mlp_sum, x_out);
+  be_.bias_add_forward(x_out, p_.fc2_b.value, Nh, C);
+  be_.add_forward(x_out, x_out, a.x_mid, NhC);
 }
 
 void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, TensorView dx_in,
                      const BlockActivations& a) {
   const int T = dims_.sequence, C = dims_.channels, Cl = channels_local_, Fl = ffn_local_;
-  const int N = batch * T;
-  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  TensorParallelRegion& region = tp_ops_.region();
+  const int N = batch * T, Nh = region.held_rows(N);
+  const std::size_t NC = static_cast<std::size_t>(N) * C, NhC = static_cast<std::size_t>(Nh) * C;
   const std::size_t NF = static_cast<std::size_t>(N) * Fl;
 
   BlockScratch& g = *scratch_;
   for (Tensor* b : {&g.dgelu, &g.dfc1}) reuse_or_allocate(*b, be_, NF, act_);
-  for (Tensor* b : {&g.dln2, &g.dx_mid, &g.dln1}) reuse_or_allocate(*b, be_, NC, act_);
+  for (Tensor* b : {&g.dln2, &g.dx_mid, &g.dln1}) reuse_or_allocate(*b, be_, NhC, act_);
   reuse_or_allocate(g.datty, be_, static_cast<std::size_t>(N) * Cl, act_);
   reuse_or_allocate(g.dqkv, be_, static_cast<std::size_t>(N) * 3 * Cl, act_);
+  const std::vector<TensorView> held_row_gradients = {
+      p_.ln1_w.grad, p_.ln1_b.grad, p_.proj_b.grad, p_.ln2_w.grad, p_.ln2_b.grad, p_.fc2_b.grad};
+  region.begin_held_row_gradients(held_row_gradients);
 
   // MLP: x_out = x_mid + fc2(gelu(fc1(ln2(x_mid)))).
-  linear_gradients(g.dgelu, p_.fc2_w, TensorView{}, dx_out, a.gelu, N, Fl, C);
-  be_.bias_add_backward(p_.fc2_b.grad, dx_out, N, C);
+  tp_ops_.linear_gradients(g.dgelu, p_.fc2_w, TensorView{}, region.enter(dx_out, g.gathered),
+                           a.gelu, N, Fl, C);
+  be_.bias_add_backward(p_.fc2_b.grad, dx_out, Nh, C);
   be_.fill_zero(g.dfc1, Stream::compute);
   be_.gelu_backward(g.dfc1, a.fc1, g.dgelu, NF);
-  linear_gradients(g.dln2, p_.fc1_w, p_.fc1_b.grad, g.dfc1, a.ln2, N, C,
-                   Fl);
-  tp_all_reduce(g.dln2);
+  const TensorView dln2_sum = region.all_rows(g.dln2, g.partial, NC);
+  tp_ops_.linear_gradients(dln2_sum, p_.fc1_w, p_.fc1_b.grad, g.dfc1,
+                           region.enter(a.ln2, g.gathered), N, C, Fl);
+  region.leave(dln2_sum, g.dln2);
   be_.copy(g.dx_mid, dx_out, Stream::compute);  // the residual path
   be_.layernorm_backward(g.dx_mid, p_.ln2_w.grad, p_.ln2_b.grad, g.dln2,
                          a.x_mid, p_.ln2_w.value, a.ln2_mean, a.ln2_rstd,
-                         N, C);
+                         Nh, C);
 
   // Attention: x_mid = x_in + proj(attention(qkv(ln1(x_in)))).
-  linear_gradients(g.datty, p_.proj_w, TensorView{}, g.dx_mid, a.atty, N, Cl,
-                   C);
-  be_.bias_add_backward(p_.proj_b.grad, g.dx_mid, N, C);
+  tp_ops_.linear_gradients(g.datty, p_.proj_w, TensorView{},
+                           region.enter(g.dx_mid, g.gathered), a.atty, N, Cl, C);
+  be_.bias_add_backward(p_.proj_b.grad, g.dx_mid, Nh, C);
   ConstTensorView probs = a.probs;
   if (a.probs.empty()) {  // selective recomputation: the same op on the same qkv
     reuse_or_allocate(g.probs, be_, static_cast<std::size_t>(batch) * heads_local_ * T * T, act_);
@@ -108,12 +115,14 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
   be_.fill_zero(g.dqkv, Stream::compute);
   be_.attention_backward(g.dqkv, g.datty, a.qkv, probs, batch, T,
                          heads_local_, dims_.head_size());
-  linear_gradients(g.dln1, p_.qkv_w, p_.qkv_b.grad, g.dqkv, a.ln1, N, C,
-                   3 * Cl);
-  tp_all_reduce(g.dln1);
+  const TensorView dln1_sum = region.all_rows(g.dln1, g.partial, NC);
+  tp_ops_.linear_gradients(dln1_sum, p_.qkv_w, p_.qkv_b.grad, g.dqkv,
+                           region.enter(a.ln1, g.gathered), N, C, 3 * Cl);
+  region.leave(dln1_sum, g.dln1);
   be_.copy(dx_in, g.dx_mid, Stream::compute);  // the residual path
   be_.layernorm_backward(dx_in, p_.ln1_w.grad, p_.ln1_b.grad, g.dln1, x_in,
-                         p_.ln1_w.value, a.ln1_mean, a.ln1_rstd, N, C);
+                         p_.ln1_w.value, a.ln1_mean, a.ln1_rstd, Nh, C);
+  region.end_held_row_gradients(held_row_gradients);
 }
 
 }  // namespace whale::exec::gpt

@@ -1,15 +1,16 @@
 // File: llama_block.h
 // Private: one Llama block as a tensor-parallel shard: RMSNorm, fused QKV (column-split by
 // query and key/value heads, optional bias), RoPE, causal grouped-query attention, output
-// projection (row-split) + all-reduce + residual; RMSNorm, gate and up (column-split), SwiGLU,
-// down (row-split) + all-reduce + residual. No biases outside qkv.
+// projection (row-split) + residual; RMSNorm, gate and up (column-split), SwiGLU, down
+// (row-split) + residual. No biases outside qkv. The borders of each sub-layer's
+// tensor-parallel region exchange as tensor_parallel_region.h says (all-reduces, or under
+// sequence parallelism all-gathers and reduce-scatters).
 #pragma once
 
 #include "model/llama_parameters.h"
 #include "model/tensor_parallel_ops.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/backend/tensor.h"
-#include "whale/exec/comm/communicator.h"
 
 namespace whale::exec::llama {
 
@@ -19,15 +20,16 @@ struct BlockParams {
 };
 
 /// What backward needs of one block and one micro-batch, in the compute dtype (rstd fp32).
-/// N = B*T rows, Wl = (NHl + 2 KVl) HS the local qkv width, Fl = F/tp, NHl = NH/tp. A forward
-/// overwrites every buffer, so the same activations serve a later micro-batch.
+/// N = B*T rows, Nh = the rows held outside the tensor-parallel regions (N, or N/tp under
+/// sequence parallelism), Wl = (NHl + 2 KVl) HS the local qkv width, Fl = F/tp, NHl = NH/tp.
+/// A forward overwrites every buffer, so the same activations serve a later micro-batch.
 struct BlockActivations {
-  Tensor norm1, rstd1;      // (N, C), (N)
+  Tensor norm1, rstd1;      // (Nh, C), (Nh)
   Tensor qkv;               // (N, Wl): this shard's heads, q and k rotated
   Tensor probs;             // (B, NHl, T, T); empty when dropped (selective recompute)
   Tensor atty;              // (N, NHl*HS)
-  Tensor x_mid;             // (N, C): x_in + attention
-  Tensor norm2, rstd2;      // (N, C), (N)
+  Tensor x_mid;             // (Nh, C): x_in + attention
+  Tensor norm2, rstd2;      // (Nh, C), (Nh)
   Tensor gate, up;          // (N, Fl) each
   Tensor swiglu;            // (N, Fl)
 };
@@ -37,21 +39,23 @@ struct BlockActivations {
 struct BlockScratch {
   Tensor dswiglu, dgate, dup, dnorm2, dx_mid, datty, dqkv, dnorm1;
   Tensor probs, atty;  // recomputed attention (selective recomputation)
+  Tensor gathered, partial;  // (N, C) at the region borders under sequence parallelism
 };
 
 class Block {
  public:
-  /// tp may be null when tp_size == 1; scratch and weight_gradients (the stage's, which
+  /// `region` (the stage's tensor group), scratch and weight_gradients (the stage's, which
   /// defers the linears' weight gradients in a split backward) must outlive the block.
   Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
-        Communicator* tp, BlockScratch& scratch, WeightGradients& weight_gradients);
+        TensorParallelRegion& region, BlockScratch& scratch, WeightGradients& weight_gradients);
 
-  /// x_out (N, C) = block(x_in (N, C)), overwritten; fills acts, keeping the attention
+  /// x_out (Nh, C) = block(x_in (Nh, C)), overwritten; fills acts, keeping the attention
   /// probabilities only when keep_probs.
   void forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActivations& acts,
                bool keep_probs);
-  /// dx_in (N, C) = d loss / d x_in (overwritten); accumulates the parameter gradients.
-  /// Recomputes the attention probabilities when acts.probs is empty.
+  /// dx_in (Nh, C) = d loss / d x_in (overwritten); accumulates the parameter gradients (those
+  /// of the RMSNorms summed over the tensor group under sequence parallelism). Recomputes the
+  /// attention probabilities when acts.probs is empty.
   void backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, TensorView dx_in,
                 const BlockActivations& acts);
 

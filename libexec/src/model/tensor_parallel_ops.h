@@ -1,12 +1,14 @@
 // File: tensor_parallel_ops.h
 // Private: the pieces of a Megatron tensor-parallel block that every block family shares: the
-// all-reduce of partial results (the f/g operators) and the gradients of a linear layer.
+// communication at the borders of its tensor-parallel regions (TensorParallelRegion: all-reduce,
+// or all-gather and reduce-scatter under sequence parallelism) and the gradients of a linear
+// layer (at once, or deferred to zb-h1's weight pass by the stage's WeightGradients).
 #pragma once
 
+#include "model/tensor_parallel_region.h"
 #include "model/weight_gradients.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/backend/tensor.h"
-#include "whale/exec/comm/communicator.h"
 
 namespace whale::exec {
 
@@ -19,14 +21,14 @@ struct Param {
 
 class TensorParallelOps {
  public:
-  /// tp may be null (no tensor parallelism: the all-reduce does nothing). weight_gradients
-  /// (the stage's) runs or defers the linears' weight gradients and must outlive this.
-  TensorParallelOps(Backend& backend, Communicator* tp, WeightGradients& weight_gradients)
-      : be_(backend), tp_(tp), weight_gradients_(&weight_gradients) {}
+  /// `region` (the stage's tensor group) and `weight_gradients` (the stage's, which runs or
+  /// defers the linears' weight gradients) must outlive this.
+  TensorParallelOps(Backend& backend, TensorParallelRegion& region,
+                    WeightGradients& weight_gradients)
+      : be_(backend), region_(&region), weight_gradients_(&weight_gradients) {}
 
-  /// The tensor-parallel sum of partial results; none without a group. An activation in a
-  /// 16-bit dtype is summed in fp32 and rounded once.
-  void all_reduce(TensorView data);
+  /// The borders of the block's tensor-parallel regions.
+  TensorParallelRegion& region() { return *region_; }
   /// dinp (rows, in) = dout (rows, out) * w (overwritten, or added to when accumulate_input);
   /// w.grad += dout^T inp and dbias (when not null) += column sums of dout, at once or in the
   /// weight pass as the WeightGradients says.
@@ -36,9 +38,8 @@ class TensorParallelOps {
 
  private:
   Backend& be_;
-  Communicator* tp_;
+  TensorParallelRegion* region_;
   WeightGradients* weight_gradients_;
-  Tensor reduce_scratch_;  // fp32 copy of a 16-bit activation being all-reduced
 };
 
 }  // namespace whale::exec

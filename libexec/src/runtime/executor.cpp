@@ -93,6 +93,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.tp_rank = role.tp_rank;
       module_options.tp_size = stage.tp;
       module_options.recompute = stage.recompute;
+      module_options.sequence_parallel = stage.sequence_parallel;
       module_options.seed = options.seed;
       state.module = make_stage_module(plan.model, module_options, *im.backend, state.tp);
       state.input_floats = state.module->input_floats_per_sample();
@@ -103,7 +104,8 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
           *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw);
       if (state.dp)
         state.reducer = std::make_unique<GradientReducer>(
-            *im.backend, state.module->parameters(), plan::gradient_buckets(plan, s), state.dp);
+            *im.backend, state.module->parameters(), plan::gradient_buckets(plan, s), state.dp,
+            stage.shard_gradients);
     }
   }
   // The tied token table's group, after every tensor and data group (members only).
@@ -163,12 +165,9 @@ void Executor::Impl::finish_scaled_step() {
   const double used_scale = scaler.scale();
   if (scaler.update(overflow[0] == 0.0)) {
     for (int s : deferred_steps) {
-      const auto start = Clock::now();
       for (const ParameterView& p : stage(s).module->parameters())
         backend->scale(p.gradient, 1.0 / used_scale);
-      stage(s).optimizer->step();
-      stage(s).module->parameters_updated();
-      record("optimizer", "optimizer s" + std::to_string(s), s, -1, start);
+      update_parameters(s);
     }
   }
   deferred_steps.clear();

@@ -94,6 +94,9 @@ struct Executor::Impl {
   void reduce_bucket(int s, int bucket);
   void wait_reductions(int s);
   void optimizer_step(int s);
+  /// The optimizer step of stage s on its reduced (and unscaled) gradients, the all-gather of
+  /// sharded parameters, each recorded as whale-sim names them.
+  void update_parameters(int s);
   /// Between two layers of a backward of stage s: starts the buckets of s that became ready
   /// when this is s's last backward, and lets every bucket in flight on this rank progress.
   void layer_done(int s, int layer, bool last_backward);

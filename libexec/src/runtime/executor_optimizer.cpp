@@ -1,5 +1,5 @@
 // File: executor_optimizer.cpp
-// StageOptimizer: AdamW (adamw.h) on the whole flattened parameters or, under ZeRO-1, on this
+// StageOptimizer: AdamW (adamw.h) on the whole flattened parameters or, under ZeRO-1/2, on this
 // member's shard of them followed by an all-gather.
 #include "runtime/executor_optimizer.h"
 
@@ -16,10 +16,8 @@ StageOptimizer::StageOptimizer(Backend& backend, std::vector<ParameterView> para
       config_(config),
       backend_(backend) {
   for (const ParameterView& p : parameters_) total_ += p.count;
-  const std::size_t members = shard_ ? static_cast<std::size_t>(dp_->size()) : 1;
-  shard_size_ = (total_ + members - 1) / members;
-  shard_begin_ = shard_ ? std::min(total_, shard_size_ * static_cast<std::size_t>(dp_->rank())) : 0;
-  adamw_ = std::make_unique<AdamW>(backend_, parameters_, shard_begin_, shard_begin_ + shard_size_);
+  slice_ = shard_ ? zero_shard(total_, dp_->size(), dp_->rank()) : zero_shard(total_, 1, 0);
+  adamw_ = std::make_unique<AdamW>(backend_, parameters_, slice_.begin, slice_.end);
 }
 
 StageOptimizer::~StageOptimizer() = default;
@@ -49,13 +47,14 @@ void StageOptimizer::scatter(std::size_t begin, std::size_t count,
   backend_.synchronize(Stream::compute);
 }
 
-void StageOptimizer::step() {
-  adamw_->step(config_);
+void StageOptimizer::step() { adamw_->step(config_); }
+
+void StageOptimizer::share_parameters() {
   if (!shard_) return;
-  mine_.assign(shard_size_, 0.0f);
-  flat_.resize(shard_size_ * dp_->size());
-  gather(shard_begin_, std::min(shard_size_, total_ - shard_begin_), mine_.data());
-  dp_->all_gather(mine_.data(), flat_.data(), shard_size_);
+  mine_.assign(slice_.size, 0.0f);
+  flat_.resize(slice_.size * dp_->size());
+  gather(slice_.begin, slice_.count(), mine_.data());
+  dp_->all_gather(mine_.data(), flat_.data(), slice_.size);
   scatter(0, total_, flat_.data());
 }
 

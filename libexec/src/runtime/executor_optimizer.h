@@ -1,7 +1,8 @@
 // File: executor_optimizer.h
 // StageOptimizer: AdamW over one stage module's parameters, whose gradients the executor has
-// summed across the stage's dp replicas (gradient_reducer.h); under ZeRO-1 each replica
-// updates only its shard of the flattened parameters, then all-gathers them.
+// summed across the stage's dp replicas (gradient_reducer.h); under ZeRO-1 and ZeRO-2 each
+// replica updates only its shard of the flattened parameters (zero_shard.h), then all-gathers
+// them.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/comm/communicator.h"
 #include "whale/exec/model/stage_module.h"
+#include "runtime/zero_shard.h"
 
 namespace whale::exec {
 
@@ -23,9 +25,13 @@ class StageOptimizer {
                  bool shard, const AdamWConfig& config);
   ~StageOptimizer();
 
-  /// One AdamW step on the reduced gradients; sharded: on this member's shard, then an
-  /// all-gather of the parameters.
+  /// One AdamW step on the reduced gradients; sharded: on this member's shard only (it reads
+  /// the gradients of that shard only, which is all ZeRO-2's reduce-scatter sums).
   void step();
+  /// Sharded: all-gathers the updated shards, so that every member holds all the parameters
+  /// (whale-sim's "allgather weights"); nothing otherwise. Follows step().
+  void share_parameters();
+  bool sharded() const { return shard_; }
 
   /// Parameters, then m and v of this member's state, then the step count: for checkpoints.
   std::vector<float> save_state() const;
@@ -45,9 +51,8 @@ class StageOptimizer {
   AdamWConfig config_;
   Backend& backend_;
   std::size_t total_ = 0;        // parameters of the stage shard this rank holds
-  std::size_t shard_size_ = 0;   // flat elements per member, padded (total_ when not sharded)
-  std::size_t shard_begin_ = 0;  // first flat index of this member's shard
-  std::unique_ptr<AdamW> adamw_; // over [shard_begin_, shard_begin_ + shard_size_) clamped
+  ZeroShard slice_;              // this member's flat elements (all of them when not sharded)
+  std::unique_ptr<AdamW> adamw_; // over slice_
   // Step-to-step scratch, kept so that every step reuses warm memory (a fresh 10+ MB buffer per
   // step costs more in page faults than the all-reduce itself on CPUs):
   std::vector<float> flat_;  // the flattened parameters, padded to dp shards

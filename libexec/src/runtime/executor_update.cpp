@@ -41,10 +41,20 @@ void Executor::Impl::optimizer_step(int s) {
     deferred_steps.push_back(s);
     return;
   }
+  update_parameters(s);
+}
+
+void Executor::Impl::update_parameters(int s) {
+  StageOptimizer& optimizer = *stage(s).optimizer;
   const auto start = std::chrono::steady_clock::now();
-  stage(s).optimizer->step();
-  stage(s).module->parameters_updated();
+  optimizer.step();
   record("optimizer", "optimizer s" + std::to_string(s), s, -1, start);
+  if (optimizer.sharded()) {
+    const auto gather_start = std::chrono::steady_clock::now();
+    optimizer.share_parameters();
+    record("dp", "allgather weights s" + std::to_string(s), s, -1, gather_start);
+  }
+  stage(s).module->parameters_updated();
 }
 
 std::vector<float> Executor::save_state() const {

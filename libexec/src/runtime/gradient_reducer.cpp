@@ -1,7 +1,9 @@
 // File: gradient_reducer.cpp
 // GradientReducer: maps buckets (layer ranges) to ranges of the flat gradient buffer, starts
-// their all-reduces in bucket order and completes them.
+// their all-reduces (or ZeRO-2 reduce-scatters) in bucket order and completes them.
 #include "runtime/gradient_reducer.h"
+
+#include "runtime/zero_shard.h"
 
 #include <stdexcept>
 #include <string>
@@ -9,7 +11,8 @@
 namespace whale::exec {
 
 GradientReducer::GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
-                                 std::vector<plan::GradientBucket> buckets, Communicator* dp)
+                                 std::vector<plan::GradientBucket> buckets, Communicator* dp,
+                                 bool shard_gradients)
     : backend_(backend), buckets_(std::move(buckets)), dp_(dp) {
   const std::size_t n = buckets_.size();
   begin_.assign(n, nullptr);
@@ -34,6 +37,13 @@ GradientReducer::GradientReducer(Backend& backend, const std::vector<ParameterVi
       count_[b] += p.count;
     }
   }
+  if (!shard_gradients) return;
+  const float* flat = parameters.empty() ? nullptr : parameters.front().gradient.as<float>();
+  const std::size_t total = static_cast<std::size_t>(next - flat);
+  for (std::size_t b = 0; b < n; ++b)
+    blocks_.push_back(zero_block_counts(total, dp_->size(),
+                                        begin_[b] ? static_cast<std::size_t>(begin_[b] - flat) : 0,
+                                        count_[b]));
 }
 
 void GradientReducer::start_through(int b) {
@@ -42,7 +52,9 @@ void GradientReducer::start_through(int b) {
   for (; next_ <= b && next_ < buckets(); ++next_) {
     started_[next_] = Clock::now();
     done_[next_] = false;
-    requests_[next_] = dp_->start_all_reduce_sum(begin_[next_], count_[next_]);
+    requests_[next_] = blocks_.empty()
+                           ? dp_->start_all_reduce_sum(begin_[next_], count_[next_])
+                           : dp_->start_reduce_scatter_sum(begin_[next_], blocks_[next_]);
   }
 }
 

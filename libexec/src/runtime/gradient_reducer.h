@@ -1,7 +1,9 @@
 // File: gradient_reducer.h
 // GradientReducer: the data-parallel gradient reduction of one stage on this rank, bucket by
 // bucket as the schedule program says (reduce_bucket, wait_reductions): each bucket is a
-// non-blocking all-reduce, in place, of its layers' part of the stage's flat gradient buffer.
+// non-blocking all-reduce, in place, of its layers' part of the stage's flat gradient buffer;
+// with sharded gradients (ZeRO-2) a non-blocking reduce-scatter, in place, that sums only the
+// part of the bucket inside each replica's ZeRO shard (zero_shard.h), on that replica.
 #pragma once
 
 #include <chrono>
@@ -23,9 +25,12 @@ class GradientReducer {
   /// one tensor of `backend` (else std::logic_error); `buckets`: plan::gradient_buckets of the
   /// stage; `dp`: the stage's data-parallel group. Every replica's gradient is already scaled
   /// by 1 / global tokens, so the sum over the group is the global-batch gradient, weighted by
-  /// samples. `backend` and `dp` must outlive this.
+  /// samples. With `shard_gradients`, after wait_all() only this replica's ZeRO shard of the
+  /// flat gradient buffer holds the sum; the rest holds unspecified values. `backend` and `dp`
+  /// must outlive this.
   GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
-                  std::vector<plan::GradientBucket> buckets, Communicator* dp);
+                  std::vector<plan::GradientBucket> buckets, Communicator* dp,
+                  bool shard_gradients);
 
   int buckets() const { return static_cast<int>(buckets_.size()); }
 
@@ -52,6 +57,7 @@ class GradientReducer {
   Communicator* dp_;
   std::vector<float*> begin_;         // per bucket: its first gradient
   std::vector<std::size_t> count_;    // per bucket: its gradients
+  std::vector<std::vector<std::size_t>> blocks_;  // per bucket under ZeRO-2: each replica's part
   std::vector<std::unique_ptr<CommRequest>> requests_;  // per bucket; null before its start
   std::vector<bool> done_;
   std::vector<Clock::time_point> started_, completed_;

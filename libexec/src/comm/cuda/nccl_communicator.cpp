@@ -63,6 +63,23 @@ class NcclCommunicator : public Communicator {
     WHALE_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, nccl_, stream_));
     return std::make_unique<StreamRequest>(stream_);
   }
+  /// ncclReduceScatter takes equal blocks only: one ncclReduce in place per block, rooted at
+  /// the block's owner, grouped into one launch.
+  std::unique_ptr<CommRequest> start_reduce_scatter_sum(
+      float* data, const std::vector<std::size_t>& counts) override {
+    block_offset(counts, rank_, size_);  // checks one count per member
+    WHALE_NCCL_CHECK(ncclGroupStart());
+    std::size_t offset = 0;
+    for (int root = 0; root < size_; ++root) {
+      float* block = data + offset;
+      if (counts[root] > 0)
+        WHALE_NCCL_CHECK(ncclReduce(block, block, counts[root], ncclFloat, ncclSum, root, nccl_,
+                                    stream_));
+      offset += counts[root];
+    }
+    WHALE_NCCL_CHECK(ncclGroupEnd());
+    return std::make_unique<StreamRequest>(stream_);
+  }
   void reduce_scatter_sum(const float* input, float* output,
                           std::size_t count_per_rank) override {
     WHALE_NCCL_CHECK(

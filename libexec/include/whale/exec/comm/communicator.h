@@ -10,8 +10,9 @@
 
 namespace whale::exec {
 
-/// A non-blocking collective in flight, from Communicator::start_all_reduce_sum. Its buffer
-/// belongs to the collective until it completes: nothing may read or write it before then.
+/// A non-blocking collective in flight, from Communicator::start_all_reduce_sum or
+/// start_reduce_scatter_sum. Its buffer belongs to the collective until it completes: nothing
+/// may read or write it before then.
 /// The communicator that started it must outlive it; destroying it before it completes waits.
 class CommRequest {
  public:
@@ -35,6 +36,14 @@ class Communicator {
   /// holds what all_reduce_sum would have left there. Several may be in flight at once. Every
   /// member starts this communicator's collectives, blocking or not, in the same order.
   virtual std::unique_ptr<CommRequest> start_all_reduce_sum(float* data, std::size_t count) = 0;
+  /// In place and without blocking, the reduce-scatter of blocks of any sizes (ZeRO-2's
+  /// gradient buckets): `data` holds counts[0] + ... + counts[size()-1] floats, block r being
+  /// the counts[r] floats after blocks 0..r-1 (a count may be 0). Once the request is complete,
+  /// this rank's block holds the element-wise sum over all members of that block; what the
+  /// other blocks hold is unspecified. Every member passes the same counts, and starts this
+  /// communicator's collectives in the same order (as start_all_reduce_sum).
+  virtual std::unique_ptr<CommRequest> start_reduce_scatter_sum(
+      float* data, const std::vector<std::size_t>& counts) = 0;
   /// input holds size()*count_per_rank floats; output gets this rank's block of the sum.
   virtual void reduce_scatter_sum(const float* input, float* output,
                                   std::size_t count_per_rank) = 0;
@@ -49,5 +58,9 @@ class Communicator {
   /// Called only by the members themselves.
   virtual std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) = 0;
 };
+
+/// Where block `rank` of start_reduce_scatter_sum's `counts` begins: the sum of the counts
+/// before it. Throws whale::InternalError unless counts has one entry per member (`members`).
+std::size_t block_offset(const std::vector<std::size_t>& counts, int rank, int members);
 
 }  // namespace whale::exec

@@ -43,6 +43,10 @@ class HostBridgeCommunicator : public Communicator {
   /// Downloads now, starts the host all-reduce on a host buffer of its own, and uploads the
   /// result when the request completes (test() or wait()).
   std::unique_ptr<CommRequest> start_all_reduce_sum(float* data, std::size_t count) override;
+  /// Downloads all blocks now, starts the host reduce-scatter on a host copy of its own, and
+  /// uploads this rank's block when the request completes.
+  std::unique_ptr<CommRequest> start_reduce_scatter_sum(
+      float* data, const std::vector<std::size_t>& counts) override;
   void reduce_scatter_sum(const float* input, float* output,
                           std::size_t count_per_rank) override;
   void all_gather(const float* input, float* output, std::size_t count_per_rank) override;
@@ -55,6 +59,8 @@ class HostBridgeCommunicator : public Communicator {
 
  private:
   float* staged_input(const float* device, std::size_t count);
+  /// A fresh host copy of `count` device floats, for a collective that outlives the call.
+  std::vector<float> host_copy(const float* device, std::size_t count);
   float* output_buffer(std::size_t count);
   void upload_output(float* device, const float* host, std::size_t count);
 

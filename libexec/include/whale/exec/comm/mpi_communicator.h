@@ -72,6 +72,9 @@ class SelfCommunicator : public Communicator {
   void all_reduce_sum(float* data, std::size_t count) override;
   /// Already complete: the sum of one rank is its data.
   std::unique_ptr<CommRequest> start_all_reduce_sum(float* data, std::size_t count) override;
+  /// Already complete: the one block is the whole data, its own sum.
+  std::unique_ptr<CommRequest> start_reduce_scatter_sum(
+      float* data, const std::vector<std::size_t>& counts) override;
   void reduce_scatter_sum(const float* input, float* output,
                           std::size_t count_per_rank) override;
   void all_gather(const float* input, float* output, std::size_t count_per_rank) override;

@@ -106,6 +106,10 @@ struct StageModuleOptions {
   int tp_rank = 0;
   int tp_size = 1;
   plan::Recompute recompute = plan::Recompute::none;
+  /// Sequence parallelism: outside the tensor-parallel linears (layernorms, biases after them,
+  /// residual stream) each tp rank holds 1/tp_size of the rows; needs tp_size dividing the
+  /// sequence.
+  bool sequence_parallel = false;
   uint64_t seed = 0;        // initial parameters depend on (seed, layer, name) only, never on
                             // tp/pp/dp, so every plan starts from the same model
 };
