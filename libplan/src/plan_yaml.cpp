@@ -2,6 +2,7 @@
 // Reads and writes plan files (schema: docs/plan.md). The cluster and the model are referenced
 // by path (relative to the plan's folder) or embedded as mappings.
 #include <filesystem>
+#include <system_error>
 
 #include "spec_yaml.h"
 #include "whale/plan/atomic_file.h"
@@ -18,8 +19,9 @@ namespace fs = std::filesystem;
 // A referenced spec file, resolved against the plan's folder; fails at `field` when missing.
 std::string referenced_file(const YamlField& field, const std::string& folder) {
   const std::string resolved = resolve_path(folder, field.text());
-  if (fs::is_directory(resolved)) field.fail("a file, got the folder '" + resolved + "'");
-  if (!fs::is_regular_file(resolved)) {
+  std::error_code error;  // the non-throwing checks: a name too long or unreadable is "not found"
+  if (fs::is_directory(resolved, error)) field.fail("a file, got the folder '" + resolved + "'");
+  if (!fs::is_regular_file(resolved, error)) {
     field.fail("file '" + resolved + "' not found", "paths are relative to the plan's folder");
   }
   return resolved;
