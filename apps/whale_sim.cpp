@@ -37,6 +37,11 @@ int main(int argc, char** argv) {
       whale::plan::write_chrome_trace_file(trace_path, estimate.timeline, labels);
     }
     if (!svg_path.empty()) whale::sim::write_svg_timeline_file(svg_path, plan, estimate);
+    if (!estimate.fits) {
+      std::cerr << "whale-sim: warning: " << plan_path
+                << ": the plan does not fit in memory (see OUT OF MEMORY in the report; "
+                   "framework reserves come from the profiles, docs/profile.md)\n";
+    }
     std::cout.flush();
     if (!std::cout) throw whale::Error("(stdout)", "", "a writable standard output", "the disk may be full");
     return 0;

@@ -2,7 +2,8 @@
 # File: fidelity.sh
 # The fidelity check: profiles this machine's CPU and MPI links, then runs every plan of
 # configs/plans/fidelity/ with whale-run and simulates it with whale-sim, and prints predicted
-# against measured step time. Last line: `fidelity: N plans, MAPE X%, rank correlation Y`.
+# against measured step time, then predicted against measured peak memory per rank. Summary
+# lines: `fidelity: N plans, MAPE X%, rank correlation Y` and `fidelity memory: N plans, ...`.
 #
 # Usage: scripts/fidelity.sh [--build DIR] [--work DIR] [--steps N] [--rounds R] [--reuse-profile]
 #                            [--plans LIST] [--calibrate-on LIST]
@@ -210,6 +211,38 @@ print(f"{label}: {len(plans)} plans, MAPE {mape:.1f}%, rank correlation {rho:.2f
 EOF
 }
 report "$WORK/fidelity.tsv" fidelity
+
+# Peak memory per rank: whale-sim's prediction (devices in id order, the order of whale-run's
+# ranks) against the peak whale-run's CPU backend held (its log's "peak memory per rank" line,
+# the last round's run).
+printf '%s\t%s\t%s\t%s\n' plan rank predicted_mib measured_mib > "$WORK/fidelity-memory.tsv"
+for plan in "${PLANS[@]}"; do
+  name=$(basename "$plan" .yaml)
+  "$BUILD/apps/whale-sim" "$plan" --profiles "$WORK/round-1" --format json |
+    python3 -c '
+import json, sys
+predicted = [d["peak_memory_bytes"] / 2**20 for d in json.load(sys.stdin)["devices"]]
+line = [l for l in open(sys.argv[2]) if l.startswith("whale-run: peak memory per rank, MiB:")][-1]
+measured = [float(v) for v in line.split(":")[-1].split()]
+for rank, (p, m) in enumerate(zip(predicted, measured)):
+    print(f"{sys.argv[1]}\t{rank}\t{p:.3f}\t{m:.3f}")
+' "$name" "$WORK/$name-$ROUNDS.log" >> "$WORK/fidelity-memory.tsv"
+done
+python3 - "$WORK/fidelity-memory.tsv" <<'EOF'
+# Per plan, the rank with the largest measured peak; the MAPE over all ranks of all plans.
+import sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])][1:]
+print(f"{'plan':<16} {'ranks':>5} {'predicted_mib':>14} {'measured_mib':>13} {'error':>8}")
+errors, plans = [], {}
+for name, rank, predicted, measured in rows:
+    predicted, measured = float(predicted), float(measured)
+    errors.append(abs(predicted - measured) / measured)
+    plans.setdefault(name, []).append((measured, predicted))
+for name, ranks in plans.items():
+    measured, predicted = max(ranks)
+    print(f"{name:<16} {len(ranks):>5} {predicted:>14.2f} {measured:>13.2f} {100 * (predicted - measured) / measured:>+7.1f}%")
+print(f"fidelity memory: {len(plans)} plans, {len(errors)} ranks, MAPE {100 * sum(errors) / len(errors):.1f}% (the table: each plan's rank with the largest measured peak)")
+EOF
 [ -n "$CALIBRATE_ON" ] || exit 0
 
 # Calibration: each round's profile fitted to the measured step times of the --calibrate-on

@@ -96,12 +96,49 @@ void emit_calibration(YAML::Emitter& out, const ProfileCalibration& c) {
   out << YAML::EndMap;
 }
 
+// The optional `framework_memory` block (docs/profile.md); a missing key keeps the kind's
+// default.
+FrameworkMemory parse_framework_memory(const YamlField& block, const std::string& device_kind) {
+  block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "fused_attention"});
+  FrameworkMemory f = default_framework_memory(device_kind);
+  f.source = block.get("source").text();
+  if (block.has("reserve_gib")) {
+    const YamlField reserve = block.get("reserve_gib");
+    const double gib = reserve.non_negative_number();
+    if (gib > kMaxMemoryGib) {
+      reserve.fail("expected at most " + format_number(kMaxMemoryGib) + " GiB, got " + format_number(gib),
+                   "whale's limit on device memory (docs/limits.md); check the unit");
+    }
+    f.reserve_bytes = gib * kBytesPerGiB;
+  }
+  if (block.has("allocator_slack_fraction")) {
+    const YamlField slack = block.get("allocator_slack_fraction");
+    f.allocator_slack_fraction = slack.non_negative_number();
+    if (f.allocator_slack_fraction > 1) {
+      slack.fail("expected a fraction in [0, 1], got " + format_number(f.allocator_slack_fraction),
+                 "0.05 means 5% on top of the tensors' peak");
+    }
+  }
+  f.fused_attention = block.boolean_or("fused_attention", f.fused_attention);
+  return f;
+}
+
+void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
+  out << YAML::Key << "framework_memory" << YAML::Value << YAML::BeginMap;
+  emit_text_field(out, "source", f.source);
+  emit_number_field(out, "reserve_gib", f.reserve_bytes / kBytesPerGiB);
+  emit_number_field(out, "allocator_slack_fraction", f.allocator_slack_fraction);
+  out << YAML::Key << "fused_attention" << YAML::Value << f.fused_attention;
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 DeviceProfile parse_device_profile(const YamlField& root, const std::string& expected_name) {
   root.expect_keys({"name", "kind", "source", "memory_gib", "memory_bandwidth_gbytes_per_s",
                     "peak_tflops", "kernel_launch_us", "gemm_efficiency", "memory_efficiency",
-                    "slowdown_factor", "op_bandwidth_gbytes_per_s", "calibration"});
+                    "slowdown_factor", "op_bandwidth_gbytes_per_s", "framework_memory",
+                    "calibration"});
   DeviceProfile profile;
   const YamlField name = root.get("name");
   profile.name = name.text();
@@ -147,6 +184,9 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
       profile.op_bandwidth_bytes_per_s[key] = gbytes_per_s_to_bytes_per_s(ops.get(key).positive_number());
     }
   }
+  profile.framework_memory = root.has("framework_memory")
+                                 ? parse_framework_memory(root.get("framework_memory"), profile.kind)
+                                 : default_framework_memory(profile.kind);
   if (root.has("calibration")) profile.calibration = parse_calibration(root.get("calibration"));
   return profile;
 }
@@ -185,6 +225,9 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
     out << YAML::Key << "op_bandwidth_gbytes_per_s" << YAML::Value << YAML::BeginMap;
     for (const auto& [op, bandwidth] : profile.op_bandwidth_bytes_per_s) emit_number_field(out, op, bandwidth / 1e9);
     out << YAML::EndMap;
+  }
+  if (!(profile.framework_memory == default_framework_memory(profile.kind))) {
+    emit_framework_memory(out, profile.framework_memory);
   }
   if (!profile.calibration.is_default()) emit_calibration(out, profile.calibration);
   out << YAML::EndMap;

@@ -202,7 +202,8 @@ Seconds AnalyticModel::optimizer_s(const std::string& device_model, int first, i
 Bytes AnalyticModel::usable_bytes(const std::string& device_model) const {
   // A calibrated profile's memory reserve (what the framework holds beyond the model) too.
   const DeviceProfile& profile = cluster_.profiles.at(device_model);
-  return profile.memory_bytes - kWorkspaceBytes - profile.calibration.memory_reserve_bytes;
+  return tensor_capacity_bytes(profile.framework_memory,
+                               profile.memory_bytes - profile.calibration.memory_reserve_bytes);
 }
 
 }  // namespace whale::plan

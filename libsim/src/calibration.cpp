@@ -33,8 +33,4 @@ Seconds step_overhead_s(const plan::Plan& plan) {
   return out;
 }
 
-Bytes memory_reserve_bytes(const plan::DeviceProfile& profile) {
-  return profile.calibration.memory_reserve_bytes;
-}
-
 }  // namespace whale::sim

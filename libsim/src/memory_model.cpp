@@ -1,6 +1,6 @@
 // File: memory_model.cpp
 // Per-device memory: model state by precision and optimizer, activations in flight walked
-// from the schedule program, recomputation and workspace.
+// from the schedule program, recomputation, and the framework's reserve and allocator slack.
 #include "whale/sim/memory_model.h"
 
 #include <algorithm>
@@ -42,12 +42,14 @@ StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::s
 //   full recomputation:                  2sbh (the layer input; sharded along the sequence,
 //                                        2sbh/t, under sequence parallelism, Section 5)
 // A Layer carries the three parts: replicated (10sbh), split (24sbh) and attention (5as^2b).
+// A fused attention keeps no attention part, as selective recomputation.
 Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                            bool sequence_parallel) {
+                            bool sequence_parallel, bool fused_attention) {
   const Bytes replicated = layer.activation_bytes_replicated / (sequence_parallel ? tp : 1);
+  const Bytes attention = fused_attention ? 0.0 : layer.activation_bytes_attention;
   switch (recompute) {
     case plan::Recompute::none:
-      return replicated + (layer.activation_bytes_split + layer.activation_bytes_attention) / tp;
+      return replicated + (layer.activation_bytes_split + attention) / tp;
     case plan::Recompute::selective: return replicated + layer.activation_bytes_split / tp;
     case plan::Recompute::full: return layer.input_bytes / (sequence_parallel ? tp : 1);
   }
@@ -55,12 +57,14 @@ Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute re
 }
 
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                                bool sequence_parallel) {
+                                bool sequence_parallel, bool fused_attention) {
   switch (recompute) {
     case plan::Recompute::none: return 0;
-    case plan::Recompute::selective: return layer.activation_bytes_attention / tp;
+    case plan::Recompute::selective:
+      return fused_attention ? 0.0 : layer.activation_bytes_attention / tp;
     case plan::Recompute::full:
-      return kept_activation_bytes(layer, tp, plan::Recompute::none, sequence_parallel);
+      return kept_activation_bytes(layer, tp, plan::Recompute::none, sequence_parallel,
+                                   fused_attention);
   }
   return 0;
 }
@@ -96,11 +100,14 @@ int peak_in_flight(const plan::GroupProgram& program, int stage) {
 }
 
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
-                               int replica, Bytes workspace_bytes) {
+                               int replica) {
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer);
+  // The devices of a replica are one model; every stage of the group runs on them.
+  const plan::DeviceProfile& profile = plan.cluster.profile_of(
+      plan.stages.at(program.stages.front()).replica_devices(replica).front());
+  const bool fused = profile.framework_memory.fused_attention;
   MemoryBreakdown out;
-  out.workspace_bytes = workspace_bytes;
   std::map<int, Bytes> kept_per_micro_batch;  // stage -> bytes one micro-batch keeps
   std::map<int, Bytes> weight_pass_per_micro_batch;  // stage -> bytes kept for a weight pass
   Bytes transient_bytes = 0;                  // one layer's full activations, recomputing
@@ -113,12 +120,13 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       const plan::Layer& layer = plan.model.layers.at(l);
       parameters += parameters_per_device(layer, stage.tp);
       weight_pass += weight_pass_bytes(layer, stage.tp, plan.precision) * samples;
-      kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel) *
+      kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,
+                                    fused) *
               samples;
-      transient_bytes =
-          std::max(transient_bytes, recompute_transient_bytes(layer, stage.tp, stage.recompute,
-                                                              stage.sequence_parallel) *
-                                        samples);
+      transient_bytes = std::max(
+          transient_bytes, recompute_transient_bytes(layer, stage.tp, stage.recompute,
+                                                     stage.sequence_parallel, fused) *
+                               samples);
     }
     kept_per_micro_batch[s] = kept;
     weight_pass_per_micro_batch[s] = weight_pass;
@@ -157,6 +165,10 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     }
   }
   out.activations_bytes = peak + transient_bytes;
+  const Bytes tensors = out.tensor_bytes();
+  out.allocator_slack_bytes = plan::allocator_slack_bytes(profile.framework_memory, tensors);
+  out.framework_reserve_bytes = profile.framework_memory.reserve_bytes;
+  out.calibrated_reserve_bytes = profile.calibration.memory_reserve_bytes;
   return out;
 }
 

@@ -65,6 +65,7 @@ std::string format_json_report(const plan::Plan& plan, const plan::Estimate& est
     const plan::DeviceEstimate& d = est.devices[i];
     out << (i ? "," : "") << "\n    {\"id\": " << d.id << ", \"model\": " << plan::json_quote(d.model)
         << ", \"peak_memory_bytes\": " << format_bytes(d.peak_memory_bytes)
+        << ", \"tensor_memory_bytes\": " << format_bytes(d.tensor_memory_bytes)
         << ", \"capacity_bytes\": " << format_bytes(d.capacity_bytes)
         << ", \"busy_s\": " << format_number(d.busy_s)
         << ", \"achieved_tflops\": " << format_number(d.achieved_tflops) << "}";

@@ -101,6 +101,42 @@ std::string format_text_report(const plan::Plan& plan, const plan::Estimate& est
                          fullest->peak_memory_bytes <= fullest->capacity_bytes ? "  " : "!!",
                          stage_models(plan, st).c_str());
   }
+  out += out_of_memory_text(plan, est);
+  return out;
+}
+
+std::string out_of_memory_text(const plan::Plan& plan, const plan::Estimate& est) {
+  std::vector<const plan::DeviceEstimate*> over;
+  for (const plan::DeviceEstimate& d : est.devices) {
+    if (d.peak_memory_bytes > d.capacity_bytes) over.push_back(&d);
+  }
+  if (over.empty()) return "";
+  std::string out = printf_string("\nOUT OF MEMORY on %zu of %zu devices (predicted peak above capacity):\n",
+                                  over.size(), est.devices.size());
+  constexpr std::size_t kListed = 8;
+  for (std::size_t i = 0; i < over.size() && i < kListed; ++i) {
+    const plan::DeviceEstimate& d = *over[i];
+    out += printf_string("  device %d %s: %.2f GiB of %.2f GiB (tensors %.2f GiB, framework %.2f GiB)\n",
+                         d.id, d.model.c_str(), d.peak_memory_bytes / kBytesPerGiB,
+                         d.capacity_bytes / kBytesPerGiB, d.tensor_memory_bytes / kBytesPerGiB,
+                         (d.peak_memory_bytes - d.tensor_memory_bytes) / kBytesPerGiB);
+  }
+  if (over.size() > kListed) out += printf_string("  ... and %zu more\n", over.size() - kListed);
+  // Where each overflowing model's framework figures come from.
+  std::map<std::string, bool> models;
+  for (const plan::DeviceEstimate* d : over) models[d->model] = true;
+  for (const auto& [model, unused] : models) {
+    const plan::DeviceProfile& profile = plan.cluster.profiles.at(model);
+    const plan::FrameworkMemory& f = profile.framework_memory;
+    out += printf_string("  %s: framework reserve %.2f GiB + allocator slack %.0f%% (%s)",
+                         model.c_str(), f.reserve_bytes / kBytesPerGiB,
+                         100.0 * f.allocator_slack_fraction, f.source.c_str());
+    if (profile.calibration.memory_reserve_bytes > 0) {
+      out += printf_string(" + calibrated reserve %.2f GiB",
+                           profile.calibration.memory_reserve_bytes / kBytesPerGiB);
+    }
+    out += "\n";
+  }
   return out;
 }
 

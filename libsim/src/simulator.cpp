@@ -79,15 +79,15 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateO
     const UnitStats& stats = run.units[u];
     const plan::GroupProgram& group = program.groups[stats.group];
     const plan::Stage& stage = plan.stages[group.stages.front()];
-    const MemoryBreakdown memory =
-        replica_memory(plan, group, stats.replica, options_.workspace_bytes);
+    const MemoryBreakdown memory = replica_memory(plan, group, stats.replica);
     unit_devices[u] = stage.replica_devices(stats.replica);
     for (int id : unit_devices[u]) {
       const plan::DeviceProfile& profile = plan.cluster.profile_of(id);
       plan::DeviceEstimate& d = devices[id];
       d.id = id;
       d.model = profile.name;
-      d.peak_memory_bytes = memory.total_bytes() + memory_reserve_bytes(profile);
+      d.peak_memory_bytes = memory.total_bytes();
+      d.tensor_memory_bytes = memory.tensor_bytes();
       d.capacity_bytes = profile.memory_bytes;
       d.busy_s = stats.compute_s + stats.recompute_s + stats.tp_exposed_s;
       d.achieved_tflops = stats.model_flops / est.step_time_s / 1e12;

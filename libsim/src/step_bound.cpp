@@ -32,13 +32,12 @@ ReplicaCompute replica_compute(const StageCost& stage, int replica, double expos
 }
 
 // Ids of the devices whose peak memory (as evaluate counts it) exceeds their capacity.
-std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::ScheduleProgram& program,
-                                     Bytes workspace_bytes) {
+std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::ScheduleProgram& program) {
   std::vector<int> out;
   for (const plan::GroupProgram& group : program.groups) {
     const plan::Stage& stage = plan.stages[group.stages.front()];
     for (int r = 0; r < stage.dp(); ++r) {
-      const Bytes need = replica_memory(plan, group, r, workspace_bytes).total_bytes();
+      const Bytes need = replica_memory(plan, group, r).total_bytes();
       for (int id : stage.replica_devices(r)) {
         if (need > plan.cluster.profile_of(id).memory_bytes) out.push_back(id);
       }
@@ -53,7 +52,7 @@ std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::Schedul
 plan::StepBound Simulator::bound(const plan::Plan& plan) const {
   const plan::ScheduleProgram program = plan::generate_schedule(plan);
   plan::StepBound out;
-  out.overflowing = overflowing_devices(plan, program, options_.workspace_bytes);
+  out.overflowing = overflowing_devices(plan, program);
   out.fits = out.overflowing.empty();
   if (!out.fits) return out;  // the planner raises its memory rungs first: no time needed
   const CostTable table = build_cost_table(plan);

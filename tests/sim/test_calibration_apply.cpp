@@ -54,7 +54,10 @@ TEST_CASE("the memory reserve adds to every device's predicted peak memory") {
   const plan::Estimate reserved = Simulator().evaluate(one_layer_plan(c), {});
   REQUIRE(reserved.devices.size() == 1);
   CHECK(reserved.devices[0].peak_memory_bytes == plain.devices[0].peak_memory_bytes + 5e9);
-  c.memory_reserve_bytes = 80e9;  // the flat profile's whole capacity: no longer fits
+  // The flat profile's whole capacity: fits exactly with the layer's tensors, one byte more not.
+  c.memory_reserve_bytes = 80e9 - plain.devices[0].peak_memory_bytes;
   CHECK(plain.fits);
+  CHECK(Simulator().evaluate(one_layer_plan(c), {}).fits);
+  c.memory_reserve_bytes += 1;
   CHECK_FALSE(Simulator().evaluate(one_layer_plan(c), {}).fits);
 }

@@ -1,7 +1,7 @@
 // File: test_memory_model.cpp
 // Memory per device by hand: state bytes per parameter, tp sharding of parameters, optimizer
-// sharding, activations in flight under 1F1B with each recomputation mode and under zb-h1, out
-// of memory.
+// sharding, activations in flight under 1F1B with each recomputation mode and under zb-h1, the
+// framework's reserve, allocator slack and fused attention, out of memory.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -32,13 +32,15 @@ plan::Plan memory_plan(plan::Recompute recompute, bool shard, double capacity_by
     s.recompute = recompute;
     s.shard_optimizer = shard;
   }
+  // The framework holds a fixed 1000 bytes besides the tensors.
+  for (auto& [name, profile] : p.cluster.profiles) profile.framework_memory.reserve_bytes = 1000;
   return p;
 }
 
-plan::Estimate evaluate(const plan::Plan& p) {
-  SimulatorOptions options;
-  options.workspace_bytes = 1000;
-  return Simulator(options).evaluate(p, {});
+plan::Estimate evaluate(const plan::Plan& p) { return Simulator().evaluate(p, {}); }
+
+plan::FrameworkMemory& framework_of(plan::Plan& p) {
+  return p.cluster.profiles.begin()->second.framework_memory;
 }
 
 }  // namespace
@@ -138,4 +140,52 @@ TEST_CASE("zb-h1 by hand: activations leave at the input pass, the weight pass's
   const plan::ScheduleProgram program = plan::generate_schedule(p);
   CHECK(peak_in_flight(program.groups[0], 0) == 2);
   CHECK(peak_in_flight(program.groups[1], 1) == 2);
+}
+
+TEST_CASE("allocator slack multiplies the tensors; the calibrated reserve adds to the framework's") {
+  // Group 0's tensors: 1100 + 1100 + 6600 + 240 = 9040 bytes; 10% slack adds 904.
+  plan::Plan p = memory_plan(plan::Recompute::none, false, 1e9);
+  framework_of(p).allocator_slack_fraction = 0.1;
+  p.cluster.profiles.begin()->second.calibration.memory_reserve_bytes = 500;
+  const plan::Estimate est = evaluate(p);
+  CHECK(est.devices[0].peak_memory_bytes == doctest::Approx(9040 + 904 + 1000 + 500));
+  const plan::ScheduleProgram program = plan::generate_schedule(p);
+  const MemoryBreakdown m = replica_memory(p, program.groups[0], 0);
+  CHECK(m.tensor_bytes() == doctest::Approx(9040));
+  CHECK(m.allocator_slack_bytes == doctest::Approx(904));
+  CHECK(m.framework_reserve_bytes == 1000);
+  CHECK(m.calibrated_reserve_bytes == 500);
+}
+
+TEST_CASE("a fused attention keeps no attention scores, with or without selective recomputation") {
+  // Kept per micro-batch of 3 samples: unfused 3 * (10 + 60/2) = 120, fused 3 * (10 + 40/2) =
+  // 90; group 0 holds two. Selective recomputation has nothing left to rematerialise.
+  plan::Plan p = memory_plan(plan::Recompute::none, false, 1e9);
+  framework_of(p).fused_attention = true;
+  const double state = 1100 + 1100 + 6600 + 1000;
+  CHECK(evaluate(p).devices[0].peak_memory_bytes == doctest::Approx(state + 180));
+  for (plan::Stage& s : p.stages) s.recompute = plan::Recompute::selective;
+  CHECK(evaluate(p).devices[0].peak_memory_bytes == doctest::Approx(state + 180));
+  plan::Layer layer = p.model.layers[0];
+  CHECK(kept_activation_bytes(layer, 2, plan::Recompute::none, false, true) == 30);
+  CHECK(kept_activation_bytes(layer, 2, plan::Recompute::none, false, false) == 40);
+  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::selective, false, true) == 0);
+  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::full, true, true) == 5 + 20);
+}
+
+TEST_CASE("a plan that fits on paper only without the framework's reserve is flagged") {
+  // Group 0's tensors need 9040 bytes. Capacity 9500: the tensors alone fit, with the 1000-byte
+  // reserve they do not. The cost model's bound agrees with the evaluation.
+  plan::Plan p = memory_plan(plan::Recompute::none, false, 9500);
+  framework_of(p).reserve_bytes = 0;
+  CHECK(evaluate(p).fits);
+  CHECK(Simulator().bound(p).fits);
+  framework_of(p).reserve_bytes = 1000;
+  const plan::Estimate est = evaluate(p);
+  CHECK_FALSE(est.fits);
+  CHECK(est.devices[0].peak_memory_bytes == doctest::Approx(10040));
+  CHECK(est.devices[4].peak_memory_bytes == doctest::Approx(9920));
+  const plan::StepBound bound = Simulator().bound(p);
+  CHECK_FALSE(bound.fits);
+  CHECK(bound.overflowing == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
 }

@@ -26,8 +26,9 @@ struct Fixture {
     est.fits = false;
     est.breakdown.compute_s = 0.4;
     est.breakdown.idle_s = 0.1;
-    est.devices = {{0, "flat", 3 * kBytesPerGiB, 2 * kBytesPerGiB, 0.4, 1.5},
-                   {1, "flat", kBytesPerGiB, 2 * kBytesPerGiB, 0.4, 1.5}};
+    est.devices = {{0, "flat", 3 * kBytesPerGiB, 2 * kBytesPerGiB, 0.4, 1.5, 2.5 * kBytesPerGiB},
+                   {1, "flat", kBytesPerGiB, 2 * kBytesPerGiB, 0.4, 1.5, 0.5 * kBytesPerGiB}};
+    plan.cluster.profiles.at("flat").framework_memory = {0.5 * kBytesPerGiB, 0.0, false, "test figures"};
   }
 };
 
@@ -44,6 +45,19 @@ TEST_CASE("text report: summary lines and one table row per stage") {
                   "           3.00 / 2.00     !!  flat\n") != std::string::npos);
   CHECK(text.find("    1     1-1     1                      1 x 1   1                none"
                   "           1.00 / 2.00         flat\n") != std::string::npos);
+  // Device 0 overflows: 3 GiB of 2, of which 2.5 GiB tensors and 0.5 GiB the framework's.
+  CHECK(text.find("\nOUT OF MEMORY on 1 of 2 devices (predicted peak above capacity):\n"
+                  "  device 0 flat: 3.00 GiB of 2.00 GiB (tensors 2.50 GiB, framework 0.50 GiB)\n"
+                  "  flat: framework reserve 0.50 GiB + allocator slack 0% (test figures)\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("text report: no out-of-memory section when every device fits") {
+  Fixture f;
+  f.est.devices[0].peak_memory_bytes = 2 * kBytesPerGiB;  // exactly the capacity
+  f.est.fits = true;
+  CHECK(sim::out_of_memory_text(f.plan, f.est).empty());
+  CHECK(sim::format_text_report(f.plan, f.est).find("OUT OF MEMORY") == std::string::npos);
 }
 
 TEST_CASE("JSON report: fixed keys and number formats") {
@@ -52,7 +66,7 @@ TEST_CASE("JSON report: fixed keys and number formats") {
   CHECK(json.find("\"step_time_s\": 0.5,\n") != std::string::npos);
   CHECK(json.find("\"fits\": false,\n") != std::string::npos);
   CHECK(json.find("{\"id\": 0, \"model\": \"flat\", \"peak_memory_bytes\": 3221225472, "
-                  "\"capacity_bytes\": 2147483648, \"busy_s\": 0.4, \"achieved_tflops\": 1.5}") !=
+                  "\"tensor_memory_bytes\": 2684354560, \"capacity_bytes\": 2147483648, \"busy_s\": 0.4, \"achieved_tflops\": 1.5}") !=
         std::string::npos);
   CHECK(json.find("{\"stage\": 1, \"layers\": [1, 1], \"dp\": 1, \"tp\": 1, \"devices\": [1], "
                   "\"shares\": [1], \"recompute\": \"none\"}") != std::string::npos);

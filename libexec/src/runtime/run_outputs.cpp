@@ -36,6 +36,18 @@ std::string format_metrics_line(const StepRecord& r) {
   return std::string(line) + "}";
 }
 
+std::string gather_peak_memory_line(std::size_t peak_memory_bytes, PeerTransport& transport) {
+  const std::vector<std::string> peaks = transport.gather_to_root(std::to_string(peak_memory_bytes));
+  if (peaks.empty()) return "";
+  std::string line = "whale-run: peak memory per rank, MiB:";
+  for (const std::string& bytes : peaks) {
+    char mib[32];
+    std::snprintf(mib, sizeof(mib), " %.2f", std::stod(bytes) / (1024.0 * 1024.0));
+    line += mib;
+  }
+  return line;
+}
+
 void write_measured_trace(const std::string& path, const plan::Plan& plan,
                           const std::vector<plan::TimelineEvent>& mine,
                           PeerTransport& transport) {

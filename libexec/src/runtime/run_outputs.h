@@ -33,6 +33,10 @@ std::string format_log_line(const StepRecord& record, int64_t steps);
 /// ,"device":"cpu","peak_memory_bytes":1048576}
 std::string format_metrics_line(const StepRecord& record);
 
+/// Collective: gathers every rank's peak backend memory to rank 0, which gets the log line
+/// "whale-run: peak memory per rank, MiB: 23.91 23.91 ..." (rank order); other ranks get "".
+std::string gather_peak_memory_line(std::size_t peak_memory_bytes, PeerTransport& transport);
+
 /// Collective: gathers every rank's events to rank 0, which writes the Chrome trace.
 void write_measured_trace(const std::string& path, const plan::Plan& plan,
                           const std::vector<plan::TimelineEvent>& mine, PeerTransport& transport);

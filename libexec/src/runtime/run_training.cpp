@@ -188,6 +188,8 @@ void run_training(const RunOptions& options, std::ostream& log) {
     }
   }
   if (metrics) metrics->commit();
+  const std::string peaks = gather_peak_memory_line(executor.peak_memory_bytes(), *transport);
+  if (root) log << peaks << std::endl;
   if (!options.trace_file.empty())
     write_measured_trace(options.trace_file, plan, executor.last_timeline(), *transport);
   if (!options.dump_params_file.empty()) {

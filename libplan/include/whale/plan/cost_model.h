@@ -19,6 +19,8 @@ struct DeviceEstimate {
   Bytes capacity_bytes = 0;
   Seconds busy_s = 0;              // compute stream busy time in the step
   double achieved_tflops = 0;      // model flops it executed (no recompute) / step time / 1e12
+  Bytes tensor_memory_bytes = 0;   // of the peak, the model's tensors; the rest is the
+                                   // framework's reserve and allocator slack (the profile's)
 };
 
 /// Where the step's time goes, summed over devices and divided by the device count

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "whale/plan/framework_memory.h"
 #include "whale/plan/precision.h"
 #include "whale/plan/profile_calibration.h"
 #include "whale/plan/units.h"
@@ -53,6 +54,9 @@ struct DeviceProfile {
   /// "adamw" for the optimizer step. Bytes are counted as the model counts them (the op's
   /// reads plus writes, forward); the figure covers forward and backward on average.
   std::map<std::string, BytesPerSecond> op_bandwidth_bytes_per_s;  // YAML: op_bandwidth_gbytes_per_s (optional)
+  /// What the training framework holds beyond the tensors, and whether it fuses attention;
+  /// default_framework_memory(kind) when the YAML has no block.
+  FrameworkMemory framework_memory;                                // YAML: framework_memory (optional)
   /// Figures fitted from measured runs by whale-calibrate (optional; defaults change nothing).
   ProfileCalibration calibration;                                  // YAML: calibration (optional)
 

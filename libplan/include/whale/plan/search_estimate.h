@@ -23,9 +23,6 @@ struct MemoryNeed {
   Bytes total() const { return state_bytes + activation_bytes; }
 };
 
-/// Per-device allowance for framework, allocator and kernel workspace (the simulator's default).
-constexpr Bytes kWorkspaceBytes = 2.0 * kBytesPerGiB;
-
 /// Compute seconds of one replica (device model, tp, share) as prefix sums over the layers.
 struct ComputeTable {
   std::vector<double> forward_s;     // forward seconds of layers [0, i)
@@ -91,7 +88,8 @@ class AnalyticModel {
   /// Seconds of the optimizer step of layers [first, end) on one device (memory bound).
   Seconds optimizer_s(const std::string& device_model, int first, int end, int tp, int dp,
                       bool shard_optimizer) const;
-  /// Usable memory of a device model (capacity minus a fixed workspace reserve).
+  /// Memory a device model's tensors may use: its capacity less the framework's reserve and
+  /// allocator slack and the calibrated reserve (plan::tensor_capacity_bytes).
   Bytes usable_bytes(const std::string& device_model) const;
 
   int layers() const { return static_cast<int>(model_.layers.size()); }

@@ -22,7 +22,5 @@ Seconds op_launch_s(const plan::DeviceProfile& profile);
 void add_layer_overhead(const plan::DeviceProfile& profile, LayerCost* cost);
 /// The fitted per-step overhead of a plan: the largest among its devices' profiles.
 Seconds step_overhead_s(const plan::Plan& plan);
-/// The fitted memory reserve of a device model, added to its predicted peak memory.
-Bytes memory_reserve_bytes(const plan::DeviceProfile& profile);
 
 }  // namespace whale::sim

@@ -1,6 +1,7 @@
 // File: memory_model.h
 // Memory per device: weights, gradients, optimizer state (sharded or not), activations kept
-// in flight under the schedule program (with recomputation), and workspace.
+// in flight under the schedule program (with recomputation), and what the framework holds
+// beyond the tensors (the profile's framework_memory and calibrated reserve).
 #pragma once
 
 #include <string>
@@ -31,15 +32,15 @@ using plan::parameters_per_device;
 /// (Korthikanti et al. 2022, Table 2; the formulas are in memory_model.cpp):
 /// none: activation_bytes(tp); selective: minus activation_bytes_attention / tp;
 /// full: input_bytes (the checkpoint). Sequence parallelism divides the replicated part (and
-/// the checkpoint) by tp too.
+/// the checkpoint) by tp too. A fused attention keeps no activation_bytes_attention.
 Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                            bool sequence_parallel = false);
+                            bool sequence_parallel = false, bool fused_attention = false);
 
 /// Bytes per sample that recomputing one layer materialises again during its backward:
 /// full: what the layer keeps without recomputation; selective: its attention part / tp;
 /// none: 0.
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                                bool sequence_parallel = false);
+                                bool sequence_parallel = false, bool fused_attention = false);
 
 /// Bytes per sample that a split backward (zb-h1) keeps from its input pass to its weight pass
 /// in `layer`: the input and the output gradient of every weight GEMM (all but the attention
@@ -59,11 +60,18 @@ struct MemoryBreakdown {
   Bytes optimizer_bytes = 0;
   Bytes activations_bytes = 0;  // at the program's peak of in-flight micro-batches, plus the
                                 // one-layer transient of recomputation
-  Bytes workspace_bytes = 0;
+  Bytes allocator_slack_bytes = 0;    // the tensors times framework_memory's slack fraction
+  Bytes framework_reserve_bytes = 0;  // framework_memory's fixed reserve
+  Bytes calibrated_reserve_bytes = 0; // the reserve whale-calibrate fitted (calibration block)
   int peak_in_flight = 0;       // micro-batches in flight at that peak (all stages of the group)
+  /// What the model's tensors hold at the peak.
+  Bytes tensor_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes;
+  }
+  /// What the device holds at the peak: the tensors, the slack and both reserves.
   Bytes total_bytes() const {
-    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes +
-           workspace_bytes;
+    return tensor_bytes() + allocator_slack_bytes + framework_reserve_bytes +
+           calibrated_reserve_bytes;
   }
 };
 
@@ -71,9 +79,10 @@ struct MemoryBreakdown {
 /// the program, as a group may run several). The in-flight count is taken from the program:
 /// forwards minus backwards so far, per stage, weighted by each stage's kept bytes. A split
 /// backward frees the kept bytes at its input pass, and holds weight_pass_bytes from there to
-/// its weight pass, where the micro-batch leaves the flight.
+/// its weight pass, where the micro-batch leaves the flight. The framework's figures (fused
+/// attention, slack, reserves) come from the profile of the replica's devices.
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
-                               int replica, Bytes workspace_bytes);
+                               int replica);
 
 /// The most micro-batches of `stage` in flight at once in `program` (from forward to backward,
 /// or to backward_weight).

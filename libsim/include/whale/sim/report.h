@@ -12,12 +12,18 @@ namespace whale::sim {
 
 /// A readable summary (step time, throughput, MFU, bubble, breakdown, memory) followed by a
 /// per-stage table: layers, devices, dp x tp, shares, recomputation, peak memory / capacity
-/// of the stage's fullest device. Ends with a newline.
+/// of the stage's fullest device, and out_of_memory_text. Ends with a newline.
 std::string format_text_report(const plan::Plan& plan, const plan::Estimate& estimate);
+
+/// Empty when every device fits; otherwise an "OUT OF MEMORY" section: the count of devices
+/// whose predicted peak exceeds capacity, the first 8 with their peak, tensors and framework
+/// bytes, and per device model the framework reserve, allocator slack and calibrated reserve
+/// with their source. Each line ends with a newline.
+std::string out_of_memory_text(const plan::Plan& plan, const plan::Estimate& estimate);
 
 /// One JSON object: step_time_s, samples_per_s, tokens_per_s, mfu, bubble_fraction, fits,
 /// model_flops_per_step, breakdown{...}, stages[...], devices[{id, model, peak_memory_bytes,
-/// capacity_bytes, busy_s, achieved_tflops}]. Ends with a newline.
+/// tensor_memory_bytes, capacity_bytes, busy_s, achieved_tflops}]. Ends with a newline.
 std::string format_json_report(const plan::Plan& plan, const plan::Estimate& estimate);
 
 /// A number as the reports print it: up to 9 significant digits, "%.9g".

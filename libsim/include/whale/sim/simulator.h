@@ -14,8 +14,6 @@ struct SimulatorOptions {
   /// Share of each tensor-parallel all-reduce hidden behind compute, in [0, 1]. 0 is Megatron
   /// (all-reduces on the critical path); > 0 models Merak's sub-pipelined TP.
   double tp_overlap = 0.0;
-  /// Fixed per-device allowance for framework, allocator and kernel workspace.
-  Bytes workspace_bytes = 2.0 * kBytesPerGiB;
 };
 
 /// Counters of one evaluation, for benchmarks.
