@@ -86,7 +86,7 @@ TimelineEvent read_complete_event(const YamlField& e, int device_count,
 }  // namespace
 
 std::vector<TimelineEvent> read_chrome_trace_file(const std::string& path, int device_count) {
-  const YamlField root = parse_yaml_text(read_text_file(path, "Chrome trace JSON"), path);
+  const YamlField root = parse_yaml_text(read_text_file(path, "Chrome trace JSON"), path, true);
   if (!root.is_sequence() && !(root.is_map() && root.has("traceEvents"))) {
     root.fail("a Chrome trace: an object with \"traceEvents\" or a list of events",
               "give whale-run's or whale-sim's --trace output");
