@@ -38,9 +38,11 @@ int main(int argc, char** argv) {
     std::vector<whale::plan::TimelineEvent> measured;
     std::string compare_json, compare_text;
     if (!measured_path.empty()) {
-      const int device_count = static_cast<int>(plan.cluster.devices.size());
-      measured = whale::plan::read_chrome_trace_file(measured_path, device_count);
-      const auto comparison = whale::sim::compare_timelines(estimate.timeline, measured, device_count);
+      measured = whale::plan::read_chrome_trace_file(measured_path,
+                                                     static_cast<int>(plan.cluster.devices.size()));
+      std::vector<int> plan_devices;
+      for (const whale::plan::DeviceEstimate& d : estimate.devices) plan_devices.push_back(d.id);
+      const auto comparison = whale::sim::compare_timelines(estimate.timeline, measured, plan_devices);
       compare_json = "\"compare\": " + whale::sim::format_comparison_json(comparison);
       compare_text = "\n" + whale::sim::format_comparison_text(comparison);
     }

@@ -42,7 +42,7 @@ std::string legend(const std::set<OpClass>& present) {
 std::string render_compare_svg(const plan::Plan& plan,
                                const std::vector<plan::TimelineEvent>& predicted,
                                const std::vector<plan::TimelineEvent>& measured, int max_rows) {
-  const TimelineComparison comparison = compare_timelines(predicted, measured, 0);
+  const TimelineComparison comparison = compare_timelines(predicted, measured, {});
   const bool split = has_split_backward(predicted) || has_split_backward(measured);
   std::set<OpClass> present;
   for (const ClassTimes& row : comparison.classes) present.insert(row.op_class);

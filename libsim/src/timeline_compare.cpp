@@ -46,12 +46,16 @@ double time_ratio(Seconds predicted_s, Seconds measured_s) {
 
 TimelineComparison compare_timelines(const std::vector<plan::TimelineEvent>& predicted,
                                      const std::vector<plan::TimelineEvent>& measured,
-                                     int device_count) {
+                                     const std::vector<int>& devices) {
   const bool split = has_split_backward(predicted) || has_split_backward(measured);
   TimelineComparison out;
   out.predicted_step_s = makespan(predicted);
   out.measured_step_s = makespan(measured);
-  for (int d = 0; d < device_count; ++d) out.devices.push_back({d, 0, 0});
+  std::map<int, std::size_t> row_of_device;
+  for (int d : devices) {
+    row_of_device[d] = out.devices.size();
+    out.devices.push_back({d, 0, 0});
+  }
   std::map<OpClass, ClassTimes> classes;
   for (const bool is_measured : {false, true}) {
     for (const plan::TimelineEvent& e : is_measured ? measured : predicted) {
@@ -60,8 +64,9 @@ TimelineComparison compare_timelines(const std::vector<plan::TimelineEvent>& pre
       row.op_class = op_class;
       (is_measured ? row.measured_s : row.predicted_s) += e.duration_s;
       ++(is_measured ? row.measured_events : row.predicted_events);
-      if (e.lane == "compute" && e.device >= 0 && e.device < device_count) {
-        DeviceBusy& busy = out.devices[static_cast<std::size_t>(e.device)];
+      const auto device_row = row_of_device.find(e.device);
+      if (e.lane == "compute" && device_row != row_of_device.end()) {
+        DeviceBusy& busy = out.devices[device_row->second];
         (is_measured ? busy.measured_compute_s : busy.predicted_compute_s) += e.duration_s;
       }
     }

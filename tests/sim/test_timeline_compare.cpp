@@ -56,7 +56,7 @@ std::string group(const std::string& svg, const std::string& id) {
 }  // namespace
 
 TEST_CASE("compare: seconds per op class and per device, summed over devices, with ratios") {
-  const sim::TimelineComparison c = sim::compare_timelines(kPredicted, kMeasured, 2);
+  const sim::TimelineComparison c = sim::compare_timelines(kPredicted, kMeasured, {0, 1});
   CHECK(c.predicted_step_s == 4.5);
   CHECK(c.measured_step_s == 8.0);
   REQUIRE(c.classes.size() == 5);
@@ -99,6 +99,15 @@ TEST_CASE("compare: seconds per op class and per device, summed over devices, wi
         std::string::npos);
 }
 
+TEST_CASE("compare: device rows list the devices asked for; class sums count every device") {
+  const sim::TimelineComparison c = sim::compare_timelines(kPredicted, kMeasured, {1});
+  REQUIRE(c.devices.size() == 1);
+  CHECK(c.devices[0].device == 1);
+  CHECK(c.devices[0].predicted_compute_s == 0.75);
+  CHECK(c.devices[0].measured_compute_s == 1.5);
+  CHECK(c.classes[0].predicted_s == 1.5);
+}
+
 TEST_CASE("op classes: the names whale-sim and whale-run emit") {
   CHECK(sim::op_class_of("F s1 mb3", false) == OpClass::forward);
   CHECK(sim::op_class_of("R s1 mb3", false) == OpClass::recompute);
@@ -118,7 +127,7 @@ TEST_CASE("op classes: the names whale-sim and whale-run emit") {
 TEST_CASE("compare: weight passes in either timeline make both timelines' B passes backward-input") {
   std::vector<plan::TimelineEvent> measured = kMeasured;
   measured.push_back({0, "compute", "W s0 mb0", 0, 0, 17.0, 0.5});
-  const sim::TimelineComparison c = sim::compare_timelines(kPredicted, measured, 2);
+  const sim::TimelineComparison c = sim::compare_timelines(kPredicted, measured, {0, 1});
   REQUIRE(c.classes.size() == 6);
   CHECK(c.classes[1].op_class == OpClass::backward_input);
   CHECK(c.classes[1].predicted_s == 2.25);

@@ -31,14 +31,15 @@ struct TimelineComparison {
   Seconds predicted_step_s = 0;  // makespan: latest end minus earliest start
   Seconds measured_step_s = 0;
   std::vector<ClassTimes> classes;  // the classes either timeline has, in all_op_classes() order
-  std::vector<DeviceBusy> devices;  // devices 0..device_count-1
+  std::vector<DeviceBusy> devices;  // the devices asked for, in that order
 };
 
-/// Compares two timelines of a plan with `device_count` devices. Both classify "B" passes as
-/// backward_input when either timeline has weight passes, so their rows line up.
+/// Compares two timelines of a plan, listing the compute-lane busy time of `devices` (the
+/// plan's devices, say; the class sums count every event). Both timelines classify "B" passes
+/// as backward_input when either has weight passes, so their rows line up.
 TimelineComparison compare_timelines(const std::vector<plan::TimelineEvent>& predicted,
                                      const std::vector<plan::TimelineEvent>& measured,
-                                     int device_count);
+                                     const std::vector<int>& devices);
 
 /// The earliest start of any event (0 for none): where a timeline's step begins.
 Seconds timeline_start(const std::vector<plan::TimelineEvent>& events);
