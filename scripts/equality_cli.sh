@@ -9,7 +9,8 @@
 # buckets on the same devices: those of the schedule program, as written in the plan's header;
 # under ZeRO-2 both also all-gather the weights on every device), split_ops (under zb-h1 both
 # traces list the same forward, input-gradient and weight-gradient passes on each device, in
-# the same order).
+# the same order), compare (whale-sim --compare holds its prediction of the tiny hybrid plan
+# against whale-run's measured trace: a table row for every class both have, the picture).
 set -uo pipefail
 check=$1 run=$2 sim=${3:-}
 # Scratch in the build folder that holds WHALE_RUN (BUILD/apps/whale-run), one per call, so that
@@ -176,6 +177,27 @@ split_ops)
     fail "whale-run's passes: $(passes "$out/run.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
   [ "$(passes "$out/sim.json")" = "$expected" ] ||
     fail "whale-sim's passes: $(passes "$out/sim.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
+  ;;
+compare)
+  plan=configs/plans/tiny/hybrid-8.yaml
+  mpirun -np 8 --oversubscribe "$run" $plan --data $data --steps 2 --log-every 0 \
+    --trace "$out/run.json" || fail "compare run"
+  "$sim" $plan --compare "$out/run.json" --compare-svg "$out/compare.svg" >"$out/compare.txt" ||
+    fail "compare simulation"
+  # Both timelines have these classes (whale-run times tensor-parallel all-reduces inside F and
+  # B): each row has both times, a ratio and both event counts.
+  for class in forward backward pp-send-recv dp-grad-reduce optimizer; do
+    grep -qE "^  $class +[0-9.]+ +[0-9.]+ +[0-9.]+ +[1-9][0-9]*/[1-9][0-9]*\$" "$out/compare.txt" ||
+      fail "compare table lacks a $class row with both timelines: $(cat "$out/compare.txt")"
+  done
+  for text in '<svg' "<g id='predicted'>" "<g id='measured'>" 'predicted (whale-sim): step' \
+              'measured (whale-run): step'; do
+    grep -qF -- "$text" "$out/compare.svg" 2>/dev/null || fail "compare.svg lacks $text"
+  done
+  "$sim" $plan --compare "$out/run.json" --format json >"$out/compare.json" || fail "compare json"
+  python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["compare"]
+assert c["measured_step_s"] > 0 and "forward" in [r["class"] for r in c["classes"]], c' \
+    "$out/compare.json" || fail "compare.json lacks a compare object with a forward row"
   ;;
 learning)
   "$run" configs/plans/tiny/single.yaml --data $data --steps 40 --lr 0.003 --log-every 0 \

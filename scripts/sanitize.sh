@@ -34,6 +34,6 @@ LD_PRELOAD="$(realpath "$build/libkeep_modules.so")" ASAN_OPTIONS="$ASAN_OPTIONS
   ctest --test-dir "$build" --output-on-failure --timeout 900 -R "^$mpi_test\$"
 "$build/apps/whale-profile" --device cpu --quick --out "$build/cpu-quick.yaml" >/dev/null
 echo "sanitize: ok (${tests[*]} $mpi_test, whale-profile --quick)"
-fuzzers=(cluster model profile plan hints tokens checkpoint)
+fuzzers=(cluster model profile plan hints tokens checkpoint trace)
 cmake --build "$build" -j"$(nproc)" --target "${fuzzers[@]/#/fuzz_}"
 bash scripts/fuzz.sh "$build" "${FUZZ_SECONDS:-30}"

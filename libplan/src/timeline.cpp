@@ -11,17 +11,19 @@
 #include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/json_text.h"
+#include "timeline_lanes.h"
 
 namespace whale::plan {
-namespace {
 
-/// Fixed thread ids of the known lanes; other lanes follow from 5 in name order.
 const std::map<std::string, int>& known_lane_tids() {
   static const std::map<std::string, int> tids = {
       {"compute", 0}, {"tp", 1}, {"pp", 2}, {"dp", 3}, {"optimizer", 4}};
   return tids;
 }
 
+namespace {
+
+/// The known lanes' fixed thread ids; other lanes follow from 5 in name order.
 std::map<std::string, int> lane_tids(const std::vector<TimelineEvent>& events) {
   std::map<std::string, int> tids = known_lane_tids();
   std::set<std::string> others;

@@ -196,7 +196,7 @@ bool is_json_file_name(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
 }
 
-YamlField parse_yaml_text(const std::string& text, const std::string& file) {
+YamlField parse_yaml_text(const std::string& text, const std::string& file, bool json) {
   try {
     return YamlField(YAML::Load(text), file, "");
   } catch (const YAML::DeepRecursion& e) {
@@ -205,7 +205,7 @@ YamlField parse_yaml_text(const std::string& text, const std::string& file) {
                     std::to_string(e.mark.line + 1),
                 "whale's files are a few levels deep; check the brackets around that line");
   } catch (const YAML::Exception& e) {
-    const bool json = is_json_file_name(file);  // a Hugging Face config.json, say
+    json = json || is_json_file_name(file);  // a Hugging Face config.json, say
     throw Error(file, "",
                 std::string(json ? "malformed JSON" : "malformed YAML") + " at line " +
                     std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) +

@@ -75,8 +75,9 @@ class YamlField {
 /// naming it; a parse error fails with the line and column; nesting deeper than yaml-cpp allows
 /// fails as such.
 YamlField load_yaml_file(const std::string& path);
-/// Parses YAML text; `file` is only used in messages.
-YamlField parse_yaml_text(const std::string& text, const std::string& file);
+/// Parses YAML text; `file` is only used in messages, which call the text JSON when `json` is
+/// set or the file name ends in ".json".
+YamlField parse_yaml_text(const std::string& text, const std::string& file, bool json = false);
 
 /// Whether a path names a JSON file (ends in ".json"); JSON is read as YAML flow syntax.
 bool is_json_file_name(const std::string& path);

@@ -31,7 +31,8 @@ std::string format_bytes(double bytes) {
   return buffer;
 }
 
-std::string format_json_report(const plan::Plan& plan, const plan::Estimate& est) {
+std::string format_json_report(const plan::Plan& plan, const plan::Estimate& est,
+                               const std::string& more_members) {
   std::ostringstream out;
   const plan::TimeBreakdown& b = est.breakdown;
   out << "{\n"
@@ -70,7 +71,9 @@ std::string format_json_report(const plan::Plan& plan, const plan::Estimate& est
         << ", \"busy_s\": " << format_number(d.busy_s)
         << ", \"achieved_tflops\": " << format_number(d.achieved_tflops) << "}";
   }
-  out << "\n  ]\n}\n";
+  out << "\n  ]";
+  if (!more_members.empty()) out << ",\n  " << more_members;
+  out << "\n}\n";
   return out.str();
 }
 

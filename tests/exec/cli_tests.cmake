@@ -4,8 +4,8 @@
 #   a tiny Llama plan (equality_llama_<plan>) equal to its single-device plan, a bf16 plan
 #   equal to the bf16 plan it refines;
 # - resume, bad input (exit 2, nothing overwritten), signals, trace, buckets (whale-run and
-#   whale-sim reduce the same gradient buckets), split_ops (both list the same zb-h1 passes):
-#   scripts/equality_cli.sh.
+#   whale-sim reduce the same gradient buckets), split_ops (both list the same zb-h1 passes),
+#   compare (whale-sim --compare against whale-run's trace): scripts/equality_cli.sh.
 if(NOT TARGET whale-run)
   return()
 endif()
@@ -59,7 +59,7 @@ foreach(entry ${WHALE_REFERENCE_PLANS})
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
-foreach(check resume bad_input signal trace learning buckets split_ops)
+foreach(check resume bad_input signal trace learning buckets split_ops compare)
   add_test(NAME whale_run_${check}
     COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})

@@ -91,3 +91,26 @@ TEST_CASE("whale-sim: a bad command line is one error line and exit code 2") {
   CHECK(run.err.rfind("whale-sim: error: --format", 0) == 0);
   CHECK(run.err.find('\n') == run.err.size() - 1);
 }
+
+TEST_CASE("whale-sim --compare: a plan's own predicted trace compares at ratio 1, in text and JSON") {
+  const std::string plan = std::string(WHALE_SOURCE_DIR) + "/configs/plans/tiny/pp2-zb-h1.yaml";
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/tests/trace-scratch";
+  std::filesystem::create_directories(folder);
+  const std::string trace = folder + "/whale_sim_cli_predicted.json";
+  REQUIRE(whale_sim(plan + " --trace " + trace).exit_code == 0);
+  const Run text = whale_sim(plan + " --compare " + trace);
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("ratio 1.000\n") != std::string::npos);  // the step time
+  for (const char* row : {"\n  forward ", "\n  backward-input ", "\n  backward-weight ",
+                          "\n  pp-send-recv ", "\n  optimizer "}) {
+    const std::size_t at = text.out.find(row);
+    REQUIRE_MESSAGE(at != std::string::npos, row);
+    CHECK_MESSAGE(text.out.substr(at, text.out.find('\n', at + 1) - at).find("    1.000   ") != std::string::npos,
+                  row);
+  }
+  const Run json = whale_sim(plan + " --compare " + trace + " --format json");
+  CHECK(json.exit_code == 0);
+  CHECK(json.out.find("\n  \"compare\": {\"predicted_step_s\": ") != std::string::npos);
+  CHECK(json.out.find("{\"class\": \"backward-weight\"") != std::string::npos);
+  CHECK(json.out.substr(json.out.size() - 10) == "\n    ]}\n}\n");  // the compare object closes the report
+}

@@ -30,4 +30,15 @@ void write_chrome_trace(std::ostream& out, const std::vector<TimelineEvent>& eve
 void write_chrome_trace_file(const std::string& path, const std::vector<TimelineEvent>& events,
                              const std::vector<std::string>& device_labels);
 
+/// Reads a Chrome trace JSON file: whale's own (write_chrome_trace) or any other with complete
+/// events ("ph":"X", "name", "ts" and "dur" in microseconds, "pid" the device, "tid" the lane),
+/// either as {"traceEvents": [...]} or as a bare list of events. Returns the complete events in
+/// file order. A lane is the "thread_name" metadata of its pid and tid when the file has one,
+/// else the name that write_chrome_trace gives that tid ("tid N" beyond them); stage and
+/// micro-batch come from "args" when given, else from the name's "sS" and "mbM" words (-1 when
+/// absent). Events of other phases are skipped. Throws whale::Error naming the file and the
+/// field (`traceEvents[3].dur`) for a missing or malformed file, no traceEvents, a complete
+/// event without name, ts or dur, a negative dur, or a pid outside 0..device_count-1.
+std::vector<TimelineEvent> read_chrome_trace_file(const std::string& path, int device_count);
+
 }  // namespace whale::plan

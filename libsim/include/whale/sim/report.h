@@ -23,8 +23,11 @@ std::string out_of_memory_text(const plan::Plan& plan, const plan::Estimate& est
 
 /// One JSON object: step_time_s, samples_per_s, tokens_per_s, mfu, bubble_fraction, fits,
 /// model_flops_per_step, breakdown{...}, stages[...], devices[{id, model, peak_memory_bytes,
-/// tensor_memory_bytes, capacity_bytes, busy_s, achieved_tflops}]. Ends with a newline.
-std::string format_json_report(const plan::Plan& plan, const plan::Estimate& estimate);
+/// tensor_memory_bytes, capacity_bytes, busy_s, achieved_tflops}], then `more_members` when
+/// given (JSON object members without a leading comma, e.g. "\"compare\": {...}"). Ends with a
+/// newline.
+std::string format_json_report(const plan::Plan& plan, const plan::Estimate& estimate,
+                               const std::string& more_members = "");
 
 /// A number as the reports print it: up to 9 significant digits, "%.9g".
 std::string format_number(double value);
