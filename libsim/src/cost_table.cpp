@@ -56,10 +56,13 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
   out.bucket_tp_s.assign(buckets.size(), 0);
   out.bucket_weight_s.assign(buckets.size(), 0);
   std::size_t bucket = buckets.size();  // the bucket of layer l: buckets run from the last layer
+  // GEMMs run in the device's effective precision (TF32 allowed, documented fallbacks).
+  const plan::Precision gemm_precision =
+      plan::effective_gemm_precision(plan.precision, plan.framework_precision, profile);
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const plan::Layer& layer = plan.model.layers.at(l);
     const LayerCost cost =
-        layer_cost(layer, profile, plan.precision, stage.tp, samples, stage.recompute,
+        layer_cost(layer, profile, gemm_precision, stage.tp, samples, stage.recompute,
                    stage.sequence_parallel);
     out.forward_s += cost.forward_s;
     out.backward_s += cost.backward_s;
@@ -88,7 +91,7 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
 /// profile's measured op bandwidth of the optimizer, on devices where it is compute-bound).
 Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replica) {
   const StateBytesPerParam state =
-      state_bytes_per_param(plan.precision, plan.model.training.optimizer);
+      state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
@@ -130,7 +133,7 @@ std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stag
 Seconds weight_gather_s(const plan::Plan& plan, const plan::Stage& stage) {
   if (stage.dp() <= 1 || !stage.shard_gradients) return 0;
   const StateBytesPerParam state =
-      state_bytes_per_param(plan.precision, plan.model.training.optimizer);
+      state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
