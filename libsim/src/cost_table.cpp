@@ -156,6 +156,21 @@ std::vector<TransferCost> bridge_costs(const plan::Plan& plan, const plan::Stage
   return out;
 }
 
+/// Megatron-LM's embedding group: when the LM head is tied to the token table and the first and
+/// last stages run on different device groups, the last stage holds a copy of the table, and
+/// once per step the two copies' gradients are all-reduced over {first stage, last stage}
+/// devices (tp rank 0 of replica 0 stands for every pair, which all run at once). Bytes: the
+/// first stage's vocabulary-parallel shard of the table, vocabulary x hidden / tp, in the
+/// gradient precision. 0 when nothing is tied across groups.
+Seconds tied_embedding_s(const plan::Plan& plan) {
+  const int last = static_cast<int>(plan.stages.size()) - 1;
+  if (!plan.model.tie_embeddings || plan.group_of_stage(0) == plan.group_of_stage(last)) return 0;
+  const plan::Stage& first = plan.stages.front();
+  const Bytes bytes = static_cast<double>(plan.model.vocabulary) * plan.model.hidden / first.tp *
+                      plan::gradient_bytes_per_element(plan.precision, plan.framework_precision);
+  return allreduce_s(plan.cluster, {first.devices.front(), plan.stages.back().devices.front()}, bytes);
+}
+
 }  // namespace
 
 CostTable build_cost_table(const plan::Plan& plan) {
@@ -181,6 +196,11 @@ CostTable build_cost_table(const plan::Plan& plan) {
     cost.bucket_allreduce_s = bucket_allreduce_s(plan, stage, buckets);
     cost.dp_gather_s = weight_gather_s(plan, stage);
     if (s + 1 < plan.stages.size()) cost.to_next = bridge_costs(plan, stage, plan.stages[s + 1]);
+  }
+  const Seconds tied_s = tied_embedding_s(plan);
+  if (tied_s > 0) {
+    table.stages.front().tied_embedding_s = tied_s;
+    table.stages.back().tied_embedding_s = tied_s;
   }
   return table;
 }

@@ -41,6 +41,7 @@ std::string event_name(const UnitEvent& e) {
     case 'D': return "reduce_bucket " + where + " b" + std::to_string(e.bucket);
     case 'O': return "optimizer " + where;
     case 'Z': return "allgather weights " + where;
+    case 'E': return "allreduce tied embedding " + where;
   }
   return where;
 }
