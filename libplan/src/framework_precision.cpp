@@ -10,9 +10,15 @@ namespace whale::plan {
 namespace {
 
 // Documented fallbacks (docs/profile.md#fallbacks): tf32 and bf16 run as fp32 where a device
-// has no unit for them. PyTorch runs bf16 matrix multiplies on pre-Ampere GPUs (Volta, Turing:
-// no bf16 tensor cores) without the tensor cores, at about the fp32 rate; fp32 and fp16 have no
-// fallback.
+// has no unit for them; fp32 and fp16 have none.
+// - tf32: only Ampere and later have TF32 tensor cores; elsewhere float32 matrix multiplies run
+//   in full fp32 whatever the setting (PyTorch notes "CUDA semantics", TensorFloat-32 section;
+//   TensorFlow's enable_tensor_float_32_execution documentation says the same).
+// - bf16: Volta and Turing have no bf16 tensor cores. PyTorch still runs bf16 matmuls there
+//   (torch.cuda.is_bf16_supported() is False on a V100, yet torch.matmul works: PyTorch issue
+//   "use bfloat16 on nvidia V100 GPU"), without tensor cores; XLA converts them to fp32 matmuls
+//   on a T4, measured at about (at best) the fp32 rate (JAX issue "BF16 matmul slower than F32
+//   matmul on T4 GPU"). Pricing them at the fp32 peak and curve is thus an upper bound on speed.
 bool fallback_of(Precision p, Precision* out) {
   if (p != Precision::tf32 && p != Precision::bf16) return false;
   *out = Precision::fp32;
