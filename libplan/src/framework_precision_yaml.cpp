@@ -7,9 +7,6 @@
 
 namespace whale::plan {
 
-const std::vector<std::string> kFrameworkPrecisionKeys = {"allow_tf32", "grad_reduce_precision",
-                                                          "master_weights"};
-
 FrameworkPrecision parse_framework_precision(const YamlField& field, const FrameworkPrecision& defaults) {
   FrameworkPrecision out = defaults;
   out.allow_tf32 = field.boolean_or("allow_tf32", defaults.allow_tf32);

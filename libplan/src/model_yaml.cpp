@@ -30,9 +30,8 @@ const LayerNumber kLayerNumbers[] = {
 };
 
 Training parse_training(const YamlField& field) {
-  std::vector<std::string> keys = {"global_batch", "precision", "optimizer"};
-  keys.insert(keys.end(), kFrameworkPrecisionKeys.begin(), kFrameworkPrecisionKeys.end());
-  field.expect_keys(keys);
+  field.expect_keys({"global_batch", "precision", "optimizer", "allow_tf32", "grad_reduce_precision",
+                     "master_weights"});
   Training training;
   training.global_batch = static_cast<int>(field.get("global_batch").count(kMaxGlobalBatch, "samples per global batch"));
   const YamlField precision = field.get("precision");

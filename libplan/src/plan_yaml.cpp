@@ -135,10 +135,9 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
 
 Plan load_plan(const std::string& path, const std::string& profiles_dir) {
   const YamlField root = load_yaml_file(path);
-  std::vector<std::string> keys = {"cluster", "model", "profiles_dir", "precision", "micro_batch_size",
-                                   "micro_batches", "gradient_bucket_mib", "schedule", "stages"};
-  keys.insert(keys.end(), kFrameworkPrecisionKeys.begin(), kFrameworkPrecisionKeys.end());
-  root.expect_keys(keys);
+  root.expect_keys({"cluster", "model", "profiles_dir", "precision", "allow_tf32",
+                    "grad_reduce_precision", "master_weights", "micro_batch_size", "micro_batches",
+                    "gradient_bucket_mib", "schedule", "stages"});
   const std::string folder = parent_folder(path);
   Plan plan;
   plan.source_file = path;

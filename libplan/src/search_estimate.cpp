@@ -150,7 +150,9 @@ Seconds AnalyticModel::dp_comm_s(const Link& link, int tp, int dp, int first, in
 }
 
 Seconds AnalyticModel::dp_gather_s(const Link& link, int tp, int dp, int first, int end) const {
-  return 0.5 * dp_comm_s(link, tp, dp, first, end);
+  // The all-gather of the updated weights: half an all-reduce, of weight (not gradient) bytes.
+  const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
+  return 0.5 * ring_allreduce_s(link, dp, params * element_bytes_);
 }
 
 double AnalyticModel::act_max_range(int first, int end) const {
