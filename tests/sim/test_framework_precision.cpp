@@ -161,4 +161,15 @@ TEST_CASE("tied embeddings across device groups: the first and last stages all-r
   // Reduced in fp32: twice the bytes.
   p.framework_precision.grad_reduce = plan::GradReducePrecision::fp32;
   CHECK(event_s(evaluate_with_timeline(p), 0, "allreduce tied embedding s0") == doctest::Approx(4e-5));
+  // A wave of 2 chunks brings the last stage back to the first group: one copy, no exchange.
+  plan::Plan wave = test::pipeline_plan(p.cluster, std::vector<plan::Layer>(4, test::gemm_layer(1000, 1000, 1000, 0)),
+                                        plan::ScheduleKind::wave, 2);
+  wave.schedule.chunks = 2;
+  for (int s : {0, 1, 2, 3}) wave.stages[s].devices = {s == 0 || s == 3 ? 0 : 1};
+  wave.model = p.model;
+  wave.model.layers.assign(4, test::gemm_layer(1000, 1000, 1000, 0));
+  plan::validate_plan(wave);
+  const plan::Estimate wave_est = evaluate_with_timeline(wave);
+  CHECK(event_s(wave_est, 0, "allreduce tied embedding s0") == -1);
+  CHECK(event_s(wave_est, 0, "allreduce tied embedding s3") == -1);
 }
