@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   bool runnable = false, progress = false;
   app.add_flag("--runnable", runnable,
                "only strategies whale-run executes (today: every one the search knows)");
+  bool allow_tf32 = false;
+  app.add_flag("--allow-tf32", allow_tf32,
+               "fp32 training runs GEMMs as TF32 where the device has it (the model's training.allow_tf32)");
   app.add_flag("--progress", progress, "report search progress on stderr even when it is not a terminal");
   std::string megatron_path, deepspeed_path;
   bool export_constrained = false;
@@ -56,7 +59,8 @@ int main(int argc, char** argv) {
                          "name the framework's output file");
     if (runnable) options.strategies = whale::plan::runnable_strategies();
     const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
-    const whale::plan::Model model = whale::plan::load_model(model_path);
+    whale::plan::Model model = whale::plan::load_model(model_path);
+    if (allow_tf32) model.training.framework_precision.allow_tf32 = true;
     if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);
     if (progress || isatty(STDERR_FILENO)) {
       options.progress = [](const whale::plan::Progress& p) {

@@ -40,6 +40,10 @@ std::string deepspeed_config(const Plan& plan) {
       << "  \"gradient_accumulation_steps\": " << plan.micro_batches << ",\n";
   if (plan.precision == Precision::bf16) out << "  \"bf16\": {\"enabled\": true},\n";
   if (plan.precision == Precision::fp16) out << "  \"fp16\": {\"enabled\": true},\n";
+  // DeepSpeed reduces gradients in the training dtype unless told otherwise.
+  const bool mixed = plan.precision == Precision::fp16 || plan.precision == Precision::bf16;
+  if (mixed && plan.framework_precision.grad_reduce == GradReducePrecision::fp32)
+    out << "  \"communication_data_type\": \"fp32\",\n";
   out << "  \"zero_optimization\": {\"stage\": " << (layout.shard_gradients ? 2 : layout.shard_optimizer ? 1 : 0) << "}";
   if (layout.tp > 1) out << ",\n  \"tensor_parallel\": {\"autotp_size\": " << layout.tp << "}";
   const bool full = layout.recompute == Recompute::full;

@@ -73,6 +73,9 @@ std::string megatron_arguments(const Plan& plan) {
   number("--global-batch-size", plan.global_batch());
   if (plan.precision == Precision::bf16) arg("--bf16");
   if (plan.precision == Precision::fp16) arg("--fp16");
+  // Megatron-LM forces fp32 gradient accumulation and reduction under bf16; fp16 asks for it.
+  if (plan.precision == Precision::fp16 && plan.framework_precision.grad_reduce == GradReducePrecision::fp32)
+    arg("--accumulate-allreduce-grads-in-fp32");
   if (layout.recompute == Recompute::full) {
     arg("--recompute-granularity", "full");
     arg("--recompute-method", "uniform");

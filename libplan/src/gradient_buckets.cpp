@@ -3,7 +3,7 @@
 // gradient_bucket_mib (the last one excepted).
 #include "whale/plan/gradient_buckets.h"
 
-#include "whale/plan/precision.h"
+#include "whale/plan/framework_precision.h"
 
 namespace whale::plan {
 
@@ -14,7 +14,7 @@ double parameters_per_device(const Layer& layer, int tp) {
 std::vector<GradientBucket> gradient_buckets(const Plan& plan, int stage) {
   const Stage& st = plan.stages.at(stage);
   const Bytes cap_bytes = plan.gradient_bucket_mib * 1024.0 * 1024.0;
-  const double bytes_per_gradient = bytes_per_element(plan.precision);
+  const double bytes_per_gradient = gradient_bytes_per_element(plan.precision, plan.framework_precision);
   std::vector<GradientBucket> buckets;
   GradientBucket open{st.end_layer, st.end_layer, 0};
   for (int l = st.end_layer - 1; l >= st.first_layer; --l) {

@@ -28,4 +28,10 @@ std::string json_quote(const std::string& text) {
   return out + "\"";
 }
 
+std::string json_string_list(const std::vector<std::string>& texts) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < texts.size(); ++i) out += (i ? ", " : "") + json_quote(texts[i]);
+  return out + "]";
+}
+
 }  // namespace whale::plan

@@ -30,7 +30,8 @@ const LayerNumber kLayerNumbers[] = {
 };
 
 Training parse_training(const YamlField& field) {
-  field.expect_keys({"global_batch", "precision", "optimizer"});
+  field.expect_keys({"global_batch", "precision", "optimizer", "allow_tf32", "grad_reduce_precision",
+                     "master_weights"});
   Training training;
   training.global_batch = static_cast<int>(field.get("global_batch").count(kMaxGlobalBatch, "samples per global batch"));
   const YamlField precision = field.get("precision");
@@ -44,6 +45,7 @@ Training parse_training(const YamlField& field) {
       optimizer.fail("unknown optimizer '" + training.optimizer + "'", "use adamw, adam or sgd");
     }
   }
+  training.framework_precision = parse_framework_precision(field, FrameworkPrecision{});
   return training;
 }
 
@@ -188,6 +190,7 @@ void emit_model(YAML::Emitter& out, const Model& model) {
   emit_number_field(out, "global_batch", model.training.global_batch);
   emit_text_field(out, "precision", to_string(model.training.precision));
   emit_text_field(out, "optimizer", model.training.optimizer);
+  emit_framework_precision(out, model.training.framework_precision, FrameworkPrecision{});
   out << YAML::EndMap;
   if (model.family == "listed") {
     out << YAML::Key << "layer_list" << YAML::Value << YAML::BeginSeq;

@@ -184,7 +184,7 @@ void check_precision(const Plan& plan, const std::string& file) {
       const DeviceProfile& profile = plan.cluster.profile_of(id);
       if (!checked.insert(profile.name).second) continue;
       try {
-        profile.peak(plan.precision);
+        effective_gemm_precision(plan.precision, plan.framework_precision, profile);
       } catch (const Error& e) {
         throw Error(file, "precision", std::string("precision ") + to_string(plan.precision) + " is unknown to device model '" + profile.name + "'", e.hint());
       }

@@ -99,6 +99,7 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
   out << YAML::Key << "model" << YAML::Value;
   if (model_ref.empty()) emit_model(out, plan.model); else emit_text(out, model_ref);
   emit_text_field(out, "precision", to_string(plan.precision));
+  emit_framework_precision(out, plan.framework_precision, plan.model.training.framework_precision);
   emit_number_field(out, "micro_batch_size", plan.micro_batch_size);
   emit_number_field(out, "micro_batches", plan.micro_batches);
   if (plan.gradient_bucket_mib != kDefaultGradientBucketMib)  // the default stays implicit
@@ -134,8 +135,9 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
 
 Plan load_plan(const std::string& path, const std::string& profiles_dir) {
   const YamlField root = load_yaml_file(path);
-  root.expect_keys({"cluster", "model", "profiles_dir", "precision", "micro_batch_size",
-                    "micro_batches", "gradient_bucket_mib", "schedule", "stages"});
+  root.expect_keys({"cluster", "model", "profiles_dir", "precision", "allow_tf32",
+                    "grad_reduce_precision", "master_weights", "micro_batch_size", "micro_batches",
+                    "gradient_bucket_mib", "schedule", "stages"});
   const std::string folder = parent_folder(path);
   Plan plan;
   plan.source_file = path;
@@ -164,6 +166,7 @@ Plan load_plan(const std::string& path, const std::string& profiles_dir) {
       precision.fail("unknown precision '" + precision.text() + "'", "use fp32, tf32, fp16 or bf16");
     }
   }
+  plan.framework_precision = parse_framework_precision(root, plan.model.training.framework_precision);
   if (plan.precision != plan.model.training.precision && plan.model.family != "listed") {
     generate_layers(plan.model, plan.precision);
   }

@@ -130,10 +130,10 @@ std::string format_planner_json(const PlanResult& r) {
     o << (i ? ", " : "") << json_quote(r.upper_bound.per_model[i].first) << ": " << num(r.upper_bound.per_model[i].second);
   }
   o << "}}, \"speedup_vs_baseline\": " << num(r.speedup_vs_baseline)
-    << ", \"fraction_of_upper_bound\": " << num(r.fraction_of_upper_bound) << ", \"device_models\": [";
-  const auto models = r.best().plan.cluster.device_models();
-  for (size_t i = 0; i < models.size(); ++i) o << (i ? ", " : "") << json_quote(models[i]);
-  o << "], \"search\": {\"candidates_evaluated\": " << r.stats.candidates_evaluated
+    << ", \"fraction_of_upper_bound\": " << num(r.fraction_of_upper_bound)
+    << ", \"device_models\": " << json_string_list(r.best().plan.cluster.device_models())
+    << ", \"gemm_precision_notes\": " << json_string_list(gemm_precision_notes(r.best().plan))
+    << ", \"search\": {\"candidates_evaluated\": " << r.stats.candidates_evaluated
     << ", \"candidates_bounded\": " << r.stats.candidates_bounded
     << ", \"candidates_simulated\": " << r.stats.candidates_simulated << ", \"structures\": " << r.stats.structures
     << ", \"wall_s\": " << num(r.stats.wall_s) << ", \"timed_out\": " << (r.stats.timed_out ? "true" : "false")

@@ -8,10 +8,10 @@
 namespace whale::plan {
 namespace {
 
-// Bytes per parameter of the optimizer state (AdamW: fp32 master copy and two moments for
-// mixed precision; two moments when training in fp32).
-double optimizer_bytes_per_param(Precision p) {
-  return bytes_per_element(p) >= 4 ? 8.0 : 12.0;
+// Bytes per parameter of the optimizer state (AdamW: two fp32 moments, plus an fp32 master copy
+// under mixed precision unless the framework keeps none), as the simulator's memory model.
+double optimizer_bytes_per_param(Precision p, MasterWeights master) {
+  return bytes_per_element(p) >= 4 || master == MasterWeights::none ? 8.0 : 12.0;
 }
 
 // Ring all-reduce of `bytes` over n ranks.
@@ -40,7 +40,8 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
       strategies_(strategies),
       precision_(model.training.precision),
       element_bytes_(bytes_per_element(precision_)),
-      optimizer_bytes_(optimizer_bytes_per_param(precision_)) {
+      gradient_bytes_(gradient_bytes_per_element(precision_, model.training.framework_precision)),
+      optimizer_bytes_(optimizer_bytes_per_param(precision_, model.training.framework_precision.master_weights)) {
   for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_replicated_,
                   &act_split_, &act_attention_, &act_input_}) {
     v->assign(1, 0.0);
@@ -83,8 +84,11 @@ const ComputeTable& AnalyticModel::table(const std::string& device_model, int tp
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   const DeviceProfile& prof = cluster_.profiles.at(device_model);
-  const double peak = prof.peak(precision_);
-  const EfficiencyCurve& gemm = prof.gemm_curve(precision_);
+  // The device's effective GEMM precision, as the simulator prices it (framework_precision.h).
+  const Precision gemm_precision =
+      effective_gemm_precision(precision_, model_.training.framework_precision, prof);
+  const double peak = prof.peak(gemm_precision);
+  const EfficiencyCurve& gemm = prof.gemm_curve(gemm_precision);
   // Sequence parallelism runs every memory op on 1/tp of the tokens.
   const bool sp = sequence_parallel(tp);
   ComputeTable p;
@@ -142,11 +146,13 @@ Seconds AnalyticModel::tp_comm_s(const Link& link, int tp, int share, int first,
 
 Seconds AnalyticModel::dp_comm_s(const Link& link, int tp, int dp, int first, int end) const {
   const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
-  return ring_allreduce_s(link, dp, params * element_bytes_);
+  return ring_allreduce_s(link, dp, params * gradient_bytes_);
 }
 
 Seconds AnalyticModel::dp_gather_s(const Link& link, int tp, int dp, int first, int end) const {
-  return 0.5 * dp_comm_s(link, tp, dp, first, end);
+  // The all-gather of the updated weights: half an all-reduce, of weight (not gradient) bytes.
+  const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
+  return 0.5 * ring_allreduce_s(link, dp, params * element_bytes_);
 }
 
 double AnalyticModel::act_max_range(int first, int end) const {
@@ -165,7 +171,7 @@ MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, 
   const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
   const double elt = element_bytes_;
   const double optimizer = optimizer_bytes_ / (shard_optimizer ? dp : 1);
-  const double gradients = elt / (shard_gradients ? dp : 1);
+  const double gradients = gradient_bytes_ / (shard_gradients ? dp : 1);
   // Korthikanti et al. 2022, Table 2: sequence parallelism shards the replicated activations
   // (and the full-recomputation checkpoint) along the sequence too.
   const double sp = sequence_parallel(tp) ? tp : 1;
@@ -194,7 +200,7 @@ MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, 
 Seconds AnalyticModel::optimizer_s(const std::string& device_model, int first, int end, int tp,
                                    int dp, bool shard_optimizer) const {
   const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
-  const double bytes = params * (2.0 * element_bytes_ + 2.0 * optimizer_bytes_) /
+  const double bytes = params * (element_bytes_ + gradient_bytes_ + 2.0 * optimizer_bytes_) /
                        (shard_optimizer ? dp : 1);
   return bytes / cluster_.profiles.at(device_model).memory_bandwidth_bytes_per_s;
 }

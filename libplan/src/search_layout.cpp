@@ -373,6 +373,7 @@ double structure_hold_fraction(AnalyticModel& an, const Structure& st) {
 
 void apply_layout(Plan& plan, const Choice& choice, const Layout& layout) {
   plan.precision = plan.model.training.precision;
+  plan.framework_precision = plan.model.training.framework_precision;
   plan.micro_batch_size = choice.micro_batch_size;
   plan.micro_batches = choice.micro_batches;
   plan.schedule = choice.schedule;

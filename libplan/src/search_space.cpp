@@ -15,9 +15,10 @@
 namespace whale::plan {
 namespace {
 
-double safe_peak(const DeviceProfile& profile, Precision precision) {
+// The peak of the device's effective GEMM precision; 0 when it has none.
+double safe_peak(const DeviceProfile& profile, Precision precision, const FrameworkPrecision& framework) {
   try {
-    return profile.peak(precision);
+    return profile.peak(effective_gemm_precision(precision, framework, profile));
   } catch (const Error&) {
     return 0.0;
   }
@@ -163,7 +164,7 @@ int Structure::max_dp() const {
 }
 
 std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>& usable,
-                                 Precision precision) {
+                                 Precision precision, const FrameworkPrecision& framework) {
   std::set<int> keep(usable.begin(), usable.end());
   // One key per (node, model) block so that a mixed node contributes its blocks separately.
   using Key = std::tuple<double, double, int, int>;  // -memory, -peak, node, first device
@@ -174,7 +175,7 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
     auto id = std::make_pair(dev.node, dev.model);
     if (!key_of.count(id)) {
       const DeviceProfile& prof = cluster.profiles.at(dev.model);
-      key_of[id] = Key{-prof.memory_bytes, -safe_peak(prof, precision), dev.node, d};
+      key_of[id] = Key{-prof.memory_bytes, -safe_peak(prof, precision, framework), dev.node, d};
     }
   }
   for (const Node& node : cluster.nodes) {
@@ -191,7 +192,8 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
 std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model& model,
                                             const SpaceLimits& limits,
                                             const std::function<bool(const Structure&)>& keep) {
-  const std::vector<int> ordered = ordered_devices(cluster, limits.devices, model.training.precision);
+  const std::vector<int> ordered = ordered_devices(cluster, limits.devices, model.training.precision,
+                                                     model.training.framework_precision);
   const auto models = by_model(cluster, ordered);
   const int n = static_cast<int>(ordered.size());
   const int layers = static_cast<int>(model.layers.size());

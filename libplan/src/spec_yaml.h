@@ -35,4 +35,14 @@ Model parse_hf_config(const YamlField& root);
 /// Emits the model as one mapping.
 void emit_model(YAML::Emitter& out, const Model& model);
 
+/// The framework's precision settings of `field` (a model's training section or a plan), from its
+/// optional keys allow_tf32, grad_reduce_precision and master_weights, each key absent taken
+/// from `defaults`. Throws
+/// whale::Error at the key for a wrong type or an unknown value.
+FrameworkPrecision parse_framework_precision(const YamlField& field, const FrameworkPrecision& defaults);
+/// Emits the keys whose value is not the built-in default or differs from what the file
+/// implies without them (`implied`: a plan's model); files of default settings read as before.
+void emit_framework_precision(YAML::Emitter& out, const FrameworkPrecision& settings,
+                              const FrameworkPrecision& implied);
+
 }  // namespace whale::plan

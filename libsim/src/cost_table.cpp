@@ -56,10 +56,13 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
   out.bucket_tp_s.assign(buckets.size(), 0);
   out.bucket_weight_s.assign(buckets.size(), 0);
   std::size_t bucket = buckets.size();  // the bucket of layer l: buckets run from the last layer
+  // GEMMs run in the device's effective precision (TF32 allowed, documented fallbacks).
+  const plan::Precision gemm_precision =
+      plan::effective_gemm_precision(plan.precision, plan.framework_precision, profile);
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const plan::Layer& layer = plan.model.layers.at(l);
     const LayerCost cost =
-        layer_cost(layer, profile, plan.precision, stage.tp, samples, stage.recompute,
+        layer_cost(layer, profile, gemm_precision, stage.tp, samples, stage.recompute,
                    stage.sequence_parallel);
     out.forward_s += cost.forward_s;
     out.backward_s += cost.backward_s;
@@ -88,7 +91,7 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
 /// profile's measured op bandwidth of the optimizer, on devices where it is compute-bound).
 Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replica) {
   const StateBytesPerParam state =
-      state_bytes_per_param(plan.precision, plan.model.training.optimizer);
+      state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
@@ -130,7 +133,7 @@ std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stag
 Seconds weight_gather_s(const plan::Plan& plan, const plan::Stage& stage) {
   if (stage.dp() <= 1 || !stage.shard_gradients) return 0;
   const StateBytesPerParam state =
-      state_bytes_per_param(plan.precision, plan.model.training.optimizer);
+      state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
@@ -151,6 +154,21 @@ std::vector<TransferCost> bridge_costs(const plan::Plan& plan, const plan::Stage
                    p2p_s(plan.cluster, src, dst, bytes_per_sample * t.samples)});
   }
   return out;
+}
+
+/// Megatron-LM's embedding group: when the LM head is tied to the token table and the first and
+/// last stages run on different device groups, the last stage holds a copy of the table, and
+/// once per step the two copies' gradients are all-reduced over {first stage, last stage}
+/// devices (tp rank 0 of replica 0 stands for every pair, which all run at once). Bytes: the
+/// first stage's vocabulary-parallel shard of the table, vocabulary x hidden / tp, in the
+/// gradient precision. 0 when nothing is tied across groups.
+Seconds tied_embedding_s(const plan::Plan& plan) {
+  const int last = static_cast<int>(plan.stages.size()) - 1;
+  if (!plan.model.tie_embeddings || plan.group_of_stage(0) == plan.group_of_stage(last)) return 0;
+  const plan::Stage& first = plan.stages.front();
+  const Bytes bytes = static_cast<double>(plan.model.vocabulary) * plan.model.hidden / first.tp *
+                      plan::gradient_bytes_per_element(plan.precision, plan.framework_precision);
+  return allreduce_s(plan.cluster, {first.devices.front(), plan.stages.back().devices.front()}, bytes);
 }
 
 }  // namespace
@@ -178,6 +196,11 @@ CostTable build_cost_table(const plan::Plan& plan) {
     cost.bucket_allreduce_s = bucket_allreduce_s(plan, stage, buckets);
     cost.dp_gather_s = weight_gather_s(plan, stage);
     if (s + 1 < plan.stages.size()) cost.to_next = bridge_costs(plan, stage, plan.stages[s + 1]);
+  }
+  const Seconds tied_s = tied_embedding_s(plan);
+  if (tied_s > 0) {
+    table.stages.front().tied_embedding_s = tied_s;
+    table.stages.back().tied_embedding_s = tied_s;
   }
   return table;
 }

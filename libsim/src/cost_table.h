@@ -47,6 +47,10 @@ struct StageCost {
   Seconds dp_gather_s = 0;                 // sharded gradients: all-gather of the updated
                                            // weights after the optimizer step
   std::vector<Seconds> optimizer_s;        // by replica
+  Seconds tied_embedding_s = 0;            // tied embeddings across device groups: the
+                                           // all-reduce of the token table's gradient between
+                                           // the first and the last stage, before the optimizer
+                                           // step of both (0 for every other stage)
   std::vector<TransferCost> to_next;       // bridge to stage + 1 (empty for the last stage)
 };
 

@@ -305,18 +305,25 @@ class Engine {
 
   void optimizer_step(int u, int stage) {
     UnitStats& stats = result_.units[u];
+    // Tied embeddings: the first and last stages all-reduce the table's gradient first.
+    exposed_dp(u, 'E', stage, table_.stages[stage].tied_embedding_s);
     const Seconds duration_s = table_.stages[stage].optimizer_s[stats.replica];
     occupy(u, duration_s, 'O', stage, -1);
     stats.compute_s += duration_s;
     // Sharded gradients: the replicas all-gather their updated weights; nothing overlaps it.
-    const Seconds gather_s = table_.stages[stage].dp_gather_s;
-    if (gather_s > 0) {
-      UnitState& st = units_[u];
-      record(u, Lane::dp, 'Z', stage, -1, st.compute_free_s, gather_s);
-      st.compute_free_s += gather_s;
-      stats.dp_s += gather_s;
-      stats.dp_exposed_s += gather_s;
-    }
+    exposed_dp(u, 'Z', stage, table_.stages[stage].dp_gather_s);
+  }
+
+  /// A data-parallel collective that blocks the unit's compute stream (nothing overlaps it):
+  /// counted as dp time, all of it exposed. Nothing when `duration_s` is 0.
+  void exposed_dp(int u, char op, int stage, Seconds duration_s) {
+    if (duration_s <= 0) return;
+    UnitState& st = units_[u];
+    UnitStats& stats = result_.units[u];
+    record(u, Lane::dp, op, stage, -1, st.compute_free_s, duration_s);
+    st.compute_free_s += duration_s;
+    stats.dp_s += duration_s;
+    stats.dp_exposed_s += duration_s;
   }
 
   void record(int u, Lane lane, char op, int stage, int mb, Seconds start_s, Seconds duration_s,

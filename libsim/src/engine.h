@@ -35,8 +35,8 @@ const char* to_string(Lane lane);
 
 /// One recorded interval of a unit. `op`: 'F' forward, 'R' recompute, 'B' backward (or a split
 /// backward's input pass), 'W' a split backward's weight pass, 'T' TP all-reduces, 'A'
-/// activation send, 'G' gradient send, 'D' DP reduction, 'Z' all-gather of ZeRO-2's updated
-/// weights, 'O' optimizer.
+/// activation send, 'G' gradient send, 'D' DP reduction, 'E' tied-embedding all-reduce, 'Z'
+/// all-gather of ZeRO-2's updated weights, 'O' optimizer.
 struct UnitEvent {
   int unit = 0;
   Lane lane = Lane::compute;

@@ -12,7 +12,8 @@
 
 namespace whale::sim {
 
-StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::string& optimizer) {
+StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::string& optimizer,
+                                         const plan::FrameworkPrecision& framework) {
   int states = 0;
   if (optimizer == "adam" || optimizer == "adamw") {
     states = 2;  // m and v
@@ -25,9 +26,10 @@ StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::s
   const bool mixed = precision == plan::Precision::fp16 || precision == plan::Precision::bf16;
   StateBytesPerParam out;
   out.weights = plan::bytes_per_element(precision);
-  out.gradients = plan::bytes_per_element(precision);
-  // fp32 optimizer states, plus fp32 master weights under mixed precision.
-  out.optimizer = 4.0 * states + (mixed ? 4.0 : 0.0);
+  out.gradients = plan::gradient_bytes_per_element(precision, framework);
+  // fp32 optimizer states, plus fp32 master weights under mixed precision unless there are none.
+  const bool master = mixed && framework.master_weights == plan::MasterWeights::fp32;
+  out.optimizer = 4.0 * states + (master ? 4.0 : 0.0);
   return out;
 }
 
@@ -102,7 +104,7 @@ int peak_in_flight(const plan::GroupProgram& program, int stage) {
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
                                int replica) {
   const StateBytesPerParam state =
-      state_bytes_per_param(plan.precision, plan.model.training.optimizer);
+      state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   // The devices of a replica are one model; every stage of the group runs on them.
   const plan::DeviceProfile& profile = plan.cluster.profile_of(
       plan.stages.at(program.stages.front()).replica_devices(replica).front());

@@ -39,6 +39,8 @@ std::string format_json_report(const plan::Plan& plan, const plan::Estimate& est
       << "  \"plan\": " << plan::json_quote(plan.source_file) << ",\n"
       << "  \"schedule\": " << plan::json_quote(plan::to_string(plan.schedule.kind)) << ",\n"
       << "  \"global_batch\": " << plan.global_batch() << ",\n"
+      << "  \"precision\": " << plan::json_quote(plan::to_string(plan.precision)) << ",\n"
+      << "  \"gemm_precision_notes\": " << plan::json_string_list(plan::gemm_precision_notes(plan)) << ",\n"
       << "  \"step_time_s\": " << format_number(est.step_time_s) << ",\n"
       << "  \"samples_per_s\": " << format_number(est.samples_per_s) << ",\n"
       << "  \"tokens_per_s\": " << format_number(est.tokens_per_s) << ",\n"

@@ -56,9 +56,12 @@ std::string format_text_report(const plan::Plan& plan, const plan::Estimate& est
   out += "model     " + plan.model.name + printf_string(" (%.3g B parameters)\n",
                                                        plan.model.parameter_count() / 1e9);
   out += "cluster   " + plan.cluster.name + printf_string(" (%zu devices)\n", plan.cluster.devices.size());
-  out += printf_string("schedule  %s, chunks %d, %d micro-batches of %d samples, %s\n\n",
+  out += printf_string("schedule  %s, chunks %d, %d micro-batches of %d samples, %s\n",
                        plan::to_string(plan.schedule.kind), plan.schedule.chunks,
                        plan.micro_batches, plan.micro_batch_size, plan::to_string(plan.precision));
+  // Device models whose GEMMs run in another precision than the plan's (TF32, fallbacks).
+  for (const std::string& note : plan::gemm_precision_notes(plan)) out += "precision " + note + "\n";
+  out += "\n";
   out += printf_string("step time        %12.6f s\n", est.step_time_s);
   out += printf_string("samples/s        %12.3f\n", est.samples_per_s);
   out += printf_string("tokens/s         %12.1f\n", est.tokens_per_s);

@@ -41,6 +41,7 @@ std::string event_name(const UnitEvent& e) {
     case 'D': return "reduce_bucket " + where + " b" + std::to_string(e.bucket);
     case 'O': return "optimizer " + where;
     case 'Z': return "allgather weights " + where;
+    case 'E': return "allreduce tied embedding " + where;
   }
   return where;
 }
@@ -91,7 +92,8 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateO
       d.capacity_bytes = profile.memory_bytes;
       d.busy_s = stats.compute_s + stats.recompute_s + stats.tp_exposed_s;
       d.achieved_tflops = stats.model_flops / est.step_time_s / 1e12;
-      sum_peak_flops += profile.peak(plan.precision);
+      sum_peak_flops += profile.peak(
+          plan::effective_gemm_precision(plan.precision, plan.framework_precision, profile));
       est.fits = est.fits && d.peak_memory_bytes <= d.capacity_bytes;
     }
     accumulate(stats, est.step_time_s, static_cast<int>(unit_devices[u].size()), &est.breakdown);

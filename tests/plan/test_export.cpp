@@ -3,6 +3,7 @@
 // field by field, and what each framework cannot express.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -89,6 +90,20 @@ TEST_CASE("an a100-64 1f1b plan with recomputation and ZeRO-1, in both framework
             "\"contiguous_memory_optimization\": false, \"cpu_checkpointing\": false},",
             "  \"pipeline\": {\"stages\": 4, \"partition\": \"type:transformer\", \"activation_checkpoint_interval\": 1}",
             "}"});
+}
+
+TEST_CASE("gradients reduced in fp32: Megatron-LM's fp32 accumulation under fp16, DeepSpeed's communication dtype") {
+  Plan plan = a100_plan("export-grad-fp32.yaml", {"[0, 8]", "[9, 16]", "[17, 24]", "[25, 33]"}, "");
+  const auto has = [](const std::string& text, const std::string& line) {
+    const std::vector<std::string> all = lines(text);
+    return std::find(all.begin(), all.end(), line) != all.end();
+  };
+  CHECK_FALSE(has(deepspeed_config(plan), "  \"communication_data_type\": \"fp32\","));
+  plan.framework_precision.grad_reduce = GradReducePrecision::fp32;
+  CHECK(has(deepspeed_config(plan), "  \"communication_data_type\": \"fp32\","));
+  CHECK_FALSE(has(megatron_arguments(plan), "  --accumulate-allreduce-grads-in-fp32"));  // bf16: implied
+  plan.precision = Precision::fp16;
+  CHECK(has(megatron_arguments(plan), "  --accumulate-allreduce-grads-in-fp32"));
 }
 
 TEST_CASE("sequence parallelism and ZeRO-2: Megatron-LM's flags; DeepSpeed's ZeRO stage 2, no sequence parallelism") {

@@ -119,13 +119,14 @@ TEST_CASE("a placement inconsistent with the schedule") {
 }
 
 TEST_CASE("a precision a device does not have") {
-  // cpu-measured's profile is whale-profile's measurement of fp32 alone.
-  const std::string p = scratch_file("bad-plans/plan-bf16.yaml",
+  // cpu-measured's profile is whale-profile's measurement of fp32 alone; bf16 would run as fp32
+  // (docs/profile.md#fallbacks), fp16 has no fallback.
+  const std::string p = scratch_file("bad-plans/plan-fp16.yaml",
                                      "cluster: " + source_path("configs/clusters/cpu-measured.yaml") + "\n"
                                      "model: " + source_path("configs/models/tiny.yaml") + "\n"
-                                     "precision: bf16\nmicro_batch_size: 4\nmicro_batches: 2\nschedule: 1f1b\n"
+                                     "precision: fp16\nmicro_batch_size: 4\nmicro_batches: 2\nschedule: 1f1b\n"
                                      "stages:\n  - {layers: [0, 9], devices: \"0\"}\n");
-  CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "precision", "precision bf16 is unknown to device model 'cpu-measured'");
+  CHECK_SPEC_ERROR([&] { load_plan(p); }, p, "precision", "precision fp16 is unknown to device model 'cpu-measured'");
 }
 
 TEST_CASE("bad references and fields of a plan") {

@@ -1,5 +1,5 @@
 // File: test_specs_profile.cpp
-// Device profiles: efficiency-curve interpolation, peak fallbacks, exact loaded figures, the
+// Device profiles: efficiency-curve interpolation, exact per-precision peaks, exact loaded figures, the
 // save/load round trip and bad profiles.
 #include <doctest/doctest.h>
 
@@ -10,6 +10,7 @@
 
 #include "test_specs_util.h"
 #include "whale/plan/device_profile.h"
+#include "whale/plan/framework_precision.h"
 
 using namespace whale::plan;
 using whale::plan::testing::scratch_file;
@@ -60,12 +61,17 @@ TEST_CASE("a profile loads with exact figures") {
   CHECK(a100.memory_efficiency.points().front().size == doctest::Approx(0.01 * 1024 * 1024));
 }
 
-TEST_CASE("peak fallbacks") {
+TEST_CASE("peaks and curves are exact per precision; the fallbacks are the effective precision's") {
   const DeviceProfile toy = load_device_profile(scratch_file("profiles-a/toy.yaml", kToyProfile));
-  CHECK(toy.peak(Precision::bf16) == 40e12);
-  CHECK(toy.peak(Precision::tf32) == 10e12);
-  CHECK(toy.gemm_curve(Precision::bf16).at(10e9) == doctest::Approx(0.4));
+  CHECK(toy.peak(Precision::fp16) == 40e12);
+  CHECK_THROWS_AS(toy.peak(Precision::bf16), whale::Error);
+  CHECK_THROWS_AS(toy.peak(Precision::tf32), whale::Error);
+  CHECK(toy.gemm_curve(Precision::fp16).at(10e9) == doctest::Approx(0.4));
+  CHECK(toy.gemm_curve(Precision::bf16).empty());
   CHECK(toy.gemm_curve(Precision::fp32).empty());
+  // bf16 and tf32 GEMMs run as fp32 on it (docs/profile.md#fallbacks).
+  CHECK(effective_gemm_precision(Precision::bf16, {}, toy) == Precision::fp32);
+  CHECK(effective_gemm_precision(Precision::tf32, {}, toy) == Precision::fp32);
   // cpu-measured's profile is whale-profile's measurement of fp32 alone: no bf16, no fp16.
   const DeviceProfile cpu = load_device_profile("profiles/cpu-measured.yaml");
   const whale::Error e = whale::plan::testing::expect_error([&] { cpu.peak(Precision::bf16); });

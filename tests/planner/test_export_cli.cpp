@@ -60,3 +60,21 @@ TEST_CASE("exports of a heterogeneous plan: refused with one line, or constraine
   CHECK(constrained.err.find("\n  exported instead, the best uniform plan uniform pp1 tp2 dp32: ") != std::string::npos);
   CHECK(read(file).find("WHALE_MEGATRON_ARGS=(\n  --tensor-model-parallel-size 2\n") != std::string::npos);
 }
+
+TEST_CASE("whale-plan --allow-tf32 plans fp32 training with TF32 GEMMs, reports them and writes the setting") {
+  const std::string file = std::string(WHALE_BINARY_DIR) + "/test_export_cli.tf32-plan.yaml";
+  std::remove(file.c_str());
+  const std::string args = "--cluster configs/clusters/mixed-node.yaml --model configs/models/tiny.yaml --out " + file;
+  const Run plain = whale_plan(args);
+  CAPTURE(plain.err);
+  CHECK(plain.exit_code == 0);
+  CHECK(plain.out.find("\nprecision ") == std::string::npos);  // fp32 everywhere
+  CHECK(read(file).find("allow_tf32") == std::string::npos);
+  const Run tf32 = whale_plan(args + " --allow-tf32");
+  CAPTURE(tf32.err);
+  CHECK(tf32.exit_code == 0);
+  // Both device models of the node have TF32 tensor cores.
+  CHECK(tf32.out.find("\nprecision a10: fp32 GEMMs run as tf32 (allow_tf32)\n") != std::string::npos);
+  CHECK(tf32.out.find("\nprecision rtx3090: fp32 GEMMs run as tf32 (allow_tf32)\n") != std::string::npos);
+  CHECK(read(file).find("\nallow_tf32: true\n") != std::string::npos);
+}

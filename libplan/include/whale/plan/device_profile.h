@@ -60,10 +60,11 @@ struct DeviceProfile {
   /// Figures fitted from measured runs by whale-calibrate (optional; defaults change nothing).
   ProfileCalibration calibration;                                  // YAML: calibration (optional)
 
-  /// Peak of `p`; falls back to fp16 for bf16 and fp32 for tf32 when missing.
-  /// Throws whale::Error when neither is present.
+  /// Peak of `p`, exactly: no fallback to another precision (a plan's GEMMs are priced at
+  /// effective_gemm_precision, framework_precision.h, which applies the documented fallbacks).
+  /// Throws whale::Error when the profile has no peak for `p`.
   FlopsPerSecond peak(Precision p) const;
-  /// The GEMM efficiency curve of `p`, with the same fallbacks; an empty curve if none.
+  /// The GEMM efficiency curve of `p`, exactly; an empty curve if none.
   const EfficiencyCurve& gemm_curve(Precision p) const;
   /// The op_bandwidth_bytes_per_s of the first class (in key order) that `op_name` contains;
   /// 0 when none does (the op is then memory-bound: bandwidth x memory_efficiency).

@@ -11,7 +11,7 @@
 namespace whale::plan {
 
 /// One bucket of a stage: the layers [first_layer, end_layer), whose gradients one tp shard
-/// holds in `bytes` (in the plan's precision).
+/// holds in `bytes` (at gradient_bytes_per_element: the training precision or fp32).
 struct GradientBucket {
   int first_layer = 0;
   int end_layer = 0;

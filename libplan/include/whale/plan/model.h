@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "whale/plan/framework_precision.h"
 #include "whale/plan/precision.h"
 #include "whale/plan/units.h"
 
@@ -59,6 +60,9 @@ struct Training {
   int global_batch = 0;           // samples per optimizer step
   Precision precision = Precision::bf16;
   std::string optimizer = "adamw";
+  /// How the framework applies `precision` (YAML: allow_tf32, grad_reduce_precision,
+  /// master_weights; optional). A plan made for this model starts from these settings.
+  FrameworkPrecision framework_precision;
 };
 
 struct Model {

@@ -9,6 +9,7 @@
 
 #include "whale/plan/cluster.h"
 #include "whale/plan/model.h"
+#include "whale/plan/framework_precision.h"
 #include "whale/plan/precision.h"
 #include "whale/plan/limits.h"
 
@@ -65,6 +66,10 @@ struct Plan {
   Cluster cluster;
   Model model;
   Precision precision = Precision::bf16;
+  /// How the framework applies `precision`: TF32 GEMMs under fp32, the gradient-reduction
+  /// precision and master weights (framework_precision.h). YAML: allow_tf32,
+  /// grad_reduce_precision, master_weights; each defaults to the model's training section.
+  FrameworkPrecision framework_precision;
   int micro_batch_size = 1;   // samples per micro-batch
   int micro_batches = 1;      // micro-batches per step
   /// Size of the data-parallel gradient buckets (gradient_buckets.h), in MiB of one tp shard's

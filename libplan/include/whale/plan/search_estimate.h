@@ -104,6 +104,7 @@ class AnalyticModel {
   SearchStrategies strategies_;
   Precision precision_;
   double element_bytes_;     // bytes per element at precision_
+  double gradient_bytes_;    // bytes per gradient element as accumulated and reduced
   double optimizer_bytes_;   // optimizer-state bytes per parameter
   std::vector<std::string> model_names_;                    // index of a device model
   std::unordered_map<unsigned long long, ComputeTable> cache_;  // (model index, tp, share)

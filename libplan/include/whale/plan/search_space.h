@@ -58,9 +58,9 @@ struct SpaceLimits {
 
 /// The device order the planner places groups in: nodes by device memory (largest first), then
 /// by device speed (fastest first), then file order; devices of a node stay together.
-/// Speed is the device's peak at `precision`.
+/// Speed is the device's peak at its effective GEMM precision (framework_precision.h).
 std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>& usable,
-                                 Precision precision);
+                                 Precision precision, const FrameworkPrecision& framework = {});
 
 /// Every structure of the space over `limits.devices`, deterministic order:
 /// - pipeline depths p from 1 up;
