@@ -39,7 +39,7 @@ bool better(const Candidate& a, const Candidate& b) {
 // Group index of every device of a structure.
 int group_of_device(const Structure& st, int device) {
   for (size_t g = 0; g < st.groups.size(); ++g) {
-    if (std::count(st.groups[g].devices.begin(), st.groups[g].devices.end(), device)) return static_cast<int>(g);
+    if (std::count(st.groups[g]->devices.begin(), st.groups[g]->devices.end(), device)) return static_cast<int>(g);
   }
   return -1;
 }

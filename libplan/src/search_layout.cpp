@@ -154,7 +154,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   const int S = p * v;
   const int L = an.layers();
   std::vector<GroupInfo> gi;
-  for (int g = 0; g < p; ++g) gi.push_back(group_info(an, st.groups[g], c, g, p, rules.even_shares));
+  for (int g = 0; g < p; ++g) gi.push_back(group_info(an, *st.groups[g], c, g, p, rules.even_shares));
   std::vector<int> min_rung(p, 0);
   for (int g = 0; g < p && g < static_cast<int>(rules.min_rung.size()); ++g) min_rung[g] = rules.min_rung[g];
   const double inf = std::numeric_limits<double>::infinity();
@@ -184,7 +184,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       const double usable = ms.usable_bytes / v;
       if (need.total() - usable > worst) {
         worst = need.total() - usable;
-        if (out) *out = Shortfall{need.total() * v, usable * v, need.state_bytes * v, st.groups[g].devices[0], ms.model};
+        if (out) *out = Shortfall{need.total() * v, usable * v, need.state_bytes * v, st.groups[g]->devices[0], ms.model};
       }
     }
     return worst;
@@ -239,7 +239,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       Stage stage;
       stage.first_layer = b[s];
       stage.end_layer = b[s + 1];
-      stage.devices = st.groups[g].devices;
+      stage.devices = st.groups[g]->devices;
       stage.tp = gi[g].tp;
       stage.shares = gi[g].shares;
       stage.recompute = rung_recompute(rungs[s]);
@@ -261,7 +261,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
         if (h != g) {
           const int most = std::max(*std::max_element(gi[g].shares.begin(), gi[g].shares.end()),
                                     *std::max_element(gi[h].shares.begin(), gi[h].shares.end()));
-          const Link link = an.cluster().link_between(st.groups[g].devices[0], st.groups[h].devices[0]);
+          const Link link = an.cluster().link_between(st.groups[g]->devices[0], st.groups[h]->devices[0]);
           p2p += 2.0 * link.time_for(an.boundary_bytes(b[s + 1]) * most);
         }
       }
@@ -336,7 +336,8 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
 Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batch_size,
                           int global_batch) {
   double speed = 0;  // samples per second of all groups, each as if it held the whole model
-  for (const GroupSpec& g : st.groups) {
+  for (const SharedGroup& group : st.groups) {
+    const GroupSpec& g = *group;
     // The largest share any replica can get: more samples never lower the efficiency.
     const int share = std::max(1, micro_batch_size - g.dp() + 1);
     std::vector<double> per_sample;
@@ -355,7 +356,8 @@ Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batc
 
 double structure_hold_fraction(AnalyticModel& an, const Structure& st) {
   double held = 0;  // fraction of the model's state the groups can hold
-  for (const GroupSpec& g : st.groups) {
+  for (const SharedGroup& group : st.groups) {
+    const GroupSpec& g = *group;
     const MemoryNeed whole = an.memory(0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1,
                                        g.dp() > 1 && an.strategies().shard_gradients);
     double usable = std::numeric_limits<double>::infinity();

@@ -34,7 +34,7 @@ TEST_CASE("structures of four CPU devices and the tiny model") {
   std::vector<std::string> got;
   for (const plan::Structure& s : plan::enumerate_structures(cl, tiny, limits)) {
     std::string g;
-    for (const plan::GroupSpec& grp : s.groups) g += "[" + plan::format_device_list(grp.devices) + " tp" + std::to_string(grp.tp) + "]";
+    for (const plan::SharedGroup& grp : s.groups) g += "[" + plan::format_device_list(grp->devices) + " tp" + std::to_string(grp->tp) + "]";
     got.push_back(g);
   }
   // p = 1 (tp 1, 2, 4), p = 2 (tp 1, 2), p = 3 near-equal (2+1+1 devices: tp 1, and tp 2 on
@@ -56,9 +56,9 @@ TEST_CASE("type-pure pipelines are laid in every order of the device models") {
   limits.max_pipeline_depth = 2;
   std::vector<std::string> got;
   for (const plan::Structure& s : plan::enumerate_structures(cl, tiny, limits)) {
-    if (s.groups.size() != 2 || s.groups[0].tp != 1 || s.groups[1].tp != 1) continue;
+    if (s.groups.size() != 2 || s.groups[0]->tp != 1 || s.groups[1]->tp != 1) continue;
     std::string g;
-    for (const plan::GroupSpec& grp : s.groups) g += "[" + plan::format_device_list(grp.devices) + "]";
+    for (const plan::SharedGroup& grp : s.groups) g += "[" + plan::format_device_list(grp->devices) + "]";
     got.push_back(g);
   }
   // Equal slices (= type-pure in memory order), striped, then type-pure in the other order.
