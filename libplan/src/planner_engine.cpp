@@ -50,10 +50,11 @@ std::vector<Structure> holding_structures(const Cluster& cluster, const Model& m
                                           const SpaceLimits& limits, SearchStrategies strategies,
                                           long* left_out) {
   AnalyticModel an(cluster, model, strategies);
+  StructureFigures figures(an);
   double most_short = -1;  // the largest hold fraction below 1 so far
   *left_out = 0;
   return enumerate_structures(cluster, model, limits, [&](const Structure& s) {
-    const double held = structure_hold_fraction(an, s);
+    const double held = figures.hold_fraction(s);
     if (held >= 1.0) return true;
     if (held > most_short) {
       most_short = held;
@@ -71,6 +72,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   EngineOutput out;
   out.rejected_by_hint.assign(in.hints ? in.hints->layers.size() : 0, 0);
   AnalyticModel an(cluster, model, options.strategies);
+  StructureFigures figures(an);
   const int n = static_cast<int>(in.structures.size());
   std::vector<std::vector<Choice>> choices(n);
   for (int i = 0; i < n; ++i) {
@@ -89,7 +91,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   std::vector<double> held(n);
   int closest = 0;
   for (int i = 0; i < n; ++i) {
-    held[i] = structure_hold_fraction(an, in.structures[i]);
+    held[i] = figures.hold_fraction(in.structures[i]);
     if (held[i] > held[closest]) closest = i;
   }
   // Work items: (structure, run of choices sharing one micro-batch size), by lower bound.
@@ -108,7 +110,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     for (size_t a = 0; a < cs.size();) {
       size_t e = a;
       while (e < cs.size() && cs[e].micro_batch_size == cs[a].micro_batch_size) ++e;
-      items.push_back(Item{i, a, e, structure_bound_s(an, in.structures[i], cs[a].micro_batch_size, in.global_batch)});
+      items.push_back(Item{i, a, e, figures.bound_s(in.structures[i], cs[a].micro_batch_size, in.global_batch)});
       a = e;
     }
   }

@@ -333,44 +333,63 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   return best;
 }
 
-Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batch_size,
-                          int global_batch) {
+const std::vector<double>& StructureFigures::kind_speeds(const GroupSpec& g, int share) {
+  auto it = speeds_.find({&g, share});
+  if (it != speeds_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  std::vector<double> speeds;
+  for (const ReplicaKind& k : g.kinds) {
+    const ComputeTable& t = an.table(k.model, g.tp, share);
+    // Tensor-parallel all-reduces (forward and backward) count as build_layout counts them.
+    const double tp_s = 2.0 * an.tp_comm_s(k.intra_link, g.tp, share, 0, an.layers());
+    speeds.push_back(1.0 / ((t.forward(0, an.layers()) + t.backward(0, an.layers()) + tp_s) / share));
+  }
+  return speeds_.emplace(std::make_pair(&g, share), std::move(speeds)).first->second;
+}
+
+Seconds StructureFigures::bound_s(const Structure& st, int micro_batch_size, int global_batch) {
   double speed = 0;  // samples per second of all groups, each as if it held the whole model
   for (const SharedGroup& group : st.groups) {
-    const GroupSpec& g = *group;
     // The largest share any replica can get: more samples never lower the efficiency.
-    const int share = std::max(1, micro_batch_size - g.dp() + 1);
-    std::vector<double> per_sample;
-    for (const ReplicaKind& k : g.kinds) {
-      const ComputeTable& t = an.table(k.model, g.tp, share);
-      // Tensor-parallel all-reduces (forward and backward) count as build_layout counts them.
-      const double tp_s = 2.0 * an.tp_comm_s(k.intra_link, g.tp, share, 0, an.layers());
-      per_sample.push_back((t.forward(0, an.layers()) + t.backward(0, an.layers()) + tp_s) / share);
-    }
-    for (int k : g.replica_kind) speed += 1.0 / per_sample[k];
+    const int share = std::max(1, micro_batch_size - group->dp() + 1);
+    const std::vector<double>& kind_speed = kind_speeds(*group, share);
+    for (int k : group->replica_kind) speed += kind_speed[k];
   }
   const int p = static_cast<int>(st.groups.size());
   const double m = global_batch / micro_batch_size;
   return global_batch / speed * (1.0 + (p - 1) / (4.0 * m));
 }
 
-double structure_hold_fraction(AnalyticModel& an, const Structure& st) {
-  double held = 0;  // fraction of the model's state the groups can hold
-  for (const SharedGroup& group : st.groups) {
-    const GroupSpec& g = *group;
-    const MemoryNeed whole = an.memory(0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1,
-                                       g.dp() > 1 && an.strategies().shard_gradients);
-    double usable = std::numeric_limits<double>::infinity();
-    const std::string* last = nullptr;
-    for (int d : g.devices) {
-      const std::string& m = an.cluster().devices[d].model;
-      if (last && *last == m) continue;
-      last = &m;
-      usable = std::min(usable, an.usable_bytes(m));
-    }
-    held += std::min(1.0, usable / whole.state_bytes);
+double StructureFigures::group_hold_fraction(const GroupSpec& g) {
+  auto it = held_.find(&g);
+  if (it != held_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  const MemoryNeed whole = an.memory(0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1,
+                                     g.dp() > 1 && an.strategies().shard_gradients);
+  double usable = std::numeric_limits<double>::infinity();
+  const std::string* last = nullptr;
+  for (int d : g.devices) {
+    const std::string& m = an.cluster().devices[d].model;
+    if (last && *last == m) continue;
+    last = &m;
+    usable = std::min(usable, an.usable_bytes(m));
   }
+  return held_[&g] = std::min(1.0, usable / whole.state_bytes);
+}
+
+double StructureFigures::hold_fraction(const Structure& st) {
+  double held = 0;  // fraction of the model's state the groups can hold
+  for (const SharedGroup& group : st.groups) held += group_hold_fraction(*group);
   return held;
+}
+
+Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batch_size,
+                          int global_batch) {
+  return StructureFigures(an).bound_s(st, micro_batch_size, global_batch);
+}
+
+double structure_hold_fraction(AnalyticModel& an, const Structure& st) {
+  return StructureFigures(an).hold_fraction(st);
 }
 
 void apply_layout(Plan& plan, const Choice& choice, const Layout& layout) {
