@@ -360,6 +360,41 @@ Seconds StructureFigures::bound_s(const Structure& st, int micro_batch_size, int
   return global_batch / speed * (1.0 + (p - 1) / (4.0 * m));
 }
 
+double StructureFigures::group_best_speed(const GroupSpec& g, int global_batch) {
+  if (global_batch != best_speed_batch_) {
+    best_speed_.clear();
+    best_speed_batch_ = global_batch;
+    batch_divisors_.clear();
+    for (int d = 1; d <= global_batch / d; ++d) {
+      if (global_batch % d != 0) continue;
+      batch_divisors_.push_back(d);
+      if (d != global_batch / d) batch_divisors_.push_back(global_batch / d);
+    }
+  }
+  auto it = best_speed_.find(&g);
+  if (it != best_speed_.end()) return it->second;
+  std::vector<double> best(g.kinds.size(), 0.0);
+  for (int b : batch_divisors_) {
+    if (b < g.dp()) continue;  // no replica would get a sample
+    const std::vector<double>& speeds = kind_speeds(g, std::max(1, b - g.dp() + 1));  // as bound_s
+    for (size_t k = 0; k < best.size(); ++k) best[k] = std::max(best[k], speeds[k]);
+  }
+  double speed = 0;
+  for (int k : g.replica_kind) speed += best[k];
+  return best_speed_[&g] = speed;
+}
+
+Seconds StructureFigures::least_bound_s(const Structure& st, int smallest_micro_batch_size, int global_batch) {
+  // Summed in another order than bound_s sums: a relative margin far above the rounding error
+  // of a thousand terms keeps it below every bound_s.
+  constexpr double kRoundingMargin = 1e-9;
+  double speed = 0;
+  for (const SharedGroup& group : st.groups) speed += group_best_speed(*group, global_batch);
+  const int p = static_cast<int>(st.groups.size());
+  const double m = global_batch / smallest_micro_batch_size;  // the most micro-batches
+  return global_batch / speed * (1.0 + (p - 1) / (4.0 * m)) * (1.0 - kRoundingMargin);
+}
+
 double StructureFigures::group_hold_fraction(const GroupSpec& g) {
   auto it = held_.find(&g);
   if (it != held_.end()) return it->second;
