@@ -247,24 +247,38 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
     if (limits.max_pipeline_depth > 0 && p > limits.max_pipeline_depth) break;
     if (limits.fixed_stages > 0 && limits.fixed_stages % p != 0) continue;
     for (const auto& grouping : groupings(ordered, models, p)) {
+      // Per group: the device models it holds, and its finished group by the degree asked.
+      std::vector<std::vector<int>> models_in(grouping.size());
+      std::vector<std::map<int, SharedGroup>> by_degree(grouping.size());
+      for (size_t g = 0; g < grouping.size(); ++g) {
+        for (int d : grouping[g]) {
+          std::vector<int>& in = models_in[g];
+          if (std::find(in.begin(), in.end(), model_index[d]) == in.end()) in.push_back(model_index[d]);
+        }
+      }
       std::vector<size_t> pick(models.size(), 0);
       while (true) {
         // The degree of every group, then its groups: a structure is built only when new.
         Structure s;
         s.groups.reserve(grouping.size());
         bool ok = true;
-        for (const auto& devs : grouping) {
+        for (size_t g = 0; g < grouping.size() && ok; ++g) {
           int tp = 0;
-          for (int d : devs) {
-            const int want = tp_options[model_index[d]][pick[model_index[d]]];
+          for (int t : models_in[g]) {
+            const int want = tp_options[t][pick[t]];
             if (tp != 0 && tp != want) ok = false;
             tp = want;
           }
           if (!ok) break;
-          // A group the model's degree does not fit (an uneven slice) takes the largest
-          // smaller power of two that does.
-          while (tp > 1 && !replicas_in_nodes(cluster, devs, tp)) tp /= 2;
-          s.groups.push_back(pool.get(devs, tp));
+          SharedGroup& group = by_degree[g][tp];
+          if (!group) {
+            // A group the model's degree does not fit (an uneven slice) takes the largest
+            // smaller power of two that does.
+            int fitting = tp;
+            while (fitting > 1 && !replicas_in_nodes(cluster, grouping[g], fitting)) fitting /= 2;
+            group = pool.get(grouping[g], fitting);
+          }
+          s.groups.push_back(group);
         }
         if (ok) {
           std::vector<const GroupSpec*> key;
