@@ -31,7 +31,7 @@ RankedPlan search_baseline(const Cluster& cluster, const Model& model, const Cos
   // Megatron's rules: 1f1b, micro-batches divisible by dp (even shares).
   in.choices = [&](const Structure& s) {
     std::vector<Choice> out;
-    const int dp = s.groups.front().dp();
+    const int dp = s.groups.front()->dp();
     for (int b = dp; b <= batch; b += dp) {
       if (batch % b == 0) out.push_back(Choice{b, batch / b, Schedule{ScheduleKind::one_f_one_b, 1}});
     }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
 #include <map>
 
 #include "whale/plan/error.h"
@@ -33,10 +34,15 @@ BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, cons
     o.top_k = 0;
     o.progress = nullptr;
     double f = 0;
+    // The upper bound does not depend on the search: it runs beside it, as search_plans runs
+    // its comparison (unless a test's fake clock need not be thread-safe).
+    std::future<UpperBound> upper = std::async(
+        !o.clock_s || o.threads > 1 ? std::launch::async : std::launch::deferred,
+        [&] { return search_upper_bound(cluster, model, cost, o); });
     try {
       const double best = search_plans(cluster, model, cost, o).best().estimate.samples_per_s;
-      const double upper = search_upper_bound(cluster, model, cost, o).samples_per_s;
-      f = upper > 0 ? best / upper : 0.0;
+      const double upper_samples_per_s = upper.get().samples_per_s;
+      f = upper_samples_per_s > 0 ? best / upper_samples_per_s : 0.0;
     } catch (const Error&) {
       f = 0;  // no plan at this batch
     }

@@ -53,22 +53,31 @@ std::vector<int> greedy(int layers, int stages, const RangeCost& cost, const Ran
 // stage suffices: O(stages * layers) cost calls. Empty when infeasible.
 std::vector<int> exact(int layers, int stages, const RangeCost& cost, const RangeFits& fits,
                        double bound) {
-  std::vector<std::vector<int>> pred(stages + 1, std::vector<int>(layers + 1, -1));
-  pred[0][0] = 0;
+  // pred(s, e): the start of stage s - 1's range ending at e, -1 when e is unreachable after
+  // s stages. One buffer per thread: the search calls this thousands of times.
+  // Rows are cleared as they are reached: most tests fail after a few stages.
+  thread_local std::vector<int> pred_buffer;
+  const size_t row = static_cast<size_t>(layers) + 1;
+  if (pred_buffer.size() < (static_cast<size_t>(stages) + 1) * row) pred_buffer.resize((static_cast<size_t>(stages) + 1) * row);
+  auto pred = [&](int s, int e) -> int& { return pred_buffer[static_cast<size_t>(s) * row + e]; };
+  std::fill_n(pred_buffer.begin(), row, -1);
+  pred(0, 0) = 0;
   for (int s = 0; s < stages; ++s) {
+    std::fill_n(pred_buffer.begin() + static_cast<std::ptrdiff_t>((s + 1) * row), row, -1);
     const int last_end = layers - (stages - 1 - s);
     int marked = 0, end = 0;
     for (int a = 0; a < layers; ++a) {
-      if (pred[s][a] < 0) continue;
+      if (pred(s, a) < 0) continue;
       end = std::max(end, a);
       while (end + 1 <= last_end && cost(s, a, end + 1) <= bound && fits(s, a, end + 1)) ++end;
-      for (int x = std::max(a + 1, marked + 1); x <= end; ++x) pred[s + 1][x] = a;
+      for (int x = std::max(a + 1, marked + 1); x <= end; ++x) pred(s + 1, x) = a;
       marked = std::max(marked, end);
     }
+    if (marked == 0) return {};  // no position is reachable after s + 1 stages
   }
-  if (pred[stages][layers] < 0) return {};
+  if (pred(stages, layers) < 0) return {};
   std::vector<int> b(stages + 1, 0);
-  for (int s = stages, e = layers; s > 0; e = pred[s][e], --s) b[s] = e;
+  for (int s = stages, e = layers; s > 0; e = pred(s, e), --s) b[s] = e;
   return b;
 }
 

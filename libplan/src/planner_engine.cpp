@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <queue>
 #include <thread>
 
 #include "whale/plan/error.h"
@@ -39,7 +40,7 @@ bool better(const Candidate& a, const Candidate& b) {
 // Group index of every device of a structure.
 int group_of_device(const Structure& st, int device) {
   for (size_t g = 0; g < st.groups.size(); ++g) {
-    if (std::count(st.groups[g].devices.begin(), st.groups[g].devices.end(), device)) return static_cast<int>(g);
+    if (std::count(st.groups[g]->devices.begin(), st.groups[g]->devices.end(), device)) return static_cast<int>(g);
   }
   return -1;
 }
@@ -50,10 +51,11 @@ std::vector<Structure> holding_structures(const Cluster& cluster, const Model& m
                                           const SpaceLimits& limits, SearchStrategies strategies,
                                           long* left_out) {
   AnalyticModel an(cluster, model, strategies);
+  StructureFigures figures(an);
   double most_short = -1;  // the largest hold fraction below 1 so far
   *left_out = 0;
   return enumerate_structures(cluster, model, limits, [&](const Structure& s) {
-    const double held = structure_hold_fraction(an, s);
+    const double held = figures.hold_fraction(s);
     if (held >= 1.0) return true;
     if (held > most_short) {
       most_short = held;
@@ -71,48 +73,97 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   EngineOutput out;
   out.rejected_by_hint.assign(in.hints ? in.hints->layers.size() : 0, 0);
   AnalyticModel an(cluster, model, options.strategies);
+  StructureFigures figures(an);
   const int n = static_cast<int>(in.structures.size());
-  std::vector<std::vector<Choice>> choices(n);
+  // Choices depend on a structure only through its depth and largest dp (EngineInput): each
+  // list is asked for once, with its runs of one micro-batch size.
+  struct ChoiceList {
+    std::vector<Choice> choices;
+    std::vector<std::pair<size_t, size_t>> runs;   // [first, end) of one micro-batch size
+  };
+  std::map<std::pair<int, int>, ChoiceList> lists;
+  std::vector<const ChoiceList*> list_of(n);
   for (int i = 0; i < n; ++i) {
-    choices[i] = in.choices(in.structures[i]);
-    out.choices_total += static_cast<long>(choices[i].size());
+    const Structure& s = in.structures[i];
+    const std::pair<int, int> key{static_cast<int>(s.groups.size()), s.max_dp()};
+    auto it = lists.find(key);
+    if (it == lists.end()) {
+      ChoiceList list{in.choices(s), {}};
+      const auto& cs = list.choices;
+      for (size_t a = 0; a < cs.size();) {
+        size_t e = a;
+        while (e < cs.size() && cs[e].micro_batch_size == cs[a].micro_batch_size) ++e;
+        list.runs.push_back({a, e});
+        a = e;
+      }
+      it = lists.emplace(key, std::move(list)).first;
+    }
+    list_of[i] = &it->second;
+    out.choices_total += static_cast<long>(it->second.choices.size());
   }
   const bool exhaustive = out.choices_total <= options.exhaustive_below;
   long budget = exhaustive ? out.choices_total
                            : (options.simulate_budget > 0 ? options.simulate_budget : kDefaultSimulateBudget);
   budget = std::max<long>(budget, in.keep);
 
-  // Phase 1: structures in order of their lower bound; stop once no structure can beat the
-  // budget-th best estimate.
+  // Phase 1: work items (structure, run of choices sharing one micro-batch size) in order of
+  // their lower bound, ties in enumeration order; stop once no item can beat the budget-th
+  // best estimate.
   // Structures that cannot hold the model's state are skipped, except the one closest to it
   // (so that a model that fits nowhere is reported with its shortfall).
   std::vector<double> held(n);
   int closest = 0;
   for (int i = 0; i < n; ++i) {
-    held[i] = structure_hold_fraction(an, in.structures[i]);
+    held[i] = figures.hold_fraction(in.structures[i]);
     if (held[i] > held[closest]) closest = i;
   }
-  // Work items: (structure, run of choices sharing one micro-batch size), by lower bound.
   struct Item {
     int structure;
     size_t first, end;
     double bound;
+    long index;   // in enumeration order
   };
-  std::vector<Item> items;
+  // Items are made lazily: a structure's items only once its least bound is reached (most
+  // structures never are), which yields them in the order of sorting them all.
+  std::vector<long> first_item(n, 0);
+  std::vector<std::pair<double, int>> waiting;   // (least bound, structure), ascending
+  long total_items = 0;
   for (int i = 0; i < n; ++i) {
     if (held[i] < 1.0 && i != closest) {
       out.stats.structures_pruned++;
       continue;
     }
-    const auto& cs = choices[i];
-    for (size_t a = 0; a < cs.size();) {
-      size_t e = a;
-      while (e < cs.size() && cs[e].micro_batch_size == cs[a].micro_batch_size) ++e;
-      items.push_back(Item{i, a, e, structure_bound_s(an, in.structures[i], cs[a].micro_batch_size, in.global_batch)});
-      a = e;
-    }
+    const ChoiceList& list = *list_of[i];
+    first_item[i] = total_items;
+    total_items += static_cast<long>(list.runs.size());
+    if (list.runs.empty()) continue;
+    int smallest = list.choices.front().micro_batch_size;
+    for (const Choice& c : list.choices) smallest = std::min(smallest, c.micro_batch_size);
+    waiting.push_back({figures.least_bound_s(in.structures[i], smallest, in.global_batch), i});
   }
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bound < b.bound; });
+  std::sort(waiting.begin(), waiting.end());
+  auto later = [](const Item& a, const Item& b) {
+    return a.bound != b.bound ? a.bound > b.bound : a.index > b.index;
+  };
+  std::priority_queue<Item, std::vector<Item>, decltype(later)> ready(later);
+  size_t next_waiting = 0;
+  // The next item by (bound, index); false when none is left.
+  auto next_item = [&](Item* item) {
+    while (next_waiting < waiting.size() && (ready.empty() || waiting[next_waiting].first <= ready.top().bound)) {
+      const int i = waiting[next_waiting++].second;
+      const ChoiceList& list = *list_of[i];
+      for (size_t r = 0; r < list.runs.size(); ++r) {
+        const auto [first, end] = list.runs[r];
+        ready.push(Item{i, first, end,
+                        figures.bound_s(in.structures[i], list.choices[first].micro_batch_size, in.global_batch),
+                        first_item[i] + static_cast<long>(r)});
+      }
+    }
+    if (ready.empty()) return false;
+    *item = ready.top();
+    ready.pop();
+    return true;
+  };
   std::vector<Candidate> top;
   // Diversity: the analytic model can misjudge one pipeline depth against another, so the
   // best candidate of every depth within kDiversityWindow of the best estimate also reaches
@@ -120,9 +171,9 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   std::map<int, Candidate> best_per_depth;
   std::vector<bool> visited(n, false);
   long next_order = 0;
-  const long total_items = static_cast<long>(items.size());
   for (long pos = 0; pos < total_items && !out.stats.timed_out; ++pos) {
-    const Item& item = items[pos];
+    Item item;
+    if (!next_item(&item)) break;
     if (!exhaustive && static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s) break;
     if (!exhaustive && options.max_evaluations > 0 && !top.empty() &&
         out.stats.candidates_evaluated >= options.max_evaluations) {
@@ -135,7 +186,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     }
     const int k = item.structure;
     for (size_t ci = item.first; ci < item.end; ++ci) {
-      const Choice& choice = choices[k][ci];
+      const Choice& choice = list_of[k]->choices[ci];
       if (!top.empty() && planner_now(options) > deadline) {
         out.stats.timed_out = true;
         break;

@@ -16,6 +16,9 @@ namespace whale::plan {
 
 struct EngineInput {
   std::vector<Structure> structures;
+  /// The choices of a structure, which must depend on it only through its depth and largest dp
+  /// (asked once per pair), with micro-batch sizes that divide global_batch and give every
+  /// replica a sample (StructureFigures::least_bound_s).
   std::function<std::vector<Choice>(const Structure&)> choices;
   LayoutRules rules;
   const Hints* hints = nullptr;   // layer hints every kept layout must honour

@@ -56,6 +56,12 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     push_prefix(act_attention_, l.activation_bytes_attention);
     push_prefix(act_input_, l.input_bytes);
   }
+  for (const Layer& l : model.layers) {
+    gemm_attention_.emplace_back();
+    for (const GemmOp& g : l.gemms) gemm_attention_.back().push_back(attention_core(g.name));
+    memory_attention_.emplace_back();
+    for (const MemoryOp& op : l.memory_ops) memory_attention_.back().push_back(attention_core(op.name));
+  }
   act_max_.assign(1, {});
   for (const Layer& l : model.layers) {
     act_max_[0].push_back(l.activation_bytes_replicated + l.activation_bytes_split + l.activation_bytes_attention);
@@ -95,25 +101,28 @@ const ComputeTable& AnalyticModel::table(const std::string& device_model, int tp
   p.forward_s.assign(1, 0.0);
   p.selective_s.assign(1, 0.0);
   p.backward_s.assign(1, 0.0);
-  for (const Layer& l : model_.layers) {
+  for (size_t i = 0; i < model_.layers.size(); ++i) {
+    const Layer& l = model_.layers[i];
     // Forward: every op once plus a launch; backward: GEMMs twice, memory ops once. Each GEMM
     // is one batched kernel whose efficiency is read at its total flops.
     double forward = 0, backward = 0, attention = 0;
-    for (const GemmOp& g : l.gemms) {
+    for (size_t o = 0; o < l.gemms.size(); ++o) {
+      const GemmOp& g = l.gemms[o];
       const double flops = 2.0 * g.m * g.n * g.k * g.count * share / (g.tp_split ? tp : 1);
       if (flops <= 0) continue;
       const double s = flops / (peak * std::max(1e-3, gemm.at(flops))) + prof.kernel_launch_s;
       forward += s;
       backward += 2.0 * s;
-      if (attention_core(g.name)) attention += s;
+      if (gemm_attention_[i][o]) attention += s;
     }
-    for (const MemoryOp& op : l.memory_ops) {
+    for (size_t o = 0; o < l.memory_ops.size(); ++o) {
+      const MemoryOp& op = l.memory_ops[o];
       const double bytes = op.bytes * share / (op.tp_split || sp ? tp : 1);
       const double eff = std::max(1e-3, prof.memory_efficiency.at(bytes));
       const double s = bytes / (prof.memory_bandwidth_bytes_per_s * eff) + prof.kernel_launch_s;
       forward += s;
       backward += s;
-      if (attention_core(op.name)) attention += s;
+      if (memory_attention_[i][o]) attention += s;
     }
     push_prefix(p.forward_s, forward);
     push_prefix(p.backward_s, backward);

@@ -154,7 +154,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   const int S = p * v;
   const int L = an.layers();
   std::vector<GroupInfo> gi;
-  for (int g = 0; g < p; ++g) gi.push_back(group_info(an, st.groups[g], c, g, p, rules.even_shares));
+  for (int g = 0; g < p; ++g) gi.push_back(group_info(an, *st.groups[g], c, g, p, rules.even_shares));
   std::vector<int> min_rung(p, 0);
   for (int g = 0; g < p && g < static_cast<int>(rules.min_rung.size()); ++g) min_rung[g] = rules.min_rung[g];
   const double inf = std::numeric_limits<double>::infinity();
@@ -184,7 +184,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       const double usable = ms.usable_bytes / v;
       if (need.total() - usable > worst) {
         worst = need.total() - usable;
-        if (out) *out = Shortfall{need.total() * v, usable * v, need.state_bytes * v, st.groups[g].devices[0], ms.model};
+        if (out) *out = Shortfall{need.total() * v, usable * v, need.state_bytes * v, st.groups[g]->devices[0], ms.model};
       }
     }
     return worst;
@@ -239,7 +239,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       Stage stage;
       stage.first_layer = b[s];
       stage.end_layer = b[s + 1];
-      stage.devices = st.groups[g].devices;
+      stage.devices = st.groups[g]->devices;
       stage.tp = gi[g].tp;
       stage.shares = gi[g].shares;
       stage.recompute = rung_recompute(rungs[s]);
@@ -261,7 +261,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
         if (h != g) {
           const int most = std::max(*std::max_element(gi[g].shares.begin(), gi[g].shares.end()),
                                     *std::max_element(gi[h].shares.begin(), gi[h].shares.end()));
-          const Link link = an.cluster().link_between(st.groups[g].devices[0], st.groups[h].devices[0]);
+          const Link link = an.cluster().link_between(st.groups[g]->devices[0], st.groups[h]->devices[0]);
           p2p += 2.0 * link.time_for(an.boundary_bytes(b[s + 1]) * most);
         }
       }
@@ -333,42 +333,98 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   return best;
 }
 
-Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batch_size,
-                          int global_batch) {
+const std::vector<double>& StructureFigures::kind_speeds(const GroupSpec& g, int share) {
+  auto it = speeds_.find({&g, share});
+  if (it != speeds_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  std::vector<double> speeds;
+  for (const ReplicaKind& k : g.kinds) {
+    const ComputeTable& t = an.table(k.model, g.tp, share);
+    // Tensor-parallel all-reduces (forward and backward) count as build_layout counts them.
+    const double tp_s = 2.0 * an.tp_comm_s(k.intra_link, g.tp, share, 0, an.layers());
+    speeds.push_back(1.0 / ((t.forward(0, an.layers()) + t.backward(0, an.layers()) + tp_s) / share));
+  }
+  return speeds_.emplace(std::make_pair(&g, share), std::move(speeds)).first->second;
+}
+
+Seconds StructureFigures::bound_s(const Structure& st, int micro_batch_size, int global_batch) {
   double speed = 0;  // samples per second of all groups, each as if it held the whole model
-  for (const GroupSpec& g : st.groups) {
+  for (const SharedGroup& group : st.groups) {
     // The largest share any replica can get: more samples never lower the efficiency.
-    const int share = std::max(1, micro_batch_size - g.dp() + 1);
-    std::vector<double> per_sample;
-    for (const ReplicaKind& k : g.kinds) {
-      const ComputeTable& t = an.table(k.model, g.tp, share);
-      // Tensor-parallel all-reduces (forward and backward) count as build_layout counts them.
-      const double tp_s = 2.0 * an.tp_comm_s(k.intra_link, g.tp, share, 0, an.layers());
-      per_sample.push_back((t.forward(0, an.layers()) + t.backward(0, an.layers()) + tp_s) / share);
-    }
-    for (int k : g.replica_kind) speed += 1.0 / per_sample[k];
+    const int share = std::max(1, micro_batch_size - group->dp() + 1);
+    const std::vector<double>& kind_speed = kind_speeds(*group, share);
+    for (int k : group->replica_kind) speed += kind_speed[k];
   }
   const int p = static_cast<int>(st.groups.size());
   const double m = global_batch / micro_batch_size;
   return global_batch / speed * (1.0 + (p - 1) / (4.0 * m));
 }
 
-double structure_hold_fraction(AnalyticModel& an, const Structure& st) {
-  double held = 0;  // fraction of the model's state the groups can hold
-  for (const GroupSpec& g : st.groups) {
-    const MemoryNeed whole = an.memory(0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1,
-                                       g.dp() > 1 && an.strategies().shard_gradients);
-    double usable = std::numeric_limits<double>::infinity();
-    const std::string* last = nullptr;
-    for (int d : g.devices) {
-      const std::string& m = an.cluster().devices[d].model;
-      if (last && *last == m) continue;
-      last = &m;
-      usable = std::min(usable, an.usable_bytes(m));
+double StructureFigures::group_best_speed(const GroupSpec& g, int global_batch) {
+  if (global_batch != best_speed_batch_) {
+    best_speed_.clear();
+    best_speed_batch_ = global_batch;
+    batch_divisors_.clear();
+    for (int d = 1; d <= global_batch / d; ++d) {
+      if (global_batch % d != 0) continue;
+      batch_divisors_.push_back(d);
+      if (d != global_batch / d) batch_divisors_.push_back(global_batch / d);
     }
-    held += std::min(1.0, usable / whole.state_bytes);
   }
+  auto it = best_speed_.find(&g);
+  if (it != best_speed_.end()) return it->second;
+  std::vector<double> best(g.kinds.size(), 0.0);
+  for (int b : batch_divisors_) {
+    if (b < g.dp()) continue;  // no replica would get a sample
+    const std::vector<double>& speeds = kind_speeds(g, std::max(1, b - g.dp() + 1));  // as bound_s
+    for (size_t k = 0; k < best.size(); ++k) best[k] = std::max(best[k], speeds[k]);
+  }
+  double speed = 0;
+  for (int k : g.replica_kind) speed += best[k];
+  return best_speed_[&g] = speed;
+}
+
+Seconds StructureFigures::least_bound_s(const Structure& st, int smallest_micro_batch_size, int global_batch) {
+  // Summed in another order than bound_s sums: a relative margin far above the rounding error
+  // of a thousand terms keeps it below every bound_s.
+  constexpr double kRoundingMargin = 1e-9;
+  double speed = 0;
+  for (const SharedGroup& group : st.groups) speed += group_best_speed(*group, global_batch);
+  const int p = static_cast<int>(st.groups.size());
+  const double m = global_batch / smallest_micro_batch_size;  // the most micro-batches
+  return global_batch / speed * (1.0 + (p - 1) / (4.0 * m)) * (1.0 - kRoundingMargin);
+}
+
+double StructureFigures::group_hold_fraction(const GroupSpec& g) {
+  auto it = held_.find(&g);
+  if (it != held_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  const MemoryNeed whole = an.memory(0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1,
+                                     g.dp() > 1 && an.strategies().shard_gradients);
+  double usable = std::numeric_limits<double>::infinity();
+  const std::string* last = nullptr;
+  for (int d : g.devices) {
+    const std::string& m = an.cluster().devices[d].model;
+    if (last && *last == m) continue;
+    last = &m;
+    usable = std::min(usable, an.usable_bytes(m));
+  }
+  return held_[&g] = std::min(1.0, usable / whole.state_bytes);
+}
+
+double StructureFigures::hold_fraction(const Structure& st) {
+  double held = 0;  // fraction of the model's state the groups can hold
+  for (const SharedGroup& group : st.groups) held += group_hold_fraction(*group);
   return held;
+}
+
+Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batch_size,
+                          int global_batch) {
+  return StructureFigures(an).bound_s(st, micro_batch_size, global_batch);
+}
+
+double structure_hold_fraction(AnalyticModel& an, const Structure& st) {
+  return StructureFigures(an).hold_fraction(st);
 }
 
 void apply_layout(Plan& plan, const Choice& choice, const Layout& layout) {

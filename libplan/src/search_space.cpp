@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 #include <tuple>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "whale/plan/error.h"
 
@@ -128,6 +128,32 @@ bool replicas_in_nodes(const Cluster& cluster, const std::vector<int>& devices, 
   return true;
 }
 
+// The finished groups of one enumeration, each built once: equal (devices, tp) give the same
+// group.
+class GroupPool {
+ public:
+  explicit GroupPool(const Cluster& cluster) : cluster_(cluster) {}
+
+  SharedGroup get(const std::vector<int>& devices, int tp) {
+    unsigned long long hash = 1469598103934665603ull;  // FNV-1a over tp and the devices
+    auto mix = [&](long long x) { hash = (hash ^ static_cast<unsigned long long>(x)) * 1099511628211ull; };
+    mix(-tp);
+    for (int d : devices) mix(d);
+    std::vector<SharedGroup>& bucket = groups_[hash];
+    for (const SharedGroup& g : bucket) {
+      if (g->tp == tp && g->devices == devices) return g;
+    }
+    GroupSpec group{devices, tp, {}, {}, {}};
+    finish_group(cluster_, group);
+    bucket.push_back(std::make_shared<const GroupSpec>(std::move(group)));
+    return bucket.back();
+  }
+
+ private:
+  const Cluster& cluster_;
+  std::unordered_map<unsigned long long, std::vector<SharedGroup>> groups_;
+};
+
 }  // namespace
 
 void finish_group(const Cluster& cluster, GroupSpec& g) {
@@ -159,7 +185,7 @@ void finish_group(const Cluster& cluster, GroupSpec& g) {
 
 int Structure::max_dp() const {
   int m = 1;
-  for (const auto& g : groups) m = std::max(m, g.dp());
+  for (const auto& g : groups) m = std::max(m, g->dp());
   return m;
 }
 
@@ -217,50 +243,56 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
     for (int d : models[t].second) model_index[d] = static_cast<int>(t);
   }
   std::vector<Structure> out;
-  std::unordered_set<unsigned long long> seen;  // FNV-1a hashes of (devices, tp) of every group
+  GroupPool pool(cluster);
+  std::set<std::vector<const GroupSpec*>> seen;  // the groups of every structure listed
   for (int p = 1; p <= std::min(n, layers); ++p) {
     if (limits.max_pipeline_depth > 0 && p > limits.max_pipeline_depth) break;
     if (limits.fixed_stages > 0 && limits.fixed_stages % p != 0) continue;
     for (const auto& grouping : groupings(ordered, models, p)) {
+      // Per group: the device models it holds, and its finished group by the degree asked.
+      std::vector<std::vector<int>> models_in(grouping.size());
+      std::vector<std::map<int, SharedGroup>> by_degree(grouping.size());
+      for (size_t g = 0; g < grouping.size(); ++g) {
+        for (int d : grouping[g]) {
+          std::vector<int>& in = models_in[g];
+          if (std::find(in.begin(), in.end(), model_index[d]) == in.end()) in.push_back(model_index[d]);
+        }
+      }
       std::vector<size_t> pick(models.size(), 0);
       while (true) {
-        // The degree of every group, then its signature: a structure is built only when new.
-        std::vector<int> tps;
-        tps.reserve(grouping.size());
+        // The degree of every group, then its groups: a structure is built only when new.
+        Structure s;
+        s.groups.reserve(grouping.size());
         bool ok = true;
-        for (const auto& devs : grouping) {
+        for (size_t g = 0; g < grouping.size() && ok; ++g) {
           int tp = 0;
-          for (int d : devs) {
-            const int want = tp_options[model_index[d]][pick[model_index[d]]];
+          for (int t : models_in[g]) {
+            const int want = tp_options[t][pick[t]];
             if (tp != 0 && tp != want) ok = false;
             tp = want;
           }
           if (!ok) break;
-          // A group the model's degree does not fit (an uneven slice) takes the largest
-          // smaller power of two that does.
-          while (tp > 1 && !replicas_in_nodes(cluster, devs, tp)) tp /= 2;
-          tps.push_back(tp);
+          SharedGroup& group = by_degree[g][tp];
+          if (!group) {
+            // A group the model's degree does not fit (an uneven slice) takes the largest
+            // smaller power of two that does.
+            int fitting = tp;
+            while (fitting > 1 && !replicas_in_nodes(cluster, grouping[g], fitting)) fitting /= 2;
+            group = pool.get(grouping[g], fitting);
+          }
+          s.groups.push_back(group);
         }
         if (ok) {
-          unsigned long long sig = 1469598103934665603ull;
-          auto mix = [&](long long x) { sig = (sig ^ static_cast<unsigned long long>(x)) * 1099511628211ull; };
-          for (size_t g = 0; g < grouping.size(); ++g) {
-            mix(-tps[g]);
-            for (int d : grouping[g]) mix(d);
-          }
-          if (seen.insert(sig).second) {
-            Structure s;
-            s.groups.reserve(grouping.size());
-            for (size_t g = 0; g < grouping.size(); ++g) s.groups.push_back(GroupSpec{grouping[g], tps[g], {}, {}, {}});
-            if (!keep || keep(s)) {
-              for (GroupSpec& g : s.groups) finish_group(cluster, g);
-              std::string tp_label;
-              for (size_t t = 0; t < models.size(); ++t) {
-                tp_label += (t ? "," : "") + models[t].first + ":" + std::to_string(tp_options[t][pick[t]]);
-              }
-              s.label = "p" + std::to_string(p) + " tp[" + tp_label + "]";
-              out.push_back(std::move(s));
+          std::vector<const GroupSpec*> key;
+          key.reserve(s.groups.size());
+          for (const SharedGroup& g : s.groups) key.push_back(g.get());
+          if (seen.insert(std::move(key)).second && (!keep || keep(s))) {
+            std::string tp_label;
+            for (size_t t = 0; t < models.size(); ++t) {
+              tp_label += (t ? "," : "") + models[t].first + ":" + std::to_string(tp_options[t][pick[t]]);
             }
+            s.label = "p" + std::to_string(p) + " tp[" + tp_label + "]";
+            out.push_back(std::move(s));
           }
         }
         size_t t = 0;
@@ -280,12 +312,16 @@ std::vector<Structure> uniform_structures(const Cluster& cluster, const Model& m
     if (n % p != 0) continue;
     for (int tp = 1; tp <= n / p; tp *= 2) {
       if ((n / p) % tp != 0 || (model.heads > 0 && model.heads % tp != 0)) continue;
-      Structure s;
-      for (int g = 0; g < p; ++g) s.groups.push_back(GroupSpec{slice(devices, g * (n / p), n / p), tp, {}, {}, {}});
+      std::vector<GroupSpec> groups;
+      for (int g = 0; g < p; ++g) groups.push_back(GroupSpec{slice(devices, g * (n / p), n / p), tp, {}, {}, {}});
       bool ok = true;
-      for (const auto& g : s.groups) ok = ok && replicas_in_nodes(cluster, g.devices, tp);
+      for (const auto& g : groups) ok = ok && replicas_in_nodes(cluster, g.devices, tp);
       if (!ok) continue;
-      for (auto& g : s.groups) finish_group(cluster, g);
+      Structure s;
+      for (auto& g : groups) {
+        finish_group(cluster, g);
+        s.groups.push_back(std::make_shared<const GroupSpec>(std::move(g)));
+      }
       s.label = "uniform pp" + std::to_string(p) + " tp" + std::to_string(tp) + " dp" + std::to_string(n / p / tp);
       out.push_back(std::move(s));
     }

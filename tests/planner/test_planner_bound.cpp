@@ -104,3 +104,31 @@ TEST_CASE("the search pruned by the bound finds the plans of simulating every ca
   }
   CHECK(bounded > 100);  // the bound does prune
 }
+
+TEST_CASE("a structure's least bound never exceeds the bound of any of its micro-batch sizes") {
+  // The search makes a structure's work items once their least bound is reached, which yields
+  // them in bound order only if no item's bound lies below it.
+  std::vector<Case> all = cases();
+  all.push_back({test::shipped_cluster("a100-v100"), test::shipped_model("gpt3-1.3b"), 512});
+  long checked = 0;
+  for (const Case& c : all) {
+    plan::SpaceLimits limits;
+    for (const plan::Device& d : c.cluster.devices) limits.devices.push_back(d.id);
+    plan::AnalyticModel analytic(c.cluster, c.model);
+    plan::StructureFigures figures(analytic);
+    for (const plan::Structure& s : plan::enumerate_structures(c.cluster, c.model, limits)) {
+      const std::vector<plan::Choice> choices = plan::enumerate_choices(s, c.model, c.batch, limits);
+      if (choices.empty()) continue;
+      const double least = figures.least_bound_s(s, choices.front().micro_batch_size, c.batch);
+      CAPTURE(c.cluster.name);
+      CAPTURE(s.label);
+      for (const plan::Choice& choice : choices) {
+        const double bound = figures.bound_s(s, choice.micro_batch_size, c.batch);
+        CHECK(least <= bound);
+        CHECK(bound == plan::structure_bound_s(analytic, s, choice.micro_batch_size, c.batch));
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 1000);
+}

@@ -3,6 +3,8 @@
 // small cluster, and the micro-batch and schedule choices.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "planner_fixtures.h"
 #include "whale/plan/schedule_analysis.h"
 #include "whale/plan/schedule_program.h"
@@ -34,7 +36,7 @@ TEST_CASE("structures of four CPU devices and the tiny model") {
   std::vector<std::string> got;
   for (const plan::Structure& s : plan::enumerate_structures(cl, tiny, limits)) {
     std::string g;
-    for (const plan::GroupSpec& grp : s.groups) g += "[" + plan::format_device_list(grp.devices) + " tp" + std::to_string(grp.tp) + "]";
+    for (const plan::SharedGroup& grp : s.groups) g += "[" + plan::format_device_list(grp->devices) + " tp" + std::to_string(grp->tp) + "]";
     got.push_back(g);
   }
   // p = 1 (tp 1, 2, 4), p = 2 (tp 1, 2), p = 3 near-equal (2+1+1 devices: tp 1, and tp 2 on
@@ -56,13 +58,34 @@ TEST_CASE("type-pure pipelines are laid in every order of the device models") {
   limits.max_pipeline_depth = 2;
   std::vector<std::string> got;
   for (const plan::Structure& s : plan::enumerate_structures(cl, tiny, limits)) {
-    if (s.groups.size() != 2 || s.groups[0].tp != 1 || s.groups[1].tp != 1) continue;
+    if (s.groups.size() != 2 || s.groups[0]->tp != 1 || s.groups[1]->tp != 1) continue;
     std::string g;
-    for (const plan::GroupSpec& grp : s.groups) g += "[" + plan::format_device_list(grp.devices) + "]";
+    for (const plan::SharedGroup& grp : s.groups) g += "[" + plan::format_device_list(grp->devices) + "]";
     got.push_back(g);
   }
   // Equal slices (= type-pure in memory order), striped, then type-pure in the other order.
   CHECK(got == std::vector<std::string>{"[0-3][4-7]", "[0-1,4-5][2-3,6-7]", "[4-7][0-3]"});
+}
+
+TEST_CASE("pipelines that differ only in where their groups are cut are both listed") {
+  // mixed-node: 4 RTX 3090 (ids 0-3) and 4 A10 (4-7) in one node, the A10s first in bf16.
+  // At depth 3 and tp 1 the near-equal slices [4-6][7,0-1][2-3] and the type-pure
+  // [4-7][0-1][2-3] lay the devices in the same order; a hash of the groups once took the
+  // second for the first and left it out.
+  const plan::Cluster cl = test::shipped_cluster("mixed-node");
+  const plan::Model model = test::shipped_model("gpt3-1.3b");
+  plan::SpaceLimits limits;
+  for (const plan::Device& d : cl.devices) limits.devices.push_back(d.id);
+  limits.max_pipeline_depth = 3;
+  std::vector<std::string> got;
+  for (const plan::Structure& s : plan::enumerate_structures(cl, model, limits)) {
+    if (s.groups.size() != 3 || s.groups[0]->tp != 1 || s.groups[1]->tp != 1 || s.groups[2]->tp != 1) continue;
+    std::string g;
+    for (const plan::SharedGroup& grp : s.groups) g += "[" + plan::format_device_list(grp->devices) + "]";
+    got.push_back(g);
+  }
+  CHECK(std::count(got.begin(), got.end(), "[4-6][7,0-1][2-3]") == 1);
+  CHECK(std::count(got.begin(), got.end(), "[4-7][0-1][2-3]") == 1);
 }
 
 TEST_CASE("choices: micro-batch sizes at least dp, schedules by depth") {

@@ -108,6 +108,8 @@ class AnalyticModel {
   double optimizer_bytes_;   // optimizer-state bytes per parameter
   std::vector<std::string> model_names_;                    // index of a device model
   std::unordered_map<unsigned long long, ComputeTable> cache_;  // (model index, tp, share)
+  // Per layer and op: whether selective recomputation redoes it (the attention core).
+  std::vector<std::vector<bool>> gemm_attention_, memory_attention_;
   // Model-only prefix sums over layers:
   std::vector<double> params_split_, params_replicated_, tp_bytes_, tp_ops_;
   std::vector<double> act_replicated_, act_split_, act_attention_, act_input_;

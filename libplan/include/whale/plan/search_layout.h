@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "whale/plan/plan.h"
@@ -76,6 +78,42 @@ Seconds structure_bound_s(AnalyticModel& analytic, const Structure& structure, i
 /// can hold: the sum over groups of the fraction each could hold alone (capped at 1). Below 1
 /// no layout of the structure fits.
 double structure_hold_fraction(AnalyticModel& analytic, const Structure& structure);
+
+/// structure_bound_s and structure_hold_fraction with their per-group figures remembered by
+/// group (the structures of one search share their groups, each in many structures): the same
+/// values, bit for bit. The groups must outlive it; not thread-safe.
+class StructureFigures {
+ public:
+  explicit StructureFigures(AnalyticModel& analytic) : analytic_(analytic) {}
+  Seconds bound_s(const Structure& structure, int micro_batch_size, int global_batch);
+  double hold_fraction(const Structure& structure);
+  /// A lower bound of bound_s(structure, b, global_batch) over every micro-batch size b >=
+  /// `smallest_micro_batch_size` that divides the global batch and gives every replica a sample
+  /// (b >= each group's dp), rounding included: what a search needs to visit structures lazily
+  /// in the order of their items' bounds. Each replica counts at its best speed over all such
+  /// b, with the bubble of the smallest b.
+  Seconds least_bound_s(const Structure& structure, int smallest_micro_batch_size, int global_batch);
+
+ private:
+  struct KeyHash {
+    size_t operator()(const std::pair<const GroupSpec*, int>& k) const {
+      return std::hash<const void*>()(k.first) * 31 + static_cast<size_t>(k.second);
+    }
+  };
+  // Per replica kind of a group: samples per second per sample of share, at that share.
+  const std::vector<double>& kind_speeds(const GroupSpec& group, int share);
+  double group_hold_fraction(const GroupSpec& group);
+  // Samples per second of the group's replicas, each at its best share over the micro-batch
+  // sizes that divide the global batch.
+  double group_best_speed(const GroupSpec& group, int global_batch);
+
+  AnalyticModel& analytic_;
+  std::unordered_map<std::pair<const GroupSpec*, int>, std::vector<double>, KeyHash> speeds_;
+  std::unordered_map<const GroupSpec*, double> held_;
+  std::unordered_map<const GroupSpec*, double> best_speed_;   // at best_speed_batch_
+  int best_speed_batch_ = 0;
+  std::vector<int> batch_divisors_;   // of best_speed_batch_
+};
 
 /// Writes `choice` and `layout` into `plan` (stages, micro-batching, schedule, precision);
 /// keeps its cluster and model.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,13 @@ struct GroupSpec {
 /// Fills the derived fields of `group` from its devices and tp.
 void finish_group(const Cluster& cluster, GroupSpec& group);
 
+/// A finished group, immutable: a search's structures share their groups (on 1,024 devices the
+/// same few hundred groups recur in tens of thousands of pipelines).
+using SharedGroup = std::shared_ptr<const GroupSpec>;
+
 /// An ordered pipeline of device groups (group 0 runs the first layers).
 struct Structure {
-  std::vector<GroupSpec> groups;
+  std::vector<SharedGroup> groups;
   std::string label;   // how it was built, e.g. "equal p4 tp[a100:2]"
   int max_dp() const;
 };
@@ -73,8 +78,7 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
 ///   replica inside one node; a group it does not fit takes the largest smaller power of two
 ///   that does); mixed groups need one degree for all their models.
 /// Structures with identical groups are listed once. `keep`, when given, sees every new
-/// structure before its derived fields are filled (its groups' devices and tp only) and leaves
-/// out those it rejects.
+/// structure before its label is set and leaves out those it rejects.
 std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model& model,
                                             const SpaceLimits& limits,
                                             const std::function<bool(const Structure&)>& keep = nullptr);
