@@ -96,21 +96,23 @@ void emit_calibration(YAML::Emitter& out, const ProfileCalibration& c) {
   out << YAML::EndMap;
 }
 
+// A GiB field as bytes: > 0 (>= 0 when `zero_allowed`), at most kMaxMemoryGib.
+Bytes gib_field_bytes(const YamlField& field, bool zero_allowed) {
+  const double gib = zero_allowed ? field.non_negative_number() : field.positive_number();
+  if (gib > kMaxMemoryGib) {
+    field.fail("expected at most " + format_number(kMaxMemoryGib) + " GiB, got " + format_number(gib),
+               "whale's limit on device memory (docs/limits.md); check the unit");
+  }
+  return gib * kBytesPerGiB;
+}
+
 // The optional `framework_memory` block (docs/profile.md); a missing key keeps the kind's
 // default.
 FrameworkMemory parse_framework_memory(const YamlField& block, const std::string& device_kind) {
   block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "fused_attention"});
   FrameworkMemory f = default_framework_memory(device_kind);
   f.source = block.get("source").text();
-  if (block.has("reserve_gib")) {
-    const YamlField reserve = block.get("reserve_gib");
-    const double gib = reserve.non_negative_number();
-    if (gib > kMaxMemoryGib) {
-      reserve.fail("expected at most " + format_number(kMaxMemoryGib) + " GiB, got " + format_number(gib),
-                   "whale's limit on device memory (docs/limits.md); check the unit");
-    }
-    f.reserve_bytes = gib * kBytesPerGiB;
-  }
+  if (block.has("reserve_gib")) f.reserve_bytes = gib_field_bytes(block.get("reserve_gib"), true);
   if (block.has("allocator_slack_fraction")) {
     const YamlField slack = block.get("allocator_slack_fraction");
     f.allocator_slack_fraction = slack.non_negative_number();
@@ -150,13 +152,7 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
   profile.kind = kind.text();
   if (profile.kind != "gpu" && profile.kind != "cpu") kind.fail("expected gpu or cpu, got '" + profile.kind + "'");
   profile.source = root.get("source").text();
-  const YamlField memory = root.get("memory_gib");
-  const double memory_gib = memory.positive_number();
-  if (memory_gib > kMaxMemoryGib) {
-    memory.fail("expected at most " + format_number(kMaxMemoryGib) + " GiB, got " + format_number(memory_gib),
-                "whale's limit on device memory (docs/limits.md); check the unit");
-  }
-  profile.memory_bytes = memory_gib * kBytesPerGiB;
+  profile.memory_bytes = gib_field_bytes(root.get("memory_gib"), false);
   profile.memory_bandwidth_bytes_per_s =
       gbytes_per_s_to_bytes_per_s(root.get("memory_bandwidth_gbytes_per_s").positive_number());
   const YamlField peaks = root.get("peak_tflops");
