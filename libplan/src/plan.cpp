@@ -66,6 +66,11 @@ int Plan::group_of_stage(int s) const {
   return whale::plan::group_of_stage(schedule.kind, pipeline_groups(), schedule.chunks, s);
 }
 
+bool Plan::last_stage_holds_table_copy() const {
+  const int last = static_cast<int>(stages.size()) - 1;
+  return model.tie_embeddings && last > 0 && group_of_stage(0) != group_of_stage(last);
+}
+
 int group_of_stage(ScheduleKind kind, int groups, int chunks, int stage) {
   if (groups <= 0) return stage;
   switch (kind) {

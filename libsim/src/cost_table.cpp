@@ -163,8 +163,7 @@ std::vector<TransferCost> bridge_costs(const plan::Plan& plan, const plan::Stage
 /// first stage's vocabulary-parallel shard of the table, vocabulary x hidden / tp, in the
 /// gradient precision. 0 when nothing is tied across groups.
 Seconds tied_embedding_s(const plan::Plan& plan) {
-  const int last = static_cast<int>(plan.stages.size()) - 1;
-  if (!plan.model.tie_embeddings || plan.group_of_stage(0) == plan.group_of_stage(last)) return 0;
+  if (!plan.last_stage_holds_table_copy()) return 0;
   const plan::Stage& first = plan.stages.front();
   const Bytes bytes = static_cast<double>(plan.model.vocabulary) * plan.model.hidden / first.tp *
                       plan::gradient_bytes_per_element(plan.precision, plan.framework_precision);

@@ -130,6 +130,9 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
                                                      stage.sequence_parallel, fused) *
                                samples);
     }
+    // The tied LM head's copy of the token table, vocabulary-parallel like the table.
+    if (s + 1 == static_cast<int>(plan.stages.size()) && plan.last_stage_holds_table_copy())
+      parameters += static_cast<double>(plan.model.vocabulary) * plan.model.hidden / stage.tp;
     kept_per_micro_batch[s] = kept;
     weight_pass_per_micro_batch[s] = weight_pass;
     // Sharded state: this replica's piece of the flat buffer (ceil(n/dp) elements, the last

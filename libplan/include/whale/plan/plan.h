@@ -87,6 +87,11 @@ struct Plan {
   int pipeline_groups() const;
   /// The device group (0..p-1) that runs stage s, by the placement rule above.
   int group_of_stage(int s) const;
+  /// Whether the last stage holds a copy of the token table for a tied LM head (Megatron's
+  /// embedding group): the model ties them and the first and last stages run on different
+  /// device groups. The copy is vocabulary-parallel over the last stage's tp, takes its own
+  /// gradients and optimizer state, and the two copies' gradients are summed once per step.
+  bool last_stage_holds_table_copy() const;
 };
 
 /// Where a plan's group placement rule puts stage s, for p groups and `chunks` chunks.

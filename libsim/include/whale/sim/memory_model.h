@@ -83,7 +83,9 @@ struct MemoryBreakdown {
 /// forwards minus backwards so far, per stage, weighted by each stage's kept bytes. A split
 /// backward frees the kept bytes at its input pass, and holds weight_pass_bytes from there to
 /// its weight pass, where the micro-batch leaves the flight. The framework's figures (fused
-/// attention, slack, reserves) come from the profile of the replica's devices.
+/// attention, slack, reserves) come from the profile of the replica's devices. A last stage
+/// that holds a copy of a tied token table (Plan::last_stage_holds_table_copy) counts it with
+/// its gradients and optimizer state.
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
                                int replica);
 
