@@ -109,7 +109,8 @@ Bytes gib_field_bytes(const YamlField& field, bool zero_allowed) {
 // The optional `framework_memory` block (docs/profile.md); a missing key keeps the kind's
 // default.
 FrameworkMemory parse_framework_memory(const YamlField& block, const std::string& device_kind) {
-  block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "fused_attention"});
+  block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "fused_attention",
+                     "gradient_bucket_copy"});
   FrameworkMemory f = default_framework_memory(device_kind);
   f.source = block.get("source").text();
   if (block.has("reserve_gib")) f.reserve_bytes = gib_field_bytes(block.get("reserve_gib"), true);
@@ -122,6 +123,7 @@ FrameworkMemory parse_framework_memory(const YamlField& block, const std::string
     }
   }
   f.fused_attention = block.boolean_or("fused_attention", f.fused_attention);
+  f.gradient_bucket_copy = block.boolean_or("gradient_bucket_copy", f.gradient_bucket_copy);
   return f;
 }
 
@@ -131,6 +133,7 @@ void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
   emit_number_field(out, "reserve_gib", f.reserve_bytes / kBytesPerGiB);
   emit_number_field(out, "allocator_slack_fraction", f.allocator_slack_fraction);
   out << YAML::Key << "fused_attention" << YAML::Value << f.fused_attention;
+  if (f.gradient_bucket_copy) out << YAML::Key << "gradient_bucket_copy" << YAML::Value << true;
   out << YAML::EndMap;
 }
 

@@ -7,7 +7,8 @@ namespace whale::plan {
 bool FrameworkMemory::operator==(const FrameworkMemory& other) const {
   return reserve_bytes == other.reserve_bytes &&
          allocator_slack_fraction == other.allocator_slack_fraction &&
-         fused_attention == other.fused_attention && source == other.source;
+         fused_attention == other.fused_attention &&
+         gradient_bucket_copy == other.gradient_bucket_copy && source == other.source;
 }
 
 FrameworkMemory default_framework_memory(const std::string& device_kind) {

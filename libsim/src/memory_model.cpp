@@ -140,6 +140,8 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     const double own = flat_shard_elements(parameters, stage.dp(), replica);
     out.weights_bytes += parameters * state.weights;
     out.gradients_bytes += (stage.shard_gradients ? own : parameters) * state.gradients;
+    if (profile.framework_memory.gradient_bucket_copy && stage.dp() > 1 && !stage.shard_gradients)
+      out.gradient_bucket_bytes += parameters * state.gradients;
     out.optimizer_bytes += (stage.shard_optimizer ? own : parameters) * state.optimizer;
   }
   Bytes live = 0, peak = 0;

@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "whale/plan/units.h"
 #include "whale/sim/report.h"
@@ -126,9 +127,9 @@ std::string out_of_memory_text(const plan::Plan& plan, const plan::Estimate& est
   }
   if (over.size() > kListed) out += printf_string("  ... and %zu more\n", over.size() - kListed);
   // Where each overflowing model's framework figures come from.
-  std::map<std::string, bool> models;
-  for (const plan::DeviceEstimate* d : over) models[d->model] = true;
-  for (const auto& [model, unused] : models) {
+  std::set<std::string> models;
+  for (const plan::DeviceEstimate* d : over) models.insert(d->model);
+  for (const std::string& model : models) {
     const plan::DeviceProfile& profile = plan.cluster.profiles.at(model);
     const plan::FrameworkMemory& f = profile.framework_memory;
     out += printf_string("  %s: framework reserve %.2f GiB + allocator slack %.0f%% (%s)",

@@ -189,3 +189,16 @@ TEST_CASE("a plan that fits on paper only without the framework's reserve is fla
   CHECK_FALSE(bound.fits);
   CHECK(bound.overflowing == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
 }
+
+TEST_CASE("a framework whose gradient buckets are a copy holds the unsharded gradients twice") {
+  // Group 0: 550 parameters per device, 2-byte gradients: 1100 more bytes on a stage of dp 2.
+  plan::Plan p = memory_plan(plan::Recompute::none, false, 1e9);
+  const double without = evaluate(p).devices[0].peak_memory_bytes;
+  framework_of(p).gradient_bucket_copy = true;
+  CHECK(evaluate(p).devices[0].peak_memory_bytes == doctest::Approx(without + 1100));
+  const plan::ScheduleProgram program = plan::generate_schedule(p);
+  CHECK(replica_memory(p, program.groups[0], 0).gradient_bucket_bytes == 1100);
+  // Sharded gradients (ZeRO-2) stage through a fixed buffer: no copy.
+  for (plan::Stage& s : p.stages) s.shard_optimizer = s.shard_gradients = true;
+  CHECK(replica_memory(p, plan::generate_schedule(p).groups[0], 0).gradient_bucket_bytes == 0);
+}

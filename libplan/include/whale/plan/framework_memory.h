@@ -20,6 +20,11 @@ struct FrameworkMemory {
   /// Whether the framework's attention is fused (flash attention): the attention scores, their
   /// softmax and dropout mask are then never kept for backward (YAML: fused_attention).
   bool fused_attention = false;
+  /// Whether the data-parallel gradient buckets are storage of their own beside the gradients
+  /// (PyTorch DDP without gradient_as_bucket_view: a second copy of every unsharded gradient
+  /// on a replicated stage) rather than the gradients themselves (Megatron-LM's contiguous
+  /// gradient buffer, whale-run). YAML: gradient_bucket_copy.
+  bool gradient_bucket_copy = false;
   /// Where the figures come from (YAML: source).
   std::string source;
 

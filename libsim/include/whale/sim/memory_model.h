@@ -60,6 +60,8 @@ double flat_shard_elements(double elements, int members, int member);
 struct MemoryBreakdown {
   Bytes weights_bytes = 0;
   Bytes gradients_bytes = 0;
+  Bytes gradient_bucket_bytes = 0;  // the buckets' own copy of the gradients, when the
+                                    // framework keeps one (framework_memory)
   Bytes optimizer_bytes = 0;
   Bytes activations_bytes = 0;  // at the program's peak of in-flight micro-batches, plus the
                                 // one-layer transient of recomputation
@@ -69,7 +71,8 @@ struct MemoryBreakdown {
   int peak_in_flight = 0;       // micro-batches in flight at that peak (all stages of the group)
   /// What the model's tensors hold at the peak.
   Bytes tensor_bytes() const {
-    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes;
+    return weights_bytes + gradients_bytes + gradient_bucket_bytes + optimizer_bytes +
+           activations_bytes;
   }
   /// What the device holds at the peak: the tensors, the slack and both reserves.
   Bytes total_bytes() const {
@@ -85,7 +88,8 @@ struct MemoryBreakdown {
 /// its weight pass, where the micro-batch leaves the flight. The framework's figures (fused
 /// attention, slack, reserves) come from the profile of the replica's devices. A last stage
 /// that holds a copy of a tied token table (Plan::last_stage_holds_table_copy) counts it with
-/// its gradients and optimizer state.
+/// its gradients and optimizer state. A framework with gradient_bucket_copy holds its unsharded
+/// gradients twice on every stage with more than one replica.
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
                                int replica);
 
