@@ -24,9 +24,11 @@ struct LinkCalibration {
 };
 
 /// GEMM shape classes, by the flops of one kernel (what the efficiency curve is read at):
-/// small below kGemmMediumFromFlops, large from kGemmLargeFromFlops, medium between.
-constexpr Flops kGemmMediumFromFlops = 1e9;   // 1 GFLOP
-constexpr Flops kGemmLargeFromFlops = 1e11;   // 100 GFLOP
+/// small below kGemmMediumFromFlops (launch- and latency-bound on a GPU; a d=256 model's
+/// projections on a CPU core), large from kGemmLargeFromFlops (a GPU's compute-bound regime),
+/// medium between.
+constexpr Flops kGemmMediumFromFlops = 1e8;   // 0.1 GFLOP
+constexpr Flops kGemmLargeFromFlops = 1e10;   // 10 GFLOP
 
 struct ProfileCalibration {
   /// Which runs the figures were fitted from and with what residual; empty when not fitted.
