@@ -14,16 +14,18 @@ using namespace whale::sim;
 
 namespace {
 
-/// 2 nodes x 4 devices: intra "nvlink" 1e11 B/s, 1 us; network "infiniband" 4e10 B/s (1e10 per
-/// device), 10 us; every profile with `links` as its link calibration.
-plan::Cluster cluster_with(const std::map<std::string, plan::LinkCalibration>& links) {
+/// 2 nodes x `per_node` devices: intra "nvlink" 1e11 B/s, 1 us; network "infiniband"
+/// `network_bytes_per_s` (default 4e10: 1e10 per device of 4), 10 us; every profile with
+/// `links` as its link calibration.
+plan::Cluster cluster_with(const std::map<std::string, plan::LinkCalibration>& links, int per_node = 4,
+                           double network_bytes_per_s = 4e10) {
   plan::DeviceProfile profile = test::flat_profile(1e14, 1e12);
   profile.calibration.links = links;
   plan::Link intra = test::link(1e11, 1e-6);
   intra.kind = "nvlink";
-  plan::Link network = test::link(4e10, 1e-5);
+  plan::Link network = test::link(network_bytes_per_s, 1e-5);
   network.kind = "infiniband";
-  return test::make_cluster(2, 4, profile, intra, network);
+  return test::make_cluster(2, per_node, profile, intra, network);
 }
 
 const std::vector<int> kAll = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -81,13 +83,7 @@ TEST_CASE("in a step, a link calibration adds exactly its share of the transfers
   // bytes) and its gradient cross the network once each, on the critical path, each
   // 1e-5 + 1e8 / 1e10; each layer computes 6.2e-5 (test_calibration_apply.cpp).
   const auto step_s = [](const std::map<std::string, plan::LinkCalibration>& links) {
-    plan::DeviceProfile profile = test::flat_profile(1e14, 1e12);
-    profile.calibration.links = links;
-    plan::Link intra = test::link(1e11, 1e-6);
-    intra.kind = "nvlink";
-    plan::Link network = test::link(1e10, 1e-5);
-    network.kind = "infiniband";
-    const plan::Cluster cluster = test::make_cluster(2, 1, profile, intra, network);
+    const plan::Cluster cluster = cluster_with(links, 1, 1e10);
     plan::Layer layer = test::gemm_layer(1000, 1000, 1000, 1e6);
     layer.output_bytes = 1e8;
     return Simulator().evaluate(test::pipeline_plan(cluster, {layer, layer}, plan::ScheduleKind::one_f_one_b, 1), {})
