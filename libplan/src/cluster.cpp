@@ -17,13 +17,12 @@ const Device& device_at(const Cluster& cluster, int id) {
   return cluster.devices[id];
 }
 
-// True when `a` is the slower link: lower bandwidth, or equal bandwidth and higher latency.
+}  // namespace
+
 bool slower(const Link& a, const Link& b) {
   if (a.bandwidth_bytes_per_s != b.bandwidth_bytes_per_s) return a.bandwidth_bytes_per_s < b.bandwidth_bytes_per_s;
   return a.latency_s > b.latency_s;
 }
-
-}  // namespace
 
 const DeviceProfile& Cluster::profile_of(int device_id) const {
   const Device& device = device_at(*this, device_id);

@@ -64,11 +64,39 @@ void emit_curve(YAML::Emitter& out, const EfficiencyCurve& curve, const std::str
   out << YAML::EndSeq;
 }
 
+// `calibration.gemm_shape_scale`: {small, medium, large}, each optional and > 0.
+void parse_gemm_shape_scale(const YamlField& block, ProfileCalibration* c) {
+  block.expect_keys({"small", "medium", "large"});
+  c->gemm_small_scale = block.positive_number_or("small", 1.0);
+  c->gemm_medium_scale = block.positive_number_or("medium", 1.0);
+  c->gemm_large_scale = block.positive_number_or("large", 1.0);
+}
+
+// `calibration.links`: per link kind {bandwidth_scale > 0, latency_us >= 0}, each optional.
+std::map<std::string, LinkCalibration> parse_link_calibrations(const YamlField& block) {
+  if (!block.is_map()) {
+    block.fail("expected a mapping of link kind to {bandwidth_scale, latency_us}",
+               "e.g. links: {ethernet: {bandwidth_scale: 0.6, latency_us: 20}}");
+  }
+  std::map<std::string, LinkCalibration> out;
+  for (const std::string& kind : block.keys()) {
+    const YamlField entry = block.get(kind);
+    entry.expect_keys({"bandwidth_scale", "latency_us"});
+    LinkCalibration& link = out[kind];
+    link.bandwidth_scale = entry.positive_number_or("bandwidth_scale", 1.0);
+    if (entry.has("latency_us")) link.latency_s = entry.get("latency_us").non_negative_number() * kSecondsPerUs;
+  }
+  return out;
+}
+
 // The optional `calibration` block (docs/calibrate.md): scales > 0, overheads and reserve >= 0.
 ProfileCalibration parse_calibration(const YamlField& block) {
   block.expect_keys({"source", "gemm_efficiency_scale", "memory_op_time_scale", "kernel_overhead_us",
-                     "layer_overhead_us", "step_overhead_us", "memory_reserve_gib"});
+                     "layer_overhead_us", "step_overhead_us", "memory_reserve_gib", "gemm_shape_scale",
+                     "links"});
   ProfileCalibration c;
+  if (block.has("gemm_shape_scale")) parse_gemm_shape_scale(block.get("gemm_shape_scale"), &c);
+  if (block.has("links")) c.links = parse_link_calibrations(block.get("links"));
   if (block.has("source")) c.source = block.get("source").text();
   if (block.has("gemm_efficiency_scale")) c.gemm_efficiency_scale = block.get("gemm_efficiency_scale").positive_number();
   if (block.has("memory_op_time_scale")) c.memory_op_time_scale = block.get("memory_op_time_scale").positive_number();
@@ -93,6 +121,21 @@ void emit_calibration(YAML::Emitter& out, const ProfileCalibration& c) {
   emit_number_field(out, "layer_overhead_us", c.layer_overhead_s / kSecondsPerUs);
   emit_number_field(out, "step_overhead_us", c.step_overhead_s / kSecondsPerUs);
   emit_number_field(out, "memory_reserve_gib", c.memory_reserve_bytes / kBytesPerGiB);
+  out << YAML::Key << "gemm_shape_scale" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  emit_number_field(out, "small", c.gemm_small_scale);
+  emit_number_field(out, "medium", c.gemm_medium_scale);
+  emit_number_field(out, "large", c.gemm_large_scale);
+  out << YAML::EndMap;
+  if (!c.links.empty()) {
+    out << YAML::Key << "links" << YAML::Value << YAML::BeginMap;
+    for (const auto& [kind, link] : c.links) {
+      out << YAML::Key << kind << YAML::Value << YAML::Flow << YAML::BeginMap;
+      emit_number_field(out, "bandwidth_scale", link.bandwidth_scale);
+      emit_number_field(out, "latency_us", link.latency_s / kSecondsPerUs);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
 }
 

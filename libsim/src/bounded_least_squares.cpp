@@ -69,6 +69,18 @@ std::vector<double> jacobian(const ResidualFunction& residuals, const std::vecto
 
 }  // namespace
 
+std::vector<bool> nonzero_jacobian_columns(const ResidualFunction& residuals, std::vector<double> x,
+                                           const std::vector<double>& low,
+                                           const std::vector<double>& high) {
+  x = clamp_into(std::move(x), low, high);
+  const std::vector<double> r = residuals(x);
+  const std::vector<double> j = jacobian(residuals, x, r, low, high);
+  const std::size_t n = x.size();
+  std::vector<bool> out(n, false);
+  for (std::size_t i = 0; i < j.size(); ++i) out[i % n] = out[i % n] || j[i] != 0;
+  return out;
+}
+
 BoundedLeastSquaresResult solve_bounded_least_squares(const ResidualFunction& residuals,
                                                       std::vector<double> start,
                                                       const std::vector<double>& low,

@@ -16,6 +16,9 @@ namespace {
 
 using Calibrations = std::map<std::string, plan::ProfileCalibration>;
 constexpr double kMaxScale = 4.0;
+constexpr double kMinLinkBandwidthScale = 0.05;
+constexpr double kMaxLinkBandwidthScale = 1.5;
+constexpr Seconds kMaxLinkLatencyS = 0.01;  // 10000 us
 constexpr Bytes kReserveMarginBytes = 1024.0 * 1024.0;  // a failed run must not fit: 1 MiB over
 
 /// What is fitted: parameter k of device model m is x[k * models.size() + m].
@@ -37,7 +40,7 @@ Calibrations calibrations_at(const FitSetup& setup, const std::vector<double>& x
     const CalibrationParameter& p = setup.parameters[k];
     for (std::size_t m = 0; m < setup.models.size(); ++m) {
       const double v = x[k * setup.models.size() + m];
-      out[setup.models[m]].*p.field = p.log_scale ? std::exp(v) : v;
+      calibration_value(out[setup.models[m]], p) = p.log_scale ? std::exp(v) : v;
     }
   }
   return out;
@@ -55,34 +58,79 @@ std::vector<double> log_residuals(const std::vector<CalibrationRun>& runs,
   return r;
 }
 
-Calibrations fit(const std::vector<CalibrationRun>& runs, const std::vector<std::size_t>& use,
-                 const FitSetup& setup) {
+/// The fit's starting point (the input figures) and bounds, laid out as FitSetup says.
+struct FitBox {
   std::vector<double> start, low, high;
+};
+FitBox fit_box(const FitSetup& setup) {
+  FitBox box;
   for (const CalibrationParameter& p : setup.parameters) {
     for (const std::string& model : setup.models) {
-      const double value = setup.start.at(model).*p.field;
-      start.push_back(p.log_scale ? std::log(value) : value);
-      low.push_back(p.log_scale ? std::log(p.low) : p.low);
-      high.push_back(p.log_scale ? std::log(p.high) : p.high);
+      const double value = calibration_value(setup.start.at(model), p);
+      box.start.push_back(p.log_scale ? std::log(value) : value);
+      box.low.push_back(p.log_scale ? std::log(p.low) : p.low);
+      box.high.push_back(p.log_scale ? std::log(p.high) : p.high);
     }
   }
-  const auto residuals = [&](const std::vector<double>& x) { return log_residuals(runs, use, setup, x); };
-  return calibrations_at(setup, solve_bounded_least_squares(residuals, start, low, high).x);
+  return box;
 }
 
-/// The parameters named in `names` (whale::Error for an unknown name).
+Calibrations fit(const std::vector<CalibrationRun>& runs, const std::vector<std::size_t>& use,
+                 const FitSetup& setup) {
+  const FitBox box = fit_box(setup);
+  const auto residuals = [&](const std::vector<double>& x) { return log_residuals(runs, use, setup, x); };
+  return calibrations_at(setup, solve_bounded_least_squares(residuals, box.start, box.low, box.high).x);
+}
+
+/// Of `candidates`, those that some run of `use` depends on: a non-zero Jacobian column of the
+/// log residuals at the input figures, for at least one device model.
+std::vector<CalibrationParameter> exercised(const std::vector<CalibrationRun>& runs,
+                                            const std::vector<std::size_t>& use, FitSetup setup,
+                                            const std::vector<CalibrationParameter>& candidates) {
+  setup.parameters = candidates;
+  const FitBox box = fit_box(setup);
+  const auto residuals = [&](const std::vector<double>& x) { return log_residuals(runs, use, setup, x); };
+  const std::vector<bool> nonzero = nonzero_jacobian_columns(residuals, box.start, box.low, box.high);
+  std::vector<CalibrationParameter> out;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    bool any = false;
+    for (std::size_t m = 0; m < setup.models.size(); ++m) any = any || nonzero[k * setup.models.size() + m];
+    if (any) out.push_back(candidates[k]);
+  }
+  return out;
+}
+
+/// Every link kind of the runs' clusters (intra-node links and networks), sorted.
+std::set<std::string> link_kinds(const std::vector<CalibrationRun>& runs) {
+  std::set<std::string> kinds;
+  for (const CalibrationRun& run : runs) {
+    for (const plan::Node& node : run.plan.cluster.nodes) kinds.insert({node.intra_link.kind, node.network.kind});
+  }
+  return kinds;
+}
+
+/// The parameters named in `names` (whale::Error for an unknown name, or one that no timed
+/// run's step time depends on).
 std::vector<CalibrationParameter> named_parameters(const std::vector<std::string>& names,
-                                                   Seconds shortest_step_s) {
-  const std::vector<CalibrationParameter> all = calibration_parameters(shortest_step_s);
+                                                   Seconds shortest_step_s,
+                                                   const std::vector<CalibrationRun>& runs,
+                                                   const std::vector<std::size_t>& timed, const FitSetup& setup) {
   std::vector<CalibrationParameter> out;
   for (const std::string& name : names) {
-    const auto it = std::find_if(all.begin(), all.end(), [&](const CalibrationParameter& p) { return p.name == name; });
-    if (it == all.end()) {
+    const std::optional<CalibrationParameter> p = calibration_parameter(name, shortest_step_s);
+    if (!p) {
       throw Error("--parameters", name, "a calibration parameter, got '" + name + "'",
                   "choose among gemm_efficiency_scale, step_overhead_us, memory_op_time_scale, "
-                  "kernel_overhead_us, layer_overhead_us");
+                  "kernel_overhead_us, layer_overhead_us, gemm_shape_scale:{small,medium,large}, "
+                  "link_bandwidth_scale:KIND, link_latency_us:KIND (KIND: a link kind of the cluster)");
     }
-    out.push_back(*it);
+    if (exercised(runs, timed, setup, {*p}).empty()) {
+      throw Error("--parameters", name, "a figure that some run's step time depends on, got '" + name +
+                  "', which no timed run depends on",
+                  "a link figure needs a run that communicates over that link kind, a shape-class "
+                  "scale a run with GEMMs of that class (docs/calibrate.md)");
+    }
+    out.push_back(*p);
   }
   return out;
 }
@@ -109,21 +157,64 @@ double leave_one_out_mape(const std::vector<CalibrationRun>& runs, const std::ve
   return sum / timed.size();
 }
 
-/// Automatic choice: the first k parameters of calibration_parameters(), k from 1 to
-/// max(1, min(5, (timed runs - 1) / models)), the k with the least leave-one-out MAPE (the
-/// smaller k on a tie within 1e-9).
+/// The candidate parameter lists of the automatic choice (CalibrationOptions::parameters), each
+/// of at most `cap` parameters, by size (stable), without repeats.
+std::vector<std::vector<CalibrationParameter>> automatic_candidates(
+    const std::vector<CalibrationParameter>& base, const std::vector<CalibrationParameter>& shape,
+    const std::vector<CalibrationParameter>& link_bandwidth,
+    const std::vector<CalibrationParameter>& link_latency, std::size_t cap) {
+  using List = std::vector<CalibrationParameter>;
+  const auto plus = [](List a, const List& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  std::vector<List> out;
+  const auto add = [&](const List& list) {
+    const auto same = [&](const List& other) {
+      return std::equal(list.begin(), list.end(), other.begin(), other.end(),
+                        [](const CalibrationParameter& a, const CalibrationParameter& b) { return a.name == b.name; });
+    };
+    if (!list.empty() && list.size() <= cap && std::none_of(out.begin(), out.end(), same)) out.push_back(list);
+  };
+  for (std::size_t k = 1; k <= std::min<std::size_t>(base.size(), std::min<std::size_t>(5, cap)); ++k) {
+    const List first(base.begin(), base.begin() + k);
+    add(first);
+    if (shape.size() >= 2 && first.front().name == "gemm_efficiency_scale") {
+      add(plus(shape, List(first.begin() + 1, first.end())));
+    }
+    if (!link_bandwidth.empty()) add(plus(first, link_bandwidth));
+    if (!link_latency.empty()) add(plus(plus(first, link_bandwidth), link_latency));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const List& a, const List& b) { return a.size() < b.size(); });
+  return out;
+}
+
+/// Automatic choice (CalibrationOptions::parameters): of the candidates, the one with the least
+/// leave-one-out MAPE (the earlier on a tie within 1e-9); the first with one timed run.
 std::vector<CalibrationParameter> automatic_parameters(const std::vector<CalibrationRun>& runs,
                                                        const std::vector<std::size_t>& timed,
                                                        FitSetup setup, Seconds shortest_step_s) {
-  const std::vector<CalibrationParameter> all = calibration_parameters(shortest_step_s);
-  const int models = static_cast<int>(setup.models.size());
-  const int most = std::max(1, std::min(static_cast<int>(all.size()), (static_cast<int>(timed.size()) - 1) / models));
-  std::vector<CalibrationParameter> best(all.begin(), all.begin() + 1);
+  const auto exercised_of = [&](const std::vector<CalibrationParameter>& candidates) {
+    return exercised(runs, timed, setup, candidates);
+  };
+  std::vector<CalibrationParameter> bandwidth, latency;
+  for (const std::string& kind : link_kinds(runs)) {
+    const std::vector<CalibrationParameter> figures = link_parameters(kind);
+    bandwidth.push_back(figures[0]);
+    latency.push_back(figures[1]);
+  }
+  const std::size_t models = setup.models.size();
+  const std::size_t cap = std::max<std::size_t>(1, (timed.size() - 1) / models);
+  const std::vector<std::vector<CalibrationParameter>> candidates = automatic_candidates(
+      exercised_of(calibration_parameters(shortest_step_s)), exercised_of(gemm_shape_parameters()),
+      exercised_of(bandwidth), exercised_of(latency), cap);
+  if (candidates.empty()) return {};
+  std::vector<CalibrationParameter> best = candidates.front();
   double best_error = 0;
-  for (int k = 1; k <= most && timed.size() >= 2; ++k) {
-    setup.parameters.assign(all.begin(), all.begin() + k);
+  for (std::size_t c = 0; c < candidates.size() && timed.size() >= 2; ++c) {
+    setup.parameters = candidates[c];
     const double error = leave_one_out_mape(runs, timed, leave_one_out_s(runs, timed, setup));
-    if (k == 1 || error < best_error - 1e-9) {
+    if (c == 0 || error < best_error - 1e-9) {
       best = setup.parameters;
       best_error = error;
     }
@@ -179,13 +270,54 @@ double mean_abs_relative_error(const std::vector<RunPrediction>& runs, Seconds R
 
 }  // namespace
 
+double calibration_value(const plan::ProfileCalibration& calibration, const CalibrationParameter& parameter) {
+  if (!parameter.link_field) return calibration.*parameter.field;
+  const auto it = calibration.links.find(parameter.link_kind);
+  return it == calibration.links.end() ? plan::LinkCalibration{}.*parameter.link_field
+                                       : it->second.*parameter.link_field;
+}
+
+double& calibration_value(plan::ProfileCalibration& calibration, const CalibrationParameter& parameter) {
+  if (!parameter.link_field) return calibration.*parameter.field;
+  return calibration.links[parameter.link_kind].*parameter.link_field;
+}
+
+std::vector<CalibrationParameter> gemm_shape_parameters() {
+  using C = plan::ProfileCalibration;
+  return {{"gemm_shape_scale:small", 1.0 / kMaxScale, kMaxScale, true, &C::gemm_small_scale, "", nullptr},
+          {"gemm_shape_scale:medium", 1.0 / kMaxScale, kMaxScale, true, &C::gemm_medium_scale, "", nullptr},
+          {"gemm_shape_scale:large", 1.0 / kMaxScale, kMaxScale, true, &C::gemm_large_scale, "", nullptr}};
+}
+
+std::vector<CalibrationParameter> link_parameters(const std::string& kind) {
+  using L = plan::LinkCalibration;
+  return {{"link_bandwidth_scale:" + kind, kMinLinkBandwidthScale, kMaxLinkBandwidthScale, true, nullptr, kind,
+           &L::bandwidth_scale},
+          {"link_latency_us:" + kind, 0.0, kMaxLinkLatencyS, false, nullptr, kind, &L::latency_s}};
+}
+
+std::optional<CalibrationParameter> calibration_parameter(const std::string& name, Seconds shortest_step_s) {
+  std::vector<CalibrationParameter> all = calibration_parameters(shortest_step_s);
+  const std::vector<CalibrationParameter> shape = gemm_shape_parameters();
+  all.insert(all.end(), shape.begin(), shape.end());
+  const std::size_t colon = name.find(':');
+  if (colon != std::string::npos && colon + 1 < name.size() && name.compare(0, colon, "gemm_shape_scale") != 0) {
+    const std::vector<CalibrationParameter> link = link_parameters(name.substr(colon + 1));
+    all.insert(all.end(), link.begin(), link.end());
+  }
+  for (const CalibrationParameter& p : all) {
+    if (p.name == name) return p;
+  }
+  return std::nullopt;
+}
+
 std::vector<CalibrationParameter> calibration_parameters(Seconds shortest_step_s) {
   using C = plan::ProfileCalibration;
-  return {{"gemm_efficiency_scale", 1.0 / kMaxScale, kMaxScale, true, &C::gemm_efficiency_scale},
-          {"step_overhead_us", 0.0, shortest_step_s, false, &C::step_overhead_s},
-          {"memory_op_time_scale", 1.0 / kMaxScale, kMaxScale, true, &C::memory_op_time_scale},
-          {"kernel_overhead_us", 0.0, 1e-3, false, &C::kernel_overhead_s},
-          {"layer_overhead_us", 0.0, 0.1, false, &C::layer_overhead_s}};
+  return {{"gemm_efficiency_scale", 1.0 / kMaxScale, kMaxScale, true, &C::gemm_efficiency_scale, "", nullptr},
+          {"step_overhead_us", 0.0, shortest_step_s, false, &C::step_overhead_s, "", nullptr},
+          {"memory_op_time_scale", 1.0 / kMaxScale, kMaxScale, true, &C::memory_op_time_scale, "", nullptr},
+          {"kernel_overhead_us", 0.0, 1e-3, false, &C::kernel_overhead_s, "", nullptr},
+          {"layer_overhead_us", 0.0, 0.1, false, &C::layer_overhead_s, "", nullptr}};
 }
 
 Seconds calibrated_step_time_s(plan::Plan plan, const Calibrations& calibrations) {
@@ -217,7 +349,7 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
   setup.models.assign(models.begin(), models.end());
   setup.parameters = options.parameters.empty()
                          ? automatic_parameters(runs, timed, setup, shortest_step_s)
-                         : named_parameters(options.parameters, shortest_step_s);
+                         : named_parameters(options.parameters, shortest_step_s, runs, timed, setup);
   CalibrationResult result;
   result.device_models = setup.models;
   for (const CalibrationParameter& p : setup.parameters) result.fitted.push_back(p.name);

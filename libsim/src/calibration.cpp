@@ -8,8 +8,15 @@
 
 namespace whale::sim {
 
-Seconds calibrated_gemm_s(Seconds kernel_s, const plan::DeviceProfile& profile) {
-  return kernel_s / profile.calibration.gemm_efficiency_scale;
+double gemm_shape_scale(Flops kernel_flops, const plan::ProfileCalibration& calibration) {
+  if (kernel_flops < plan::kGemmMediumFromFlops) return calibration.gemm_small_scale;
+  if (kernel_flops < plan::kGemmLargeFromFlops) return calibration.gemm_medium_scale;
+  return calibration.gemm_large_scale;
+}
+
+Seconds calibrated_gemm_s(Seconds kernel_s, Flops kernel_flops, const plan::DeviceProfile& profile) {
+  const plan::ProfileCalibration& c = profile.calibration;
+  return kernel_s / (c.gemm_efficiency_scale * gemm_shape_scale(kernel_flops, c));
 }
 
 Seconds calibrated_memory_op_s(Seconds kernel_s, const plan::DeviceProfile& profile) {

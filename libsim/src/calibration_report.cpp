@@ -27,13 +27,11 @@ std::string joined(const std::vector<std::string>& items) {
 /// A fitted figure in its YAML unit.
 std::string yaml_value(const std::string& name, const plan::ProfileCalibration& c) {
   char text[64];
-  for (const CalibrationParameter& p : calibration_parameters(1.0)) {
-    if (p.name != name) continue;
-    const double value = c.*p.field;
-    std::snprintf(text, sizeof(text), "%.6g", p.log_scale ? value : value * 1e6);
-    return name + " " + text;
-  }
-  return name;
+  const std::optional<CalibrationParameter> p = calibration_parameter(name, 1.0);
+  if (!p) return name;
+  const double value = calibration_value(c, *p);
+  std::snprintf(text, sizeof(text), "%.6g", p->log_scale ? value : value * 1e6);
+  return name + " " + text;
 }
 
 }  // namespace

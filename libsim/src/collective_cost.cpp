@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <map>
 
+#include "whale/sim/link_calibration.h"
+
 namespace whale::sim {
 namespace {
 
@@ -30,7 +32,7 @@ Seconds ring_reduce_scatter_s(Bytes bytes, int ranks, const plan::Link& link) {
 
 plan::Link device_network_share(const plan::Cluster& cluster, int node) {
   const plan::Node& n = cluster.nodes.at(node);
-  plan::Link share = n.network;
+  plan::Link share = calibrated_link(cluster, node, n.network);
   share.bandwidth_bytes_per_s /= std::max<std::size_t>(1, n.device_ids.size());
   return share;
 }
@@ -45,7 +47,7 @@ Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& d
   bool first = true;
   for (const auto& [node, members] : members_per_node) {
     local_ranks = std::max(local_ranks, members);
-    const plan::Link node_intra = cluster.nodes.at(node).intra_link;
+    const plan::Link node_intra = calibrated_intra_link(cluster, node);
     const plan::Link node_share = device_network_share(cluster, node);
     intra = first ? node_intra : slowest(intra, node_intra);
     network = first ? node_share : slowest(network, node_share);
@@ -70,7 +72,7 @@ Seconds allreduce_s(const plan::Cluster& cluster, const std::vector<int>& device
 
 Seconds p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Bytes bytes) {
   if (from_device == to_device || bytes <= 0) return 0;
-  return cluster.link_between(from_device, to_device).time_for(bytes);
+  return calibrated_link_between(cluster, from_device, to_device).time_for(bytes);
 }
 
 }  // namespace whale::sim

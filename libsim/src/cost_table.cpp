@@ -11,6 +11,7 @@
 #include "whale/plan/gradient_buckets.h"
 #include "whale/sim/calibration.h"
 #include "whale/sim/collective_cost.h"
+#include "whale/sim/link_calibration.h"
 #include "whale/sim/memory_model.h"
 #include "whale/sim/op_cost.h"
 
@@ -36,7 +37,7 @@ ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int rep
   const int first_node = plan.cluster.devices.at(devices.front()).node;
   for (int d : devices) {
     const int node = plan.cluster.devices.at(d).node;
-    const plan::Link& intra = plan.cluster.nodes.at(node).intra_link;
+    const plan::Link intra = calibrated_intra_link(plan.cluster, node);
     const plan::Link share = device_network_share(plan.cluster, node);
     key.layout.insert(key.layout.end(),
                       {static_cast<double>(node - first_node), intra.bandwidth_bytes_per_s,

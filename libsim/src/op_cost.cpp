@@ -18,7 +18,7 @@ Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profi
   const Flops flops = gemm_flops(gemm, tp, samples);
   if (flops <= 0) return 0;
   const double efficiency = profile.gemm_curve(precision).at(flops);
-  return calibrated_gemm_s(flops / (profile.peak(precision) * efficiency), profile);
+  return calibrated_gemm_s(flops / (profile.peak(precision) * efficiency), flops, profile);
 }
 
 Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& profile, int tp,

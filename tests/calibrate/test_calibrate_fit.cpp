@@ -115,3 +115,100 @@ TEST_CASE("the fit rejects runs without step times and unknown parameter names")
   runs[0].peak_memory_bytes = 1e9;
   CHECK_THROWS_AS(calibrate(runs), Error);
 }
+
+namespace {
+
+/// `runs` moved onto two nodes of one device each, joined by an "ethernet" network
+/// (1.25e9 B/s, 20 us): every collective and transfer crosses it.
+std::vector<CalibrationRun> across_two_nodes(std::vector<CalibrationRun> runs) {
+  for (CalibrationRun& run : runs) {
+    plan::Cluster& c = run.plan.cluster;
+    const plan::Node local = c.nodes.at(0);
+    c.nodes.clear();
+    for (int d = 0; d < 2; ++d) {
+      plan::Node node = local;
+      node.name = "host" + std::to_string(d);
+      node.device_ids = {d};
+      node.network = {"ethernet", 1.25e9, 20e-6};
+      c.nodes.push_back(node);
+      c.devices.at(d).node = d;
+      c.devices.at(d).local_index = 0;
+    }
+  }
+  return runs;
+}
+
+/// Step times of `runs` re-measured as simulated with `measured_with`.
+std::vector<CalibrationRun> measured_with(std::vector<CalibrationRun> runs, const plan::ProfileCalibration& c) {
+  for (CalibrationRun& run : runs) run.step_time_s = calibrated_step_time_s(run.plan, {{"cpu-measured", c}});
+  return runs;
+}
+
+}  // namespace
+
+TEST_CASE("the fit recovers a network's bandwidth scale and latency, and leaves the intra link alone") {
+  plan::ProfileCalibration truth;
+  truth.gemm_efficiency_scale = 0.8;
+  truth.links["ethernet"] = {0.6, 50e-6};
+  const std::vector<CalibrationRun> runs = measured_with(across_two_nodes(synthetic_runs(6, {})), truth);
+  CalibrationOptions options;
+  options.parameters = {"gemm_efficiency_scale", "link_bandwidth_scale:ethernet", "link_latency_us:ethernet"};
+  const CalibrationResult result = calibrate(runs, options);
+  const plan::ProfileCalibration& fitted = result.calibrations.at("cpu-measured");
+  CHECK(fitted.gemm_efficiency_scale == doctest::Approx(0.8).epsilon(1e-6));
+  CHECK(fitted.links.at("ethernet").bandwidth_scale == doctest::Approx(0.6).epsilon(1e-6));
+  CHECK(fitted.links.at("ethernet").latency_s == doctest::Approx(50e-6).epsilon(1e-4));
+  CHECK(fitted.links.count("shm") == 0);
+  CHECK(result.calibrated_mape < 1e-7);
+  REQUIRE(result.leave_one_out_mape);
+  CHECK(*result.leave_one_out_mape < 1e-6);
+  CHECK(result.profiles.at("cpu-measured").calibration.source.find(
+            "fitted by whale-calibrate: gemm_efficiency_scale, link_bandwidth_scale:ethernet, "
+            "link_latency_us:ethernet from the step times of 6 run(s)") == 0);
+  // Automatically: the network's bandwidth joins the GEMM scale (least leave-one-out error).
+  plan::ProfileCalibration bandwidth_only;
+  bandwidth_only.gemm_efficiency_scale = 0.8;
+  bandwidth_only.links["ethernet"] = {0.6, 0};
+  const CalibrationResult automatic = calibrate(measured_with(runs, bandwidth_only));
+  CHECK(automatic.fitted == std::vector<std::string>{"gemm_efficiency_scale", "link_bandwidth_scale:ethernet"});
+  CHECK(automatic.calibrations.at("cpu-measured").links.at("ethernet").bandwidth_scale ==
+        doctest::Approx(0.6).epsilon(1e-6));
+  REQUIRE(automatic.leave_one_out_mape);
+  CHECK(*automatic.leave_one_out_mape < 1e-6);
+}
+
+TEST_CASE("a figure that no run's step time depends on is not fitted") {
+  // One device per node: no run uses the intra link ("shm"); on one node no run uses the network.
+  const std::vector<CalibrationRun> two_nodes = across_two_nodes(synthetic_runs(3, {}));
+  CalibrationOptions options;
+  options.parameters = {"link_bandwidth_scale:shm"};
+  CHECK_THROWS_WITH_AS(calibrate(two_nodes, options), doctest::Contains("no timed run depends on"), Error);
+  options.parameters = {"link_latency_us:ethernet"};
+  CHECK_THROWS_AS(calibrate(synthetic_runs(3, {}), options), Error);
+  options.parameters = {"gemm_shape_scale:large"};  // the fidelity plans' GEMMs are below 1e10 flops
+  CHECK_THROWS_AS(calibrate(synthetic_runs(3, {}), options), Error);
+  options.parameters = {"link_bandwidth_scale:"};
+  CHECK_THROWS_AS(calibrate(synthetic_runs(3, {}), options), Error);
+}
+
+TEST_CASE("the fit recovers GEMM shape-class scales, and prefers the single scale when one explains the runs") {
+  plan::ProfileCalibration truth;
+  truth.gemm_small_scale = 0.7;
+  truth.gemm_medium_scale = 1.3;
+  const std::vector<CalibrationRun> runs = synthetic_runs(6, truth);
+  CalibrationOptions options;
+  options.parameters = {"gemm_shape_scale:small", "gemm_shape_scale:medium"};
+  const CalibrationResult result = calibrate(runs, options);
+  const plan::ProfileCalibration& fitted = result.calibrations.at("cpu-measured");
+  CHECK(fitted.gemm_small_scale == doctest::Approx(0.7).epsilon(1e-6));
+  CHECK(fitted.gemm_medium_scale == doctest::Approx(1.3).epsilon(1e-6));
+  CHECK(fitted.gemm_large_scale == 1.0);
+  CHECK(fitted.gemm_efficiency_scale == 1.0);
+  CHECK(result.calibrated_mape < 1e-7);
+  // Automatically the shape classes win over the single scale, which cannot fit both classes.
+  CHECK(calibrate(runs).fitted == std::vector<std::string>{"gemm_shape_scale:small", "gemm_shape_scale:medium"});
+  // When one scale explains the runs, the single scale ties with the classes and wins (fewer).
+  plan::ProfileCalibration uniform;
+  uniform.gemm_efficiency_scale = 0.8;
+  CHECK(calibrate(synthetic_runs(6, uniform)).fitted == std::vector<std::string>{"gemm_efficiency_scale"});
+}

@@ -61,3 +61,46 @@ TEST_CASE("a bad calibration figure names the file and the field") {
                                            kCoreProfile + "calibration: {step_overhead_s: 1}\n");
   CHECK_SPEC_ERROR([&] { load_device_profile(unknown); }, unknown, "calibration.step_overhead_s", "unknown key");
 }
+
+TEST_CASE("per link kind and per GEMM shape class figures load, save and default") {
+  const DeviceProfile p = load_device_profile(scratch_file(
+      "calibration-links/core.yaml",
+      kCoreProfile + "calibration:\n  gemm_shape_scale: {small: 0.5, large: 2}\n"
+                     "  links: {ethernet: {bandwidth_scale: 0.6, latency_us: 20}, shm: {latency_us: 3}}\n"));
+  CHECK(p.calibration.gemm_small_scale == 0.5);
+  CHECK(p.calibration.gemm_medium_scale == 1.0);
+  CHECK(p.calibration.gemm_large_scale == 2);
+  REQUIRE(p.calibration.links.size() == 2);
+  CHECK(p.calibration.links.at("ethernet").bandwidth_scale == 0.6);
+  CHECK(p.calibration.links.at("ethernet").latency_s == doctest::Approx(20e-6));
+  CHECK(p.calibration.links.at("shm").bandwidth_scale == 1.0);
+  CHECK(p.calibration.links.at("shm").latency_s == doctest::Approx(3e-6));
+  CHECK_FALSE(p.calibration.is_default());
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/calibration-links-saved";
+  std::filesystem::create_directories(folder);
+  save_device_profile(p, folder + "/core.yaml");
+  const ProfileCalibration back = load_device_profile(folder + "/core.yaml").calibration;
+  CHECK(back.gemm_small_scale == 0.5);
+  CHECK(back.gemm_large_scale == 2);
+  CHECK(back.links.at("ethernet") == p.calibration.links.at("ethernet"));
+  CHECK(back.links.at("shm").latency_s == doctest::Approx(3e-6));
+}
+
+TEST_CASE("a bad link or shape-class figure names the file and the field") {
+  const auto check = [](const std::string& name, const std::string& block, const std::string& field,
+                        const std::string& text) {
+    const std::string path = scratch_file("calibration-" + name + "/core.yaml", kCoreProfile + block);
+    CHECK_SPEC_ERROR([&] { load_device_profile(path); }, path, field, text);
+  };
+  check("link-zero", "calibration: {links: {ethernet: {bandwidth_scale: 0}}}\n",
+        "calibration.links.ethernet.bandwidth_scale", "positive");
+  check("link-latency", "calibration: {links: {ethernet: {latency_us: -2}}}\n",
+        "calibration.links.ethernet.latency_us", "");
+  check("link-key", "calibration: {links: {ethernet: {bandwidth_gbps: 5}}}\n",
+        "calibration.links.ethernet.bandwidth_gbps", "unknown key");
+  check("link-list", "calibration: {links: [ethernet]}\n", "calibration.links", "link kind");
+  check("shape-zero", "calibration: {gemm_shape_scale: {medium: 0}}\n", "calibration.gemm_shape_scale.medium",
+        "positive");
+  check("shape-key", "calibration: {gemm_shape_scale: {huge: 2}}\n", "calibration.gemm_shape_scale.huge",
+        "unknown key");
+}

@@ -1,9 +1,11 @@
 // File: test_calibration_apply.cpp
 // The simulator honours a profile's fitted calibration exactly: GEMM efficiency scale, memory-op
-// scale, per-kernel, per-layer and per-step overheads, memory reserve; defaults change nothing.
+// scale, per-kernel, per-layer and per-step overheads, memory reserve, GEMM shape-class scales;
+// defaults change nothing.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
+#include "whale/sim/calibration.h"
 #include "whale/sim/op_cost.h"
 #include "whale/sim/simulator.h"
 
@@ -60,4 +62,27 @@ TEST_CASE("the memory reserve adds to every device's predicted peak memory") {
   CHECK(Simulator().evaluate(one_layer_plan(c), {}).fits);
   c.memory_reserve_bytes += 1;
   CHECK_FALSE(Simulator().evaluate(one_layer_plan(c), {}).fits);
+}
+
+TEST_CASE("a GEMM shape-class scale changes only the GEMMs of its class") {
+  // The layer's GEMM has 2e9 flops: medium (1e8 <= flops < 1e10).
+  plan::ProfileCalibration c;
+  c.gemm_small_scale = 2;
+  c.gemm_large_scale = 5;
+  CHECK(step_s(c) == doctest::Approx(6.2e-5));  // other classes: unchanged
+  c.gemm_medium_scale = 2;  // GEMMs take half: 3e-5 + 2e-6
+  CHECK(step_s(c) == doctest::Approx(3.2e-5));
+  c.gemm_efficiency_scale = 2;  // both scales multiply: GEMMs take a quarter, 1.5e-5 + 2e-6
+  CHECK(step_s(c) == doctest::Approx(1.7e-5));
+}
+
+TEST_CASE("GEMM shape classes split at 1e8 and 1e10 flops of one kernel") {
+  plan::ProfileCalibration c;
+  c.gemm_small_scale = 2;
+  c.gemm_medium_scale = 3;
+  c.gemm_large_scale = 5;
+  CHECK(gemm_shape_scale(1e8 - 1, c) == 2);
+  CHECK(gemm_shape_scale(1e8, c) == 3);
+  CHECK(gemm_shape_scale(1e10 - 1, c) == 3);
+  CHECK(gemm_shape_scale(1e10, c) == 5);
 }

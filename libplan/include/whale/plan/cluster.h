@@ -19,6 +19,9 @@ struct Link {
   Seconds time_for(Bytes bytes) const { return latency_s + bytes / bandwidth_bytes_per_s; }
 };
 
+/// True when `a` is the slower link: lower bandwidth, or equal bandwidth and higher latency.
+bool slower(const Link& a, const Link& b);
+
 struct Device {
   int id = 0;           // global id, dense, in file order
   int node = 0;         // index into Cluster::nodes

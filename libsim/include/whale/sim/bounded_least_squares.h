@@ -29,4 +29,11 @@ BoundedLeastSquaresResult solve_bounded_least_squares(const ResidualFunction& re
                                                       const std::vector<double>& high,
                                                       int max_iterations = 100);
 
+/// Per component of x, whether the solver's forward-difference Jacobian at `x` (clamped into the
+/// box) has a non-zero column there: whether any residual depends on that component. A
+/// component whose column is zero is never moved by the solver.
+std::vector<bool> nonzero_jacobian_columns(const ResidualFunction& residuals, std::vector<double> x,
+                                           const std::vector<double>& low,
+                                           const std::vector<double>& high);
+
 }  // namespace whale::sim

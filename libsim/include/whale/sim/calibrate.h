@@ -27,12 +27,31 @@ struct CalibrationRun {
 /// A fitted figure of ProfileCalibration, by its YAML name, with its bounds (SI units) and
 /// whether it is fitted in log space (the scales).
 struct CalibrationParameter {
-  std::string name;  // gemm_efficiency_scale, step_overhead_us, memory_op_time_scale, ...
+  std::string name;  // gemm_efficiency_scale, step_overhead_us, link_bandwidth_scale:shm, ...
   double low = 0;
   double high = 0;
   bool log_scale = false;
   double plan::ProfileCalibration::*field = nullptr;
+  /// A per-link-kind figure (link_bandwidth_scale:KIND, link_latency_us:KIND): the kind and the
+  /// field of its plan::LinkCalibration; `field` is then null.
+  std::string link_kind;
+  double plan::LinkCalibration::*link_field = nullptr;
 };
+
+/// The value of `parameter` in `calibration` (SI units); a link figure of a kind that
+/// `calibration` does not list reads as the default (and is added by the mutable overload).
+double calibration_value(const plan::ProfileCalibration& calibration, const CalibrationParameter& parameter);
+double& calibration_value(plan::ProfileCalibration& calibration, const CalibrationParameter& parameter);
+
+/// The parameters by shape class: gemm_shape_scale:small, :medium, :large, each [0.25, 4] in
+/// log, multiplying gemm_efficiency_scale for the GEMMs of that class only.
+std::vector<CalibrationParameter> gemm_shape_parameters();
+/// The parameters of link kind `kind`: link_bandwidth_scale:KIND [0.05, 1.5] in log,
+/// link_latency_us:KIND [0, 10000] us.
+std::vector<CalibrationParameter> link_parameters(const std::string& kind);
+/// Any parameter by name: calibration_parameters(shortest_step_s), gemm_shape_parameters() or
+/// link_parameters(KIND) for a name ending in ":KIND"; nullopt for an unknown name.
+std::optional<CalibrationParameter> calibration_parameter(const std::string& name, Seconds shortest_step_s);
 
 /// Every parameter whale-calibrate can fit, in the order automatic fits take them:
 /// gemm_efficiency_scale [0.25, 4], step_overhead_us [0, shortest measured step],
@@ -41,9 +60,15 @@ struct CalibrationParameter {
 std::vector<CalibrationParameter> calibration_parameters(Seconds shortest_step_s);
 
 struct CalibrationOptions {
-  /// Names of the parameters to fit; empty: the first k of calibration_parameters(), k from 1
-  /// to max(1, min(5, (timed runs - 1) / device models)) (so the fit keeps a residual), the k
-  /// whose fit has the least leave-one-out error (fewer parameters on a tie).
+  /// Names of the parameters to fit; empty: automatic. Only parameters that some timed run's
+  /// step time depends on (a non-zero Jacobian column at the input figures) are candidates.
+  /// With cap = max(1, (timed runs - 1) / device models) (so the fit keeps a residual), for
+  /// each k from 1 to min(5, cap), the first k of calibration_parameters() (P), and P with
+  /// gemm_efficiency_scale replaced by the shape-class scales (when the runs hold GEMMs of at
+  /// least two classes), P plus link_bandwidth_scale of every link kind the runs exercise, and
+  /// P plus both link figures of those kinds; of those with at most cap parameters, the one
+  /// whose fit has the least leave-one-out error (fewer parameters on a tie, then that order).
+  /// A named parameter that no run depends on is an error.
   std::vector<std::string> parameters;
   std::string runs_file = "runs";  // what errors about the runs name as their file
 };

@@ -12,8 +12,13 @@ namespace whale::sim {
 
 struct LayerCost;
 
-/// A GEMM kernel's time at the calibrated efficiency: kernel_s / gemm_efficiency_scale.
-Seconds calibrated_gemm_s(Seconds kernel_s, const plan::DeviceProfile& profile);
+/// The shape-class scale of a GEMM kernel of `kernel_flops`: gemm_small_scale below
+/// plan::kGemmMediumFromFlops, gemm_large_scale from plan::kGemmLargeFromFlops,
+/// gemm_medium_scale between.
+double gemm_shape_scale(Flops kernel_flops, const plan::ProfileCalibration& calibration);
+/// A GEMM kernel's time at the calibrated efficiency of its shape class:
+/// kernel_s / (gemm_efficiency_scale x gemm_shape_scale(kernel_flops)).
+Seconds calibrated_gemm_s(Seconds kernel_s, Flops kernel_flops, const plan::DeviceProfile& profile);
 /// A memory-bound op's (or the optimizer step's) time: kernel_s x memory_op_time_scale.
 Seconds calibrated_memory_op_s(Seconds kernel_s, const plan::DeviceProfile& profile);
 /// The fixed cost of one op: kernel_launch_s + the fitted kernel_overhead_s.

@@ -1,6 +1,7 @@
 // File: collective_cost.h
 // Communication costs over the cluster's links (alpha-beta): ring collectives, hierarchical
-// all-reduce across nodes bounded by the slowest link, and point-to-point transfers.
+// all-reduce across nodes bounded by the slowest link, and point-to-point transfers. Every link
+// is read as the profiles' per-link-kind calibration makes it (link_calibration.h).
 #pragma once
 
 #include <vector>
@@ -16,7 +17,7 @@ Seconds ring_allreduce_s(Bytes bytes, int ranks, const plan::Link& link);
 /// Ring reduce-scatter (or all-gather) of `bytes`: (n-1)/n * bytes / bandwidth + (n-1) * latency.
 Seconds ring_reduce_scatter_s(Bytes bytes, int ranks, const plan::Link& link);
 
-/// The network share of one device on `node`: the node's network bandwidth divided evenly among
+/// The network share of one device on `node`: the node's calibrated network bandwidth divided evenly among
 /// the node's devices (every group of a stage communicates at once), the network's latency.
 plan::Link device_network_share(const plan::Cluster& cluster, int node);
 
@@ -38,7 +39,7 @@ Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& d
 Seconds all_gather_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes);
 
 /// A point-to-point transfer of `bytes` from device a to device b on
-/// Cluster::link_between(a, b); 0 when a == b or bytes <= 0.
+/// calibrated_link_between(a, b); 0 when a == b or bytes <= 0.
 Seconds p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Bytes bytes);
 
 }  // namespace whale::sim
