@@ -51,13 +51,11 @@ plan::MeasuredLayerTime parse_row(const std::string& path, const std::string& pr
 
 }  // namespace
 
-const char* layer_times_csv_header() { return "device_model,layer_kind,tp,micro_batch,forward_s,backward_s"; }
-
 LayerTimesByModel load_layer_times_csv(const std::string& path, const std::string& profiles_dir) {
   LayerTimesByModel out;
   for (const CsvRow& row : read_csv_rows(path, kColumns, "e.g. 'a100-sxm4-80gb,transformer,1,4,0.0021,0.0043'",
                                          std::string("add a row per measured layer shape: ") +
-                                             layer_times_csv_header())) {
+                                             plan::kLayerTimesCsvHeader)) {
     std::string model;
     const plan::MeasuredLayerTime m = parse_row(path, profiles_dir, row, &model);
     plan::LayerTimes& times = out[model];

@@ -15,6 +15,10 @@ namespace whale::plan {
 // model.h defines it; declared here so that device_profile.h need not include model.h.
 enum class LayerKind;
 
+/// The header of the CSV that whale-run --layer-times writes and whale-calibrate --layer-times
+/// reads (docs/calibrate.md).
+inline constexpr const char* kLayerTimesCsvHeader = "device_model,layer_kind,tp,micro_batch,forward_s,backward_s";
+
 /// One measured layer shape: a layer of `kind` at tensor-parallel degree `tp` over
 /// `micro_batch` samples (the samples one device processes in one micro-batch: its share).
 struct MeasuredLayerTime {

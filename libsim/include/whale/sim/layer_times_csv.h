@@ -1,6 +1,6 @@
 // File: layer_times_csv.h
 // Measured per-layer times for whale-calibrate --layer-times: a CSV with the header
-// `device_model,layer_kind,tp,micro_batch,forward_s,backward_s`, as whale-run --layer-times and
+// plan::kLayerTimesCsvHeader, as whale-run --layer-times and
 // frameworks' profilers write it (docs/calibrate.md, "Measured layer times").
 #pragma once
 
@@ -15,9 +15,6 @@ namespace whale::sim {
 
 /// Measured layer times by device model.
 using LayerTimesByModel = std::map<std::string, plan::LayerTimes>;
-
-/// The column names, in order, joined by commas: the header line.
-const char* layer_times_csv_header();
 
 /// Loads the CSV at `path`. Blank lines and lines starting with '#' are skipped. Each row: a
 /// device model with a profile `<profiles_dir>/<model>.yaml`, a layer kind (embedding,
