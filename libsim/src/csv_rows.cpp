@@ -42,7 +42,8 @@ std::string csv_where(int line, int column, const std::vector<std::string>& colu
 }
 
 std::vector<CsvRow> read_csv_rows(const std::string& path, const std::vector<std::string>& columns,
-                                  const std::string& row_hint, const std::string& empty_hint) {
+                                  const std::string& row_noun, const std::string& row_hint,
+                                  const std::string& empty_hint) {
   const std::string header = joined(columns);
   std::stringstream in(plan::read_text_file(path, "CSV"));
   std::string text;
@@ -70,7 +71,7 @@ std::vector<CsvRow> read_csv_rows(const std::string& path, const std::vector<std
     for (std::string& f : row.fields) f = trimmed(f);
     rows.push_back(std::move(row));
   }
-  if (rows.empty()) throw Error(path, "", "at least one row after the header, got none", empty_hint);
+  if (rows.empty()) throw Error(path, "", "at least one " + row_noun + " after the header, got none", empty_hint);
   return rows;
 }
 

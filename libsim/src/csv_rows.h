@@ -19,9 +19,10 @@ struct CsvRow {
 /// The data rows of the CSV at `path` (read as `what`, e.g. "CSV"), each with exactly as many
 /// fields as `columns`. Throws whale::Error for a header other than the columns joined by
 /// commas, for a row with another number of fields (hint: `row_hint`) and for a file without
-/// rows (hint: `empty_hint`).
+/// rows ("at least one `row_noun` after the header", hint: `empty_hint`).
 std::vector<CsvRow> read_csv_rows(const std::string& path, const std::vector<std::string>& columns,
-                                  const std::string& row_hint, const std::string& empty_hint);
+                                  const std::string& row_noun, const std::string& row_hint,
+                                  const std::string& empty_hint);
 
 /// Where a field sits, for an error: "line 3, column 2 (step_time_s)".
 std::string csv_where(int line, int column, const std::vector<std::string>& columns);

@@ -53,7 +53,7 @@ plan::MeasuredLayerTime parse_row(const std::string& path, const std::string& pr
 
 LayerTimesByModel load_layer_times_csv(const std::string& path, const std::string& profiles_dir) {
   LayerTimesByModel out;
-  for (const CsvRow& row : read_csv_rows(path, kColumns, "e.g. 'a100-sxm4-80gb,transformer,1,4,0.0021,0.0043'",
+  for (const CsvRow& row : read_csv_rows(path, kColumns, "row", "e.g. 'a100-sxm4-80gb,transformer,1,4,0.0021,0.0043'",
                                          std::string("add a row per measured layer shape: ") +
                                              plan::kLayerTimesCsvHeader)) {
     std::string model;

@@ -51,7 +51,7 @@ std::vector<MeasuredRun> load_runs_csv(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash);
   std::vector<MeasuredRun> runs;
-  for (const CsvRow& row : read_csv_rows(path, kColumns, "leave unmeasured fields empty, e.g. 'plan.yaml,0.25,,'",
+  for (const CsvRow& row : read_csv_rows(path, kColumns, "run", "leave unmeasured fields empty, e.g. 'plan.yaml,0.25,,'",
                                          "add a row per measured plan: plan,step_time_s,peak_memory_gib,failed")) {
     runs.push_back(parse_row(path, folder, row));
   }
