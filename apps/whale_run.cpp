@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
       ->needs(dir);
   app.add_option("--metrics", o.metrics_file, "JSON lines: step, loss, step_time_s, tokens_per_s");
   app.add_option("--trace", o.trace_file, "Chrome trace JSON of the last step's measured timeline");
+  app.add_option("--layer-times", o.layer_times_file,
+                 "CSV of median per-layer times (whale-calibrate --layer-times)");
   app.add_option("--dump-params", o.dump_params_file,
                  "every full parameter after training (\"name count\", then one value a line)");
   app.add_option("--log-every", o.log_every, "log every K steps (0: none)")

@@ -4,7 +4,8 @@
 #   scripts/equality_cli.sh CHECK WHALE_RUN [WHALE_SIM]
 # CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 to 3 ranks, GPT and Llama), bad_input (each
 # case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
-# and exits 0), trace (a measured Chrome trace), learning (the loss falls on data/corpus.txt),
+# and exits 0), trace (a measured Chrome trace), layer_times (whale-run --layer-times read back
+# by whale-calibrate --layer-times and priced by whale-sim), learning (the loss falls on data/corpus.txt),
 # buckets (whale-run's measured trace and WHALE_SIM's predicted one reduce the same gradient
 # buckets on the same devices: those of the schedule program, as written in the plan's header;
 # under ZeRO-2 both also all-gather the weights on every device), split_ops (under zb-h1 both
@@ -123,6 +124,26 @@ signal)
   grep -q "stopped by signal after step .*, checkpoint written" "$out/log" || fail "signal: log: $(tail -2 "$out/log")"
   steps=$(wc -l <"$out/m.jsonl")
   [ "$(cat "$out/ck/latest")" = "$(printf 'step-%08d' "$steps")" ] || fail "signal: latest is not step $steps"
+  ;;
+layer_times)
+  # whale-run --layer-times writes one row per layer kind of the tiny pp2-1f1b plan (tp 1, 3
+  # samples per micro-batch), and whale-calibrate --layer-times reads it back into the profile
+  # that whale-sim then prices every layer of the plan with.
+  plan=configs/plans/tiny/pp2-1f1b.yaml
+  mpirun -np 2 --oversubscribe "$run" $plan --data $data --steps 3 --log-every 0 \
+    --metrics "$out/metrics.jsonl" --layer-times "$out/layers.csv" || fail "layer-times run"
+  shapes=$(cut -d, -f1-4 "$out/layers.csv" | tr '\n' ' ')
+  [ "$shapes" = "device_model,layer_kind,tp,micro_batch cpu,embedding,1,3 cpu,head,1,3 cpu,transformer,1,3 " ] ||
+    fail "layer times rows: $shapes"
+  step=$(sed -n 's/.*"step_time_s":\([^,]*\),.*/\1/p' "$out/metrics.jsonl" | tail -1)
+  printf 'plan,step_time_s,peak_memory_gib,failed\n%s,%s,,\n' "$PWD/$plan" "$step" > "$out/runs.csv"
+  calibrate=$(dirname "$sim")/whale-calibrate
+  "$calibrate" --runs "$out/runs.csv" --layer-times "$out/layers.csv" --out "$out/profiles" \
+    > "$out/calibrate.log" 2>&1 || fail "whale-calibrate --layer-times: $(tail -2 "$out/calibrate.log")"
+  grep -qF "source: $out/layers.csv" "$out/profiles/cpu.yaml" || fail "calibrated profile lacks the layer times' source"
+  "$sim" $plan --profiles "$out/profiles" > "$out/sim.txt" || fail "whale-sim with the layer times"
+  grep -qF "layer times: 10 of 10 (stage replica, layer) pairs from measurements" "$out/sim.txt" ||
+    fail "whale-sim's report: $(grep 'layer times' "$out/sim.txt")"
   ;;
 trace)
   mpirun -np 2 --oversubscribe "$run" configs/plans/tiny/pp2-1f1b.yaml --data $data --steps 2 \

@@ -16,7 +16,10 @@
 #   --calibrate-on LIST  also fit each round's profile with whale-calibrate to the measured step
 #                     times of these plans (comma-separated names, e.g. dp2,tp2,pp2-gpipe) and
 #                     report MAPE and rank correlation on the other plans, calibrated and not;
-#                     the last line is then `fidelity calibrated on LIST: N held-out plans, ...`
+#                     the last line is then `fidelity calibrated on LIST: N held-out plans, ...`;
+#                     the calibration runs also write whale-run --layer-times, and a second fit
+#                     with those measured layer times in place (whale-calibrate --layer-times)
+#                     is reported the same way: `fidelity calibrated with layer times on LIST: ...`
 # Writes only into the work folder: generated/profiles/cpu-measured.yaml,
 # generated/clusters/cpu-measured.yaml, the plans pointed at them (generated/plans/), the logs,
 # metrics and fidelity.tsv. The tracked profiles/ and configs/ are never rewritten.
@@ -147,8 +150,10 @@ for round in $(seq 1 "$ROUNDS"); do
     ranks=$("$BUILD/apps/whale-sim" "$plan" --profiles "$WORK/round-$round" --format json |
             python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')
     echo "fidelity: round $round: $name on $ranks rank(s), $STEPS steps ..."
+    layer_times=()  # the calibration runs also measure their layers
+    if [[ ",$CALIBRATE_ON," == *",$name,"* ]]; then layer_times=(--layer-times "$WORK/$name-$round.layers.csv"); fi
     mpirun -np "$ranks" "$BUILD/apps/whale-run" "$plan" --data data/corpus.txt --steps "$STEPS" \
-      --metrics "$WORK/$name-$round.jsonl" > "$WORK/$name-$round.log" 2>&1 ||
+      --metrics "$WORK/$name-$round.jsonl" "${layer_times[@]}" > "$WORK/$name-$round.log" 2>&1 ||
       { echo "fidelity.sh: error: whale-run failed on $plan (log: $WORK/$name-$round.log)" >&2
         tail -3 "$WORK/$name-$round.log" >&2; exit 1; }
   done
@@ -252,23 +257,50 @@ for name in ${CALIBRATE_ON//,/ }; do
   python3 scripts/metrics_to_runs.py $header --relative-to "$WORK" "$GENERATED/plans/$name.yaml" "$WORK/$name"-[0-9]*.jsonl
   header=""
 done > "$WORK/runs.csv"
+calibrate() {  # ROUND OUT_NAME [--layer-times FILE]: fits the round's profile into round-R/OUT_NAME
+  local round=$1 out=$2; shift 2
+  "$BUILD/apps/whale-calibrate" --runs "$WORK/runs.csv" --profiles "$WORK/round-$round" "$@" \
+    --out "$WORK/round-$round/$out" > "$WORK/round-$round/$out.log" 2>&1 ||
+    { echo "fidelity.sh: error: whale-calibrate failed (log: $WORK/round-$round/$out.log)" >&2
+      tail -3 "$WORK/round-$round/$out.log" >&2; exit 1; }
+  echo "fidelity: round $round: $out: $(tail -2 "$WORK/round-$round/$out.log" | head -1)"
+}
 for round in $(seq 1 "$ROUNDS"); do
-  "$BUILD/apps/whale-calibrate" --runs "$WORK/runs.csv" --profiles "$WORK/round-$round" \
-    --out "$WORK/round-$round/calibrated" > "$WORK/round-$round/calibrate.log" 2>&1 ||
-    { echo "fidelity.sh: error: whale-calibrate failed (log: $WORK/round-$round/calibrate.log)" >&2
-      tail -3 "$WORK/round-$round/calibrate.log" >&2; exit 1; }
-  echo "fidelity: round $round: $(tail -2 "$WORK/round-$round/calibrate.log" | head -1)"
+  calibrate "$round" calibrated
+  # The round's measured layer times: one row per shape, the median over the calibration runs
+  # that measured it.
+  python3 - "$WORK/round-$round/layers.csv" "$WORK"/*-"$round".layers.csv <<'EOF'
+import csv, statistics, sys
+rows = {}
+for path in sys.argv[2:]:
+    for row in csv.DictReader(open(path)):
+        key = (row["device_model"], row["layer_kind"], row["tp"], row["micro_batch"])
+        rows.setdefault(key, []).append((float(row["forward_s"]), float(row["backward_s"])))
+with open(sys.argv[1], "w") as out:
+    out.write("device_model,layer_kind,tp,micro_batch,forward_s,backward_s\n")
+    for key, times in sorted(rows.items()):
+        forward = statistics.median(t[0] for t in times)
+        backward = statistics.median(t[1] for t in times)
+        out.write(",".join(key) + f",{forward!r},{backward!r}\n")
+EOF
+  calibrate "$round" calibrated-layers --layer-times "$WORK/round-$round/layers.csv"
 done
+mean_prediction() {  # PLAN_NAME PROFILES: whale-sim's step time, the mean over the rounds' round-R/PROFILES
+  for round in $(seq 1 "$ROUNDS"); do
+    "$BUILD/apps/whale-sim" "$GENERATED/plans/$1.yaml" --profiles "$WORK/round-$round/$2" --format json |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])'
+  done | python3 -c 'import sys; v=[float(x) for x in sys.stdin]; print(sum(v) / len(v))'
+}
 printf '%s\t%s\t%s\t%s\n' plan ranks predicted_s measured_s > "$WORK/fidelity-held-out.tsv"
 cp "$WORK/fidelity-held-out.tsv" "$WORK/fidelity-calibrated.tsv"
+cp "$WORK/fidelity-held-out.tsv" "$WORK/fidelity-calibrated-layers.tsv"
 tail -n +2 "$WORK/fidelity.tsv" | while IFS=$'\t' read -r name ranks predicted measured; do
   if [[ ",$CALIBRATE_ON," == *",$name,"* ]]; then continue; fi
-  calibrated=$(for round in $(seq 1 "$ROUNDS"); do
-                 "$BUILD/apps/whale-sim" "$GENERATED/plans/$name.yaml" --profiles "$WORK/round-$round/calibrated" --format json |
-                   python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])'
-               done | python3 -c 'import sys; v=[float(x) for x in sys.stdin]; print(sum(v) / len(v))')
   printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$predicted" "$measured" >> "$WORK/fidelity-held-out.tsv"
-  printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$calibrated" "$measured" >> "$WORK/fidelity-calibrated.tsv"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$(mean_prediction "$name" calibrated)" "$measured" >> "$WORK/fidelity-calibrated.tsv"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$(mean_prediction "$name" calibrated-layers)" "$measured" >> "$WORK/fidelity-calibrated-layers.tsv"
 done
 report "$WORK/fidelity-held-out.tsv" "fidelity uncalibrated, held out from $CALIBRATE_ON"
 report "$WORK/fidelity-calibrated.tsv" "fidelity calibrated on $CALIBRATE_ON"
+report "$WORK/fidelity-calibrated-layers.tsv" "fidelity calibrated with layer times on $CALIBRATE_ON"
+

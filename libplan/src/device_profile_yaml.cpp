@@ -180,13 +180,60 @@ void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
   out << YAML::EndMap;
 }
 
+// The optional `layer_times` block (docs/profile.md): a source and at least one measurement,
+// each of a known layer kind, tp >= 1, micro_batch > 0 and times > 0; one per (kind, tp,
+// micro_batch).
+LayerTimes parse_layer_times(const YamlField& block) {
+  block.expect_keys({"source", "measurements"});
+  LayerTimes times;
+  times.source = block.get("source").text();
+  const YamlField list = block.get("measurements");
+  for (const YamlField& item : list.elements()) {
+    item.expect_keys({"layer_kind", "tp", "micro_batch", "forward_s", "backward_s"});
+    MeasuredLayerTime m;
+    const YamlField kind = item.get("layer_kind");
+    if (!parse_layer_kind(kind.text(), &m.kind)) {
+      kind.fail("expected a layer kind, got '" + kind.text() + "'", "use embedding, transformer, head or custom");
+    }
+    m.tp = item.get("tp").positive_integer();
+    m.micro_batch = item.get("micro_batch").positive_number();
+    m.forward_s = item.get("forward_s").positive_number();
+    m.backward_s = item.get("backward_s").positive_number();
+    for (const MeasuredLayerTime& other : times.measurements) {
+      if (other.kind == m.kind && other.tp == m.tp && other.micro_batch == m.micro_batch) {
+        item.fail("expected one measurement per (layer_kind, tp, micro_batch), got a second one",
+                  "remove the duplicate or keep the median of both");
+      }
+    }
+    times.measurements.push_back(m);
+  }
+  if (times.empty()) list.fail("expected at least one measurement, got an empty list", "remove the block instead");
+  return times;
+}
+
+void emit_layer_times(YAML::Emitter& out, const LayerTimes& times) {
+  out << YAML::Key << "layer_times" << YAML::Value << YAML::BeginMap;
+  emit_text_field(out, "source", times.source);
+  out << YAML::Key << "measurements" << YAML::Value << YAML::BeginSeq;
+  for (const MeasuredLayerTime& m : times.measurements) {
+    out << YAML::Flow << YAML::BeginMap;
+    emit_text_field(out, "layer_kind", to_string(m.kind));
+    emit_number_field(out, "tp", m.tp);
+    emit_number_field(out, "micro_batch", m.micro_batch);
+    emit_number_field(out, "forward_s", m.forward_s);
+    emit_number_field(out, "backward_s", m.backward_s);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+}
+
 }  // namespace
 
 DeviceProfile parse_device_profile(const YamlField& root, const std::string& expected_name) {
   root.expect_keys({"name", "kind", "source", "memory_gib", "memory_bandwidth_gbytes_per_s",
                     "peak_tflops", "kernel_launch_us", "gemm_efficiency", "memory_efficiency",
                     "slowdown_factor", "op_bandwidth_gbytes_per_s", "framework_memory",
-                    "calibration"});
+                    "calibration", "layer_times"});
   DeviceProfile profile;
   const YamlField name = root.get("name");
   profile.name = name.text();
@@ -230,6 +277,7 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
                                  ? parse_framework_memory(root.get("framework_memory"), profile.kind)
                                  : default_framework_memory(profile.kind);
   if (root.has("calibration")) profile.calibration = parse_calibration(root.get("calibration"));
+  if (root.has("layer_times")) profile.layer_times = parse_layer_times(root.get("layer_times"));
   return profile;
 }
 
@@ -272,6 +320,7 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
     emit_framework_memory(out, profile.framework_memory);
   }
   if (!profile.calibration.is_default()) emit_calibration(out, profile.calibration);
+  if (!profile.layer_times.empty()) emit_layer_times(out, profile.layer_times);
   out << YAML::EndMap;
   write_file_atomically(path, std::string(out.c_str()) + "\n");
 }

@@ -6,6 +6,21 @@
 #include "whale/plan/error.h"
 
 namespace whale::plan {
+namespace {
+const char* const kLayerKinds[] = {"embedding", "transformer", "head", "custom"};
+}  // namespace
+
+const char* to_string(LayerKind kind) { return kLayerKinds[static_cast<int>(kind)]; }
+
+bool parse_layer_kind(const std::string& name, LayerKind* kind) {
+  for (int i = 0; i < 4; ++i) {
+    if (name == kLayerKinds[i]) {
+      *kind = static_cast<LayerKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
 
 Flops Layer::forward_flops() const {
   Flops total = 0;

@@ -10,8 +10,6 @@
 namespace whale::plan {
 namespace {
 
-const char* kLayerKinds[] = {"embedding", "transformer", "head", "custom"};
-
 // Numeric fields of a listed layer, with where each lives in Layer (all >= 0, default 0).
 struct LayerNumber {
   const char* key;
@@ -57,11 +55,7 @@ Layer parse_listed_layer(const YamlField& field) {
   layer.name = field.get("name").text();
   if (field.has("kind")) {
     const YamlField kind = field.get("kind");
-    bool known = false;
-    for (int i = 0; i < 4; ++i) {
-      if (kind.text() == kLayerKinds[i]) { layer.kind = static_cast<LayerKind>(i); known = true; }
-    }
-    if (!known) kind.fail("unknown layer kind '" + kind.text() + "'", "use embedding, transformer, head or custom");
+    if (!parse_layer_kind(kind.text(), &layer.kind)) kind.fail("unknown layer kind '" + kind.text() + "'", "use embedding, transformer, head or custom");
   }
   for (const LayerNumber& number : kLayerNumbers) {
     if (number.required || field.has(number.key)) layer.*number.field = field.get(number.key).non_negative_number();
@@ -197,7 +191,7 @@ void emit_model(YAML::Emitter& out, const Model& model) {
     for (const Layer& layer : model.layers) {
       out << YAML::BeginMap;
       emit_text_field(out, "name", layer.name);
-      emit_text_field(out, "kind", kLayerKinds[static_cast<int>(layer.kind)]);
+      emit_text_field(out, "kind", to_string(layer.kind));
       for (const LayerNumber& number : kLayerNumbers) emit_number_field(out, number.key, layer.*number.field);
       out << YAML::Key << "gemms" << YAML::Value << YAML::BeginSeq;
       for (const GemmOp& g : layer.gemms) {

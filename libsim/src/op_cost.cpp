@@ -1,10 +1,15 @@
 // File: op_cost.cpp
 // Forward, backward and recomputation time of a layer from a device profile's peaks and
 // achieved-efficiency curves (a roofline when the profile has no curve); memory ops of a class
-// the profile measured as compute-bound (op_bandwidth) take the measured time instead.
+// the profile measured as compute-bound (op_bandwidth) take the measured time instead; a layer
+// shape the profile measured whole (layer_times) takes its measured time (measured_layer_time.h).
 #include "whale/sim/op_cost.h"
 
+#include <optional>
+#include <vector>
+
 #include "whale/sim/calibration.h"
+#include "whale/sim/measured_layer_time.h"
 
 namespace whale::sim {
 
@@ -42,19 +47,27 @@ bool is_attention_core(const std::string& op_name) {
   return false;
 }
 
-LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profile,
-                     plan::Precision precision, int tp, double samples,
-                     plan::Recompute recompute, bool sequence_parallel) {
-  const Seconds launch_s = op_launch_s(profile);
+namespace {
+
+/// A layer's ops summed: LayerCost without layer overhead and recomputation, and the part of
+/// the forward that is the attention core (what selective recomputation re-runs).
+struct OpSums {
   LayerCost cost;
   Seconds attention_core_s = 0;
+};
+
+OpSums op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
+               plan::Precision precision, int tp, double samples, bool sequence_parallel) {
+  const Seconds launch_s = op_launch_s(profile);
+  OpSums out;
+  LayerCost& cost = out.cost;
   for (const plan::GemmOp& gemm : layer.gemms) {
     const Seconds kernel_s = gemm_kernel_s(gemm, profile, precision, tp, samples);
     cost.forward_s += kernel_s + launch_s;
     cost.backward_s += 2.0 * (kernel_s + launch_s);  // input gradient and weight gradient
     cost.forward_flops += gemm_flops(gemm, tp, samples);
     if (is_attention_core(gemm.name)) {
-      attention_core_s += kernel_s + launch_s;  // both operands are activations: no weights
+      out.attention_core_s += kernel_s + launch_s;  // both operands are activations: no weights
     } else {
       cost.backward_weight_s += kernel_s + launch_s;
     }
@@ -63,13 +76,54 @@ LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profil
     const Seconds kernel_s = memory_kernel_s(op, profile, tp, samples, sequence_parallel);
     cost.forward_s += kernel_s + launch_s;
     cost.backward_s += kernel_s + launch_s;
-    if (is_attention_core(op.name)) attention_core_s += kernel_s + launch_s;
+    if (is_attention_core(op.name)) out.attention_core_s += kernel_s + launch_s;
   }
+  return out;
+}
+
+/// `part` x `target` / `whole`; 0 when nothing was modelled.
+Seconds scaled(Seconds part, Seconds target, Seconds whole) { return whole > 0 ? part * target / whole : 0; }
+
+/// The op sums of a layer whose shape the profile measured (measured_layer_time.h): the
+/// uncalibrated ops scaled so that their forward and backward sums equal the measured times.
+/// The fitted kernel-level figures (GEMM efficiency, memory-op scale, kernel overhead) are
+/// already in a measured time, so they are not applied again.
+std::optional<OpSums> measured_op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
+                                       plan::Precision precision, int tp, double samples,
+                                       bool sequence_parallel) {
+  const std::vector<plan::MeasuredLayerTime> shape = profile.layer_times.of_shape(layer.kind, tp);
+  if (shape.empty()) return std::nullopt;
+  plan::DeviceProfile uncalibrated = profile;
+  uncalibrated.calibration = plan::ProfileCalibration{};
+  const auto modelled = [&](double micro_batch) {
+    const LayerCost c = op_sums(layer, uncalibrated, precision, tp, micro_batch, sequence_parallel).cost;
+    return LayerTimePair{c.forward_s, c.backward_s};
+  };
+  const LayerTimePair measured = *measured_layer_time(shape, samples, modelled);
+  const OpSums ops = op_sums(layer, uncalibrated, precision, tp, samples, sequence_parallel);
+  OpSums out = ops;
+  out.cost.forward_s = measured.forward_s;
+  out.cost.backward_s = measured.backward_s;
+  out.cost.backward_weight_s = scaled(ops.cost.backward_weight_s, measured.backward_s, ops.cost.backward_s);
+  out.attention_core_s = scaled(ops.attention_core_s, measured.forward_s, ops.cost.forward_s);
+  out.cost.measured = true;
+  return out;
+}
+
+}  // namespace
+
+LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profile,
+                     plan::Precision precision, int tp, double samples,
+                     plan::Recompute recompute, bool sequence_parallel) {
+  const std::optional<OpSums> measured =
+      measured_op_sums(layer, profile, precision, tp, samples, sequence_parallel);
+  const OpSums ops = measured ? *measured : op_sums(layer, profile, precision, tp, samples, sequence_parallel);
+  LayerCost cost = ops.cost;
   add_layer_overhead(profile, &cost);
   switch (recompute) {
     case plan::Recompute::none: cost.recompute_s = 0; break;
     case plan::Recompute::full: cost.recompute_s = cost.forward_s; break;
-    case plan::Recompute::selective: cost.recompute_s = attention_core_s; break;
+    case plan::Recompute::selective: cost.recompute_s = ops.attention_core_s; break;
   }
   return cost;
 }

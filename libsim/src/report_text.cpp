@@ -7,6 +7,7 @@
 #include <set>
 
 #include "whale/plan/units.h"
+#include "whale/sim/measured_layer_time.h"
 #include "whale/sim/report.h"
 
 namespace whale::sim {
@@ -49,6 +50,17 @@ std::string breakdown_line(const char* label, Seconds part_s, Seconds step_s) {
                        step_s > 0 ? 100.0 * part_s / step_s : 0.0);
 }
 
+/// "layer times  3 of 8 measured ..." when a profile of the plan carries layer_times; else empty.
+std::string measured_layers_line(const plan::Plan& plan) {
+  bool any = false;
+  for (const auto& [model, profile] : plan.cluster.profiles) any = any || !profile.layer_times.empty();
+  if (!any) return "";
+  int total = 0;
+  const int measured = measured_layer_count(plan, &total);
+  return printf_string("layer times: %d of %d (stage replica, layer) pairs from measurements, "
+                       "the rest from GEMM curves\n", measured, total);
+}
+
 }  // namespace
 
 std::string format_text_report(const plan::Plan& plan, const plan::Estimate& est) {
@@ -78,6 +90,7 @@ std::string format_text_report(const plan::Plan& plan, const plan::Estimate& est
   out += breakdown_line("tp comm (all)", b.tp_comm_s, est.step_time_s);
   out += breakdown_line("pp comm (all)", b.pp_comm_s, est.step_time_s);
   out += breakdown_line("dp comm (all)", b.dp_comm_s, est.step_time_s);
+  out += measured_layers_line(plan);
 
   std::map<int, const plan::DeviceEstimate*> by_id;
   for (const plan::DeviceEstimate& d : est.devices) by_id[d.id] = &d;

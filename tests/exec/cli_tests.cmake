@@ -59,7 +59,7 @@ foreach(entry ${WHALE_REFERENCE_PLANS})
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
-foreach(check resume bad_input signal trace learning buckets split_ops compare)
+foreach(check resume bad_input signal trace layer_times learning buckets split_ops compare)
   add_test(NAME whale_run_${check}
     COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})

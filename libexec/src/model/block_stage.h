@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <utility>
@@ -103,21 +104,24 @@ class BlockStage : public StageModule {
     for (Tensor& x : s.xs) reuse_or_allocate(x, *backend_, held(s), act_);  // each overwritten
     const TensorView x0 = region_.all_rows(s.xs[0], border_, nc);
     if (has_embedding_)
-      ends_.embedding_forward(*backend_, x0, s.inputs, s.samples);
+      timed_layer(0, false, true, [&] { ends_.embedding_forward(*backend_, x0, s.inputs, s.samples); });
     else
       upload_floats(x0, input);
     region_.keep_held_rows(x0, s.xs[0]);
     s.blocks.resize(blocks_.size());
     for (std::size_t k = 0; k < blocks_.size(); ++k) {
-      blocks_[k].forward(s.samples, s.xs[k], s.xs[k + 1], full ? dropped_ : s.blocks[k],
-                         options_.recompute == plan::Recompute::none);
+      timed_layer(first_block_ + static_cast<int>(k), false, true, [&] {
+        blocks_[k].forward(s.samples, s.xs[k], s.xs[k + 1], full ? dropped_ : s.blocks[k],
+                           options_.recompute == plan::Recompute::none);
+      });
     }
     if (!has_head_) {
       download_floats(output, region_.enter(s.xs.back(), border_));
       s.xs.pop_back();  // backward needs block inputs only
       return 0.0;
     }
-    const double loss = head_forward(s);
+    double loss = 0;
+    timed_layer(dims_.layers + 1, false, true, [&] { loss = head_forward(s); });
     if (full) drop_head_activations(s);
     return loss;
   }
@@ -173,7 +177,7 @@ class BlockStage : public StageModule {
     if (has_head_) {
       weight_gradients_.set_layer(dims_.layers + 1);
       backend_->fill_zero(dx_all, Stream::compute);  // head_backward adds to it
-      head_backward(s, dx_all, loss_scale);
+      timed_layer(dims_.layers + 1, true, report_layers, [&] { head_backward(s, dx_all, loss_scale); });
     } else {
       upload_floats(dx_all, output_gradient);
     }
@@ -186,7 +190,8 @@ class BlockStage : public StageModule {
       }
       reuse_or_allocate(dx_spare_, *backend_, held(s), act_);  // overwritten by the block
       weight_gradients_.set_layer(first_block_ + static_cast<int>(k));
-      blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, s.blocks[k]);
+      timed_layer(first_block_ + static_cast<int>(k), true, report_layers,
+                  [&] { blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, s.blocks[k]); });
       // Full recomputation holds one block's activations at a time; otherwise they are kept
       // for the next forward (the peak, all blocks' activations, is the same).
       if (options_.recompute == plan::Recompute::full) s.blocks[k] = BlockActivations{};
@@ -195,13 +200,32 @@ class BlockStage : public StageModule {
     }
     const ConstTensorView dx_in = region_.enter(dx, border_);
     if (has_embedding_) {
-      ends_.embedding_backward(*backend_, dx_in, s.inputs, s.samples);
+      timed_layer(0, true, report_layers,
+                  [&] { ends_.embedding_backward(*backend_, dx_in, s.inputs, s.samples); });
       layer_done(0);
     } else {
       download_floats(input_gradient, dx_in);
     }
     spare_.push_back(std::move(s));  // its buffers serve a later forward
     in_flight_.erase(it);
+  }
+
+  /// Runs `run`, one pass of model layer `layer`; with layer timing asked for and `wanted`,
+  /// between two synchronizations of the compute stream, and reports its seconds less those
+  /// of the tensor group's collectives inside it.
+  template <class Run>
+  void timed_layer(int layer, bool backward, bool wanted, Run run) {
+    if (!wanted || !layer_timing()) {
+      run();
+      return;
+    }
+    backend_->synchronize(Stream::compute);
+    const double communication_s = region_.communication_s();
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    backend_->synchronize(Stream::compute);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report_layer_time(layer, backward, seconds - (region_.communication_s() - communication_s));
   }
 
   /// dst (i32) = the host indices, uploaded (and waited for: `host` may change after).

@@ -3,6 +3,8 @@
 // all-reduce at the borders of a tensor-parallel region; 16-bit activations travel as fp32.
 #include "model/tensor_parallel_region.h"
 
+#include <chrono>
+
 namespace whale::exec {
 namespace {
 
@@ -25,19 +27,26 @@ int TensorParallelRegion::held_rows(int rows) const {
   return sequence_parallel_ ? rows / tp_->size() : rows;
 }
 
+template <class Call>
+void TensorParallelRegion::timed(Call call) {
+  const auto start = std::chrono::steady_clock::now();
+  call();
+  communication_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 template <class Collective>
 void TensorParallelRegion::through_fp32(ConstTensorView in, TensorView out,
                                         Collective collective) {
   backend_.synchronize(Stream::compute);  // the communicator reads the memory itself
   if (in.dtype == DType::fp32) {
-    collective(in.as<float>(), out.as<float>());
+    timed([&] { collective(in.as<float>(), out.as<float>()); });
     return;
   }
   const TensorView send = grown(send_fp32_, backend_, in.count, DType::fp32);
   const TensorView receive = grown(receive_fp32_, backend_, out.count, DType::fp32);
   backend_.cast(send, in, Stream::compute);
   backend_.synchronize(Stream::compute);
-  collective(send.as<float>(), receive.as<float>());
+  timed([&] { collective(send.as<float>(), receive.as<float>()); });
   backend_.cast(out, receive, Stream::compute);
 }
 
@@ -100,13 +109,13 @@ void TensorParallelRegion::end_held_row_gradients(const std::vector<TensorView>&
 void TensorParallelRegion::all_reduce(TensorView data) {
   backend_.synchronize(Stream::compute);
   if (data.dtype == DType::fp32) {
-    tp_->all_reduce_sum(data.as<float>(), data.count);
+    timed([&] { tp_->all_reduce_sum(data.as<float>(), data.count); });
     return;
   }
   const TensorView sum = grown(send_fp32_, backend_, data.count, DType::fp32);
   backend_.cast(sum, data, Stream::compute);
   backend_.synchronize(Stream::compute);
-  tp_->all_reduce_sum(sum.as<float>(), data.count);
+  timed([&] { tp_->all_reduce_sum(sum.as<float>(), data.count); });
   backend_.cast(data, sum, Stream::compute);
 }
 

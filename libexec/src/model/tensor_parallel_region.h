@@ -54,7 +54,14 @@ class TensorParallelRegion {
   void begin_held_row_gradients(const std::vector<TensorView>& gradients);
   void end_held_row_gradients(const std::vector<TensorView>& gradients);
 
+  /// Seconds spent in the group's collectives so far (wall clock around each call; exact for
+  /// a communicator that returns when the collective is done, as MPI's does).
+  double communication_s() const { return communication_s_; }
+
  private:
+  /// Runs `call` (one collective) and adds its wall-clock time to communication_s_.
+  template <class Call>
+  void timed(Call call);
   /// `data` summed over the group in place; a 16-bit one in fp32, rounded once.
   void all_reduce(TensorView data);
   /// `out` = collective(in), where collective(send, receive) reads in.count floats and writes
@@ -67,6 +74,7 @@ class TensorParallelRegion {
   Communicator* tp_;  // null when the group has one rank
   bool sequence_parallel_;
   Tensor send_fp32_, receive_fp32_;  // fp32 copies of 16-bit activations, and packed gradients
+  double communication_s_ = 0;
 };
 
 }  // namespace whale::exec

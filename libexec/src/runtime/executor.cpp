@@ -96,6 +96,14 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.sequence_parallel = stage.sequence_parallel;
       module_options.seed = options.seed;
       state.module = make_stage_module(plan.model, module_options, *im.backend, state.tp);
+      if (options.record_layer_times) {
+        state.module->set_layer_timed([&im, s](int layer, bool backward, double seconds) {
+          const plan::Stage& st = im.plan.stages[s];
+          im.layer_times.push_back({im.current_step, im.plan.cluster.devices.at(im.device).model,
+                                    im.plan.model.layers.at(layer).kind, st.tp, im.samples(s), backward,
+                                    seconds});
+        });
+      }
       state.input_floats = state.module->input_floats_per_sample();
       state.output_floats = state.module->output_floats_per_sample();
       AdamWConfig adamw;
@@ -139,6 +147,7 @@ double Executor::train_step(const DataLoader& loader, int64_t step) {
   im.timeline = impl_->options.record_timeline ? &timeline_ : nullptr;
   if (im.timeline) im.transport.barrier();  // a common origin for every rank's events
   im.step_start = Clock::now();
+  im.current_step = step;
   im.loss_sum = 0;
   for (auto& entry : im.stages) entry.second.module->zero_gradients();
   for (const plan::Instruction& instruction : im.program.instructions)
@@ -176,6 +185,8 @@ void Executor::Impl::finish_scaled_step() {
 int64_t Executor::skipped_steps() const { return impl_->scaler.skipped_steps(); }
 
 double Executor::loss_scale() const { return impl_->scaler.scale(); }
+
+const std::vector<LayerTimeSample>& Executor::layer_time_samples() const { return impl_->layer_times; }
 
 std::string Executor::device_name() const { return impl_->backend->name(); }
 

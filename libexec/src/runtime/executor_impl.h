@@ -66,6 +66,8 @@ struct Executor::Impl {
   int tied_stage = -1;
   std::vector<plan::TimelineEvent>* timeline = nullptr;
   std::chrono::steady_clock::time_point step_start;
+  int64_t current_step = 0;                       // of the train_step running
+  std::vector<LayerTimeSample> layer_times;       // options.record_layer_times
 
   Impl(const plan::Plan& p, const RankLayout& l, Communicator& w, PeerTransport& t,
        const ExecutorOptions& o)

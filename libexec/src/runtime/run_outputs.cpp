@@ -2,10 +2,15 @@
 // Log lines, metrics records, the gathered measured trace and the full-parameter dump.
 #include "runtime/run_outputs.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <tuple>
 #include <sstream>
 
+#include "whale/exec/profile/profile_statistics.h"
 #include "whale/plan/atomic_file.h"
+#include "whale/plan/layer_times.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec {
@@ -72,6 +77,49 @@ void write_measured_trace(const std::string& path, const plan::Plan& plan,
   for (const plan::Device& d : plan.cluster.devices)
     labels.push_back("dev " + std::to_string(d.id) + " " + d.model);
   plan::write_chrome_trace_file(path, events, labels);
+}
+
+void write_layer_times(const std::string& path, const std::vector<LayerTimeSample>& mine,
+                       PeerTransport& transport) {
+  // One sample per line: step device_model kind tp micro_batch backward seconds.
+  std::ostringstream text;
+  text.precision(17);
+  for (const LayerTimeSample& t : mine)
+    text << t.step << ' ' << t.device_model << ' ' << plan::to_string(t.kind) << ' ' << t.tp << ' '
+         << t.micro_batch << ' ' << t.backward << ' ' << t.seconds << '\n';
+  const std::vector<std::string> parts = transport.gather_to_root(text.str());
+  if (transport.rank() != 0) return;
+  std::vector<std::tuple<int64_t, std::string, std::string, int, int, bool, double>> samples;
+  for (const std::string& part : parts) {
+    std::istringstream in(part);
+    std::tuple<int64_t, std::string, std::string, int, int, bool, double> t;
+    while (in >> std::get<0>(t) >> std::get<1>(t) >> std::get<2>(t) >> std::get<3>(t) >> std::get<4>(t) >>
+           std::get<5>(t) >> std::get<6>(t))
+      samples.push_back(t);
+  }
+  int64_t first_step = 0, last_step = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const int64_t step = std::get<0>(samples[i]);
+    first_step = i == 0 ? step : std::min(first_step, step);
+    last_step = i == 0 ? step : std::max(last_step, step);
+  }
+  // By (device model, kind, tp, micro-batch): forward and backward seconds.
+  std::map<std::tuple<std::string, std::string, int, int>, std::pair<std::vector<double>, std::vector<double>>> shapes;
+  for (const auto& [step, model, kind, tp, micro_batch, backward, seconds] : samples) {
+    if (step == first_step && last_step > first_step) continue;  // the first step warms up
+    auto& times = shapes[{model, kind, tp, micro_batch}];
+    (backward ? times.second : times.first).push_back(seconds);
+  }
+  AtomicFile out(path, "--layer-times");
+  out.write(std::string(plan::kLayerTimesCsvHeader) + "\n");
+  char row[64];
+  for (const auto& [shape, times] : shapes) {
+    if (times.first.empty() || times.second.empty()) continue;
+    std::snprintf(row, sizeof(row), ",%.9g,%.9g\n", median(times.first), median(times.second));
+    out.write(std::get<0>(shape) + "," + std::get<1>(shape) + "," + std::to_string(std::get<2>(shape)) + "," +
+              std::to_string(std::get<3>(shape)) + row);
+  }
+  out.commit();
 }
 
 void write_parameters(const std::string& path, const std::vector<FullParameter>& parameters) {

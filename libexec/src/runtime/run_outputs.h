@@ -41,6 +41,14 @@ std::string gather_peak_memory_line(std::size_t peak_memory_bytes, PeerTransport
 void write_measured_trace(const std::string& path, const plan::Plan& plan,
                           const std::vector<plan::TimelineEvent>& mine, PeerTransport& transport);
 
+/// Collective: gathers every rank's layer time samples to rank 0, which writes the CSV of
+/// plan::kLayerTimesCsvHeader (atomically): per (device model, layer kind, tp, micro-batch),
+/// the median forward and backward seconds over all ranks' samples of the steps after the
+/// run's first (all steps when it ran one), rows sorted by that key. A shape with no backward
+/// sample (split backward) has no row.
+void write_layer_times(const std::string& path, const std::vector<LayerTimeSample>& mine,
+                       PeerTransport& transport);
+
 /// Per parameter, in the given order: a line "name count", then count lines of one value
 /// each (%.9g, which round-trips a float exactly), row-major.
 void write_parameters(const std::string& path, const std::vector<FullParameter>& parameters);

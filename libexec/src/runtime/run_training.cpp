@@ -112,6 +112,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
   executor_options.seed = seed;
   executor_options.learning_rate = options.learning_rate;
   executor_options.record_timeline = !options.trace_file.empty();
+  executor_options.record_layer_times = !options.layer_times_file.empty();
   if (!options.device.empty() && options.device != "cpu")
     throw Error("", "--device", "\"cpu\", got \"" + options.device + "\"",
                 "leave --device out to run on the plan's devices");
@@ -192,6 +193,8 @@ void run_training(const RunOptions& options, std::ostream& log) {
   if (root) log << peaks << std::endl;
   if (!options.trace_file.empty())
     write_measured_trace(options.trace_file, plan, executor.last_timeline(), *transport);
+  if (!options.layer_times_file.empty())
+    write_layer_times(options.layer_times_file, executor.layer_time_samples(), *transport);
   if (!options.dump_params_file.empty()) {
     const std::vector<FullParameter> parameters = executor.gather_parameters();
     if (root) write_parameters(options.dump_params_file, parameters);

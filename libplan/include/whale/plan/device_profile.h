@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "whale/plan/framework_memory.h"
+#include "whale/plan/layer_times.h"
 #include "whale/plan/precision.h"
 #include "whale/plan/profile_calibration.h"
 #include "whale/plan/units.h"
@@ -59,6 +60,8 @@ struct DeviceProfile {
   FrameworkMemory framework_memory;                                // YAML: framework_memory (optional)
   /// Figures fitted from measured runs by whale-calibrate (optional; defaults change nothing).
   ProfileCalibration calibration;                                  // YAML: calibration (optional)
+  /// Measured per-layer times (whale-calibrate --layer-times); empty: the curves price every layer.
+  LayerTimes layer_times;                                          // YAML: layer_times (optional)
 
   /// Peak of `p`, exactly: no fallback to another precision (a plan's GEMMs are priced at
   /// effective_gemm_precision, framework_precision.h, which applies the documented fallbacks).

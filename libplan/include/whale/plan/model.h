@@ -13,6 +13,10 @@
 namespace whale::plan {
 
 enum class LayerKind { embedding, transformer, head, custom };
+/// The kind's name as model files write it: embedding, transformer, head or custom.
+const char* to_string(LayerKind kind);
+/// Reads a kind's name into `kind`; false (and `kind` unchanged) for an unknown name.
+bool parse_layer_kind(const std::string& name, LayerKind* kind);
 
 /// One GEMM of a layer's forward pass for ONE sample at tensor-parallel degree 1:
 /// `count` independent products C[m,n] = A[m,k] * B[k,n]. Flops = 2*m*n*k*count.

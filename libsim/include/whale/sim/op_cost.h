@@ -44,8 +44,13 @@ struct LayerCost {
   Seconds recompute_s = 0;  // full: forward_s again; selective: the attention core's forward;
                             // none: 0
   Flops forward_flops = 0;  // GEMM flops this device executes in one forward
+  bool measured = false;    // forward_s and backward_s come from the profile's layer_times
 };
 
+/// The cost of `layer`. Where the profile measured the layer's shape (layer_times), the rule of
+/// measured_layer_time.h gives forward_s and backward_s and the ops' shares scale to them
+/// (backward_weight_s, the attention core); layer overhead and recomputation apply as to any
+/// layer (full recomputation re-runs the measured forward).
 LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profile,
                      plan::Precision precision, int tp, double samples,
                      plan::Recompute recompute, bool sequence_parallel = false);

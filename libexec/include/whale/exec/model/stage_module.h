@@ -90,14 +90,25 @@ class StageModule {
   using LayerDone = std::function<void(int layer)>;
   void set_layer_done(LayerDone callback) { layer_done_ = std::move(callback); }
 
+  /// When set (whale-run --layer-times), forward and a whole backward synchronize the compute
+  /// stream around each model layer and report its seconds, the tensor group's collectives
+  /// excluded (and, in the backward, a full recomputation's forward). A split backward
+  /// (backward_input, backward_weight) reports nothing. Null (the default): no timing.
+  using LayerTimed = std::function<void(int layer, bool backward, double seconds)>;
+  void set_layer_timed(LayerTimed callback) { layer_timed_ = std::move(callback); }
+
  protected:
   /// For implementations: reports layer `layer` finished to the callback, if any.
   void layer_backward_done(int layer) {
     if (layer_done_) layer_done_(layer);
   }
+  /// For implementations: whether layer times are asked for, and the report of one.
+  bool layer_timing() const { return static_cast<bool>(layer_timed_); }
+  void report_layer_time(int layer, bool backward, double seconds) { layer_timed_(layer, backward, seconds); }
 
  private:
   LayerDone layer_done_;
+  LayerTimed layer_timed_;
 };
 
 struct StageModuleOptions {

@@ -25,6 +25,19 @@ struct ExecutorOptions {
   bool record_timeline = false;  // keep the events of each step (last_timeline)
   int threads = 1;               // CPU threads of this rank's backend (>= 1)
   bool cpu_device = false;       // run on a CPU backend whatever device the plan gives the rank
+  bool record_layer_times = false;  // time every layer pass (layer_time_samples)
+};
+
+/// One timed pass of one model layer on this rank (StageModule::set_layer_timed): forward, or
+/// a whole backward; the tensor group's collectives excluded.
+struct LayerTimeSample {
+  int64_t step = 0;          // the train_step it belongs to
+  std::string device_model;  // this rank's device model in the plan
+  plan::LayerKind kind{};
+  int tp = 1;                // the stage's tensor-parallel degree
+  int micro_batch = 0;       // this rank's samples per micro-batch in the stage
+  bool backward = false;
+  double seconds = 0;
 };
 
 /// One parameter of the whole model as the single-device model holds it: its tp shards
@@ -56,6 +69,9 @@ class Executor {
   /// Events of the last step on this rank (device = this rank's device id), from its start
   /// after a barrier, when options.record_timeline.
   const std::vector<plan::TimelineEvent>& last_timeline() const { return timeline_; }
+
+  /// Every layer pass of every step so far, in the order run, when options.record_layer_times.
+  const std::vector<LayerTimeSample>& layer_time_samples() const;
 
   /// fp16 dynamic loss scaling (LossScaler): steps skipped so far for inf/NaN gradients, and
   /// the scale of the next step; 0 and 1 under other precisions.

@@ -21,6 +21,7 @@ struct RunOptions {
   bool resume = false;              // continue from <checkpoint_dir>/latest
   std::string metrics_file;         // JSON lines, one object per step
   std::string trace_file;           // Chrome trace of the last step
+  std::string layer_times_file;     // CSV of median per-layer times (plan::kLayerTimesCsvHeader)
   std::string dump_params_file;     // per-parameter summary after training
   int64_t log_every = 1;            // 0 = no per-step log lines
   int threads = 0;                  // CPU threads per rank; 0 = cores / ranks on the node

@@ -1,0 +1,75 @@
+// File: measured_layer_time.cpp
+// The measured-layer-time rule and count (measured_layer_time.h).
+#include "whale/sim/measured_layer_time.h"
+
+#include <cstddef>
+
+namespace whale::sim {
+namespace {
+
+/// One direction (forward or backward) of a measurement.
+using Direction = Seconds plan::MeasuredLayerTime::*;
+
+/// The one-measurement rule: the modelled time at `micro_batch` scaled by measured / modelled
+/// at the measurement's own micro-batch.
+Seconds scaled_by_ratio(const plan::MeasuredLayerTime& m, Direction d, Seconds LayerTimePair::*part,
+                        double micro_batch, const ModelledLayerTime& modelled) {
+  const Seconds modelled_there = modelled(m.micro_batch).*part;
+  if (modelled_there <= 0) return m.*d;  // nothing modelled to scale: the measured time as is
+  return modelled(micro_batch).*part * (m.*d / modelled_there);
+}
+
+/// The rule for two or more measurements in one direction.
+Seconds interpolated(const std::vector<plan::MeasuredLayerTime>& shape, Direction d,
+                     Seconds LayerTimePair::*part, double micro_batch,
+                     const ModelledLayerTime& modelled) {
+  std::size_t upper = 1;  // the segment [upper - 1, upper]
+  while (upper + 1 < shape.size() && shape[upper].micro_batch < micro_batch) ++upper;
+  const plan::MeasuredLayerTime& a = shape[upper - 1];
+  const plan::MeasuredLayerTime& b = shape[upper];
+  const Seconds t = a.*d + (b.*d - a.*d) * (micro_batch - a.micro_batch) / (b.micro_batch - a.micro_batch);
+  if (t > 0) return t;
+  const plan::MeasuredLayerTime& nearest = micro_batch < a.micro_batch ? a : b;
+  return scaled_by_ratio(nearest, d, part, micro_batch, modelled);
+}
+
+}  // namespace
+
+std::optional<LayerTimePair> measured_layer_time(const std::vector<plan::MeasuredLayerTime>& shape,
+                                                 double micro_batch,
+                                                 const ModelledLayerTime& modelled) {
+  if (shape.empty()) return std::nullopt;
+  for (const plan::MeasuredLayerTime& m : shape) {
+    if (m.micro_batch == micro_batch) return LayerTimePair{m.forward_s, m.backward_s};
+  }
+  LayerTimePair out;
+  if (shape.size() == 1) {
+    out.forward_s = scaled_by_ratio(shape[0], &plan::MeasuredLayerTime::forward_s,
+                                    &LayerTimePair::forward_s, micro_batch, modelled);
+    out.backward_s = scaled_by_ratio(shape[0], &plan::MeasuredLayerTime::backward_s,
+                                     &LayerTimePair::backward_s, micro_batch, modelled);
+    return out;
+  }
+  out.forward_s = interpolated(shape, &plan::MeasuredLayerTime::forward_s, &LayerTimePair::forward_s,
+                               micro_batch, modelled);
+  out.backward_s = interpolated(shape, &plan::MeasuredLayerTime::backward_s,
+                                &LayerTimePair::backward_s, micro_batch, modelled);
+  return out;
+}
+
+int measured_layer_count(const plan::Plan& plan, int* total) {
+  int measured = 0, all = 0;
+  for (const plan::Stage& stage : plan.stages) {
+    for (int r = 0; r < stage.dp(); ++r) {
+      const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(r).front());
+      for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+        ++all;
+        if (!profile.layer_times.of_shape(plan.model.layers.at(l).kind, stage.tp).empty()) ++measured;
+      }
+    }
+  }
+  if (total) *total = all;
+  return measured;
+}
+
+}  // namespace whale::sim
