@@ -16,6 +16,12 @@ namespace whale::app {
 int run_tool(const std::string& tool, CLI::App& app, int argc, char** argv,
              const std::function<int()>& body);
 
+/// Keeps freed memory in the process instead of returning it to the system (glibc's malloc;
+/// elsewhere nothing): the searches allocate and free schedule programs of many megabytes
+/// thousands of times, and each return and re-take costs page faults (whale-plan on 1,024
+/// devices spent a tenth of its CPU time in them). Call first in main.
+void keep_freed_memory();
+
 /// A finite number in [low, high]; the message names the bounds in %.15g form.
 CLI::Validator number_in(double low, double high);
 /// A finite number in (low, high].

@@ -20,6 +20,7 @@
 #include "whale/plan/version.h"
 
 int main(int argc, char** argv) {
+  whale::app::keep_freed_memory();
   CLI::App app{"whale-plan: find the fastest hybrid-parallel plan on a heterogeneous cluster"};
   app.set_version_flag("--version", whale::plan::version_text("whale-plan"));
   std::string cluster_path, model_path, profiles_dir, hints_path, out_path, format = "text", trace_path, svg_path;

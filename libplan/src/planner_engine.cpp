@@ -74,6 +74,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   out.rejected_by_hint.assign(in.hints ? in.hints->layers.size() : 0, 0);
   AnalyticModel an(cluster, model, options.strategies);
   StructureFigures figures(an);
+  LayoutMemo memo;   // phase 1 runs on this thread; phase 2 lays out under analytic_mutex
   const int n = static_cast<int>(in.structures.size());
   // Choices depend on a structure only through its depth and largest dp (EngineInput): each
   // list is asked for once, with its runs of one micro-batch size.
@@ -191,7 +192,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         out.stats.timed_out = true;
         break;
       }
-      Candidate c{k, choice, build_layout(an, in.structures[k], choice, in.rules), next_order++};
+      Candidate c{k, choice, build_layout(an, in.structures[k], choice, in.rules, &memo), next_order++};
       out.stats.candidates_evaluated++;
       if (!c.layout.fits) {
         if (!out.has_shortfall || c.layout.shortfall.gap() < out.closest.gap()) {
@@ -278,7 +279,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       }
       if (!raised) return std::nullopt;
       std::lock_guard<std::mutex> lock(analytic_mutex);
-      c.layout = build_layout(an, in.structures[c.structure], c.choice, rules);
+      c.layout = build_layout(an, in.structures[c.structure], c.choice, rules, &memo);
       if (!c.layout.fits) return std::nullopt;
     }
     return std::nullopt;
@@ -300,7 +301,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         rules.split = c.layout.split == Split::per_group ? Split::per_stage : Split::per_group;
         {
           std::lock_guard<std::mutex> lock(analytic_mutex);
-          other.layout = build_layout(an, in.structures[c.structure], c.choice, rules);
+          other.layout = build_layout(an, in.structures[c.structure], c.choice, rules, &memo);
         }
         if (other.layout.fits) {
           std::optional<RankedPlan> r = simulate(other, rules, scratch);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "whale/plan/layout_memo.h"
 #include "whale/plan/search_partition.h"
 
 namespace whale::plan {
@@ -32,33 +33,6 @@ struct GroupInfo {
   std::vector<ModelShare> model_max_share;
   Link dp_link;                              // slowest link between replicas
   int in_flight = 1;                         // micro-batches of activations per layer kept
-};
-
-// Values by dense index, forgotten all at once by reset (a new generation, no clearing).
-class RangeMemo {
- public:
-  void reset(size_t size) {
-    if (values_.size() < size) {  // grow without copying what is forgotten anyway
-      values_ = std::vector<double>(size);
-      stamps_ = std::vector<unsigned long long>(size, 0);
-    }
-    ++generation_;
-  }
-  /// The value stored at `index` since the last reset, or null; put() then stores at `index`.
-  double* find(size_t index) {
-    last_ = index;
-    return stamps_[index] == generation_ ? &values_[index] : nullptr;
-  }
-  double put(double value) {
-    stamps_[last_] = generation_;
-    return values_[last_] = value;
-  }
-
- private:
-  std::vector<double> values_;
-  std::vector<unsigned long long> stamps_;
-  unsigned long long generation_ = 0;
-  size_t last_ = 0;
 };
 
 // Share of a micro-batch's forward + backward time that is backward (GEMMs twice).
@@ -148,7 +122,8 @@ bool rung_shards_gradients(int rung, int dp) { return rung >= 4 && dp > 1; }
 
 int max_rung(const AnalyticModel& an) { return an.strategies().shard_gradients ? kMaxRung : 3; }
 
-Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, const LayoutRules& rules) {
+Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, const LayoutRules& rules,
+                    LayoutMemo* shared_memo) {
   const int p = static_cast<int>(st.groups.size());
   const int v = c.schedule.chunks;
   const int S = p * v;
@@ -157,6 +132,13 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   for (int g = 0; g < p; ++g) gi.push_back(group_info(an, *st.groups[g], c, g, p, rules.even_shares));
   std::vector<int> min_rung(p, 0);
   for (int g = 0; g < p && g < static_cast<int>(rules.min_rung.size()); ++g) min_rung[g] = rules.min_rung[g];
+  LayoutMemo own_memo;
+  LayoutMemo& memo = shared_memo ? *shared_memo : own_memo;
+  std::vector<GroupRole> roles;
+  for (int g = 0; g < p; ++g) {
+    roles.push_back(GroupRole{st.groups[g].get(), c.micro_batch_size, rules.even_shares, gi[g].in_flight, v, min_rung[g]});
+  }
+  const std::vector<int> role = memo.role_ids(roles, L);
   const double inf = std::numeric_limits<double>::infinity();
   const int top_rung = max_rung(an);
 
@@ -200,18 +182,32 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     }
     return -1;
   };
-  // The partitions ask for the same ranges many times (every bisection step); a range's cost
-  // depends on the stage only through its group.
-  thread_local RangeMemo memo;  // reset before the first partition
+  // The partitions ask for the same ranges many times (every bisection step, every choice
+  // that gives the group the same role); a range's cost depends on the stage only through its
+  // group's role.
   auto cost = [&](int s, int a, int e) {
-    const int g = stage_group(c.schedule, p, s);
-    double* known = memo.find((static_cast<size_t>(g) * (L + 1) + a) * (L + 1) + e);
-    if (known) return *known;
+    const int id = role[stage_group(c.schedule, p, s)];
+    if (const double* known = memo.find(id, a, e)) return *known;
     const int r = rung_for(s, a, e);
-    return memo.put(r < 0 ? inf : time_at(s, a, e, r));
+    return memo.remember(id, a, e, r < 0 ? inf : time_at(s, a, e, r));
   };
-  double upper = 0;  // every fitting range costs at most this
-  for (int s = 0; s < S; ++s) upper = std::max(upper, time_at(s, 0, L, top_rung));
+  // A partition is determined by the roles of its stages (and, for the grouped one, by which
+  // stages share a group): remembered under those.
+  auto partition_key = [&](int kind) {
+    std::vector<int> key{kind, S};
+    for (int s = 0; s < S; ++s) key.push_back(role[stage_group(c.schedule, p, s)]);
+    if (kind == 1) {
+      for (int s = 0; s < S; ++s) key.push_back(stage_group(c.schedule, p, s));
+    }
+    return key;
+  };
+  auto remembered = [&](int kind, auto compute) {
+    const std::vector<int> key = partition_key(kind);
+    if (const std::vector<int>* known = memo.partition(key)) return *known;
+    std::vector<int> b = compute();
+    memo.remember_partition(key, b);
+    return b;
+  };
 
   // Per-stage rungs of split b; empty when some stage fits at no rung.
   auto rungs_of = [&](const std::vector<int>& b) {
@@ -289,8 +285,11 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   if (!free_split) {
     b = rules.fixed_boundaries.empty() ? even_boundaries(an.model(), S) : rules.fixed_boundaries;
   } else {
-    memo.reset(static_cast<size_t>(p) * (L + 1) * (L + 1));
-    b = partition_layers(L, S, cost, any, upper);
+    b = remembered(0, [&] {
+      double upper = 0;  // every fitting range costs at most this
+      for (int s = 0; s < S; ++s) upper = std::max(upper, time_at(s, 0, L, top_rung));
+      return partition_layers(L, S, cost, any, upper);
+    });
   }
   Layout best;
   std::vector<int> rungs = rungs_of(b);
@@ -305,8 +304,9 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       sum[group_of[s]] += cost(s, b[s], b[s + 1]);
     }
     const double most = *std::max_element(sum.begin(), sum.end());
-    const std::vector<int> grouped =
-        most < inf ? partition_layers_grouped(L, group_of, cost, any, most / v, most) : std::vector<int>{};
+    const std::vector<int> grouped = remembered(1, [&] {
+      return most < inf ? partition_layers_grouped(L, group_of, cost, any, most / v, most) : std::vector<int>{};
+    });
     const bool same = best.fits && grouped == b;  // nothing new to lay out
     const std::vector<int> grouped_rungs = same ? std::vector<int>{} : rungs_of(grouped);
     if (!grouped_rungs.empty()) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "whale/plan/layout_memo.h"
 #include "whale/plan/plan.h"
 #include "whale/plan/search_estimate.h"
 #include "whale/plan/search_space.h"
@@ -63,9 +64,11 @@ struct Layout {
   Shortfall shortfall;             // when !fits
 };
 
-/// Builds the layout of one candidate. Deterministic; never throws.
+/// Builds the layout of one candidate. Deterministic; never throws. `memo`, when given, keeps
+/// range costs and partitions for the next calls of the same search (the same AnalyticModel):
+/// the same layouts, bit for bit, with less work.
 Layout build_layout(AnalyticModel& analytic, const Structure& structure, const Choice& choice,
-                    const LayoutRules& rules);
+                    const LayoutRules& rules, LayoutMemo* memo = nullptr);
 
 /// A lower bound of build_layout(...).estimate_s over every choice of `structure` with this
 /// micro-batch size: the global batch over the summed per-sample speed of the replicas (compute

@@ -1,0 +1,60 @@
+// File: layout_memo.h
+// LayoutMemo: what build_layout computes about a group's layer ranges and a pipeline's layer
+// partitions, remembered between the layouts of one search (the choices of a structure repeat
+// the same groups in the same roles: 1f1b and zb-h1 keep the same activations in flight, and so
+// do interleaved-1f1b and wave at the same chunk count).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "whale/plan/search_space.h"
+
+namespace whale::plan {
+
+/// Everything a range's cost depends on besides the range: the group, its shares (micro-batch
+/// size and whether they are even), the micro-batches of activations it keeps in flight, the
+/// stages it runs (chunks, each with 1/chunks of the memory) and its lowest memory rung.
+struct GroupRole {
+  const GroupSpec* group = nullptr;
+  int micro_batch_size = 0;
+  bool even_shares = false;
+  int in_flight = 0;
+  int chunks = 1;
+  int min_rung = 0;
+  bool operator<(const GroupRole& o) const;
+};
+
+/// Remembers range costs per group role and partitions per sequence of roles. Used by one
+/// search with one AnalyticModel at a time (the groups must outlive it); not thread-safe.
+/// Forgets everything once it holds kMaxRoles roles, so its memory stays bounded.
+class LayoutMemo {
+ public:
+  static constexpr size_t kMaxRoles = 64;
+
+  /// The ids of `roles` (one layout's) for find and the partition keys, valid until the next
+  /// call, which may forget every earlier id. `layers` is the model's layer count (the same in
+  /// every call).
+  std::vector<int> role_ids(const std::vector<GroupRole>& roles, int layers);
+  /// The remembered cost of layers [a, e) in role `id`, or null; remember() then stores it.
+  double* find(int id, int a, int e);
+  double remember(int id, int a, int e, double cost);
+
+  /// The remembered partition under `key` (role ids and whatever else determines it), or null.
+  const std::vector<int>* partition(const std::vector<int>& key) const;
+  void remember_partition(const std::vector<int>& key, const std::vector<int>& boundaries);
+
+ private:
+  void forget();
+  std::map<GroupRole, int> ids_;
+  int layers_ = 0;
+  size_t row_ = 0;                            // layers + 1: entries per (role, first layer)
+  size_t capacity_ = 0;                       // roles that costs_ has room for
+  std::unique_ptr<double[]> costs_;           // by (id, a, e); NaN: not known (in a current row)
+  std::vector<unsigned long long> row_stamp_; // by (id, a): generation_ when the row was cleared
+  unsigned long long generation_ = 1;
+  std::map<std::vector<int>, std::vector<int>> partitions_;
+};
+
+}  // namespace whale::plan
