@@ -76,7 +76,9 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
                                                        reduce_scatter_s(plan.cluster, devices, tp_bytes)
                                                  : allreduce_s(plan.cluster, devices, tp_bytes);
     out.tp_forward_s += tp_s;
-    if (stage.recompute == plan::Recompute::full) out.tp_recompute_s += tp_s;
+    if (stage.recompute == plan::Recompute::full && recomputed_in_full(layer.kind)) {
+      out.tp_recompute_s += tp_s;
+    }
     if (buckets.empty()) continue;
     if (bucket == buckets.size() || l == buckets[bucket].end_layer) --bucket;
     out.bucket_backward_s[bucket] += cost.backward_s;
