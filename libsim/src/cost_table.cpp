@@ -79,7 +79,8 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
     // Under sequence parallelism a layer keeps only its shard of the inputs of the
     // column-parallel GEMMs (the QKV and the first MLP GEMM) and all-gathers them again in the
     // backward for the weight gradients (Korthikanti et al. 2022, Section 4.2.2; Megatron-LM's
-    // tensor-parallel linear layer): one more all-gather of the same bytes.
+    // tensor-parallel linear layer; whale-run's GPT block re-enters its region the same way):
+    // one more all-gather of the same bytes.
     const Seconds tp_backward_s =
         tp_s + (stage.sequence_parallel ? all_gather_s(plan.cluster, devices, tp_bytes) : 0.0);
     out.tp_backward_s += tp_backward_s;
