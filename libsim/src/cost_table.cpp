@@ -77,11 +77,21 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
                                                        reduce_scatter_s(plan.cluster, devices, tp_bytes)
                                                  : allreduce_s(plan.cluster, devices, tp_bytes);
     out.tp_forward_s += tp_s;
-    if (stage.recompute == plan::Recompute::full) out.tp_recompute_s += tp_s;
+    // Under sequence parallelism a layer keeps only its shard of the inputs of the
+    // column-parallel GEMMs (the QKV and the first MLP GEMM) and all-gathers them again in the
+    // backward for the weight gradients (Korthikanti et al. 2022, Section 4.2.2; Megatron-LM's
+    // tensor-parallel linear layer; whale-run's GPT block re-enters its region the same way):
+    // one more all-gather of the same bytes.
+    const Seconds tp_backward_s =
+        tp_s + (stage.sequence_parallel ? all_gather_s(plan.cluster, devices, tp_bytes) : 0.0);
+    out.tp_backward_s += tp_backward_s;
+    if (stage.recompute == plan::Recompute::full && recomputed_in_full(layer.kind)) {
+      out.tp_recompute_s += tp_s;
+    }
     if (buckets.empty()) continue;
     if (bucket == buckets.size() || l == buckets[bucket].end_layer) --bucket;
     out.bucket_backward_s[bucket] += cost.backward_s;
-    out.bucket_tp_s[bucket] += tp_s;
+    out.bucket_tp_s[bucket] += tp_backward_s;
     out.bucket_weight_s[bucket] += cost.backward_weight_s;
   }
   return out;

@@ -20,12 +20,14 @@ struct ReplicaCost {
                                   // backward's weight pass (no TP communication); its input
                                   // pass is recompute_s, then backward_s - backward_weight_s
   Seconds recompute_s = 0;     // recomputation kernels run at the start of the backward
-  Seconds tp_forward_s = 0;    // TP all-reduces of one forward (the backward has as many)
+  Seconds tp_forward_s = 0;    // TP all-reduces of one forward
+  Seconds tp_backward_s = 0;   // TP collectives of one backward: the forward's again, plus under
+                               // sequence parallelism the all-gather of the kept input shards
   Seconds tp_recompute_s = 0;  // TP all-reduces repeated by recomputation
   Flops model_flops = 0;       // 3 x forward GEMM flops of this device (no recomputation)
   // Per gradient bucket b of the stage (plan::gradient_buckets; empty when dp == 1): the
-  // backward compute and TP all-reduces of its layers. Their sums over the buckets are
-  // backward_s and tp_forward_s; bucket_weight_s, the weight pass's share, sums to
+  // backward compute and TP collectives of its layers. Their sums over the buckets are
+  // backward_s and tp_backward_s; bucket_weight_s, the weight pass's share, sums to
   // backward_weight_s.
   std::vector<Seconds> bucket_backward_s;
   std::vector<Seconds> bucket_tp_s;

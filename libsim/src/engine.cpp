@@ -204,7 +204,7 @@ class Engine {
       }
       const Seconds compute_s =
           part == Part::input ? c.backward_s - c.backward_weight_s : c.backward_s;
-      start_s = compute_with_tp(u, 'B', ins, compute_s, c.tp_forward_s, &stats.compute_s);
+      start_s = compute_with_tp(u, 'B', ins, compute_s, c.tp_backward_s, &stats.compute_s);
     }
     if (part == Part::input) return;
     const std::size_t slot = static_cast<std::size_t>(ins.stage) * replicas_ + stats.replica;

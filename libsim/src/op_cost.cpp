@@ -47,6 +47,10 @@ bool is_attention_core(const std::string& op_name) {
   return false;
 }
 
+bool recomputed_in_full(plan::LayerKind kind) {
+  return kind != plan::LayerKind::embedding && kind != plan::LayerKind::head;
+}
+
 namespace {
 
 /// A layer's ops summed: LayerCost without layer overhead and recomputation, and the part of
@@ -122,7 +126,9 @@ LayerCost layer_cost(const plan::Layer& layer, const plan::DeviceProfile& profil
   add_layer_overhead(profile, &cost);
   switch (recompute) {
     case plan::Recompute::none: cost.recompute_s = 0; break;
-    case plan::Recompute::full: cost.recompute_s = cost.forward_s; break;
+    case plan::Recompute::full:
+      cost.recompute_s = recomputed_in_full(layer.kind) ? cost.forward_s : 0;
+      break;
     case plan::Recompute::selective: cost.recompute_s = ops.attention_core_s; break;
   }
   return cost;

@@ -27,7 +27,7 @@ ReplicaCompute replica_compute(const StageCost& stage, int replica, double expos
   const ReplicaCost& c = stage.replicas[replica];
   return ReplicaCompute{c.forward_s + exposed * c.tp_forward_s,
                         c.recompute_s + exposed * c.tp_recompute_s + c.backward_s - c.backward_weight_s +
-                            exposed * c.tp_forward_s,
+                            exposed * c.tp_backward_s,
                         c.backward_weight_s, stage.optimizer_s[replica] + stage.dp_gather_s};
 }
 

@@ -33,6 +33,11 @@ Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& pro
 /// context): what selective recomputation recomputes and what it does not keep.
 bool is_attention_core(const std::string& op_name);
 
+/// Whether full recomputation recomputes a layer of this kind: the blocks only. Megatron-LM
+/// checkpoints the transformer layers and keeps the embedding's and the head's (logits, loss)
+/// activations, and whale-run's block stage recomputes only its blocks the same way.
+bool recomputed_in_full(plan::LayerKind kind);
+
 /// Compute time of one layer on one device (tp communication excluded).
 struct LayerCost {
   Seconds forward_s = 0;    // every GEMM and memory op once, plus one launch each
@@ -41,7 +46,7 @@ struct LayerCost {
   Seconds backward_weight_s = 0;  // the part of backward_s that a split backward (zb-h1)
                                   // runs in its weight pass: the weight-gradient GEMMs (every
                                   // GEMM but the attention core's, which has no weights)
-  Seconds recompute_s = 0;  // full: forward_s again; selective: the attention core's forward;
+  Seconds recompute_s = 0;  // full: forward_s again (blocks only, recomputed_in_full); selective: the attention core's forward;
                             // none: 0
   Flops forward_flops = 0;  // GEMM flops this device executes in one forward
   bool measured = false;    // forward_s and backward_s come from the profile's layer_times
