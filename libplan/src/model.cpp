@@ -22,6 +22,13 @@ bool parse_layer_kind(const std::string& name, LayerKind* kind) {
   return false;
 }
 
+bool is_attention_core(const std::string& op_name) {
+  for (const char* part : {"score", "softmax", "attention_dropout", "attn_dropout", "context"}) {
+    if (op_name.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
 Flops Layer::forward_flops() const {
   Flops total = 0;
   for (const GemmOp& gemm : gemms) total += 2.0 * gemm.m * gemm.n * gemm.k * gemm.count;

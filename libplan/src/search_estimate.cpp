@@ -3,16 +3,12 @@
 // candidate plans before the simulator ranks them.
 #include "whale/plan/search_estimate.h"
 
+#include "whale/plan/model_state_bytes.h"
+
 #include <algorithm>
 
 namespace whale::plan {
 namespace {
-
-// Bytes per parameter of the optimizer state (AdamW: two fp32 moments, plus an fp32 master copy
-// under mixed precision unless the framework keeps none), as the simulator's memory model.
-double optimizer_bytes_per_param(Precision p, MasterWeights master) {
-  return bytes_per_element(p) >= 4 || master == MasterWeights::none ? 8.0 : 12.0;
-}
 
 // Ring all-reduce of `bytes` over n ranks.
 Seconds ring_allreduce_s(const Link& link, int n, Bytes bytes) {
@@ -21,15 +17,6 @@ Seconds ring_allreduce_s(const Link& link, int n, Bytes bytes) {
 }
 
 void push_prefix(std::vector<double>& v, double x) { v.push_back(v.back() + x); }
-
-// The ops selective recomputation redoes (the attention core), by name as the simulator names
-// them: scores, softmax, attention dropout, context.
-bool attention_core(const std::string& name) {
-  for (const char* part : {"score", "softmax", "attention_dropout", "attn_dropout", "context"}) {
-    if (name.find(part) != std::string::npos) return true;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -41,7 +28,9 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
       precision_(model.training.precision),
       element_bytes_(bytes_per_element(precision_)),
       gradient_bytes_(gradient_bytes_per_element(precision_, model.training.framework_precision)),
-      optimizer_bytes_(optimizer_bytes_per_param(precision_, model.training.framework_precision.master_weights)) {
+      optimizer_bytes_(state_bytes_per_param(precision_, model.training.optimizer,
+                                            model.training.framework_precision)
+                           .optimizer) {
   for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_replicated_,
                   &act_split_, &act_attention_, &act_input_}) {
     v->assign(1, 0.0);
@@ -58,9 +47,9 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
   }
   for (const Layer& l : model.layers) {
     gemm_attention_.emplace_back();
-    for (const GemmOp& g : l.gemms) gemm_attention_.back().push_back(attention_core(g.name));
+    for (const GemmOp& g : l.gemms) gemm_attention_.back().push_back(is_attention_core(g.name));
     memory_attention_.emplace_back();
-    for (const MemoryOp& op : l.memory_ops) memory_attention_.back().push_back(attention_core(op.name));
+    for (const MemoryOp& op : l.memory_ops) memory_attention_.back().push_back(is_attention_core(op.name));
   }
   act_max_.assign(1, {});
   for (const Layer& l : model.layers) {

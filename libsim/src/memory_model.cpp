@@ -12,27 +12,6 @@
 
 namespace whale::sim {
 
-StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::string& optimizer,
-                                         const plan::FrameworkPrecision& framework) {
-  int states = 0;
-  if (optimizer == "adam" || optimizer == "adamw") {
-    states = 2;  // m and v
-  } else if (optimizer == "sgd") {
-    states = 1;  // momentum
-  } else {
-    throw Error("", "training.optimizer", "a known optimizer, got '" + optimizer + "'",
-                "use adam, adamw or sgd");
-  }
-  const bool mixed = precision == plan::Precision::fp16 || precision == plan::Precision::bf16;
-  StateBytesPerParam out;
-  out.weights = plan::bytes_per_element(precision);
-  out.gradients = plan::gradient_bytes_per_element(precision, framework);
-  // fp32 optimizer states, plus fp32 master weights under mixed precision unless there are none.
-  const bool master = mixed && framework.master_weights == plan::MasterWeights::fp32;
-  out.optimizer = 4.0 * states + (master ? 4.0 : 0.0);
-  return out;
-}
-
 // Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
 // Table 2, activation bytes per transformer layer (s sequence, b micro-batch, h hidden, a
 // heads, t tensor-parallel degree; 2-byte elements):

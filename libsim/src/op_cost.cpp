@@ -38,15 +38,6 @@ Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& pro
   return calibrated_memory_op_s(bytes / (profile.memory_bandwidth_bytes_per_s * efficiency), profile);
 }
 
-bool is_attention_core(const std::string& op_name) {
-  static const char* const kCoreParts[] = {"score", "softmax", "attention_dropout",
-                                           "attn_dropout", "context"};
-  for (const char* part : kCoreParts) {
-    if (op_name.find(part) != std::string::npos) return true;
-  }
-  return false;
-}
-
 bool recomputed_in_full(plan::LayerKind kind) {
   return kind != plan::LayerKind::embedding && kind != plan::LayerKind::head;
 }

@@ -28,6 +28,11 @@ struct GemmOp {
   bool tp_split = true;
 };
 
+/// Whether a named op (a GemmOp's or MemoryOp's name, as the family builders name them)
+/// belongs to the attention core (scores, softmax, attention dropout, context): what selective
+/// recomputation recomputes and what it does not keep.
+bool is_attention_core(const std::string& op_name);
+
 /// One memory-bound op (layernorm, GELU, softmax, dropout, residual add, ...) of the forward
 /// pass for ONE sample at tp 1: the bytes it reads plus writes.
 struct MemoryOp {

@@ -8,25 +8,17 @@
 #include <vector>
 
 #include "whale/plan/gradient_buckets.h"
+#include "whale/plan/model_state_bytes.h"
 #include "whale/plan/plan.h"
 #include "whale/plan/schedule_program.h"
 #include "whale/plan/units.h"
 
 namespace whale::sim {
 
-/// Bytes per parameter of model state. Mixed precision (fp16/bf16) Adam as Megatron:
-/// weights 2 + gradients 2 + fp32 master weights, m and v 12 = 16. fp32/tf32 Adam: 4 + 4 + 8.
-/// SGD (momentum) keeps one state instead of two. The framework's settings change gradients
-/// (4 bytes under grad_reduce_precision fp32: Megatron's fp32 gradient accumulation) and drop
-/// the master copy under master_weights none.
-struct StateBytesPerParam {
-  double weights = 0;
-  double gradients = 0;
-  double optimizer = 0;
-};
-/// Throws whale::Error for an unknown optimizer (known: adam, adamw, sgd).
-StateBytesPerParam state_bytes_per_param(plan::Precision precision, const std::string& optimizer,
-                                         const plan::FrameworkPrecision& framework = {});
+/// Bytes per parameter of model state by precision, optimizer and framework settings:
+/// plan::state_bytes_per_param (model_state_bytes.h).
+using plan::StateBytesPerParam;
+using plan::state_bytes_per_param;
 
 /// Parameters one tp shard holds of `layer`: plan::parameters_per_device (gradient_buckets.h).
 using plan::parameters_per_device;

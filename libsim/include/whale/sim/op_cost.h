@@ -29,9 +29,8 @@ Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profi
 Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& profile, int tp,
                         double samples, bool sequence_parallel = false);
 
-/// Whether a named op belongs to the attention core (scores, softmax, attention dropout,
-/// context): what selective recomputation recomputes and what it does not keep.
-bool is_attention_core(const std::string& op_name);
+/// Whether a named op belongs to the attention core: plan::is_attention_core (model.h).
+using plan::is_attention_core;
 
 /// Whether full recomputation recomputes a layer of this kind: the blocks only. Megatron-LM
 /// checkpoints the transformer layers and keeps the embedding's and the head's (logits, loss)

@@ -1,0 +1,28 @@
+// File: model_state_bytes.h
+// Bytes per parameter of the model state a device holds (weights, gradients, optimizer state)
+// by precision, optimizer and the framework's settings: what the simulator's memory model and
+// the planner's quick estimate both count.
+#pragma once
+
+#include <string>
+
+#include "whale/plan/framework_precision.h"
+#include "whale/plan/precision.h"
+
+namespace whale::plan {
+
+/// Bytes per parameter of model state. Mixed precision (fp16/bf16) Adam as Megatron:
+/// weights 2 + gradients 2 + fp32 master weights, m and v 12 = 16. fp32/tf32 Adam: 4 + 4 + 8.
+/// SGD (momentum) keeps one state instead of two. The framework's settings change gradients
+/// (4 bytes under grad_reduce_precision fp32: Megatron's fp32 gradient accumulation) and drop
+/// the master copy under master_weights none.
+struct StateBytesPerParam {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+};
+/// Throws whale::Error for an unknown optimizer (known: adam, adamw, sgd).
+StateBytesPerParam state_bytes_per_param(Precision precision, const std::string& optimizer,
+                                         const FrameworkPrecision& framework = {});
+
+}  // namespace whale::plan
