@@ -159,29 +159,40 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-printf '%s\t%s\t%s\t%s\n' plan ranks predicted_s measured_s > "$WORK/fidelity.tsv"
-for plan in "${PLANS[@]}"; do
-  name=$(basename "$plan" .yaml)
-  predicted=$(cat "$WORK"/round-*/"$name.predicted" | python3 -c 'import sys; v=[float(x) for x in sys.stdin]; print(sum(v) / len(v))')
-  ranks=$("$BUILD/apps/whale-sim" "$plan" --profiles "$WORK/round-1" --format json |
-          python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')
-  measured=$(python3 - "$WORK/$name"-[0-9]*.jsonl <<'EOF'
+# One row per plan and round: the round's prediction (its profile) against the median of the
+# round's measured steps. Each round is one experiment in one state of a shared machine.
+measured_median() {  # METRICS.jsonl...: the median step time after each file's first step
+  python3 - "$@" <<'EOF'
 import json, statistics, sys
 times = [s["step_time_s"] for path in sys.argv[1:] for s in map(json.loads, open(path)) if s["step"] > 1]
 print(statistics.median(times))
 EOF
-)
-  printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$predicted" "$measured" >> "$WORK/fidelity.tsv"
+}
+printf '%s\t%s\t%s\t%s\t%s\n' plan round ranks predicted_s measured_s > "$WORK/fidelity.tsv"
+for plan in "${PLANS[@]}"; do
+  name=$(basename "$plan" .yaml)
+  ranks=$("$BUILD/apps/whale-sim" "$plan" --profiles "$WORK/round-1" --format json |
+          python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')
+  for round in $(seq 1 "$ROUNDS"); do
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$ranks" "$(cat "$WORK/round-$round/$name.predicted")" \
+      "$(measured_median "$WORK/$name-$round.jsonl")" >> "$WORK/fidelity.tsv"
+  done
 done
 
 echo "fidelity: load after measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
 report() {  # TSV LABEL: the table, then `LABEL: N plans, MAPE X%, rank correlation Y`
   python3 - "$1" "$2" <<'EOF'
-# The table, the mean absolute percentage error and Spearman's rank correlation (average ranks
-# for ties) of predicted against measured step time.
+# Rows (plan, round, ranks, predicted, measured). Per plan: the mean over the rounds of the
+# predicted and of the measured step time, and the error of the one against the other; then
+# the mean absolute percentage error over the plans and Spearman's rank correlation (average
+# ranks for ties).
 import sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])][1:]
-plans = [(r[0], int(r[1]), float(r[2]), float(r[3])) for r in rows]
+by_plan = {}
+for name, _, n, predicted, measured in rows:
+    by_plan.setdefault(name, (int(n), []))[1].append((float(predicted), float(measured)))
+plans = [(name, n, sum(p for p, _ in pairs) / len(pairs), sum(m for _, m in pairs) / len(pairs))
+         for name, (n, pairs) in by_plan.items()]
 label = sys.argv[2]
 
 def ranks(values):
@@ -250,16 +261,21 @@ print(f"fidelity memory: {len(plans)} plans, {len(errors)} ranks, MAPE {100 * su
 EOF
 [ -n "$CALIBRATE_ON" ] || exit 0
 
-# Calibration: each round's profile fitted to the measured step times of the --calibrate-on
-# plans (the medians above), then every other plan predicted with it (mean over the rounds).
-header=--header
-for name in ${CALIBRATE_ON//,/ }; do
-  python3 scripts/metrics_to_runs.py $header --relative-to "$WORK" "$GENERATED/plans/$name.yaml" "$WORK/$name"-[0-9]*.jsonl
-  header=""
-done > "$WORK/runs.csv"
+# Calibration: each round's profile fitted to the step times that the --calibrate-on plans
+# measured in that round (round-R/runs.csv), then every other plan predicted with it (mean over
+# the rounds). Profile, layer times and step times of one round share the machine's state of
+# that round, which a median over all rounds would mix.
+for round in $(seq 1 "$ROUNDS"); do
+  header=--header
+  for name in ${CALIBRATE_ON//,/ }; do
+    python3 scripts/metrics_to_runs.py $header --relative-to "$WORK/round-$round" \
+      "$GENERATED/plans/$name.yaml" "$WORK/$name-$round.jsonl"
+    header=""
+  done > "$WORK/round-$round/runs.csv"
+done
 calibrate() {  # ROUND OUT_NAME [--layer-times FILE]: fits the round's profile into round-R/OUT_NAME
   local round=$1 out=$2; shift 2
-  "$BUILD/apps/whale-calibrate" --runs "$WORK/runs.csv" --profiles "$WORK/round-$round" "$@" \
+  "$BUILD/apps/whale-calibrate" --runs "$WORK/round-$round/runs.csv" --profiles "$WORK/round-$round" "$@" \
     --out "$WORK/round-$round/$out" > "$WORK/round-$round/$out.log" 2>&1 ||
     { echo "fidelity.sh: error: whale-calibrate failed (log: $WORK/round-$round/$out.log)" >&2
       tail -3 "$WORK/round-$round/$out.log" >&2; exit 1; }
@@ -285,20 +301,20 @@ with open(sys.argv[1], "w") as out:
 EOF
   calibrate "$round" calibrated-layers --layer-times "$WORK/round-$round/layers.csv"
 done
-mean_prediction() {  # PLAN_NAME PROFILES: whale-sim's step time, the mean over the rounds' round-R/PROFILES
-  for round in $(seq 1 "$ROUNDS"); do
-    "$BUILD/apps/whale-sim" "$GENERATED/plans/$1.yaml" --profiles "$WORK/round-$round/$2" --format json |
-      python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])'
-  done | python3 -c 'import sys; v=[float(x) for x in sys.stdin]; print(sum(v) / len(v))'
+prediction() {  # PLAN_NAME ROUND PROFILES: whale-sim's step time with round-R/PROFILES
+  "$BUILD/apps/whale-sim" "$GENERATED/plans/$1.yaml" --profiles "$WORK/round-$2/$3" --format json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])'
 }
-printf '%s\t%s\t%s\t%s\n' plan ranks predicted_s measured_s > "$WORK/fidelity-held-out.tsv"
-cp "$WORK/fidelity-held-out.tsv" "$WORK/fidelity-calibrated.tsv"
-cp "$WORK/fidelity-held-out.tsv" "$WORK/fidelity-calibrated-layers.tsv"
-tail -n +2 "$WORK/fidelity.tsv" | while IFS=$'\t' read -r name ranks predicted measured; do
+for table in held-out calibrated calibrated-layers; do
+  head -1 "$WORK/fidelity.tsv" > "$WORK/fidelity-$table.tsv"
+done
+tail -n +2 "$WORK/fidelity.tsv" | while IFS=$'\t' read -r name round ranks predicted measured; do
   if [[ ",$CALIBRATE_ON," == *",$name,"* ]]; then continue; fi
-  printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$predicted" "$measured" >> "$WORK/fidelity-held-out.tsv"
-  printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$(mean_prediction "$name" calibrated)" "$measured" >> "$WORK/fidelity-calibrated.tsv"
-  printf '%s\t%s\t%s\t%s\n' "$name" "$ranks" "$(mean_prediction "$name" calibrated-layers)" "$measured" >> "$WORK/fidelity-calibrated-layers.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$ranks" "$predicted" "$measured" >> "$WORK/fidelity-held-out.tsv"
+  for table in calibrated calibrated-layers; do
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$ranks" "$(prediction "$name" "$round" "$table")" "$measured" \
+      >> "$WORK/fidelity-$table.tsv"
+  done
 done
 report "$WORK/fidelity-held-out.tsv" "fidelity uncalibrated, held out from $CALIBRATE_ON"
 report "$WORK/fidelity-calibrated.tsv" "fidelity calibrated on $CALIBRATE_ON"

@@ -2,7 +2,9 @@
 // The measured-layer-time rule and count (measured_layer_time.h).
 #include "whale/sim/measured_layer_time.h"
 
+#include <cmath>
 #include <cstddef>
+#include <cstdlib>
 
 namespace whale::sim {
 namespace {
@@ -55,6 +57,31 @@ std::optional<LayerTimePair> measured_layer_time(const std::vector<plan::Measure
   out.backward_s = interpolated(shape, &plan::MeasuredLayerTime::backward_s,
                                 &LayerTimePair::backward_s, micro_batch, modelled);
   return out;
+}
+
+std::optional<LayerTimePair> measured_layer_time(const plan::LayerTimes& times, plan::LayerKind kind,
+                                                 int tp, double micro_batch,
+                                                 const ModelledLayerTimeAtTp& modelled) {
+  const std::vector<plan::MeasuredLayerTime> shape = times.of_shape(kind, tp);
+  const auto curve_at = [&](int degree) {
+    return ModelledLayerTime([&modelled, degree](double x) { return modelled(degree, x); });
+  };
+  if (shape.size() != 1) return measured_layer_time(shape, micro_batch, curve_at(tp));
+  int reference_tp = 0;  // the nearest other degree with a measured line; 0: none
+  for (const plan::MeasuredLayerTime& m : times.measurements) {
+    if (m.kind != kind || m.tp == tp || times.of_shape(kind, m.tp).size() < 2) continue;
+    const double distance = std::abs(std::log2(static_cast<double>(m.tp) / tp));
+    const double best = std::abs(std::log2(static_cast<double>(reference_tp) / tp));
+    if (reference_tp == 0 || distance < best || (distance == best && m.tp < reference_tp)) reference_tp = m.tp;
+  }
+  if (reference_tp == 0) return measured_layer_time(shape, micro_batch, curve_at(tp));
+  const std::vector<plan::MeasuredLayerTime> line = times.of_shape(kind, reference_tp);
+  const ModelledLayerTime reference_curve = curve_at(reference_tp);
+  const double work_ratio = static_cast<double>(reference_tp) / tp;
+  const ModelledLayerTime measured_shape = [&](double x) {
+    return *measured_layer_time(line, x * work_ratio, reference_curve);
+  };
+  return measured_layer_time(shape, micro_batch, measured_shape);
 }
 
 int measured_layer_count(const plan::Plan& plan, int* total) {

@@ -86,15 +86,14 @@ Seconds scaled(Seconds part, Seconds target, Seconds whole) { return whole > 0 ?
 std::optional<OpSums> measured_op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
                                        plan::Precision precision, int tp, double samples,
                                        bool sequence_parallel) {
-  const std::vector<plan::MeasuredLayerTime> shape = profile.layer_times.of_shape(layer.kind, tp);
-  if (shape.empty()) return std::nullopt;
+  if (profile.layer_times.of_shape(layer.kind, tp).empty()) return std::nullopt;
   plan::DeviceProfile uncalibrated = profile;
   uncalibrated.calibration = plan::ProfileCalibration{};
-  const auto modelled = [&](double micro_batch) {
-    const LayerCost c = op_sums(layer, uncalibrated, precision, tp, micro_batch, sequence_parallel).cost;
+  const auto modelled = [&](int degree, double micro_batch) {
+    const LayerCost c = op_sums(layer, uncalibrated, precision, degree, micro_batch, sequence_parallel).cost;
     return LayerTimePair{c.forward_s, c.backward_s};
   };
-  const LayerTimePair measured = *measured_layer_time(shape, samples, modelled);
+  const LayerTimePair measured = *measured_layer_time(profile.layer_times, layer.kind, tp, samples, modelled);
   const OpSums ops = op_sums(layer, uncalibrated, precision, tp, samples, sequence_parallel);
   OpSums out = ops;
   out.cost.forward_s = measured.forward_s;

@@ -16,9 +16,10 @@ namespace {
 /// A modelled layer: forward 0.5 + mb seconds, backward 1 + 2 mb.
 LayerTimePair modelled(double micro_batch) { return {0.5 + micro_batch, 1 + 2 * micro_batch}; }
 
-plan::MeasuredLayerTime measured(double micro_batch, Seconds forward_s, Seconds backward_s) {
+plan::MeasuredLayerTime measured(double micro_batch, Seconds forward_s, Seconds backward_s, int tp = 1) {
   plan::MeasuredLayerTime m;
   m.kind = plan::LayerKind::transformer;
+  m.tp = tp;
   m.micro_batch = micro_batch;
   m.forward_s = forward_s;
   m.backward_s = backward_s;
@@ -78,6 +79,42 @@ TEST_CASE("an extrapolation to a time <= 0 falls back to the ratio of the neares
   // Forward: the line through (2, 1) and (4, 5) is -1 at 1, so 1 x modelled(1) / modelled(2) =
   // 1 x 1.5 / 2.5. Backward: the line through (2, 6) and (4, 10) gives 4 at 1.
   check_time(measured_layer_time({measured(2, 1, 6), measured(4, 5, 10)}, 1, modelled), 0.6, 4);
+}
+
+/// The modelled layer at any tp: forward 0.5 + mb / tp seconds, backward 1 + 2 mb / tp.
+LayerTimePair modelled_at_tp(int tp, double micro_batch) { return modelled(micro_batch / tp); }
+
+TEST_CASE("one measurement at a tp scales by another tp's measured line at equal work per rank") {
+  plan::LayerTimes times;
+  // tp 1: forward 1 + x, backward 1 + 2x (measured at 1 and 4); tp 2: one measurement at 8.
+  times.measurements = {measured(1, 2, 3), measured(8, 10, 20, 2), measured(4, 5, 9)};
+  // tp 2 over 2 samples does the work of tp 1 over 1, and over 8 that of tp 1 over 4:
+  // forward 10 x 2 / 5, backward 20 x 3 / 9.
+  check_time(measured_layer_time(times, plan::LayerKind::transformer, 2, 2, modelled_at_tp), 4, 20.0 / 3);
+  // tp 1 has its own line; an exact tp 2 match is the measurement.
+  check_time(measured_layer_time(times, plan::LayerKind::transformer, 1, 2, modelled_at_tp), 3, 5);
+  check_time(measured_layer_time(times, plan::LayerKind::transformer, 2, 8, modelled_at_tp), 10, 20);
+  // Nothing at tp 4, and nothing of another kind.
+  CHECK_FALSE(measured_layer_time(times, plan::LayerKind::transformer, 4, 2, modelled_at_tp));
+  CHECK_FALSE(measured_layer_time(times, plan::LayerKind::head, 1, 2, modelled_at_tp));
+
+  // tp 4 gets a line too (forward 2 + 2x, backward 4 + 4x): as near to tp 2 as tp 1, so the
+  // smaller degree, tp 1, still gives the shape.
+  times.measurements.push_back(measured(1, 4, 8, 4));
+  times.measurements.push_back(measured(2, 6, 12, 4));
+  check_time(measured_layer_time(times, plan::LayerKind::transformer, 2, 2, modelled_at_tp), 4, 20.0 / 3);
+  // Without tp 1's line, tp 4's: tp 2 over 2 and 8 samples do the work of tp 4 over 4 and 16:
+  // forward 10 x 10 / 34, backward 20 x 20 / 68.
+  times.measurements.erase(times.measurements.begin());
+  check_time(measured_layer_time(times, plan::LayerKind::transformer, 2, 2, modelled_at_tp), 100.0 / 34,
+             400.0 / 68);
+}
+
+TEST_CASE("one measurement with no other tp's line scales by the curve at its own tp") {
+  plan::LayerTimes times;
+  times.measurements = {measured(4, 5, 10, 2), measured(1, 2, 3)};  // tp 1 has no line
+  // modelled_at_tp(2, 2) = {1.5, 3}, (2, 4) = {2.5, 5}: 5 x 1.5 / 2.5 and 10 x 3 / 5.
+  check_time(measured_layer_time(times, plan::LayerKind::transformer, 2, 2, modelled_at_tp), 3, 6);
 }
 
 TEST_CASE("layer_cost scales the ops of a measured layer to the measured sums") {

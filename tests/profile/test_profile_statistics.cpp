@@ -72,3 +72,15 @@ TEST_CASE("efficiency above the peak is clamped to 1") {
   CHECK(curve.points()[0].efficiency == 1.0);
   CHECK(curve.points()[1].efficiency == 0.5);
 }
+
+TEST_CASE("the GEMM curve is the non-decreasing envelope of the measured efficiencies") {
+  // Sorted by FLOPs: 0.2, 0.6, 0.3 (a dip), 0.8, 0.7 (a dip), peak 10.
+  const whale::plan::EfficiencyCurve curve =
+      gemm_efficiency_curve({8.0, 1.0, 4.0, 2.0, 16.0}, {8.0, 2.0, 3.0, 6.0, 7.0}, 10.0);
+  REQUIRE(curve.points().size() == 5);
+  const double expected[] = {0.2, 0.6, 0.6, 0.8, 0.8};
+  for (int i = 0; i < 5; ++i) {
+    CHECK(curve.points()[i].size == (1 << i));
+    CHECK(curve.points()[i].efficiency == doctest::Approx(expected[i]));
+  }
+}

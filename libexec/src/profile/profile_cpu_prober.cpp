@@ -171,7 +171,7 @@ class CpuProber : public DeviceProber {
     }
     progress("gemm fp32: " + source);
     profile->peak_flops_per_s[plan::Precision::fp32] = peak;
-    profile->gemm_efficiency[plan::Precision::fp32] = efficiency_curve(flops, achieved, peak);
+    profile->gemm_efficiency[plan::Precision::fp32] = gemm_efficiency_curve(flops, achieved, peak);
     return source;
   }
 

@@ -32,7 +32,7 @@ plan::DeviceProfile gpu_profile_from(const GpuMeasurements& m) {
     throughputs(samples, &flops, &achieved);
     const double peak = max_value(achieved);
     profile.peak_flops_per_s[precision] = peak;
-    profile.gemm_efficiency[precision] = efficiency_curve(flops, achieved, peak);
+    profile.gemm_efficiency[precision] = gemm_efficiency_curve(flops, achieved, peak);
   }
   std::vector<TimedSize> copies = m.copy;
   std::sort(copies.begin(), copies.end(),

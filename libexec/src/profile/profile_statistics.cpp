@@ -70,4 +70,12 @@ plan::EfficiencyCurve efficiency_curve(const std::vector<double>& sizes,
   return plan::EfficiencyCurve(std::move(points));
 }
 
+plan::EfficiencyCurve gemm_efficiency_curve(const std::vector<double>& flops,
+                                            const std::vector<double>& achieved, double peak) {
+  std::vector<plan::EfficiencyPoint> points = efficiency_curve(flops, achieved, peak).points();
+  for (std::size_t i = 1; i < points.size(); ++i)
+    points[i].efficiency = std::max(points[i].efficiency, points[i - 1].efficiency);
+  return plan::EfficiencyCurve(std::move(points));
+}
+
 }  // namespace whale::exec

@@ -10,7 +10,9 @@
 
 #include "whale/exec/profile/profile_statistics.h"
 #include "whale/plan/atomic_file.h"
+#include "whale/plan/check.h"
 #include "whale/plan/layer_times.h"
+#include "whale/plan/model.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec {
@@ -89,26 +91,28 @@ void write_layer_times(const std::string& path, const std::vector<LayerTimeSampl
          << t.micro_batch << ' ' << t.backward << ' ' << t.seconds << '\n';
   const std::vector<std::string> parts = transport.gather_to_root(text.str());
   if (transport.rank() != 0) return;
-  std::vector<std::tuple<int64_t, std::string, std::string, int, int, bool, double>> samples;
+  std::vector<LayerTimeSample> samples;
   for (const std::string& part : parts) {
     std::istringstream in(part);
-    std::tuple<int64_t, std::string, std::string, int, int, bool, double> t;
-    while (in >> std::get<0>(t) >> std::get<1>(t) >> std::get<2>(t) >> std::get<3>(t) >> std::get<4>(t) >>
-           std::get<5>(t) >> std::get<6>(t))
+    LayerTimeSample t;
+    std::string kind;
+    while (in >> t.step >> t.device_model >> kind >> t.tp >> t.micro_batch >> t.backward >> t.seconds) {
+      const bool known = plan::parse_layer_kind(kind, &t.kind);  // written by to_string above
+      WHALE_CHECK(known, "write_layer_times: layer kind '" + kind + "'");
       samples.push_back(t);
+    }
   }
   int64_t first_step = 0, last_step = 0;
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    const int64_t step = std::get<0>(samples[i]);
-    first_step = i == 0 ? step : std::min(first_step, step);
-    last_step = i == 0 ? step : std::max(last_step, step);
+    first_step = i == 0 ? samples[i].step : std::min(first_step, samples[i].step);
+    last_step = i == 0 ? samples[i].step : std::max(last_step, samples[i].step);
   }
   // By (device model, kind, tp, micro-batch): forward and backward seconds.
   std::map<std::tuple<std::string, std::string, int, int>, std::pair<std::vector<double>, std::vector<double>>> shapes;
-  for (const auto& [step, model, kind, tp, micro_batch, backward, seconds] : samples) {
-    if (step == first_step && last_step > first_step) continue;  // the first step warms up
-    auto& times = shapes[{model, kind, tp, micro_batch}];
-    (backward ? times.second : times.first).push_back(seconds);
+  for (const LayerTimeSample& t : samples) {
+    if (t.step == first_step && last_step > first_step) continue;  // the first step warms up
+    auto& times = shapes[{t.device_model, plan::to_string(t.kind), t.tp, t.micro_batch}];
+    (t.backward ? times.second : times.first).push_back(t.seconds);
   }
   AtomicFile out(path, "--layer-times");
   out.write(std::string(plan::kLayerTimesCsvHeader) + "\n");

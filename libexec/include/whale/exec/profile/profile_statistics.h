@@ -45,6 +45,15 @@ double all_reduce_bus_factor(int ranks);
 plan::EfficiencyCurve efficiency_curve(const std::vector<double>& sizes,
                                        const std::vector<double>& achieved, double peak);
 
+/// The GEMM efficiency curve from throughputs measured at FLOP counts: efficiency_curve, then
+/// made non-decreasing in FLOPs (each point at least the best of the smaller ones). The curve is
+/// read at the FLOPs of other shapes than the probe's, and a dip of one probe shape (a width
+/// whose leading dimensions hit cache-set conflicts or a partial wave of thread blocks) says
+/// nothing about them; a GEMM of more FLOPs runs at least as efficiently as a smaller one tiled
+/// the same way, so the envelope is what the simulator should read.
+plan::EfficiencyCurve gemm_efficiency_curve(const std::vector<double>& flops,
+                                            const std::vector<double>& achieved, double peak);
+
 /// The largest value of `values`. Precondition: values is not empty.
 double max_value(const std::vector<double>& values);
 
