@@ -19,6 +19,18 @@ int batch_of(const Model& model, const PlannerOptions& options) {
   return options.global_batch > 0 ? options.global_batch : model.training.global_batch;
 }
 
+// The usable devices (only the hints' exclusion applies) of one device model.
+std::vector<int> usable_devices_of(const Cluster& cluster, const PlannerOptions& options,
+                                   const std::string& device_model) {
+  Hints only_exclusion;
+  only_exclusion.exclude_devices = options.hints.exclude_devices;
+  std::vector<int> out;
+  for (int d : usable_devices(only_exclusion, cluster)) {
+    if (cluster.devices[d].model == device_model) out.push_back(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 RankedPlan search_baseline(const Cluster& cluster, const Model& model, const CostModel& cost,
@@ -48,31 +60,45 @@ RankedPlan search_baseline(const Cluster& cluster, const Model& model, const Cos
   return *found ? eo.ranked.front() : RankedPlan{};
 }
 
-UpperBound search_upper_bound(const Cluster& cluster, const Model& model, const CostModel& cost,
-                              const PlannerOptions& options) {
-  const int batch = batch_of(model, options);
-  Hints only_exclusion;
-  only_exclusion.exclude_devices = options.hints.exclude_devices;
-  const std::vector<int> usable = usable_devices(only_exclusion, cluster);
-  UpperBound ub;
+std::vector<std::string> upper_bound_models(const Cluster& cluster, const PlannerOptions& options) {
+  std::vector<std::string> out;
   for (const std::string& device_model : cluster.device_models()) {
-    SpaceLimits limits;
-    for (int d : usable) {
-      if (cluster.devices[d].model == device_model) limits.devices.push_back(d);
-    }
-    if (limits.devices.empty()) continue;
-    EngineInput in;
-    in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
-    in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
-    in.global_batch = batch;
-    in.phase = "upper bound " + device_model;
-    in.keep = 1;
-    EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline_of(options));
-    const double sps = eo.ranked.empty() ? 0.0 : eo.ranked.front().estimate.samples_per_s;
-    ub.per_model.push_back({device_model, sps});
-    ub.samples_per_s += sps;
+    if (!usable_devices_of(cluster, options, device_model).empty()) out.push_back(device_model);
+  }
+  return out;
+}
+
+double search_model_alone(const Cluster& cluster, const Model& model, const CostModel& cost,
+                          const PlannerOptions& options, const std::string& device_model) {
+  const int batch = batch_of(model, options);
+  SpaceLimits limits;
+  limits.devices = usable_devices_of(cluster, options, device_model);
+  if (limits.devices.empty()) return 0.0;
+  EngineInput in;
+  in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
+  in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
+  in.global_batch = batch;
+  in.phase = "upper bound " + device_model;
+  in.keep = 1;
+  EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline_of(options));
+  return eo.ranked.empty() ? 0.0 : eo.ranked.front().estimate.samples_per_s;
+}
+
+UpperBound upper_bound_of(const std::vector<std::string>& device_models, const std::vector<double>& samples_per_s) {
+  UpperBound ub;
+  for (std::size_t m = 0; m < device_models.size(); ++m) {
+    ub.per_model.push_back({device_models[m], samples_per_s[m]});
+    ub.samples_per_s += samples_per_s[m];
   }
   return ub;
+}
+
+UpperBound search_upper_bound(const Cluster& cluster, const Model& model, const CostModel& cost,
+                              const PlannerOptions& options) {
+  const std::vector<std::string> models = upper_bound_models(cluster, options);
+  std::vector<double> samples_per_s;
+  for (const std::string& m : models) samples_per_s.push_back(search_model_alone(cluster, model, cost, options, m));
+  return upper_bound_of(models, samples_per_s);
 }
 
 }  // namespace whale::plan

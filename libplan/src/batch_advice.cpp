@@ -5,11 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <future>
+#include <functional>
 #include <map>
 
 #include "whale/plan/error.h"
 #include "whale/plan/limits.h"
+#include "whale/plan/task_pool.h"
 
 namespace whale::plan {
 
@@ -33,20 +34,35 @@ BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, cons
     o.compare = false;
     o.top_k = 0;
     o.progress = nullptr;
-    double f = 0;
-    // The upper bound does not depend on the search: it runs beside it, as search_plans runs
-    // its comparison (unless a test's fake clock need not be thread-safe).
-    std::future<UpperBound> upper = std::async(
-        !o.clock_s || o.threads > 1 ? std::launch::async : std::launch::deferred,
-        [&] { return search_upper_bound(cluster, model, cost, o); });
-    try {
-      const double best = search_plans(cluster, model, cost, o).best().estimate.samples_per_s;
-      const double upper_samples_per_s = upper.get().samples_per_s;
-      f = upper_samples_per_s > 0 ? best / upper_samples_per_s : 0.0;
-    } catch (const Error&) {
-      f = 0;  // no plan at this batch
+    // The search and the upper bound's per-model searches are independent tasks, each
+    // deterministic: two threads take them in turn (the search first, then the models), so
+    // that neither thread waits while the other runs the longest model search alone (unless a
+    // test's fake clock need not be thread-safe: then one thread).
+    const std::vector<std::string> models = upper_bound_models(cluster, o);
+    double best = 0;
+    std::vector<double> alone(models.size(), 0.0);
+    std::vector<char> failed(models.size() + 1, 0);  // a task that found no plan at this batch
+    std::vector<std::function<void()>> tasks;
+    tasks.push_back([&] {
+      try {
+        best = search_plans(cluster, model, cost, o).best().estimate.samples_per_s;
+      } catch (const Error&) {
+        failed[0] = 1;
+      }
+    });
+    for (std::size_t m = 0; m < models.size(); ++m) {
+      tasks.push_back([&, m] {
+        try {
+          alone[m] = search_model_alone(cluster, model, cost, o, models[m]);
+        } catch (const Error&) {
+          failed[m + 1] = 1;
+        }
+      });
     }
-    return fraction[batch] = f;
+    run_tasks(tasks, !o.clock_s || o.threads > 1 ? 2 : 1);
+    const double upper_samples_per_s = upper_bound_of(models, alone).samples_per_s;
+    const bool any_failed = std::find(failed.begin(), failed.end(), 1) != failed.end();
+    return fraction[batch] = !any_failed && upper_samples_per_s > 0 ? best / upper_samples_per_s : 0.0;
   };
   long below = from_batch, above = 2L * from_batch;  // below the target; the candidate above
   while (above <= limit && fraction_at(above) < target) {

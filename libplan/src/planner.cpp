@@ -6,12 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <future>
+#include <functional>
 #include <mutex>
 #include <numeric>
 
 #include "planner_engine.h"
 #include "whale/plan/error.h"
+#include "whale/plan/task_pool.h"
 
 namespace whale::plan {
 namespace {
@@ -67,23 +68,16 @@ struct Comparison {
   UpperBound upper_bound;
 };
 
-// The baseline and, unless search_upper_bound_too is false, the upper bound; within what is left
-// of the time limit that started at `start`.
-Comparison compare_with(const Cluster& cluster, const Model& model, const CostModel& cost,
-                        const PlannerOptions& options, bool search_upper_bound_too, Clock::time_point start) {
+// The options of a comparison search (the baseline, one model of the upper bound): no
+// comparison of its own, within what is left of the time limit that started at `start`.
+PlannerOptions comparison_options(const PlannerOptions& options, Clock::time_point start) {
   PlannerOptions sub = options;
   sub.compare = false;
   if (options.time_limit_s > 0) {
     const double left = options.time_limit_s - std::chrono::duration<double>(planner_now(options) - start).count();
     sub.time_limit_s = std::max(1e-3, left);
   }
-  Comparison c;
-  c.baseline = search_baseline(cluster, model, cost, sub, &c.baseline_found);
-  if (search_upper_bound_too) {
-    c.upper_bound = search_upper_bound(cluster, model, cost, sub);
-    c.searched_upper_bound = true;
-  }
-  return c;
+  return sub;
 }
 
 std::vector<std::string> models_of(const Cluster& cluster, const std::vector<int>& devices) {
@@ -134,7 +128,6 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   limits.schedules = hints.schedules;
 
   EngineInput in;
-  in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
   in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
   if (!hints.stage_boundaries.empty()) {
     in.rules.fixed_boundaries = hints.stage_boundaries;
@@ -144,12 +137,6 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   in.global_batch = batch;
   in.phase = "plan";
   in.keep = options.top_k + 1;
-  if (in.structures.empty()) {
-    throw Error(hints.source_file.empty() ? cluster.source_file : hints.source_file, "",
-                "no pipeline of device groups satisfies the limits (devices, pipeline depth, stage count)");
-  }
-  // The comparison does not depend on the main search: it runs beside it, to the same deadline,
-  // unless a test's fake clock (PlannerOptions::clock_s) need not be thread-safe.
   const std::vector<std::string> usable_models = models_of(cluster, limits.devices);
   const bool search_upper_bound_too = !upper_bound_is_own_best(usable_models, hints);
   PlannerOptions shared = options;
@@ -160,12 +147,38 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
       options.progress(p);
     };
   }
-  std::future<Comparison> comparison;
+  // The main search, the baseline and the upper bound's per-model searches do not depend on
+  // each other and each is deterministic: two threads take them in that order as they come
+  // free, to the same deadline (one thread when a test's fake clock, PlannerOptions::clock_s,
+  // need not be thread-safe).
+  EngineOutput eo;
+  Comparison comparison;
+  const std::vector<std::string> alone_models =
+      options.compare && search_upper_bound_too ? upper_bound_models(cluster, shared) : std::vector<std::string>{};
+  std::vector<double> alone(alone_models.size(), 0.0);
+  std::vector<std::function<void()>> tasks;
+  tasks.push_back([&] {  // its device groupings too: the comparison needs none of them
+    in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
+    if (in.structures.empty()) {
+      throw Error(hints.source_file.empty() ? cluster.source_file : hints.source_file, "",
+                  "no pipeline of device groups satisfies the limits (devices, pipeline depth, stage count)");
+    }
+    eo = run_engine(cluster, model, cost, in, shared, deadline);
+  });
   if (options.compare) {
-    comparison = std::async(!options.clock_s || options.threads > 1 ? std::launch::async : std::launch::deferred,
-                            [&] { return compare_with(cluster, model, cost, shared, search_upper_bound_too, start); });
+    tasks.push_back([&] {
+      comparison.baseline = search_baseline(cluster, model, cost, comparison_options(shared, start),
+                                            &comparison.baseline_found);
+    });
   }
-  EngineOutput eo = run_engine(cluster, model, cost, in, shared, deadline);
+  for (std::size_t m = 0; m < alone_models.size(); ++m) {
+    tasks.push_back([&, m] {
+      alone[m] = search_model_alone(cluster, model, cost, comparison_options(shared, start), alone_models[m]);
+    });
+  }
+  run_tasks(tasks, !options.clock_s || options.threads > 1 ? 2 : 1);
+  comparison.searched_upper_bound = options.compare && search_upper_bound_too;
+  if (comparison.searched_upper_bound) comparison.upper_bound = upper_bound_of(alone_models, alone);
   if (eo.choices_total == 0) {
     int smallest_dp = 1 << 30;
     for (const Structure& s : in.structures) smallest_dp = std::min(smallest_dp, s.max_dp());
@@ -192,7 +205,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   result.ranked = std::move(eo.ranked);
   result.stats = eo.stats;
   if (options.compare) {
-    Comparison c = comparison.get();
+    Comparison& c = comparison;
     result.baseline = std::move(c.baseline);
     result.baseline_found = c.baseline_found;
     result.upper_bound = c.searched_upper_bound ? std::move(c.upper_bound) : own_upper_bound(usable_models, result);

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "whale/plan/error.h"
 #include "whale/sim/op_cost.h"
@@ -80,6 +79,17 @@ int peak_in_flight(const plan::GroupProgram& program, int stage) {
   return peak;
 }
 
+double stage_parameters_per_device(const plan::Plan& plan, int s) {
+  const plan::Stage& stage = plan.stages.at(s);
+  double parameters = 0;
+  for (int l = stage.first_layer; l < stage.end_layer; ++l)
+    parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
+  // The tied LM head's copy of the token table, vocabulary-parallel like the table.
+  if (s + 1 == static_cast<int>(plan.stages.size()) && plan.last_stage_holds_table_copy())
+    parameters += static_cast<double>(plan.model.vocabulary) * plan.model.hidden / stage.tp;
+  return parameters;
+}
+
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
                                int replica) {
   const StateBytesPerParam state =
@@ -89,17 +99,16 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       plan.stages.at(program.stages.front()).replica_devices(replica).front());
   const bool fused = profile.framework_memory.fused_attention;
   MemoryBreakdown out;
-  std::map<int, Bytes> kept_per_micro_batch;  // stage -> bytes one micro-batch keeps
-  std::map<int, Bytes> weight_pass_per_micro_batch;  // stage -> bytes kept for a weight pass
+  std::vector<Bytes> kept_per_micro_batch(plan.stages.size(), 0);  // by stage: bytes one micro-batch keeps
+  std::vector<Bytes> weight_pass_per_micro_batch(plan.stages.size(), 0);  // by stage: kept for a weight pass
   Bytes transient_bytes = 0;                  // one layer's full activations, recomputing
   for (int s : program.stages) {
     const plan::Stage& stage = plan.stages.at(s);
     const double samples = stage.shares.at(replica);
-    double parameters = 0;
+    const double parameters = stage_parameters_per_device(plan, s);
     Bytes kept = 0, weight_pass = 0;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const plan::Layer& layer = plan.model.layers.at(l);
-      parameters += parameters_per_device(layer, stage.tp);
       weight_pass += weight_pass_bytes(layer, stage.tp, plan.precision) * samples;
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,
                                     fused) *
@@ -109,9 +118,6 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
                                                      stage.sequence_parallel, fused) *
                                samples);
     }
-    // The tied LM head's copy of the token table, vocabulary-parallel like the table.
-    if (s + 1 == static_cast<int>(plan.stages.size()) && plan.last_stage_holds_table_copy())
-      parameters += static_cast<double>(plan.model.vocabulary) * plan.model.hidden / stage.tp;
     kept_per_micro_batch[s] = kept;
     weight_pass_per_micro_batch[s] = weight_pass;
     // Sharded state: this replica's piece of the flat buffer (ceil(n/dp) elements, the last

@@ -3,6 +3,9 @@
 // cost table and the schedule analysis of the plan's program, without running the engine.
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "cost_table.h"
 #include "whale/plan/schedule_analysis.h"
@@ -31,15 +34,36 @@ ReplicaCompute replica_compute(const StageCost& stage, int replica, double expos
                         c.backward_weight_s, stage.optimizer_s[replica] + stage.dp_gather_s};
 }
 
-// Ids of the devices whose peak memory (as evaluate counts it) exceeds their capacity.
+// What replica_memory of a group's replica depends on besides the plan and the program: its
+// devices' profile, and per stage of the group its share and its piece of the sharded state.
+using ReplicaMemoryKey = std::pair<const plan::DeviceProfile*, std::vector<double>>;
+
+ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupProgram& group,
+                                    const std::vector<double>& stage_parameters, int replica) {
+  ReplicaMemoryKey key{&plan.cluster.profile_of(plan.stages[group.stages.front()].replica_devices(replica).front()), {}};
+  for (std::size_t i = 0; i < group.stages.size(); ++i) {
+    const plan::Stage& stage = plan.stages[group.stages[i]];
+    key.second.push_back(stage.shares.at(replica));
+    key.second.push_back(flat_shard_elements(stage_parameters[i], stage.dp(), replica));
+  }
+  return key;
+}
+
+// Ids of the devices whose peak memory (as evaluate counts it) exceeds their capacity. Replicas
+// of one group alike in replica_memory_key (most of a wide data-parallel group) are counted once.
 std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::ScheduleProgram& program) {
   std::vector<int> out;
   for (const plan::GroupProgram& group : program.groups) {
     const plan::Stage& stage = plan.stages[group.stages.front()];
+    std::vector<double> stage_parameters;
+    for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s));
+    std::map<ReplicaMemoryKey, Bytes> need_of;
     for (int r = 0; r < stage.dp(); ++r) {
-      const Bytes need = replica_memory(plan, group, r).total_bytes();
+      const ReplicaMemoryKey key = replica_memory_key(plan, group, stage_parameters, r);
+      auto known = need_of.find(key);
+      if (known == need_of.end()) known = need_of.emplace(key, replica_memory(plan, group, r).total_bytes()).first;
       for (int id : stage.replica_devices(r)) {
-        if (need > plan.cluster.profile_of(id).memory_bytes) out.push_back(id);
+        if (known->second > plan.cluster.profile_of(id).memory_bytes) out.push_back(id);
       }
     }
   }

@@ -111,6 +111,14 @@ RankedPlan search_baseline(const Cluster& cluster, const Model& model, const Cos
 UpperBound search_upper_bound(const Cluster& cluster, const Model& model, const CostModel& cost,
                               const PlannerOptions& options);
 
+/// The parts of search_upper_bound, for callers that spread them over threads: the device
+/// models with usable devices (in cluster order), the best throughput of one model's usable
+/// devices planned alone (0 when no plan fits), and the bound from those throughputs in that order.
+std::vector<std::string> upper_bound_models(const Cluster& cluster, const PlannerOptions& options);
+double search_model_alone(const Cluster& cluster, const Model& model, const CostModel& cost,
+                          const PlannerOptions& options, const std::string& device_model);
+UpperBound upper_bound_of(const std::vector<std::string>& device_models, const std::vector<double>& samples_per_s);
+
 /// The plan in words, one line per stage: layers, devices and their model, dp x tp, shares,
 /// recomputation and optimizer sharding; headed by the schedule and micro-batching.
 std::string describe_plan(const Plan& plan);

@@ -73,6 +73,10 @@ struct MemoryBreakdown {
   }
 };
 
+/// Parameters one device of stage `s` holds: its layers' tp shards, and on a last stage that
+/// holds a copy of a tied token table (Plan::last_stage_holds_table_copy) its shard of that copy.
+double stage_parameters_per_device(const plan::Plan& plan, int s);
+
 /// Memory of one device of replica `replica` of the group that runs `program` (every stage of
 /// the program, as a group may run several). The in-flight count is taken from the program:
 /// forwards minus backwards so far, per stage, weighted by each stage's kept bytes. A split
