@@ -35,10 +35,15 @@ ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int rep
   const std::vector<int> devices = stage.replica_devices(replica);
   key.model = plan.cluster.devices.at(devices.front()).model;
   const int first_node = plan.cluster.devices.at(devices.front()).node;
+  int previous_node = -1;
+  plan::Link intra, share;  // of previous_node: a replica's devices mostly share a node
   for (int d : devices) {
     const int node = plan.cluster.devices.at(d).node;
-    const plan::Link intra = calibrated_intra_link(plan.cluster, node);
-    const plan::Link share = device_network_share(plan.cluster, node);
+    if (node != previous_node) {
+      intra = calibrated_intra_link(plan.cluster, node);
+      share = device_network_share(plan.cluster, node);
+      previous_node = node;
+    }
     key.layout.insert(key.layout.end(),
                       {static_cast<double>(node - first_node), intra.bandwidth_bytes_per_s,
                        intra.latency_s, share.bandwidth_bytes_per_s, share.latency_s});

@@ -3,6 +3,7 @@
 #include "whale/sim/link_calibration.h"
 
 #include <algorithm>
+#include <string>
 
 namespace whale::sim {
 
@@ -10,7 +11,11 @@ plan::Link calibrated_link(const plan::Cluster& cluster, int node, plan::Link li
   double scale = 1.0;
   Seconds latency_s = 0;
   bool first = true;
+  const std::string* previous_model = nullptr;  // a node's devices are mostly of one model
   for (int id : cluster.nodes.at(node).device_ids) {
+    const std::string& device_model = cluster.devices.at(id).model;
+    if (previous_model && *previous_model == device_model) continue;  // same figures again
+    previous_model = &device_model;
     const auto& links = cluster.profile_of(id).calibration.links;
     const auto it = links.find(link.kind);
     const plan::LinkCalibration figures = it == links.end() ? plan::LinkCalibration{} : it->second;
