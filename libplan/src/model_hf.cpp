@@ -5,10 +5,14 @@
 // windows shorter than the sequence, MLP biases, a head_dim other than hidden/heads) fail
 // naming the field. Schema and mapping: docs/model.md.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "spec_yaml.h"
+#include "whale/plan/check.h"
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
+#include "yaml_writer.h"
 
 namespace whale::plan {
 namespace {
@@ -16,6 +20,95 @@ namespace {
 // Tokens per global batch when the config gives none: Llama 2's 4M-token batch (Touvron et al.
 // 2023, section 2.2); --global-batch overrides it.
 constexpr double kDefaultBatchTokens = 4194304;
+
+// Every number this loader reads, with its range: an integer in [1, high], or a real in
+// (0, high]. The limits are those of the model YAML (limits.h); docs/limits.md lists them.
+struct HfRange {
+  const char* key;
+  double high;
+  bool integer;
+  const char* what;  // integers: what the limit bounds, for the message; reals: the hint
+};
+constexpr double kDimension = kMaxModelDimension;
+constexpr double kLayers = kMaxLayers;
+const HfRange kHfRanges[] = {
+    {"hidden_size", kDimension, true, "units of a model dimension"},
+    {"n_embd", kDimension, true, "units of a model dimension"},
+    {"intermediate_size", kDimension, true, "units of a model dimension"},
+    {"n_inner", kDimension, true, "units of a model dimension"},
+    {"num_hidden_layers", kLayers, true, "layers"},
+    {"n_layer", kLayers, true, "layers"},
+    {"num_attention_heads", kDimension, true, "attention heads"},
+    {"n_head", kDimension, true, "attention heads"},
+    {"num_key_value_heads", kDimension, true, "attention heads"},
+    {"head_dim", kDimension, true, "units of a model dimension"},
+    {"vocab_size", kDimension, true, "units of a model dimension"},
+    {"max_position_embeddings", kDimension, true, "units of a model dimension"},
+    {"n_positions", kDimension, true, "units of a model dimension"},
+    {"n_ctx", kDimension, true, "units of a model dimension"},
+    {"sliding_window", INT_MAX, true, "tokens of a sliding window"},
+    {"rope_theta", 1e30, false, "the base of the rotary position angles"},
+    {"rotary_emb_base", 1e30, false, "the base of the rotary position angles"},
+    {"rotary_pct", 1, false, "the fraction of each head that rotary positions cover"},
+};
+
+const HfRange& range_of(const std::string& key) {
+  const HfRange* found = nullptr;
+  for (const HfRange& range : kHfRanges) {
+    if (key == range.key) found = &range;
+  }
+  WHALE_CHECK(found, "no range for config.json key '" + key + "'");
+  return *found;
+}
+
+// The integer at `key`, in its range of kHfRanges.
+int hf_integer(const YamlField& root, const std::string& key) {
+  const HfRange& range = range_of(key);
+  return static_cast<int>(root.get(key).count(static_cast<int64_t>(range.high), range.what));
+}
+
+// The real number at `key`, in its range of kHfRanges.
+double hf_number(const YamlField& root, const std::string& key) {
+  const HfRange& range = range_of(key);
+  const YamlField field = root.get(key);
+  const double value = field.positive_number();
+  if (value > range.high) {
+    field.fail("expected a number in (0, " + format_number(range.high) + "], got '" + field.node().Scalar() + "'",
+               range.what);
+  }
+  return value;
+}
+
+// The heads of `heads_key` divide the hidden size of `hidden_key`.
+void check_heads_divide(const YamlField& root, const char* heads_key, const char* hidden_key, const Model& model) {
+  if (model.hidden % model.heads == 0) return;
+  root.get(heads_key).fail(std::string("expected ") + heads_key + " to divide " + hidden_key + " (" +
+                               std::to_string(model.hidden) + "), got " + std::to_string(model.heads),
+                           "each attention head takes hidden / heads columns");
+}
+
+// The mapping with each repeated key's last value, at the place of its first (what Python's
+// json and transformers read), at every level.
+YAML::Node last_key_wins(const YAML::Node& node) {
+  if (node.IsSequence()) {
+    YAML::Node out = node;
+    for (std::size_t i = 0; i < node.size(); ++i) out[i] = last_key_wins(node[i]);
+    return out;
+  }
+  if (!node.IsMap()) return node;
+  std::vector<std::pair<std::string, YAML::Node>> entries;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const YAML::Node value = last_key_wins(entry.second);
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == key; });
+    if (it == entries.end()) entries.emplace_back(key, value);
+    else it->second = value;
+  }
+  if (entries.size() == node.size()) return node;
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& [key, value] : entries) out[key] = value;
+  return out;
+}
 
 bool is_null(const YamlField& root, const std::string& key) {
   return !root.has(key) || root.get(key).node().IsNull();
@@ -34,27 +127,36 @@ void reject_mixture_of_experts(const YamlField& root) {
   }
 }
 
+// The shape under the keys that GPT-NeoX and the llama-style decoders share.
+void read_shape(const YamlField& root, Model& model) {
+  model.hidden = hf_integer(root, "hidden_size");
+  model.ffn_hidden = hf_integer(root, "intermediate_size");
+  model.num_layers = hf_integer(root, "num_hidden_layers");
+  model.heads = hf_integer(root, "num_attention_heads");
+  check_heads_divide(root, "num_attention_heads", "hidden_size", model);
+  model.vocabulary = hf_integer(root, "vocab_size");
+  model.sequence = hf_integer(root, "max_position_embeddings");
+}
+
 // The llama-style decoders: Llama, Mistral, Qwen2.
 void read_llama_style(const YamlField& root, const std::string& model_type, Model& model) {
   model.family = "llama";
-  model.hidden = root.get("hidden_size").positive_integer();
-  model.ffn_hidden = root.get("intermediate_size").positive_integer();
-  model.num_layers = root.get("num_hidden_layers").positive_integer();
-  model.heads = root.get("num_attention_heads").positive_integer();
-  model.vocabulary = root.get("vocab_size").positive_integer();
-  model.sequence = root.get("max_position_embeddings").positive_integer();
+  read_shape(root, model);
   if (!is_null(root, "num_key_value_heads")) {
     const YamlField kv = root.get("num_key_value_heads");
-    model.kv_heads = kv.positive_integer();
-    if (model.heads % model.kv_heads != 0) kv.fail("expected num_key_value_heads to divide num_attention_heads");
+    model.kv_heads = hf_integer(root, "num_key_value_heads");
+    if (model.heads % model.kv_heads != 0) {
+      kv.fail("expected num_key_value_heads to divide num_attention_heads (" + std::to_string(model.heads) +
+              "), got " + std::to_string(model.kv_heads));
+    }
   }
-  if (!is_null(root, "head_dim") && root.get("head_dim").positive_integer() * model.heads != model.hidden) {
+  if (!is_null(root, "head_dim") && int64_t{hf_integer(root, "head_dim")} * model.heads != model.hidden) {
     root.get("head_dim").fail("head_dim = hidden_size / num_attention_heads (" +
                               std::to_string(model.hidden / model.heads) + ")",
                               "models with a wider or narrower head_dim are not supported");
   }
   model.tie_embeddings = root.boolean_or("tie_word_embeddings", false);
-  model.rope_theta = is_null(root, "rope_theta") ? 10000 : root.get("rope_theta").positive_number();
+  model.rope_theta = is_null(root, "rope_theta") ? 10000 : hf_number(root, "rope_theta");
   // Qwen2 always has q, k, v biases; Llama has them when attention_bias is true.
   model.qkv_bias = model_type == "qwen2" || root.boolean_or("attention_bias", false);
   if (root.has("mlp_bias") && root.get("mlp_bias").boolean()) {
@@ -63,7 +165,7 @@ void read_llama_style(const YamlField& root, const std::string& model_type, Mode
   const bool window_used = model_type == "qwen2" ? root.boolean_or("use_sliding_window", false) : true;
   if (window_used && !is_null(root, "sliding_window")) {
     const YamlField window = root.get("sliding_window");
-    if (window.positive_integer() < model.sequence) {
+    if (hf_integer(root, "sliding_window") < model.sequence) {
       window.fail("no sliding window shorter than max_position_embeddings (" + std::to_string(model.sequence) + ")",
                   "sliding-window attention changes the attention compute, which whale does not model");
     }
@@ -72,30 +174,26 @@ void read_llama_style(const YamlField& root, const std::string& model_type, Mode
 
 void read_gpt2(const YamlField& root, Model& model) {
   model.family = "gpt";
-  model.hidden = root.get("n_embd").positive_integer();
-  model.num_layers = root.get("n_layer").positive_integer();
-  model.heads = root.get("n_head").positive_integer();
-  model.vocabulary = root.get("vocab_size").positive_integer();
-  model.sequence = root.has("n_positions") ? root.get("n_positions").positive_integer()
-                                           : root.get("n_ctx").positive_integer();
-  model.ffn_hidden = is_null(root, "n_inner") ? 4 * model.hidden : root.get("n_inner").positive_integer();
+  model.hidden = hf_integer(root, "n_embd");
+  model.num_layers = hf_integer(root, "n_layer");
+  model.heads = hf_integer(root, "n_head");
+  check_heads_divide(root, "n_head", "n_embd", model);
+  model.vocabulary = hf_integer(root, "vocab_size");
+  model.sequence = hf_integer(root, root.has("n_positions") ? "n_positions" : "n_ctx");
+  // hidden <= kMaxModelDimension: 4 x hidden cannot overflow.
+  model.ffn_hidden = is_null(root, "n_inner") ? 4 * model.hidden : hf_integer(root, "n_inner");
   // transformers' PretrainedConfig ties the embeddings unless told otherwise.
   model.tie_embeddings = root.boolean_or("tie_word_embeddings", true);
 }
 
 void read_gpt_neox(const YamlField& root, Model& model) {
   model.family = "gpt";
-  model.hidden = root.get("hidden_size").positive_integer();
-  model.num_layers = root.get("num_hidden_layers").positive_integer();
-  model.heads = root.get("num_attention_heads").positive_integer();
-  model.ffn_hidden = root.get("intermediate_size").positive_integer();
-  model.vocabulary = root.get("vocab_size").positive_integer();
-  model.sequence = root.get("max_position_embeddings").positive_integer();
+  read_shape(root, model);
   model.tie_embeddings = root.boolean_or("tie_word_embeddings", false);
   // Rotary positions on rotary_pct of each head (no position table); the base is carried.
-  if (root.has("rotary_pct")) root.get("rotary_pct").positive_number();
+  if (root.has("rotary_pct")) hf_number(root, "rotary_pct");
   const char* base_key = root.has("rotary_emb_base") ? "rotary_emb_base" : "rope_theta";
-  model.rope_theta = is_null(root, base_key) ? 10000 : root.get(base_key).positive_number();
+  model.rope_theta = is_null(root, base_key) ? 10000 : hf_number(root, base_key);
 }
 
 }  // namespace
@@ -104,7 +202,8 @@ bool is_hf_config(const YamlField& root, const std::string& path) {
   return is_json_file_name(path) || (root.is_map() && root.has("model_type"));
 }
 
-Model parse_hf_config(const YamlField& root) {
+Model parse_hf_config(const YamlField& file_root) {
+  const YamlField root(last_key_wins(file_root.node()), file_root.file(), file_root.path());
   if (!root.is_map() || !root.has("model_type")) {
     root.fail("a Hugging Face config.json with a model_type", "or give a whale model YAML (docs/model.md)");
   }
@@ -124,7 +223,6 @@ Model parse_hf_config(const YamlField& root) {
     type.fail("model_type gpt2, gpt_neox, llama, mistral or qwen2, got '" + model_type + "'",
               "write a whale model YAML for other architectures (docs/model.md)");
   }
-  if (model.hidden % model.heads != 0) root.fail("attention heads that divide the hidden size");
   model.training.precision = Precision::bf16;
   if (!is_null(root, "torch_dtype")) {
     const YamlField dtype = root.get("torch_dtype");

@@ -79,3 +79,36 @@ TEST_CASE("unsupported config.json fields fail naming the file and the field") {
       R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2})");
   CHECK_SPEC_ERROR([&] { load_model(missing); }, missing, "intermediate_size", "missing field 'intermediate_size'");
 }
+
+TEST_CASE("a config.json key given twice keeps its last value, as Python's json does") {
+  const Model model = load_model(scratch_file("twice/config.json",
+      R"({"model_type": "llama", "hidden_size": 32, "intermediate_size": 176, "num_attention_heads": 4,
+          "num_hidden_layers": 2, "max_position_embeddings": 32, "vocab_size": 256, "hidden_size": 64,
+          "rope_scaling": {"factor": 2, "factor": 8}})"));
+  CHECK(model.hidden == 64);
+  CHECK(model.heads == 4);
+}
+
+TEST_CASE("config.json numbers outside their range fail naming the field and the limit") {
+  const std::string base = R"("model_type": "llama", "intermediate_size": 176, "num_attention_heads": 4,
+      "max_position_embeddings": 32, "vocab_size": 256)";
+  const std::string hidden = scratch_file("hidden/config.json",
+      "{" + base + R"(, "hidden_size": 1099511627776, "num_hidden_layers": 2})");
+  CHECK_SPEC_ERROR([&] { load_model(hidden); }, hidden, "hidden_size",
+                   "expected at most 16777216 units of a model dimension, got '1099511627776'");
+  const std::string layers = scratch_file("layers/config.json",
+      "{" + base + R"(, "hidden_size": 64, "num_hidden_layers": 2000000000})");
+  CHECK_SPEC_ERROR([&] { load_model(layers); }, layers, "num_hidden_layers",
+                   "expected at most 100000 layers, got '2000000000'");
+  const std::string heads = scratch_file("heads/config.json",
+      "{" + base + R"(, "hidden_size": 66, "num_hidden_layers": 2})");
+  CHECK_SPEC_ERROR([&] { load_model(heads); }, heads, "num_attention_heads",
+                   "expected num_attention_heads to divide hidden_size (66), got 4");
+  const std::string rotary = scratch_file("rotary/config.json",
+      R"({"model_type": "gpt_neox", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "intermediate_size": 256, "max_position_embeddings": 32, "rotary_pct": 2.0, "vocab_size": 256})");
+  CHECK_SPEC_ERROR([&] { load_model(rotary); }, rotary, "rotary_pct", "expected a number in (0, 1], got '2.0'");
+  const std::string gpt2 = scratch_file("gpt2heads/config.json",
+      R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 3, "n_positions": 32, "vocab_size": 256})");
+  CHECK_SPEC_ERROR([&] { load_model(gpt2); }, gpt2, "n_head", "expected n_head to divide n_embd (64), got 3");
+}
