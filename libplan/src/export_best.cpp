@@ -1,6 +1,7 @@
 // File: export_best.cpp
 // Chooses the plan to export from a planner result: the best plan, or, constrained, the best
-// plan the framework can express (the uniform baseline), and writes the export file.
+// plan the framework can express (the uniform baseline, searched within what the framework
+// has), and writes the export file.
 #include <cstdio>
 
 #include "export_layout.h"
@@ -18,6 +19,50 @@ std::string throughput(const RankedPlan& ranked) {
   return text;
 }
 
+std::string joined(const std::vector<std::string>& limits) {
+  std::string all;
+  for (const std::string& limit : limits) all += (all.empty() ? "" : "; ") + limit;
+  return all;
+}
+
+// The planner's options for the uniform search of `framework`: DeepSpeed's config has no
+// sequence parallelism, so its search leaves it out.
+PlannerOptions framework_options(const PlannerOptions& options, Framework framework) {
+  PlannerOptions out = options;
+  out.progress = nullptr;
+  if (framework == Framework::deepspeed) out.strategies.sequence_parallel = false;
+  return out;
+}
+
+// DeepSpeed checkpoints whole layers: selective recomputation becomes full, which keeps no more
+// memory and costs more time; the plan is estimated again. False when it then does not fit.
+bool full_recomputation(RankedPlan* ranked, const CostModel& cost) {
+  bool changed = false;
+  for (Stage& stage : ranked->plan.stages) {
+    if (stage.recompute != Recompute::selective) continue;
+    stage.recompute = Recompute::full;
+    changed = true;
+  }
+  if (!changed) return true;
+  ranked->estimate = cost.evaluate(ranked->plan, EvaluateOptions{});
+  ranked->label += " with full recomputation";
+  return ranked->estimate.fits;
+}
+
+// The best uniform plan that `framework` can express; false when none fits.
+bool expressible_uniform_plan(const PlanResult& result, const Cluster& cluster, const Model& model,
+                              const CostModel& cost, const PlannerOptions& options, Framework framework,
+                              RankedPlan* out) {
+  bool found = result.has_comparison && result.baseline_found;
+  *out = result.baseline;
+  const bool searched = result.has_comparison && !result.baseline_found;  // none fits, with any strategy
+  if (!searched && (!found || !export_limits(out->plan, framework).empty())) {
+    *out = search_baseline(cluster, model, cost, framework_options(options, framework), &found);
+  }
+  if (!found) return false;
+  return framework != Framework::deepspeed || full_recomputation(out, cost);
+}
+
 }  // namespace
 
 std::string export_best(const PlanResult& result, const Cluster& cluster, const Model& model,
@@ -27,24 +72,34 @@ std::string export_best(const PlanResult& result, const Cluster& cluster, const 
   const std::vector<std::string> limits = export_limits(best.plan, framework);
   if (limits.empty() || !constrained) {
     write_file_atomically(path, export_text(best.plan, framework), export_option(framework));
-    return std::string(to_string(framework)) + " export of the best plan, " + throughput(best) + ": " + path + "\n";
+    return std::string(to_string(framework)) + " export of the best plan, " + throughput(best) + ": " + path + "\n" +
+           export_precision_note(best.plan, framework);
   }
-  RankedPlan baseline = result.baseline;
-  bool found = result.baseline_found;
-  if (!result.has_comparison) baseline = search_baseline(cluster, model, cost, options, &found);
-  if (!found) {
-    throw Error(path, "", std::string("a uniform plan that ") + to_string(framework) + " can express and that fits",
-                "the best plan needs what the framework lacks; export it without --export-constrained to see why");
+  RankedPlan chosen;
+  if (!expressible_uniform_plan(result, cluster, model, cost, options, framework, &chosen)) {
+    throw Error(path, export_option(framework),
+                std::string("a uniform plan that ") + to_string(framework) + " can express and that fits, got none",
+                "no plan with the same dp x tp in every stage, an even layer split and even shares fits "
+                "these devices; the best plan fits only with what the framework lacks (listed by whale-plan "
+                "without --export-constrained)");
   }
-  write_file_atomically(path, export_text(baseline.plan, framework), export_option(framework));
+  const std::vector<std::string> left = export_limits(chosen.plan, framework);
+  if (!left.empty()) {
+    throw Error(path, export_option(framework),
+                std::string("a uniform plan that ") + to_string(framework) + " can express, but the best uniform plan " +
+                    chosen.label + " still has: " + joined(left),
+                chosen.plan.model.family == "listed" ? kListedModelHint
+                                                     : "no uniform plan of this model on these devices avoids it");
+  }
+  write_file_atomically(path, export_text(chosen.plan, framework), export_option(framework));
   std::string out = std::string(to_string(framework)) + " cannot express the best plan:\n";
   for (const std::string& limit : limits) out += "  - " + limit + "\n";
   char ratio[64];
   std::snprintf(ratio, sizeof ratio, " (%.1f%% of the best)",
-                100.0 * baseline.estimate.samples_per_s / best.estimate.samples_per_s);
-  out += "  best plan: " + throughput(best) + "\n  exported instead, the best uniform plan " + baseline.label +
-         ": " + throughput(baseline) + ratio + ": " + path + "\n";
-  return out;
+                100.0 * chosen.estimate.samples_per_s / best.estimate.samples_per_s);
+  out += "  best plan: " + throughput(best) + "\n  exported instead, the best uniform plan " + chosen.label +
+         ": " + throughput(chosen) + ratio + ": " + path + "\n";
+  return out + export_precision_note(chosen.plan, framework);
 }
 
 }  // namespace whale::plan

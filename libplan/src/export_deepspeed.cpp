@@ -38,10 +38,11 @@ std::string deepspeed_config(const Plan& plan) {
       << "  \"train_batch_size\": " << plan.global_batch() << ",\n"
       << "  \"train_micro_batch_size_per_gpu\": " << layout.micro_batch_per_rank << ",\n"
       << "  \"gradient_accumulation_steps\": " << plan.micro_batches << ",\n";
-  if (plan.precision == Precision::bf16) out << "  \"bf16\": {\"enabled\": true},\n";
-  if (plan.precision == Precision::fp16) out << "  \"fp16\": {\"enabled\": true},\n";
+  if (layout.precision == Precision::bf16) out << "  \"bf16\": {\"enabled\": true},\n";
+  // loss_scale 0: dynamic loss scaling (DeepSpeed's fp16 default, written out).
+  if (layout.precision == Precision::fp16) out << "  \"fp16\": {\"enabled\": true, \"loss_scale\": 0},\n";
   // DeepSpeed reduces gradients in the training dtype unless told otherwise.
-  const bool mixed = plan.precision == Precision::fp16 || plan.precision == Precision::bf16;
+  const bool mixed = layout.precision == Precision::fp16 || layout.precision == Precision::bf16;
   if (mixed && plan.framework_precision.grad_reduce == GradReducePrecision::fp32)
     out << "  \"communication_data_type\": \"fp32\",\n";
   out << "  \"zero_optimization\": {\"stage\": " << (layout.shard_gradients ? 2 : layout.shard_optimizer ? 1 : 0) << "}";

@@ -2,10 +2,15 @@
 // The uniform layout of a plan for export, and the limits Megatron-LM and DeepSpeed share.
 #include "export_layout.h"
 
+#include <set>
+
 #include "whale/plan/error.h"
 #include "whale/plan/export.h"
 
 namespace whale::plan {
+
+const char* const kListedModelHint =
+    "the frameworks build gpt, bert or llama models: plan a family model to export it";
 
 const char* to_string(Framework framework) {
   return framework == Framework::megatron ? "Megatron-LM" : "DeepSpeed";
@@ -33,12 +38,29 @@ void throw_if_limited(const Plan& plan, Framework framework) {
   if (limits.empty()) return;
   std::string all;
   for (const std::string& limit : limits) all += (all.empty() ? "" : "; ") + limit;
+  // A listed model is beyond every plan; the rest a uniform plan avoids.
+  const std::string hint = plan.model.family == "listed"
+                               ? kListedModelHint
+                               : "--export-constrained exports the best plan within what it can express";
   throw Error(plan.source_file, export_option(framework), std::string("a plan ") + to_string(framework) + " can express, but " + all,
-              "--export-constrained exports the best plan within what it can express");
+              hint);
 }
 
 ExportLayout export_layout(const Plan& plan) {
   ExportLayout layout;
+  layout.precision = plan.precision;
+  if (plan.precision == Precision::bf16) {
+    std::set<std::string> without;
+    for (const Stage& stage : plan.stages) {
+      for (int id : stage.devices) {
+        const std::string& model = plan.cluster.devices.at(id).model;
+        const auto& peaks = plan.cluster.profiles.at(model).peak_flops_per_s;
+        if (!peaks.count(Precision::bf16) && peaks.count(Precision::fp16)) without.insert(model);
+      }
+    }
+    layout.models_without_bf16.assign(without.begin(), without.end());
+    if (!without.empty()) layout.precision = Precision::fp16;
+  }
   const Stage& first = plan.stages.front();
   layout.pipeline = plan.pipeline_groups();
   layout.virtual_stages = plan.schedule.chunks;
@@ -66,6 +88,15 @@ ExportLayout export_layout(const Plan& plan) {
     }
   }
   return layout;
+}
+
+std::string export_precision_note(const Plan& plan, Framework framework) {
+  const ExportLayout layout = export_layout(plan);
+  if (layout.models_without_bf16.empty()) return "";
+  std::string models;
+  for (const std::string& m : layout.models_without_bf16) models += (models.empty() ? "" : ", ") + m;
+  return std::string(to_string(framework)) + " trains the bf16 plan as fp16 with dynamic loss scaling: " + models +
+         (layout.models_without_bf16.size() == 1 ? " has" : " have") + " no bf16 units\n";
 }
 
 std::vector<std::string> uniform_limits(const Plan& plan, const ExportLayout& layout) {

@@ -23,6 +23,10 @@ struct ExportLayout {
   bool shard_gradients = false;           // of stage 0 (ZeRO-2)
   bool sequence_parallel = false;         // of stage 0
   std::vector<int> rank_devices;  // devices in rank order: tp fastest, then dp, then pipeline
+  /// The precision the framework trains in: the plan's, except bf16 where a device of the plan
+  /// has fp16 units but no bf16 ones (V100, T4): fp16 with dynamic loss scaling there.
+  Precision precision = Precision::fp32;
+  std::vector<std::string> models_without_bf16;  // the device models that made bf16 fp16, sorted
 };
 
 /// The layout of a plan, read from its stage 0 and its schedule.
@@ -44,6 +48,14 @@ std::vector<std::string> deepspeed_limits(const Plan& plan, const ExportLayout& 
 void throw_if_limited(const Plan& plan, Framework framework);
 /// The whale-plan option that names the export file of `framework` (--export-megatron, ...).
 const char* export_option(Framework framework);
+
+/// One line for the user when the export trains in another precision than the plan
+/// (ExportLayout::precision), e.g. "DeepSpeed trains bf16 as fp16 with dynamic loss scaling:
+/// v100-sxm2-32gb has no bf16 units"; "" when it does not.
+std::string export_precision_note(const Plan& plan, Framework framework);
+
+/// The hint of an export that fails for a listed model, which no plan of it avoids.
+extern const char* const kListedModelHint;
 
 /// "a,b,c" of integers.
 std::string join_numbers(const std::vector<int>& numbers);

@@ -55,8 +55,10 @@ std::string megatron_arguments(const Plan& plan) {
   out << "# Megatron-LM arguments of a whale plan (mapping: docs/export.md).\n"
       << "# Ranks in order (tp fastest, then dp, then pipeline) run on devices "
       << format_device_list(layout.rank_devices) << ".\n"
-      << "# Vocabulary " << model.vocabulary << ": set by the tokenizer arguments.\n"
-      << "# Use: source FILE; torchrun ... pretrain_gpt.py \"${WHALE_MEGATRON_ARGS[@]}\" <data, optimizer>\n"
+      << "# Vocabulary " << model.vocabulary << ": set by the tokenizer arguments.\n";
+  const std::string precision_note = export_precision_note(plan, Framework::megatron);
+  if (!precision_note.empty()) out << "# " << precision_note;
+  out << "# Use: source FILE; torchrun ... pretrain_gpt.py \"${WHALE_MEGATRON_ARGS[@]}\" <data, optimizer>\n"
       << "WHALE_MEGATRON_ARGS=(\n";
   auto arg = [&](const std::string& name, const std::string& value = "") {
     out << "  " << name << (value.empty() ? "" : " " + value) << "\n";
@@ -71,10 +73,11 @@ std::string megatron_arguments(const Plan& plan) {
   }
   number("--micro-batch-size", layout.micro_batch_per_rank);
   number("--global-batch-size", plan.global_batch());
-  if (plan.precision == Precision::bf16) arg("--bf16");
-  if (plan.precision == Precision::fp16) arg("--fp16");
+  // Under --fp16 Megatron-LM scales the loss dynamically unless --loss-scale is given.
+  if (layout.precision == Precision::bf16) arg("--bf16");
+  if (layout.precision == Precision::fp16) arg("--fp16");
   // Megatron-LM forces fp32 gradient accumulation and reduction under bf16; fp16 asks for it.
-  if (plan.precision == Precision::fp16 && plan.framework_precision.grad_reduce == GradReducePrecision::fp32)
+  if (layout.precision == Precision::fp16 && plan.framework_precision.grad_reduce == GradReducePrecision::fp32)
     arg("--accumulate-allreduce-grads-in-fp32");
   if (layout.recompute == Recompute::full) {
     arg("--recompute-granularity", "full");

@@ -106,6 +106,25 @@ TEST_CASE("gradients reduced in fp32: Megatron-LM's fp32 accumulation under fp16
   CHECK(has(megatron_arguments(plan), "  --accumulate-allreduce-grads-in-fp32"));
 }
 
+TEST_CASE("bf16 on devices without bf16 units: fp16 with dynamic loss scaling, and a note that says so") {
+  // GPT-3 6.7B (bf16) on the V100 node pair of v100-t4: one stage of dp 2 x tp 8.
+  const Plan plan = load_plan(scratch_file("export-bf16-v100.yaml",
+      "cluster: " + source_path("configs/clusters/v100-t4.yaml") + "\nmodel: " +
+      source_path("configs/models/gpt3-6.7b.yaml") +
+      "\nmicro_batch_size: 4\nmicro_batches: 256\nschedule: 1f1b\nstages:\n"
+      "  - {layers: [0, 33], devices: \"0-15\", tp: 8, recompute: full}\n"));
+  REQUIRE(plan.precision == Precision::bf16);
+  const std::vector<std::string> ds = lines(deepspeed_config(plan));
+  CHECK(std::find(ds.begin(), ds.end(), "  \"fp16\": {\"enabled\": true, \"loss_scale\": 0},") != ds.end());
+  CHECK(deepspeed_config(plan).find("bf16") == std::string::npos);
+  const std::vector<std::string> mg = lines(megatron_arguments(plan));
+  CHECK(std::find(mg.begin(), mg.end(), "  --fp16") != mg.end());
+  CHECK(std::find(mg.begin(), mg.end(), "  --bf16") == mg.end());
+  CHECK(std::find(mg.begin(), mg.end(),
+                  "# Megatron-LM trains the bf16 plan as fp16 with dynamic loss scaling: v100-sxm2-16gb has no bf16 "
+                  "units") != mg.end());
+}
+
 TEST_CASE("sequence parallelism and ZeRO-2: Megatron-LM's flags; DeepSpeed's ZeRO stage 2, no sequence parallelism") {
   const Plan plan = a100_plan("export-sp-zero2.yaml", {"[0, 8]", "[9, 16]", "[17, 24]", "[25, 33]"},
                               ", recompute: selective, shard_optimizer: true, shard_gradients: true, sequence_parallel: true");
