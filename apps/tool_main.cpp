@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -51,6 +52,33 @@ void keep_freed_memory() {
 
 CLI::Validator number_in(double low, double high) { return bounded(low, high, false); }
 CLI::Validator number_above(double low, double high) { return bounded(low, high, true); }
+
+CLI::Validator output_file() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        return input.empty() ? "expected a file name, got an empty one" : "";
+      },
+      "FILE");
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  namespace fs = std::filesystem;
+  const auto identity = [](const std::string& path) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(fs::path(path), ec);
+    return ec ? fs::path(path).lexically_normal() : canonical;
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [option, path] = outputs[i];
+    std::error_code ec;
+    if (path.empty() || fs::is_character_file(path, ec)) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (outputs[j].second.empty() || identity(outputs[j].second) != identity(path)) continue;
+      throw Error(path, option, "a file of its own, got the file " + outputs[j].first + " writes",
+                  "one would overwrite the other; give each output its own file");
+    }
+  }
+}
 
 int run_tool(const std::string& tool, CLI::App& app, int argc, char** argv,
              const std::function<int()>& body) {

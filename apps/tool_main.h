@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace whale::app {
 
@@ -26,5 +28,13 @@ void keep_freed_memory();
 CLI::Validator number_in(double low, double high);
 /// A finite number in (low, high].
 CLI::Validator number_above(double low, double high);
+
+/// An output file's name: not empty (an empty one would write nothing, silently).
+CLI::Validator output_file();
+
+/// Throws whale::Error when two of `outputs` ((option, path) pairs; empty paths skipped) name
+/// the same file, by name or on disk, so that one would overwrite the other. Character devices
+/// such as /dev/null may repeat.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 }  // namespace whale::app

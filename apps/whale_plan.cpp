@@ -31,11 +31,12 @@ int main(int argc, char** argv) {
   app.add_option("--global-batch", options.global_batch, "samples per step (default: the model's)")
       ->check(whale::app::number_in(1, whale::plan::kMaxGlobalBatch));
   app.add_option("--hints", hints_path, "planner hints YAML (docs/hints.md)");
-  app.add_option("--out", out_path, "write the best plan here (self-contained YAML)");
+  app.add_option("--out", out_path, "write the best plan here (self-contained YAML)")->check(whale::app::output_file());
   app.add_option("--top", options.top_k, "alternatives to show besides the best")->check(whale::app::number_in(0, 1000));
   app.add_option("--format", format, "output format")->check(CLI::IsMember({"text", "json"}));
-  app.add_option("--trace", trace_path, "write the best plan's predicted timeline as Chrome trace JSON");
-  app.add_option("--svg", svg_path, "write the best plan's timeline as an SVG picture");
+  app.add_option("--trace", trace_path, "write the best plan's predicted timeline as Chrome trace JSON")
+      ->check(whale::app::output_file());
+  app.add_option("--svg", svg_path, "write the best plan's timeline as an SVG picture")->check(whale::app::output_file());
   app.add_option("--time-limit", options.time_limit_s, "seconds; return the best plan found so far")
       ->check(whale::app::number_in(0, 1e9));
   app.add_option("--threads", options.threads, "simulator threads")->check(whale::app::number_in(1, 1024));
@@ -50,14 +51,18 @@ int main(int argc, char** argv) {
   app.add_flag("--progress", progress, "report search progress on stderr even when it is not a terminal");
   std::string megatron_path, deepspeed_path;
   bool export_constrained = false;
-  app.add_option("--export-megatron", megatron_path, "write Megatron-LM's arguments of the best plan (docs/export.md)");
-  app.add_option("--export-deepspeed", deepspeed_path, "write DeepSpeed's ds_config.json of the best plan");
+  app.add_option("--export-megatron", megatron_path, "write Megatron-LM's arguments of the best plan (docs/export.md)")
+      ->check(whale::app::output_file());
+  app.add_option("--export-deepspeed", deepspeed_path, "write DeepSpeed's ds_config.json of the best plan")
+      ->check(whale::app::output_file());
   app.add_flag("--export-constrained", export_constrained,
                "export the best plan the framework can express when it cannot express the best one");
   return whale::app::run_tool("whale-plan", app, argc, argv, [&] {
     if (export_constrained && megatron_path.empty() && deepspeed_path.empty())
       throw whale::Error("", "--export-constrained", "--export-megatron or --export-deepspeed to apply to",
                          "name the framework's output file");
+    whale::app::check_distinct_outputs({{"--out", out_path}, {"--trace", trace_path}, {"--svg", svg_path},
+                                        {"--export-megatron", megatron_path}, {"--export-deepspeed", deepspeed_path}});
     if (runnable) options.strategies = whale::plan::runnable_strategies();
     const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
     whale::plan::Model model = whale::plan::load_model(model_path);

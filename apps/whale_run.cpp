@@ -27,12 +27,16 @@ int main(int argc, char** argv) {
       ->needs(dir);
   app.add_flag("--resume", o.resume, "continue from the latest checkpoint in --checkpoint-dir")
       ->needs(dir);
-  app.add_option("--metrics", o.metrics_file, "JSON lines: step, loss, step_time_s, tokens_per_s");
-  app.add_option("--trace", o.trace_file, "Chrome trace JSON of the last step's measured timeline");
+  app.add_option("--metrics", o.metrics_file, "JSON lines: step, loss, step_time_s, tokens_per_s")
+      ->check(whale::app::output_file());
+  app.add_option("--trace", o.trace_file, "Chrome trace JSON of the last step's measured timeline")
+      ->check(whale::app::output_file());
   app.add_option("--layer-times", o.layer_times_file,
-                 "CSV of median per-layer times (whale-calibrate --layer-times)");
+                 "CSV of median per-layer times (whale-calibrate --layer-times)")
+      ->check(whale::app::output_file());
   app.add_option("--dump-params", o.dump_params_file,
-                 "every full parameter after training (\"name count\", then one value a line)");
+                 "every full parameter after training (\"name count\", then one value a line)")
+      ->check(whale::app::output_file());
   app.add_option("--log-every", o.log_every, "log every K steps (0: none)")
       ->check(whale::app::number_in(0, static_cast<double>(whale::plan::kMaxSteps)));
   app.add_option("--threads", o.threads,
@@ -43,6 +47,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu"}));
   return whale::app::run_tool("whale-run", app, argc, argv, [&] {
     o.seed_given = seed->count() > 0;
+    whale::app::check_distinct_outputs({{"--metrics", o.metrics_file}, {"--trace", o.trace_file},
+                                        {"--layer-times", o.layer_times_file}, {"--dump-params", o.dump_params_file}});
     whale::exec::MpiSession session(&argc, &argv);
     return whale::exec::run_training_main(o);
   });
