@@ -170,6 +170,34 @@ FrameworkMemory parse_framework_memory(const YamlField& block, const std::string
   return f;
 }
 
+// The framework's reserve and the calibrated reserve leave the tensors some of memory_gib;
+// otherwise every plan would read as out of memory with 0 GiB usable. Names the field that
+// overflows (the default reserve of a gpu profile: memory_gib).
+void check_reserves(const YamlField& root, const DeviceProfile& profile) {
+  const Bytes memory = profile.memory_bytes;
+  const Bytes framework = profile.framework_memory.reserve_bytes;
+  const std::string memory_text = format_number(memory / kBytesPerGiB) + " GiB";
+  if (framework >= memory) {
+    const bool given = root.has("framework_memory") && root.get("framework_memory").has("reserve_gib");
+    if (!given) {
+      root.get("memory_gib").fail("expected more than the " + format_number(framework / kBytesPerGiB) +
+                                      " GiB that a " + profile.kind + " profile reserves for its framework, got " +
+                                      memory_text,
+                                  "add framework_memory: {source: ..., reserve_gib: ...} with a smaller reserve");
+    }
+    root.get("framework_memory").get("reserve_gib").fail(
+        "expected a reserve below memory_gib (" + memory_text + "), got " + format_number(framework / kBytesPerGiB),
+        "the framework's fixed bytes per device; the rest of the memory holds the model's tensors");
+  }
+  const Bytes calibrated = profile.calibration.memory_reserve_bytes;
+  if (framework + calibrated >= memory) {
+    root.get("calibration").get("memory_reserve_gib").fail(
+        "expected a reserve below memory_gib less framework_memory.reserve_gib (" + memory_text + " - " +
+            format_number(framework / kBytesPerGiB) + " GiB), got " + format_number(calibrated / kBytesPerGiB),
+        "recalibrate with whale-calibrate, or remove the figure");
+  }
+}
+
 void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
   out << YAML::Key << "framework_memory" << YAML::Value << YAML::BeginMap;
   emit_text_field(out, "source", f.source);
@@ -277,6 +305,7 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
                                  ? parse_framework_memory(root.get("framework_memory"), profile.kind)
                                  : default_framework_memory(profile.kind);
   if (root.has("calibration")) profile.calibration = parse_calibration(root.get("calibration"));
+  check_reserves(root, profile);
   if (root.has("layer_times")) profile.layer_times = parse_layer_times(root.get("layer_times"));
   return profile;
 }

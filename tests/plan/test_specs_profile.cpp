@@ -18,7 +18,7 @@ using whale::plan::testing::scratch_file;
 namespace {
 
 const char* kToyProfile =
-    "name: toy\nkind: gpu\nsource: test\nmemory_gib: 2\nmemory_bandwidth_gbytes_per_s: 100\n"
+    "name: toy\nkind: gpu\nsource: test\nmemory_gib: 4\nmemory_bandwidth_gbytes_per_s: 100\n"
     "peak_tflops: {fp32: 10, fp16: 40}\nkernel_launch_us: 4\n"
     "gemm_efficiency:\n  fp16: [{gflop: 1, efficiency: 0.2}, {gflop: 100, efficiency: 0.6}]\n"
     "memory_efficiency: [{mib: 1, efficiency: 0.5}]\n";
@@ -124,8 +124,24 @@ TEST_CASE("bad profiles name the field") {
   CHECK_SPEC_ERROR([&] { load_device_profile(p); }, p, "peak_tflops.fp32", "missing field 'fp32'");
   p = write(toy_with("fp16: 40}", "fp8: 40}"));
   CHECK_SPEC_ERROR([&] { load_device_profile(p); }, p, "peak_tflops.fp8", "unknown key 'fp8'");
-  p = write(toy_with("memory_gib: 2", "memory_gib: -2"));
+  p = write(toy_with("memory_gib: 4", "memory_gib: -2"));
   CHECK_SPEC_ERROR([&] { load_device_profile(p); }, p, "memory_gib", "expected a positive number, got '-2'");
   p = write(std::string(kToyProfile) + "slowdown_factor: 0.5\n");
   CHECK_SPEC_ERROR([&] { load_device_profile(p); }, p, "slowdown_factor", "slowdown_factor >= 1");
+}
+
+TEST_CASE("reserves at or above the device memory name the profile, the field and the memory") {
+  auto write = [](const std::string& text) { return scratch_file("reserve-profiles/toy.yaml", text); };
+  // A gpu profile without framework_memory reserves 2 GiB: the toy's 2 GiB leave nothing.
+  std::string p = write(toy_with("memory_gib: 4", "memory_gib: 1.5"));
+  CHECK_SPEC_ERROR([&] { load_device_profile(p); }, p, "memory_gib",
+                   "expected more than the 2 GiB that a gpu profile reserves for its framework, got 1.5 GiB");
+  p = write(toy_with("memory_gib: 4", "memory_gib: 8\nframework_memory: {source: t, reserve_gib: 8}"));
+  CHECK_SPEC_ERROR([&] { load_device_profile(p); }, p, "framework_memory.reserve_gib",
+                   "expected a reserve below memory_gib (8 GiB), got 8");
+  p = write(toy_with("memory_gib: 4", "memory_gib: 8\ncalibration: {memory_reserve_gib: 6.5}"));
+  CHECK_SPEC_ERROR([&] { load_device_profile(p); }, p, "calibration.memory_reserve_gib",
+                   "expected a reserve below memory_gib less framework_memory.reserve_gib (8 GiB - 2 GiB), got 6.5");
+  p = write(toy_with("memory_gib: 4", "memory_gib: 8\ncalibration: {memory_reserve_gib: 5.5}"));
+  CHECK(load_device_profile(p).calibration.memory_reserve_bytes == 5.5 * whale::kBytesPerGiB);
 }
