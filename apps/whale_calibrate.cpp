@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     for (const whale::sim::MeasuredRun& measured : whale::sim::load_runs_csv(runs_path)) {
       whale::sim::CalibrationRun run;
       run.name = measured.plan_field;
+      run.line = measured.line;
       run.plan = whale::plan::load_plan(measured.plan_path, profiles_dir);
       whale::sim::apply_layer_times(layer_times, &run.plan);
       run.step_time_s = measured.step_time_s;
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
     whale::sim::add_layer_times_profiles(layer_times, profiles, &result);
     whale::sim::write_calibrated_profiles(result, profiles, out_dir);
     std::cout << whale::sim::format_calibration_report(result) << "profiles written to " << out_dir << "\n";
+    for (const std::string& warning : result.warnings) std::cerr << "whale-calibrate: warning: " << warning << "\n";
     std::cout.flush();
     if (!std::cout) throw whale::Error("(stdout)", "", "a writable standard output", "the disk may be full");
     return 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "whale/plan/error.h"
@@ -20,6 +21,8 @@ constexpr double kMinLinkBandwidthScale = 0.05;
 constexpr double kMaxLinkBandwidthScale = 1.5;
 constexpr Seconds kMaxLinkLatencyS = 0.01;  // 10000 us
 constexpr Bytes kReserveMarginBytes = 1024.0 * 1024.0;  // a failed run must not fit: 1 MiB over
+// The figure set from memory evidence rather than fitted to step times.
+const char* const kMemoryReserveParameter = "memory_reserve_gib";
 
 /// What is fitted: parameter k of device model m is x[k * models.size() + m].
 struct FitSetup {
@@ -116,12 +119,27 @@ std::vector<CalibrationParameter> named_parameters(const std::vector<std::string
                                                    const std::vector<CalibrationRun>& runs,
                                                    const std::vector<std::size_t>& timed, const FitSetup& setup) {
   std::vector<CalibrationParameter> out;
-  for (const std::string& name : names) {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    if (std::find(names.begin(), names.begin() + i, name) != names.begin() + i) {
+      throw Error("--parameters", name, "each parameter once, got '" + name + "' twice",
+                  "a figure is fitted once per device model; remove the repeat");
+    }
+    if (name == kMemoryReserveParameter) {
+      const bool evidence = std::any_of(runs.begin(), runs.end(), [](const CalibrationRun& r) {
+        return r.peak_memory_bytes || r.failed;
+      });
+      if (!evidence) {
+        throw Error("--parameters", name, "a run with a measured peak_memory_gib or failed=true, got none",
+                    "the memory reserve is set from measured peaks and failed runs, not from step times");
+      }
+      continue;
+    }
     const std::optional<CalibrationParameter> p = calibration_parameter(name, shortest_step_s);
     if (!p) {
       throw Error("--parameters", name, "a calibration parameter, got '" + name + "'",
                   "choose among gemm_efficiency_scale, step_overhead_us, memory_op_time_scale, "
-                  "kernel_overhead_us, layer_overhead_us, gemm_shape_scale:{small,medium,large}, "
+                  "kernel_overhead_us, layer_overhead_us, memory_reserve_gib, gemm_shape_scale:{small,medium,large}, "
                   "link_bandwidth_scale:KIND, link_latency_us:KIND (KIND: a link kind of the cluster)");
     }
     if (exercised(runs, timed, setup, {*p}).empty()) {
@@ -240,22 +258,92 @@ std::map<std::string, PeakAndCapacity> predicted_peaks(plan::Plan plan, const Ca
   return out;
 }
 
+std::string gib_text(Bytes bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g GiB", bytes / kBytesPerGiB);
+  return text;
+}
+
+/// Where a run sits in the runs file, for an error: "line 3" (or the run's name).
+std::string run_where(const CalibrationRun& run, const std::string& column = "") {
+  if (run.line <= 0) return run.name;
+  return "line " + std::to_string(run.line) + (column.empty() ? "" : ", " + column);
+}
+
 /// The memory reserve of every model with memory evidence: the most a measured peak exceeds the
-/// prediction, raised so that every failed run is predicted not to fit.
-int fit_memory_reserve(const std::vector<CalibrationRun>& runs, Calibrations* calibrations) {
-  std::map<std::string, Bytes> reserve;
+/// prediction, raised so that every failed run is predicted not to fit. Throws whale::Error
+/// for a peak above the run's largest device memory, and for a reserve that would leave a
+/// device nothing beside the framework's own reserve (the profile would not load).
+int fit_memory_reserve(const std::vector<CalibrationRun>& runs, const std::string& runs_file,
+                       Calibrations* calibrations) {
+  std::map<std::string, std::pair<Bytes, const CalibrationRun*>> reserve;  // and the run that set it
   int used = 0;
   for (const CalibrationRun& run : runs) {
     if (!run.peak_memory_bytes && !run.failed) continue;
     ++used;
-    for (const auto& [model, predicted] : predicted_peaks(run.plan, *calibrations)) {
-      Bytes& r = reserve.emplace(model, 0.0).first->second;
-      if (run.peak_memory_bytes) r = std::max(r, *run.peak_memory_bytes - predicted.peak);
-      if (run.failed) r = std::max(r, predicted.capacity - predicted.peak + kReserveMarginBytes);
+    const std::map<std::string, PeakAndCapacity> peaks = predicted_peaks(run.plan, *calibrations);
+    Bytes largest = 0;
+    for (const auto& [model, predicted] : peaks) largest = std::max(largest, predicted.capacity);
+    if (run.peak_memory_bytes && *run.peak_memory_bytes > largest) {
+      throw Error(runs_file, run_where(run, "column 3 (peak_memory_gib)"),
+                  "expected at most the memory of the plan's largest device (" + gib_text(largest) + "), got " +
+                      gib_text(*run.peak_memory_bytes),
+                  "the largest peak of the run's devices, in GiB; check the unit and the plan");
+    }
+    for (const auto& [model, predicted] : peaks) {
+      auto& [r, from] = reserve.emplace(model, std::make_pair(0.0, &run)).first->second;
+      const Bytes need = std::max(run.peak_memory_bytes ? *run.peak_memory_bytes - predicted.peak : 0.0,
+                                  run.failed ? predicted.capacity - predicted.peak + kReserveMarginBytes : 0.0);
+      if (need > r) {
+        r = need;
+        from = &run;
+      }
     }
   }
-  for (const auto& [model, bytes] : reserve) (*calibrations)[model].memory_reserve_bytes = bytes;
+  for (const auto& [model, entry] : reserve) {
+    const CalibrationRun& run = *entry.second;
+    const plan::DeviceProfile& profile = run.plan.cluster.profiles.at(model);
+    const Bytes room = profile.memory_bytes - profile.framework_memory.reserve_bytes;
+    if (entry.first >= room) {
+      throw Error(runs_file, run_where(run),
+                  "a run that a memory reserve below " + gib_text(room) + " explains (" + model + ": " +
+                      gib_text(profile.memory_bytes) + " less its framework reserve), got one that needs " +
+                      gib_text(entry.first),
+                  run.failed ? "whale predicts this plan to fit with room to spare: did it fail for another reason?"
+                             : "the measured peak is far above the prediction: is this the plan that was run?");
+    }
+    (*calibrations)[model].memory_reserve_bytes = entry.first;
+  }
   return used;
+}
+
+/// The warnings of CalibrationResult::warnings.
+std::vector<std::string> fit_warnings(const CalibrationResult& result, const FitSetup& setup) {
+  std::vector<std::string> out;
+  for (const CalibrationParameter& p : setup.parameters) {
+    for (const std::string& model : setup.models) {
+      const double value = calibration_value(result.calibrations.at(model), p);
+      const bool at_high = value >= p.high * (1 - 1e-9);
+      const bool at_low = p.log_scale && value <= p.low * (1 + 1e-9);
+      if (!at_high && !at_low) continue;
+      char text[256];
+      std::snprintf(text, sizeof text, "%s of %s fitted at the %s bound of its range [%g, %g]", p.name.c_str(),
+                    model.c_str(), at_high ? "upper" : "lower", p.low, p.high);
+      out.push_back(std::string(text) + ": the runs ask for more than the figure explains; check the measured "
+                    "step times and their unit");
+    }
+  }
+  const std::size_t figures = setup.parameters.size() * setup.models.size();
+  if (figures > 0 && figures >= result.runs.size()) {
+    out.push_back(std::to_string(figures) + " figure(s) fitted to " + std::to_string(result.runs.size()) +
+                  " timed run(s): the calibrated error is 0 or near it by construction and says nothing; "
+                  "measure more runs or fit fewer --parameters");
+  }
+  if (result.calibrated_mape > result.uncalibrated_mape) {
+    out.push_back("the calibrated error is above the uncalibrated one: the fit follows the log step times, "
+                  "some runs disagree with the others");
+  }
+  return out;
 }
 
 double mean_abs_relative_error(const std::vector<RunPrediction>& runs, Seconds RunPrediction::*field) {
@@ -370,7 +458,8 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
   result.uncalibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::uncalibrated_s);
   result.calibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::calibrated_s);
   if (timed.size() >= 2) result.leave_one_out_mape = leave_one_out_mape(runs, timed, left_out);
-  result.memory_runs = fit_memory_reserve(runs, &result.calibrations);
+  result.memory_runs = fit_memory_reserve(runs, options.runs_file, &result.calibrations);
+  result.warnings = fit_warnings(result, setup);
   for (auto& [model, calibration] : result.calibrations) {
     if (!models.count(model) && calibration.memory_reserve_bytes == setup.start.at(model).memory_reserve_bytes) continue;
     calibration.source = calibration_source(result, runs);

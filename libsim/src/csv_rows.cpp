@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -76,17 +77,19 @@ std::vector<CsvRow> read_csv_rows(const std::string& path, const std::vector<std
 }
 
 std::optional<double> csv_positive(const std::string& path, const CsvRow& row, int column,
-                                   const std::vector<std::string>& columns, const std::string& unit,
+                                   const std::vector<std::string>& columns, const CsvRange& range,
                                    bool optional, const std::string& hint) {
   const std::string& text = row.fields.at(column - 1);
   if (text.empty() && optional) return std::nullopt;
   errno = 0;
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(value) || value <= 0) {
+  if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(value) || value <= 0 || value > range.high) {
+    char high[32];
+    std::snprintf(high, sizeof high, "%.15g", range.high);
     throw Error(path, csv_where(row.line, column, columns),
-                "expected a number > 0 (" + unit + ")" + (optional ? " or nothing" : "") + ", got '" +
-                    text + "'",
+                std::string("expected a number > 0 and <= ") + high + " (" + range.unit + ")" +
+                    (optional ? " or nothing" : "") + ", got '" + text + "'",
                 hint);
   }
   return value;

@@ -27,10 +27,17 @@ std::vector<CsvRow> read_csv_rows(const std::string& path, const std::vector<std
 /// Where a field sits, for an error: "line 3, column 2 (step_time_s)".
 std::string csv_where(int line, int column, const std::vector<std::string>& columns);
 
-/// An empty field is absent; otherwise a finite number > 0, or whale::Error at (line, column)
-/// saying "a number > 0 (unit)" (plus " or nothing" when `optional`) with `hint`.
+/// The range of a CSV number: (0, high] in `unit`.
+struct CsvRange {
+  const char* unit;  // "seconds", "GiB", "samples"
+  double high;
+};
+
+/// An empty field is absent; otherwise a finite number in (0, range.high], or whale::Error at
+/// (line, column) saying "a number > 0 and <= HIGH (unit)" (plus " or nothing" when `optional`)
+/// with `hint`.
 std::optional<double> csv_positive(const std::string& path, const CsvRow& row, int column,
-                                   const std::vector<std::string>& columns, const std::string& unit,
+                                   const std::vector<std::string>& columns, const CsvRange& range,
                                    bool optional, const std::string& hint);
 
 }  // namespace whale::sim

@@ -8,6 +8,7 @@
 
 #include "csv_rows.h"
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 #include "whale/plan/model.h"
 
 namespace whale::sim {
@@ -15,14 +16,20 @@ namespace {
 
 const std::vector<std::string> kColumns = {"device_model", "layer_kind", "tp", "micro_batch",
                                            "forward_s", "backward_s"};
+// The range of each number (docs/calibrate.md): tp up to whale's device limit, a micro-batch
+// up to its batch limit (docs/limits.md), a layer's pass up to an hour (more is a unit mix-up).
+constexpr long kMaxTp = plan::kMaxDevices;
+constexpr CsvRange kMicroBatch{"samples", plan::kMaxGlobalBatch};
+constexpr CsvRange kLayerTime{"seconds", 3600};
 
 int parse_tp(const std::string& path, const CsvRow& row) {
   const std::string& text = row.fields[2];
   errno = 0;
   char* end = nullptr;
   const long tp = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || tp < 1 || tp > 1 << 20) {
-    throw Error(path, csv_where(row.line, 3, kColumns), "expected an integer >= 1, got '" + text + "'",
+  if (text.empty() || *end != '\0' || errno != 0 || tp < 1 || tp > kMaxTp) {
+    throw Error(path, csv_where(row.line, 3, kColumns),
+                "expected an integer >= 1 and <= " + std::to_string(kMaxTp) + ", got '" + text + "'",
                 "the tensor-parallel degree of the stage the layer ran in (1 without tensor parallelism)");
   }
   return static_cast<int>(tp);
@@ -41,11 +48,11 @@ plan::MeasuredLayerTime parse_row(const std::string& path, const std::string& pr
                 "use embedding, transformer, head or custom");
   }
   m.tp = parse_tp(path, row);
-  m.micro_batch = *csv_positive(path, row, 4, kColumns, "samples", false,
+  m.micro_batch = *csv_positive(path, row, 4, kColumns, kMicroBatch, false,
                                 "the samples one device processed in one micro-batch");
   const std::string seconds_hint = "the median time of the layer's pass in seconds";
-  m.forward_s = *csv_positive(path, row, 5, kColumns, "seconds", false, seconds_hint);
-  m.backward_s = *csv_positive(path, row, 6, kColumns, "seconds", false, seconds_hint);
+  m.forward_s = *csv_positive(path, row, 5, kColumns, kLayerTime, false, seconds_hint);
+  m.backward_s = *csv_positive(path, row, 6, kColumns, kLayerTime, false, seconds_hint);
   return m;
 }
 

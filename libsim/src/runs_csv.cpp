@@ -4,12 +4,18 @@
 
 #include "csv_rows.h"
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 #include "whale/plan/units.h"
 
 namespace whale::sim {
 namespace {
 
 const std::vector<std::string> kColumns = {"plan", "step_time_s", "peak_memory_gib", "failed"};
+// The range of each number (docs/calibrate.md). A step of a day is beyond any training step
+// (more is a unit mix-up: milliseconds, microseconds); the peak is at most whale's limit on
+// device memory (docs/limits.md), and calibrate() holds it against the plan's devices.
+constexpr CsvRange kStepTime{"seconds", 86400};
+constexpr CsvRange kPeakMemory{"GiB", plan::kMaxMemoryGib};
 
 bool parse_failed(const std::string& path, const CsvRow& row) {
   const std::string& text = row.fields[3];
@@ -29,8 +35,8 @@ MeasuredRun parse_row(const std::string& path, const std::string& folder, const 
   run.plan_field = fields[0];
   run.plan_path = fields[0][0] == '/' || folder.empty() ? fields[0] : folder + "/" + fields[0];
   const std::string unmeasured = "leave the field empty when it was not measured";
-  run.step_time_s = csv_positive(path, row, 2, kColumns, "seconds", true, unmeasured);
-  const std::optional<double> gib = csv_positive(path, row, 3, kColumns, "GiB", true, unmeasured);
+  run.step_time_s = csv_positive(path, row, 2, kColumns, kStepTime, true, unmeasured);
+  const std::optional<double> gib = csv_positive(path, row, 3, kColumns, kPeakMemory, true, unmeasured);
   if (gib) run.peak_memory_bytes = *gib * kBytesPerGiB;
   run.failed = parse_failed(path, row);
   if (run.failed && run.step_time_s) {

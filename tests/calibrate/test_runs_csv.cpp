@@ -64,7 +64,7 @@ TEST_CASE("each bad runs CSV names the line and column of the field") {
       {"no_rows", kHeader, "", "at least one run"},
       {"fields", kHeader + "a.yaml,0.25\n", "line 2", "expected 4 comma-separated fields"},
       {"time_text", kHeader + "a.yaml,fast,,\n", "line 2, column 2 (step_time_s)", "got 'fast'"},
-      {"time_negative", kHeader + "a.yaml,-1,,\n", "line 2, column 2 (step_time_s)", "a number > 0 (seconds)"},
+      {"time_negative", kHeader + "a.yaml,-1,,\n", "line 2, column 2 (step_time_s)", "a number > 0 and <= 86400 (seconds)"},
       {"memory_nan", kHeader + "a.yaml,,nan,\n", "line 2, column 3 (peak_memory_gib)", "got 'nan'"},
       {"failed_word", kHeader + "a.yaml,1,,yes\n", "line 2, column 4 (failed)", "true, false or nothing"},
       {"failed_timed", kHeader + "a.yaml,1,,true\n", "line 2, column 2 (step_time_s)", "no step time in a failed run"},

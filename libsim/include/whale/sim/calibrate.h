@@ -18,6 +18,7 @@ namespace whale::sim {
 /// One measured run, ready to fit: its plan, holding the profiles to calibrate.
 struct CalibrationRun {
   std::string name;  // how reports name the run (the plan path as the CSV gives it)
+  int line = 0;      // the run's line in the runs file (0: not from a file), for errors
   plan::Plan plan;
   std::optional<Seconds> step_time_s;
   std::optional<Bytes> peak_memory_bytes;
@@ -68,7 +69,9 @@ struct CalibrationOptions {
   /// least two classes), P plus link_bandwidth_scale of every link kind the runs exercise, and
   /// P plus both link figures of those kinds; of those with at most cap parameters, the one
   /// whose fit has the least leave-one-out error (fewer parameters on a tie, then that order).
-  /// A named parameter that no run depends on is an error.
+  /// A named parameter that no run depends on, or one named twice, is an error.
+  /// memory_reserve_gib may be named: it is not fitted by least squares but set from the
+  /// runs' peaks and failures whenever they have some, named or not; named, it needs them.
   std::vector<std::string> parameters;
   std::string runs_file = "runs";  // what errors about the runs name as their file
 };
@@ -92,10 +95,16 @@ struct CalibrationResult {
   double calibrated_mape = 0;
   std::optional<double> leave_one_out_mape; // absent with fewer than 2 timed runs
   int memory_runs = 0;                      // runs that set the memory reserve (peaks, failures)
+  /// What the user should know about the fit, one sentence each: figures fitted at a bound
+  /// of their range, more figures than timed runs, a calibrated error above the uncalibrated.
+  std::vector<std::string> warnings;
 };
 
 /// Fits the calibration of every device model that the timed runs use. Throws whale::Error
-/// when no run has a step time or a parameter name is unknown. Deterministic.
+/// when no run has a step time, a parameter name is unknown or repeated, a measured peak
+/// exceeds the memory of the run's largest device, or the memory reserve that the runs ask
+/// for would leave a device no memory for tensors (the calibrated profile would not load).
+/// Deterministic.
 CalibrationResult calibrate(const std::vector<CalibrationRun>& runs,
                             const CalibrationOptions& options = {});
 
