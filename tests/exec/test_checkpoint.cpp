@@ -76,6 +76,21 @@ TEST_CASE("a checkpoint reads back exactly, at the documented path") {
   CHECK(back.state == sample_checkpoint().state);
 }
 
+TEST_CASE("the header keeps the training precision; 0 reads as not recorded") {
+  const std::string dir = fresh_dir("precision");
+  const std::string path = checkpoint_path(dir, 10, 1);
+  Checkpoint c = sample_checkpoint();
+  c.header.precision = checkpoint_precision_code(whale::plan::Precision::fp16);
+  write_checkpoint(path, c);
+  const Checkpoint back = read_checkpoint(path, 0xabcdef0123456789ULL, 1);
+  CHECK(back.header.precision == 3);  // 1 + Precision::fp16
+  CHECK(checkpoint_precision_name(back.header.precision) == "fp16");
+  CHECK(checkpoint_precision_name(checkpoint_precision_code(whale::plan::Precision::bf16)) == "bf16");
+  CHECK(checkpoint_precision_name(0) == "unknown");
+  write_checkpoint(path, sample_checkpoint());
+  CHECK(read_checkpoint(path, 0xabcdef0123456789ULL, 1).header.precision == 0);
+}
+
 TEST_CASE("latest names the newest complete step") {
   const std::string dir = fresh_dir("latest");
   CHECK(error_of([&] { latest_step(dir); })

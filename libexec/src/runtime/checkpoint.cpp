@@ -65,6 +65,15 @@ uint64_t plan_fingerprint(const plan::Plan& plan) {
   return fnv1a(text.data(), text.size());
 }
 
+uint32_t checkpoint_precision_code(plan::Precision precision) { return 1 + static_cast<uint32_t>(precision); }
+
+std::string checkpoint_precision_name(uint32_t code) {
+  for (plan::Precision p : {plan::Precision::fp32, plan::Precision::tf32, plan::Precision::fp16, plan::Precision::bf16}) {
+    if (checkpoint_precision_code(p) == code) return plan::to_string(p);
+  }
+  return "unknown";
+}
+
 std::string checkpoint_path(const std::string& dir, int64_t step, int rank) {
   char name[32];
   std::snprintf(name, sizeof(name), "/rank-%05d.ckpt", rank);
@@ -77,7 +86,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   put<uint32_t>(bytes, kVersion);
   put<uint32_t>(bytes, static_cast<uint32_t>(h.rank));
   put<uint32_t>(bytes, static_cast<uint32_t>(h.world_size));
-  put<uint32_t>(bytes, 0);
+  put<uint32_t>(bytes, h.precision);
   put<uint64_t>(bytes, h.fingerprint);
   put<int64_t>(bytes, h.step);
   put<uint64_t>(bytes, h.seed);
@@ -119,6 +128,7 @@ Checkpoint read_checkpoint(const std::string& path, uint64_t fingerprint, int ra
   CheckpointHeader& h = checkpoint.header;
   h.rank = static_cast<int>(get<uint32_t>(bytes, 12));
   h.world_size = static_cast<int>(get<uint32_t>(bytes, 16));
+  h.precision = get<uint32_t>(bytes, 20);
   h.fingerprint = get<uint64_t>(bytes, 24);
   h.step = get<int64_t>(bytes, 32);
   h.seed = get<uint64_t>(bytes, 40);

@@ -86,8 +86,8 @@ void Executor::load_state(const std::vector<float>& state) {
     entry.second.module->parameters_updated();
   }
   if (offset != end)
-    throw std::invalid_argument("executor state: " + std::to_string(end - offset) +
-                                " floats left over");
+    throw std::invalid_argument("executor state: this plan's stages take " + std::to_string(offset) +
+                                " floats, the checkpoint holds " + std::to_string(end));
 }
 
 std::vector<FullParameter> Executor::gather_parameters() {

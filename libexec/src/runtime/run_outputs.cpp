@@ -114,6 +114,13 @@ void write_layer_times(const std::string& path, const std::vector<LayerTimeSampl
     auto& times = shapes[{t.device_model, plan::to_string(t.kind), t.tp, t.micro_batch}];
     (t.backward ? times.second : times.first).push_back(t.seconds);
   }
+  // A file of the header alone would be refused by whale-calibrate: say why here instead.
+  const bool any = std::any_of(shapes.begin(), shapes.end(), [](const auto& shape) {
+    return !shape.second.first.empty() && !shape.second.second.empty();
+  });
+  if (!any)
+    throw Error(path, "--layer-times", "at least one layer timed forward and backward, got none",
+                "train at least one step (--steps 1 or more)");
   AtomicFile out(path, "--layer-times");
   out.write(std::string(plan::kLayerTimesCsvHeader) + "\n");
   char row[64];

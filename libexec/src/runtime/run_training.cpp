@@ -40,7 +40,8 @@ void save_checkpoint(const RunOptions& options, const plan::Plan& plan, Executor
   transport.barrier();
   Checkpoint checkpoint;
   checkpoint.header = CheckpointHeader{transport.rank(), transport.size(),
-                                       plan_fingerprint(plan), step, seed};
+                                       plan_fingerprint(plan), step, seed,
+                                       checkpoint_precision_code(plan.precision)};
   checkpoint.state = executor.save_state();
   write_checkpoint(checkpoint_path(options.checkpoint_dir, step, transport.rank()), checkpoint);
   transport.barrier();
@@ -100,6 +101,15 @@ void run_training(const RunOptions& options, std::ostream& log) {
                 << " is damaged or incomplete; resuming from step " << resumed->header.step
                 << std::endl;
   }
+  if (resumed && resumed->header.precision != 0 &&
+      resumed->header.precision != checkpoint_precision_code(plan.precision)) {
+    const std::string saved = checkpoint_precision_name(resumed->header.precision);
+    throw Error(checkpoint_path(options.checkpoint_dir, resumed->header.step, transport->rank()),
+                "header.precision",
+                std::string("a checkpoint of ") + plan::to_string(plan.precision) +
+                    " training (the plan's precision), got one of " + saved + " training",
+                "resume with the plan at precision " + saved + ", or start a new run in another --checkpoint-dir");
+  }
   if (resumed && options.seed_given && options.seed != resumed->header.seed) {
     throw Error(options.checkpoint_dir, "--seed",
                 "the seed of the run being resumed (" + std::to_string(resumed->header.seed) +
@@ -113,6 +123,11 @@ void run_training(const RunOptions& options, std::ostream& log) {
   executor_options.learning_rate = options.learning_rate;
   executor_options.record_timeline = !options.trace_file.empty();
   executor_options.record_layer_times = !options.layer_times_file.empty();
+  if (executor_options.record_layer_times && plan.schedule.kind == plan::ScheduleKind::zb_h1)
+    throw Error(options.plan_file, "schedule",
+                "a schedule whose backward passes are whole for --layer-times, got zb-h1",
+                "zb-h1 splits each backward into an input and a weight pass, which are not timed per "
+                "layer; measure the layer times with the same stages under schedule 1f1b");
   if (!options.device.empty() && options.device != "cpu")
     throw Error("", "--device", "\"cpu\", got \"" + options.device + "\"",
                 "leave --device out to run on the plan's devices");

@@ -7,7 +7,8 @@
 //   D/latest                          "step-00000010\n", replaced atomically once every rank
 //                                     has written its file
 // Rank file, little-endian: char[8] "WHALECKP", uint32 version (1), uint32 rank, uint32 world
-// size, uint32 zero, uint64 plan fingerprint, int64 step, uint64 data seed (the loader's whole
+// size, uint32 precision (checkpoint_precision_code; 0 in files written before it was kept),
+// uint64 plan fingerprint, int64 step, uint64 data seed (the loader's whole
 // RNG state: samples are a pure function of seed and step), uint64 float count N, float[N]
 // state, then uint64 FNV-1a checksum of all bytes before it.
 #pragma once
@@ -26,7 +27,15 @@ struct CheckpointHeader {
   uint64_t fingerprint = 0;
   int64_t step = 0;         // steps completed
   uint64_t seed = 0;        // data loader seed
+  uint32_t precision = 0;   // checkpoint_precision_code of the run that wrote it; 0: not recorded
 };
+
+/// The code of a training precision in a checkpoint header: 1 + its enumerator (0 is "not
+/// recorded"). The saved state depends on it: fp16 keeps a loss scaler's state, and the
+/// precisions round the weights differently.
+uint32_t checkpoint_precision_code(plan::Precision precision);
+/// The precision of a code, "unknown" for 0 or a code no precision has.
+std::string checkpoint_precision_name(uint32_t code);
 
 struct Checkpoint {
   CheckpointHeader header;
