@@ -9,6 +9,7 @@
 #include "whale/plan/error.h"
 #include "whale/plan/plan.h"
 #include "whale/plan/timeline.h"
+#include "whale/plan/trace_check.h"
 #include "whale/sim/report.h"
 #include "whale/sim/simulator.h"
 #include "whale/sim/svg_timeline.h"
@@ -23,14 +24,17 @@ int main(int argc, char** argv) {
   app.add_option("plan", plan_path, "plan YAML file")->required();
   app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");
   app.add_option("--format", format, "report format")->check(CLI::IsMember({"text", "json"}));
-  app.add_option("--trace", trace_path, "write the predicted timeline as Chrome trace JSON");
-  app.add_option("--svg", svg_path, "write the pipeline timeline as an SVG picture");
+  app.add_option("--trace", trace_path, "write the predicted timeline as Chrome trace JSON")
+      ->check(whale::app::output_file());
+  app.add_option("--svg", svg_path, "write the pipeline timeline as an SVG picture")->check(whale::app::output_file());
   CLI::Option* compare = app.add_option(
       "--compare", measured_path, "compare with a measured Chrome trace (whale-run --trace)");
   app.add_option("--compare-svg", compare_svg_path,
                  "write predicted and measured timelines stacked as an SVG picture")
-      ->needs(compare);
+      ->needs(compare)
+      ->check(whale::app::output_file());
   return whale::app::run_tool("whale-sim", app, argc, argv, [&] {
+    whale::app::check_distinct_outputs({{"--trace", trace_path}, {"--svg", svg_path}, {"--compare-svg", compare_svg_path}});
     const whale::plan::Plan plan = whale::plan::load_plan(plan_path, profiles_dir);
     whale::plan::EvaluateOptions options;
     options.timeline = !trace_path.empty() || !svg_path.empty() || !measured_path.empty();
@@ -40,6 +44,7 @@ int main(int argc, char** argv) {
     if (!measured_path.empty()) {
       measured = whale::plan::read_chrome_trace_file(measured_path,
                                                      static_cast<int>(plan.cluster.devices.size()));
+      whale::plan::check_trace_matches_plan(measured, plan, measured_path);
       std::vector<int> plan_devices;
       for (const whale::plan::DeviceEstimate& d : estimate.devices) plan_devices.push_back(d.id);
       const auto comparison = whale::sim::compare_timelines(estimate.timeline, measured, plan_devices);
