@@ -85,8 +85,9 @@ head -c 4000 data/corpus.txt >"$dir/data.txt"
 
 # The input: "-" none; "BASE" a copy of a snippet; "BASE: OLD => NEW" a copy with the first
 # OLD replaced by NEW; "text: T" the text T (printf %b escapes); empty, binary, folder, missing;
-# deep (YAML nested 3000 levels); "checkpoint: truncate|foreign|latest|none" a one-step
-# checkpoint of single.yaml, then damaged (or not).
+# deep (YAML nested 3000 levels); "checkpoint: truncate|foreign|latest|none|fp16|bf16" a
+# one-step checkpoint of single.yaml, then damaged (or not, or @in@ a copy of single.yaml at
+# another precision). In ARGUMENTS, @empty@ stands for an empty argument ('').
 in="$dir/in/input.yaml"
 case $input in
 -) ;;
@@ -105,6 +106,10 @@ checkpoint:*)
   foreign) printf 'PK\x03\x04 a zip file, not a checkpoint; padding padding padding padding' >"$ckpt" ;;
   # latest names a step that is gone and no other checkpoint is left to fall back to.
   latest) echo "step-00000099" >"$dir/ck/latest" && rm -rf "$dir/ck/step-00000001" ;;
+  # fp16, bf16: @in@ is single.yaml at that precision (the checkpoint stays fp32).
+  fp16 | bf16)
+    sed "s/precision: fp32/precision: $(trim "${input#checkpoint:}")/" "$dir/single.yaml" >"$in"
+    cp -n "$dir"/*.yaml "$dir"/*.json "$dir/in/" ;;
   none) ;;
   esac ;;
 *)
@@ -136,6 +141,7 @@ subst() {
   printf '%s' "$s"
 }
 read -r -a argv <<<"$(subst "$args")"
+for i in "${!argv[@]}"; do [ "${argv[$i]}" = "@empty@" ] && argv[$i]=""; done
 "$apps/$tool" "${argv[@]}" >"$dir/stdout" 2>"$dir/stderr" </dev/null
 rc=$?
 status=0
