@@ -1,6 +1,7 @@
 // File: test_gemm_arena.cpp
-// The row-major -> cuBLASLt column-major GEMM mapping (exact descriptors) and the device
-// memory arena's sub-allocator (offsets, alignment, coalescing, peak).
+// The row-major -> cuBLASLt column-major GEMM mapping (exact descriptors), the operand
+// alignment its algorithm choice keys on, and the device memory arena's sub-allocator
+// (offsets, alignment, coalescing, peak).
 #include <doctest/doctest.h>
 
 #include <stdexcept>
@@ -59,6 +60,17 @@ TEST_CASE("GEMM mapping: both transposed") {
   CHECK(g.trans_second);
   check_layout(g.first, 4, 3, 4);   // b (3, 4)
   check_layout(g.second, 2, 4, 2);  // a (4, 2)
+}
+
+TEST_CASE("GEMM alignment: the largest power of two dividing the address, at most 256") {
+  CHECK(gemm_alignment_bytes(0) == 256);
+  CHECK(gemm_alignment_bytes(0x7f0000001000) == 256);
+  CHECK(gemm_alignment_bytes(0x7f0000001200) == 256);
+  // A bf16 weight 64 elements into an arena block: 128 bytes past a 256-byte boundary.
+  CHECK(gemm_alignment_bytes(0x7f0000001000 + 64 * 2) == 128);
+  CHECK(gemm_alignment_bytes(0x1010) == 16);
+  CHECK(gemm_alignment_bytes(0x1002) == 2);
+  CHECK(gemm_alignment_bytes(0x1001) == 1);
 }
 
 TEST_CASE("arena: aligned first-fit, coalescing on release, peak tracked") {
