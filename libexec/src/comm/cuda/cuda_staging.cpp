@@ -42,10 +42,9 @@ class CudaStaging : public DeviceStaging {
   void upload(float* device, const float* host, std::size_t count) override {
     float* bounce = pinned(count);
     std::memcpy(bounce, host, count * sizeof(float));
-    if (compute_ != nullptr) {  // no earlier compute work still reads the old values
-      WHALE_CUDA_CHECK(cudaEventRecord(ready_, compute_));
-      WHALE_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
-    }
+    // No wait for the compute stream: the bridge uploads only into memory whose download (of
+    // the same collective) already waited for it, and that later compute work does not touch
+    // before the collective completes; waiting here would stall the host on the whole queue.
     WHALE_CUDA_CHECK(cudaMemcpyAsync(device, bounce, count * sizeof(float),
                                      cudaMemcpyHostToDevice, stream_));
     // The bounce buffer is reused by the next call: the copy must be done before returning.

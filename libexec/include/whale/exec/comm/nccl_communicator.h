@@ -29,7 +29,9 @@ std::unique_ptr<Communicator> make_nccl_communicator(MPI_Comm members, int gpu,
 
 /// Staging between GPU `gpu`'s memory and host memory for the host bridge: cudaMemcpyAsync on
 /// a stream of its own through a pinned host buffer. Downloads start after the work issued on
-/// `compute_stream` (a cudaStream_t, or null) so far; each call returns once its copy is done.
+/// `compute_stream` (a cudaStream_t, or null) so far; uploads go at once (the bridge uploads a
+/// collective's result only where its download already waited); each call returns once its
+/// copy is done.
 std::shared_ptr<DeviceStaging> make_cuda_staging(int gpu, void* compute_stream = nullptr);
 
 }  // namespace whale::exec
