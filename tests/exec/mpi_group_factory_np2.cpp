@@ -1,8 +1,8 @@
 // File: mpi_group_factory_np2.cpp
 // Two ranks: the Executor makes its communicators only through its group factory, one per
-// rank_groups entry, and its tensor-parallel region, gradient buckets and ZeRO gather call
-// exactly those communicators; observed by a factory that counts the calls on the real MPI
-// communicators it wraps, with losses bit-identical to a run with the default factory.
+// rank_groups entry, and its tensor-parallel region, gradient buckets, ZeRO gather and tied
+// token table call exactly those communicators; observed by a factory that counts the calls
+// on the real MPI communicators it wraps, with losses bit-identical to the default factory's.
 #include <doctest/doctest.h>
 
 #include <deque>
@@ -128,4 +128,13 @@ TEST_CASE("tp2: the tensor-parallel region's all-reduces go to the tensor group"
   REQUIRE(factory.calls[0].size() == 1);
   CHECK(factory.calls[0].count("all_reduce_sum") == 1);
   CHECK(factory.calls[0].at("all_reduce_sum") > 0);
+}
+
+TEST_CASE("pp2 with a tied head: the token table's gradients are summed on the tied group") {
+  const whale::plan::Plan plan = whale::plan::load_plan("configs/plans/tiny-llama/pp2.yaml");
+  RecordingFactory factory;
+  const std::vector<double> observed = losses(plan, &factory, 2);
+  CHECK(observed == losses(plan, nullptr, 2));
+  REQUIRE(factory.made == std::vector<std::string>{"tied-embedding mpi"});
+  CHECK(factory.calls[0] == Calls{{"all_reduce_sum", 2}});  // once a step
 }
