@@ -1,11 +1,14 @@
 // File: whale_run.cpp
 // whale-run: trains a GPT or Llama by a whale plan over MPI (or alone, without mpirun, for one rank).
 // Parses the command line; run_training_main does the work and maps errors to exit codes.
+#include <vector>
+
 #include "tool_main.h"
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/runtime/run_training.h"
 #include "whale/plan/limits.h"
 #include "whale/plan/version.h"
+#include "whale/sim/simulator.h"
 
 int main(int argc, char** argv) {
   whale::exec::RunOptions o;
@@ -49,6 +52,14 @@ int main(int argc, char** argv) {
     o.seed_given = seed->count() > 0;
     whale::app::check_distinct_outputs({{"--metrics", o.metrics_file}, {"--trace", o.trace_file},
                                         {"--layer-times", o.layer_times_file}, {"--dump-params", o.dump_params_file}});
+    // GPU ranks size their device arenas from whale-sim's memory model of the same plan.
+    o.predicted_tensor_bytes = [](const whale::plan::Plan& plan) {
+      const whale::plan::Estimate estimate = whale::sim::Simulator().evaluate(plan, {});
+      std::vector<double> bytes(plan.cluster.devices.size(), 0.0);
+      for (const whale::plan::DeviceEstimate& d : estimate.devices)
+        bytes.at(d.id) = static_cast<double>(d.tensor_memory_bytes);
+      return bytes;
+    };
     whale::exec::MpiSession session(&argc, &argv);
     return whale::exec::run_training_main(o);
   });

@@ -129,7 +129,7 @@ void twin_cross_entropy(float* losses, float* dlogits, const float* logits,
     OnlineSoftmax total = warp_states[0];
     for (int w = 1; w < kWarps; ++w) total = online_softmax_merge(total, warp_states[w]);
     const float lse = online_softmax_logsumexp(total);
-    losses[r] = lse - x[targets[r]];
+    losses[r] = target_in_vocabulary(targets[r], vocabulary) ? lse - x[targets[r]] : NAN;
     if (dlogits)
       for (int v = 0; v < vocabulary; ++v)
         dlogits[static_cast<std::size_t>(r) * vocabulary + v] +=

@@ -1,11 +1,14 @@
 // File: test_gemm_arena.cpp
-// The row-major -> cuBLASLt column-major GEMM mapping (exact descriptors) and the device
-// memory arena's sub-allocator (offsets, alignment, coalescing, peak).
+// The row-major -> cuBLASLt column-major GEMM mapping (exact descriptors), the operand
+// alignment its algorithm choice keys on, and the device memory arena: its size from the
+// predicted peak and its fit in free memory, and its sub-allocator (offsets, alignment,
+// coalescing, peak).
 #include <doctest/doctest.h>
 
 #include <stdexcept>
 
 #include "backend/gpu_host/arena_layout.h"
+#include "backend/gpu_host/arena_size.h"
 #include "backend/gpu_host/gemm_layout.h"
 
 using namespace whale::exec::gpu;
@@ -59,6 +62,30 @@ TEST_CASE("GEMM mapping: both transposed") {
   CHECK(g.trans_second);
   check_layout(g.first, 4, 3, 4);   // b (3, 4)
   check_layout(g.second, 2, 4, 2);  // a (4, 2)
+}
+
+TEST_CASE("GEMM alignment: the largest power of two dividing the address, at most 256") {
+  CHECK(gemm_alignment_bytes(0) == 256);
+  CHECK(gemm_alignment_bytes(0x7f0000001000) == 256);
+  CHECK(gemm_alignment_bytes(0x7f0000001200) == 256);
+  // A bf16 weight 64 elements into an arena block: 128 bytes past a 256-byte boundary.
+  CHECK(gemm_alignment_bytes(0x7f0000001000 + 64 * 2) == 128);
+  CHECK(gemm_alignment_bytes(0x1010) == 16);
+  CHECK(gemm_alignment_bytes(0x1002) == 2);
+  CHECK(gemm_alignment_bytes(0x1001) == 1);
+}
+
+TEST_CASE("arena size: the predicted peak plus 25% and 2 GiB, in 2 MiB steps, never all free memory") {
+  constexpr std::size_t MiB = std::size_t{1} << 20, GiB = std::size_t{1} << 30;
+  CHECK(arena_bytes_for_peak(0) == 2 * GiB);
+  CHECK(arena_bytes_for_peak(static_cast<double>(GiB)) == 2 * GiB + GiB + GiB / 4);
+  CHECK(arena_bytes_for_peak(1) == 2 * GiB + 2 * MiB);  // 2 bytes round up to one granule
+  CHECK(arena_bytes_for_peak(40.0 * GiB) == 52 * GiB);
+  CHECK(arena_shortfall(2 * GiB, 4 * GiB) == "");      // exactly the arena and the reserve
+  CHECK(arena_shortfall(2 * GiB, 4 * GiB - MiB) ==
+        "2.00 GiB of arena + 2.00 GiB reserve, but 4.00 GiB free");
+  CHECK(arena_shortfall(52 * GiB, 30 * GiB) ==
+        "52.00 GiB of arena + 2.00 GiB reserve, but 30.00 GiB free");
 }
 
 TEST_CASE("arena: aligned first-fit, coalescing on release, peak tracked") {

@@ -5,10 +5,12 @@
 // one block's stride, a sequence over two attention tiles.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
 #include "kernel_fixtures.h"
+#include "backend/kernel_math/online_softmax.h"
 #include "kernel_twins.h"
 
 using namespace whale::exec;
@@ -122,6 +124,22 @@ TEST_CASE("fused softmax + cross-entropy: loss and gradient equal the CPU backen
   for (float l : losses) loss += l;
   CHECK(loss == doctest::Approx(ref_loss).epsilon(kFp32Tolerance));
   CHECK(normwise_error(dlogits, ref_dlogits) <= kFp32Tolerance);
+}
+
+TEST_CASE("cross-entropy: a target outside the vocabulary gives its row a NaN loss, unread") {
+  const int N = 3, V = 4;
+  // Row 1 is uniform: its loss is log 4 whatever its target in range.
+  const std::vector<float> logits = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0};
+  const std::vector<int32_t> targets = {-1, 2, 4};
+  std::vector<float> losses(N);
+  twin_cross_entropy(losses.data(), nullptr, logits.data(), targets.data(), N, V, 0.0f);
+  CHECK(std::isnan(losses[0]));
+  CHECK(losses[1] == doctest::Approx(std::log(4.0)).epsilon(1e-6));
+  CHECK(std::isnan(losses[2]));
+  CHECK(kmath::target_in_vocabulary(0, V));
+  CHECK(kmath::target_in_vocabulary(3, V));
+  CHECK_FALSE(kmath::target_in_vocabulary(4, V));
+  CHECK_FALSE(kmath::target_in_vocabulary(-1, V));
 }
 
 TEST_CASE("flash attention forward and backward equal the CPU backend's materialised softmax") {

@@ -12,6 +12,14 @@
 
 namespace whale::exec {
 
+int local_gpu_count() {
+#if WHALE_HAVE_CUDA_BACKEND
+  return cuda_device_count();
+#else
+  return -1;
+#endif
+}
+
 std::unique_ptr<Backend> make_backend(const BackendRequest& request) {
   if (request.threads < 1)
     throw Error(request.plan_file, "threads", "a thread count of at least 1, got " +

@@ -30,11 +30,12 @@ std::unique_ptr<Communicator> mpi_group(MPI_Comm parent, const std::vector<int>&
   return comm;
 }
 
-std::shared_ptr<DeviceStaging> staging_for(int gpu) {
+std::shared_ptr<DeviceStaging> staging_for(int gpu, void* compute_stream) {
   if (gpu < 0) return make_host_staging();
 #if WHALE_HAVE_CUDA
-  return make_cuda_staging(gpu);
+  return make_cuda_staging(gpu, compute_stream);
 #else
+  (void)compute_stream;
   no_cuda_build(TransportKind::host_bridge);
 #endif
 }
@@ -43,17 +44,18 @@ std::shared_ptr<DeviceStaging> staging_for(int gpu) {
 
 std::unique_ptr<Communicator> make_group_communicator(MPI_Comm parent,
                                                       const std::vector<int>& members,
-                                                      TransportKind kind, int gpu) {
+                                                      TransportKind kind, int gpu,
+                                                      void* compute_stream) {
   switch (kind) {
     case TransportKind::mpi:
       return mpi_group(parent, members);
     case TransportKind::host_bridge:
       return std::make_unique<HostBridgeCommunicator>(mpi_group(parent, members),
-                                                      staging_for(gpu));
+                                                      staging_for(gpu, compute_stream));
     case TransportKind::nccl:
       if (gpu < 0) throw std::logic_error("make_group_communicator: nccl on a CPU rank");
 #if WHALE_HAVE_CUDA
-      return make_nccl_communicator(create_mpi_subgroup(parent, members), gpu);
+      return make_nccl_communicator(create_mpi_subgroup(parent, members), gpu, compute_stream);
 #else
       no_cuda_build(kind);
 #endif

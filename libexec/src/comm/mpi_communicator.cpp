@@ -5,12 +5,14 @@
 // non-blocking all-reduce is MPI_Iallreduce: one collective, started in program order (a
 // two-step all-to-all then all-gather would start its second step whenever the first one
 // completes, in an order that differs between ranks), summed in float by MPI's algorithm.
+// Every buffer is checked to be host memory (pointer_location.h) before MPI sees it.
 #include <climits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "comm/mpi_request.h"
+#include "comm/pointer_location.h"
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/plan/check.h"
 
@@ -50,6 +52,7 @@ class MpiCommunicator : public Communicator {
   int size() const override { return size_; }
 
   void all_reduce_sum(float* data, std::size_t count) override {
+    check_host_pointer(data, "MpiCommunicator::all_reduce_sum");
     if (size_ == 1 || count == 0) return;
     // Chunk r = [offset[r], offset[r+1]) is summed by rank r.
     std::vector<int> offsets(size_ + 1), lengths(size_);
@@ -73,6 +76,7 @@ class MpiCommunicator : public Communicator {
   /// or ring reduce-scatter and all-gather) reduce each element once and hand the same bits to
   /// every member, so replicas stay identical.
   std::unique_ptr<CommRequest> start_all_reduce_sum(float* data, std::size_t count) override {
+    check_host_pointer(data, "MpiCommunicator::start_all_reduce_sum");
     if (size_ == 1 || count == 0) return std::make_unique<MpiRequest>(MPI_REQUEST_NULL);
     MPI_Request request = MPI_REQUEST_NULL;
     WHALE_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, to_mpi_count(count), MPI_FLOAT, MPI_SUM,
@@ -83,6 +87,7 @@ class MpiCommunicator : public Communicator {
   /// MPI_Ireduce_scatter into a block buffer of the request, copied into place on completion.
   std::unique_ptr<CommRequest> start_reduce_scatter_sum(
       float* data, const std::vector<std::size_t>& counts) override {
+    check_host_pointer(data, "MpiCommunicator::start_reduce_scatter_sum");
     const std::size_t offset = block_offset(counts, rank_, size_);
     const std::size_t mine = counts.at(rank_);
     if (size_ == 1) return std::make_unique<MpiRequest>(MPI_REQUEST_NULL);
@@ -99,6 +104,8 @@ class MpiCommunicator : public Communicator {
 
   void reduce_scatter_sum(const float* input, float* output,
                           std::size_t count_per_rank) override {
+    check_host_pointer(input, "MpiCommunicator::reduce_scatter_sum");
+    check_host_pointer(output, "MpiCommunicator::reduce_scatter_sum");
     const int n = to_mpi_count(count_per_rank);
     float* blocks = scratch(blocks_, count_per_rank * size_);
     WHALE_MPI_CHECK(MPI_Alltoall(input, n, MPI_FLOAT, blocks, n, MPI_FLOAT, comm_));
@@ -106,15 +113,19 @@ class MpiCommunicator : public Communicator {
   }
 
   void all_gather(const float* input, float* output, std::size_t count_per_rank) override {
+    check_host_pointer(input, "MpiCommunicator::all_gather");
+    check_host_pointer(output, "MpiCommunicator::all_gather");
     const int n = to_mpi_count(count_per_rank);
     WHALE_MPI_CHECK(MPI_Allgather(input, n, MPI_FLOAT, output, n, MPI_FLOAT, comm_));
   }
 
   void send(const float* data, std::size_t count, int peer, int tag) override {
+    check_host_pointer(data, "MpiCommunicator::send");
     WHALE_MPI_CHECK(MPI_Send(data, to_mpi_count(count), MPI_FLOAT, peer, tag, comm_));
   }
 
   void recv(float* data, std::size_t count, int peer, int tag) override {
+    check_host_pointer(data, "MpiCommunicator::recv");
     MPI_Status status;
     WHALE_MPI_CHECK(MPI_Recv(data, to_mpi_count(count), MPI_FLOAT, peer, tag, comm_, &status));
     int received = 0;

@@ -7,6 +7,7 @@
 #include <list>
 #include <stdexcept>
 
+#include "comm/pointer_location.h"
 #include "whale/exec/comm/mpi_communicator.h"
 
 namespace whale::exec {
@@ -38,6 +39,7 @@ class MpiTransport : public PeerTransport {
   int size() const override { return size_; }
 
   void post_send(const float* data, std::size_t count, int peer, int tag) override {
+    check_host_pointer(data, "PeerTransport::post_send");
     pending_.push_back(Pending{std::vector<float>(data, data + count), MPI_REQUEST_NULL});
     Pending& p = pending_.back();
     WHALE_MPI_CHECK(MPI_Isend(p.copy.data(), checked_count(count), MPI_FLOAT, peer, tag, comm_,
@@ -45,6 +47,7 @@ class MpiTransport : public PeerTransport {
   }
 
   void recv(float* data, std::size_t count, int peer, int tag) override {
+    check_host_pointer(data, "PeerTransport::recv");
     MPI_Status status;
     WHALE_MPI_CHECK(MPI_Recv(data, checked_count(count), MPI_FLOAT, peer, tag, comm_, &status));
     int received = 0;

@@ -9,7 +9,7 @@
 #include "runtime/executor_impl.h"
 #include "runtime/executor_optimizer.h"
 #include "whale/exec/backend/backend_factory.h"
-#include "whale/exec/runtime/comm_groups.h"
+#include "whale/exec/runtime/rank_communicators.h"
 #include "whale/plan/error.h"
 #include "whale/plan/gradient_buckets.h"
 
@@ -43,7 +43,9 @@ BackendRequest backend_request(const plan::Plan& plan, int device,
   request.plan_file = plan.source_file;
   request.device_kind = options.cpu_device ? "cpu" : profile.kind;
   request.device_name = profile.name;
-  request.local_gpu = plan.cluster.devices.at(device).local_index;
+  request.local_gpu = options.local_gpu >= 0 ? options.local_gpu
+                                             : plan.cluster.devices.at(device).local_index;
+  request.arena_bytes = options.arena_bytes;
   request.precision = plan.precision;
   request.threads = options.threads;
   request.slowdown_factor = profile.slowdown_factor;
@@ -64,14 +66,28 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
   im.rank = world.rank();
   im.device = layout.device_of_rank(im.rank);
   im.program = plan::generate_schedule(plan).groups.at(layout.group_of_rank(im.rank));
-  im.backend = make_backend(backend_request(plan, im.device, options));
+  const BackendRequest request = backend_request(plan, im.device, options);
+  im.backend = make_backend(request);
 
-  // This rank's tensor and data groups, created in plan_comm_groups' global order (each by its
-  // members only, so creation cannot deadlock); pipeline and bridge pairs go through the
-  // PeerTransport. A stage's tp or dp group of one rank has no communicator (null).
-  for (const CommGroup& g : groups_of_rank(plan_comm_groups(plan, layout), im.rank))
-    if (g.role == GroupRole::tensor || g.role == GroupRole::data)
-      im.groups[g.ranks] = world.subgroup(g.ranks);
+  // This rank's tensor, data and tied-embedding groups, in rank_groups' global order (each by
+  // its members only, so creation cannot deadlock), over the transport their members' devices
+  // call for; pipeline and bridge pairs go through the PeerTransport. A stage's tp or dp group
+  // of one rank has no communicator (null).
+  const std::vector<DeviceKind> kinds = rank_device_kinds(plan, layout, options.cpu_device);
+  std::unique_ptr<GroupCommunicatorFactory> world_factory;
+  GroupCommunicatorFactory* factory = options.group_factory;
+  if (!factory) {
+    const bool gpu = kinds.at(im.rank) == DeviceKind::gpu;
+    world_factory = make_world_group_factory(
+        gpu ? request.local_gpu : -1, gpu ? im.backend->native_stream(Stream::compute) : nullptr);
+    factory = world_factory.get();
+  }
+  for (const RankGroup& g : rank_groups(plan, layout, kinds, im.rank)) {
+    if (g.purpose == GroupPurpose::tied_embedding)
+      im.tied_group = factory->make(g);
+    else
+      im.groups[g.ranks] = factory->make(g);
+  }
   auto group_for = [&](const std::vector<int>& members) -> Communicator* {
     auto it = im.groups.find(members);
     return it == im.groups.end() ? nullptr : it->second.get();
@@ -112,16 +128,13 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
           *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw);
       if (state.dp)
         state.reducer = std::make_unique<GradientReducer>(
-            *im.backend, state.module->parameters(), plan::gradient_buckets(plan, s), state.dp,
+            state.module->parameters(), plan::gradient_buckets(plan, s), state.dp,
             stage.shard_gradients);
     }
   }
-  // The tied token table's group, after every tensor and data group (members only).
-  const std::vector<int> tied_stages = tied_embedding_stages(plan, layout);
-  const std::vector<int> tied_ranks = ranks_of_stages(plan, layout, tied_stages);
-  if (std::binary_search(tied_ranks.begin(), tied_ranks.end(), im.rank)) {
-    im.tied_group = world.subgroup(tied_ranks);
-    for (int s : tied_stages) {
+  // This rank's copy of the tied token table, summed over the tied group made above.
+  if (im.tied_group) {
+    for (int s : tied_embedding_stages(plan, layout)) {
       if (!im.local(s)) continue;
       StageState& state = im.stage(s);
       for (const ParameterView& p : state.module->parameters())

@@ -22,28 +22,27 @@ StageOptimizer::StageOptimizer(Backend& backend, std::vector<ParameterView> para
 
 StageOptimizer::~StageOptimizer() = default;
 
-void StageOptimizer::gather(std::size_t begin, std::size_t count, float* flat) const {
+template <class Visit>
+void StageOptimizer::for_each_slice(std::size_t begin, std::size_t count, Visit visit) const {
   std::size_t offset = 0;  // flat index of the current parameter's first element
   for (const ParameterView& p : parameters_) {
     const std::size_t lo = std::max(begin, offset), hi = std::min(begin + count, offset + p.count);
-    const TensorView source = p.value;
-    if (lo < hi)
-      backend_.download(flat + (lo - begin), source.slice(lo - offset, hi - lo), Stream::compute);
+    if (lo < hi) visit(p.value.slice(lo - offset, hi - lo), lo - begin);
     offset += p.count;
   }
+}
+
+void StageOptimizer::gather(std::size_t begin, std::size_t count, float* flat) const {
+  for_each_slice(begin, count, [&](TensorView slice, std::size_t at) {
+    backend_.download(flat + at, slice, Stream::compute);
+  });
   backend_.synchronize(Stream::compute);
 }
 
-void StageOptimizer::scatter(std::size_t begin, std::size_t count,
-                             const float* flat) {
-  std::size_t offset = 0;
-  for (const ParameterView& p : parameters_) {
-    const std::size_t lo = std::max(begin, offset), hi = std::min(begin + count, offset + p.count);
-    const TensorView target = p.value;
-    if (lo < hi)
-      backend_.upload(target.slice(lo - offset, hi - lo), flat + (lo - begin), Stream::compute);
-    offset += p.count;
-  }
+void StageOptimizer::scatter(std::size_t begin, std::size_t count, const float* flat) {
+  for_each_slice(begin, count, [&](TensorView slice, std::size_t at) {
+    backend_.upload(slice, flat + at, Stream::compute);
+  });
   backend_.synchronize(Stream::compute);
 }
 
@@ -51,11 +50,18 @@ void StageOptimizer::step() { adamw_->step(config_); }
 
 void StageOptimizer::share_parameters() {
   if (!shard_) return;
-  mine_.assign(slice_.size, 0.0f);
-  flat_.resize(slice_.size * dp_->size());
-  gather(slice_.begin, slice_.count(), mine_.data());
-  dp_->all_gather(mine_.data(), flat_.data(), slice_.size);
-  scatter(0, total_, flat_.data());
+  const std::size_t members = static_cast<std::size_t>(dp_->size());
+  reuse_or_allocate(mine_, backend_, slice_.size, DType::fp32);
+  reuse_or_allocate(flat_, backend_, slice_.size * members, DType::fp32);
+  if (slice_.count() < slice_.size)  // the last shards' padding
+    backend_.fill_zero(mine_.slice(slice_.count(), slice_.size - slice_.count()), Stream::compute);
+  for_each_slice(slice_.begin, slice_.count(), [&](TensorView slice, std::size_t at) {
+    backend_.copy(mine_.slice(at, slice.count), slice, Stream::compute);
+  });
+  dp_->all_gather(mine_.view().as<float>(), flat_.view().as<float>(), slice_.size);
+  for_each_slice(0, total_, [&](TensorView slice, std::size_t at) {
+    backend_.copy(slice, flat_.slice(at, slice.count), Stream::compute);
+  });
 }
 
 std::vector<float> StageOptimizer::save_state() const {

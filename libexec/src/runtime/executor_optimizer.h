@@ -29,7 +29,8 @@ class StageOptimizer {
   /// the gradients of that shard only, which is all ZeRO-2's reduce-scatter sums).
   void step();
   /// Sharded: all-gathers the updated shards, so that every member holds all the parameters
-  /// (whale-sim's "allgather weights"); nothing otherwise. Follows step().
+  /// (whale-sim's "allgather weights"); nothing otherwise. Follows step(). The shards travel
+  /// in backend memory (device buffers on a GPU rank, for NCCL), copied on the compute stream.
   void share_parameters();
   bool sharded() const { return shard_; }
 
@@ -40,6 +41,10 @@ class StageOptimizer {
   std::size_t load_state(const std::vector<float>& state, std::size_t offset);
 
  private:
+  /// Calls visit(parameter slice, its offset from `begin`) for every parameter's part of the
+  /// flat range [begin, begin + count), in order.
+  template <class Visit>
+  void for_each_slice(std::size_t begin, std::size_t count, Visit visit) const;
   /// Copies the flat [begin, begin + count) of the parameter values to or from `flat` (host
   /// memory), by the backend's download and upload.
   void gather(std::size_t begin, std::size_t count, float* flat) const;
@@ -53,10 +58,10 @@ class StageOptimizer {
   std::size_t total_ = 0;        // parameters of the stage shard this rank holds
   ZeroShard slice_;              // this member's flat elements (all of them when not sharded)
   std::unique_ptr<AdamW> adamw_; // over slice_
-  // Step-to-step scratch, kept so that every step reuses warm memory (a fresh 10+ MB buffer per
-  // step costs more in page faults than the all-reduce itself on CPUs):
-  std::vector<float> flat_;  // the flattened parameters, padded to dp shards
-  std::vector<float> mine_;  // this member's shard
+  // Step-to-step scratch in backend memory, kept so that every step reuses warm memory (a fresh
+  // 10+ MB buffer per step costs more in page faults than the all-gather itself on CPUs):
+  Tensor flat_;  // fp32, the flattened parameters, padded to dp shards
+  Tensor mine_;  // fp32, this member's shard (padded to the shard size)
 };
 
 }  // namespace whale::exec

@@ -10,10 +10,10 @@
 
 namespace whale::exec {
 
-GradientReducer::GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
+GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
                                  std::vector<plan::GradientBucket> buckets, Communicator* dp,
                                  bool shard_gradients)
-    : backend_(backend), buckets_(std::move(buckets)), dp_(dp) {
+    : buckets_(std::move(buckets)), dp_(dp) {
   const std::size_t n = buckets_.size();
   begin_.assign(n, nullptr);
   count_.assign(n, 0);
@@ -48,7 +48,6 @@ GradientReducer::GradientReducer(Backend& backend, const std::vector<ParameterVi
 
 void GradientReducer::start_through(int b) {
   if (next_ > b || next_ >= buckets()) return;
-  backend_.synchronize(Stream::compute);
   for (; next_ <= b && next_ < buckets(); ++next_) {
     started_[next_] = Clock::now();
     done_[next_] = false;

@@ -26,9 +26,9 @@ class GradientReducer {
   /// stage; `dp`: the stage's data-parallel group. Every replica's gradient is already scaled
   /// by 1 / global tokens, so the sum over the group is the global-batch gradient, weighted by
   /// samples. With `shard_gradients`, after wait_all() only this replica's ZeRO shard of the
-  /// flat gradient buffer holds the sum; the rest holds unspecified values. `backend` and `dp`
-  /// must outlive this.
-  GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
+  /// flat gradient buffer holds the sum; the rest holds unspecified values. `dp` must outlive
+  /// this.
+  GradientReducer(const std::vector<ParameterView>& parameters,
                   std::vector<plan::GradientBucket> buckets, Communicator* dp,
                   bool shard_gradients);
 
@@ -38,9 +38,9 @@ class GradientReducer {
   /// started whose layers are all done (first_layer >= layer), then lets the ones in flight
   /// progress (MPI_Test). For StageModule::set_layer_done.
   void layer_done(int layer);
-  /// Starts buckets 0..b that have not started (the program's reduce_bucket(stage, b)), each
-  /// once the compute stream has finished writing the gradients (the communicator reads the
-  /// memory itself).
+  /// Starts buckets 0..b that have not started (the program's reduce_bucket(stage, b)); the
+  /// communicator orders each after the compute stream's work so far (communicator.h), so the
+  /// host does not wait for the backward here.
   void start_through(int b);
   /// Lets the buckets in flight progress (MPI_Test); never blocks.
   void progress();
@@ -52,7 +52,6 @@ class GradientReducer {
   Clock::time_point completed(int b) const { return completed_.at(b); }
 
  private:
-  Backend& backend_;
   std::vector<plan::GradientBucket> buckets_;
   Communicator* dp_;
   std::vector<float*> begin_;         // per bucket: its first gradient

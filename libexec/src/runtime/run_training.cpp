@@ -13,12 +13,16 @@
 #include <optional>
 #include <thread>
 
+#include "backend/gpu_host/arena_size.h"
 #include "runtime/run_outputs.h"
+#include "whale/exec/backend/backend_factory.h"
 #include "whale/exec/runtime/checkpoint.h"
 #include "whale/exec/runtime/checkpoint_resume.h"
 #include "whale/exec/runtime/data_loader.h"
 #include "whale/exec/runtime/executor.h"
 #include "whale/exec/comm/mpi_communicator.h"
+#include "whale/exec/runtime/rank_communicators.h"
+#include "whale/exec/runtime/rank_devices.h"
 #include "whale/exec/runtime/rank_layout.h"
 #include "whale/exec/runtime/rank_threads.h"
 #include "whale/exec/runtime/run_signals.h"
@@ -56,6 +60,26 @@ std::string gpu_models(const plan::Plan& plan) {
   return models;
 }
 
+/// A GPU rank's CUDA ordinal (assign_local_gpus, which refuses two ranks on one GPU) and arena
+/// (the plan's predicted peak for its device plus the margin of arena_size.h). Collective over
+/// MPI_COMM_WORLD when any rank is a GPU rank.
+void place_gpu_rank(const plan::Plan& plan, const RankLayout& layout, int rank,
+                    const RunOptions& options, ExecutorOptions& executor_options) {
+  const std::vector<DeviceKind> kinds =
+      rank_device_kinds(plan, layout, executor_options.cpu_device);
+  bool any_gpu = false;
+  for (DeviceKind kind : kinds) any_gpu = any_gpu || kind == DeviceKind::gpu;
+  if (!any_gpu) return;
+  const int gpus_per_host = local_gpu_count();  // none found: make_backend says so, with a hint
+  const std::vector<int> gpus = assign_local_gpus(plan, layout, world_host_ids(),
+                                                  gpus_per_host > 0 ? gpus_per_host : -1);
+  if (kinds[rank] != DeviceKind::gpu) return;
+  executor_options.local_gpu = gpus[rank];
+  if (options.predicted_tensor_bytes)
+    executor_options.arena_bytes = gpu::arena_bytes_for_peak(
+        options.predicted_tensor_bytes(plan).at(layout.device_of_rank(rank)));
+}
+
 /// True on every rank once any rank got SIGINT/SIGTERM.
 bool stop_agreed(PeerTransport& transport) {
   std::vector<double> flag = {stop_requested() ? 1.0 : 0.0};
@@ -77,9 +101,10 @@ void run_training(const RunOptions& options, std::ostream& log) {
   const RankLayout layout(plan);
   layout.check_world_size(transport->size());
   const std::string gpus = gpu_models(plan);
-  if (root && !gpus.empty())  // one note per run, not one per rank
+  if (root && !gpus.empty() && options.device != "cpu")  // one note per run, not per rank
     log << "whale-run: note: the plan's devices include GPUs (" << gpus
-        << "); this whale-run trains every rank on the CPU backend" << std::endl;
+        << "): their ranks run the CUDA backend, NCCL among GPUs, the host bridge to CPUs"
+        << std::endl;
   if (options.resume && options.checkpoint_dir.empty())
     throw Error("", "--resume", "a --checkpoint-dir to resume from");
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())
@@ -136,6 +161,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
     throw Error("", "--threads", "a thread count >= 1, got " + std::to_string(options.threads),
                 "leave it out for the node's cores divided among its ranks");
   executor_options.threads = options.threads > 0 ? options.threads : default_rank_threads();
+  place_gpu_rank(plan, layout, transport->rank(), options, executor_options);
   Executor executor(plan, layout, *world, *transport, executor_options);
   int64_t first_step = 0;
   if (resumed) {

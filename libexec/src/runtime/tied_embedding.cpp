@@ -44,18 +44,15 @@ std::vector<int> ranks_of_stages(const plan::Plan& plan, const RankLayout& layou
 TiedEmbedding::TiedEmbedding(Backend& backend, Communicator& group, ParameterView table,
                              bool representative)
     : backend_(backend), group_(group), table_(table), representative_(representative),
-      host_(table.count) {}
+      sum_(backend, table.count, DType::fp32) {}
 
 void TiedEmbedding::sum_gradients() {
-  if (representative_) {
-    backend_.download(host_.data(), table_.gradient, Stream::compute);
-    backend_.synchronize(Stream::compute);
-  } else {
-    std::fill(host_.begin(), host_.end(), 0.0f);
-  }
-  group_.all_reduce_sum(host_.data(), host_.size());
-  backend_.upload(table_.gradient, host_.data(), Stream::compute);
-  backend_.synchronize(Stream::compute);
+  if (representative_)
+    backend_.copy(sum_, table_.gradient, Stream::compute);
+  else
+    backend_.fill_zero(sum_, Stream::compute);
+  group_.all_reduce_sum(sum_.view().as<float>(), sum_.count());
+  backend_.copy(table_.gradient, sum_, Stream::compute);
 }
 
 }  // namespace whale::exec

@@ -33,8 +33,9 @@ class TiedEmbedding {
   /// outlive this.
   TiedEmbedding(Backend& backend, Communicator& group, ParameterView table, bool representative);
 
-  /// table.gradient = the first stage's gradient + the head stage's (through host memory).
-  /// Collective over the group: each member calls it once per step.
+  /// table.gradient = the first stage's gradient + the head stage's, summed in backend memory
+  /// (a device buffer on a GPU rank). Collective over the group: each member calls it once per
+  /// step.
   void sum_gradients();
 
  private:
@@ -42,7 +43,7 @@ class TiedEmbedding {
   Communicator& group_;
   ParameterView table_;
   bool representative_;
-  std::vector<float> host_;  // the gradient on its way through the group
+  Tensor sum_;  // fp32, table.count: the gradient on its way through the group
 };
 
 }  // namespace whale::exec

@@ -1,7 +1,7 @@
 // File: cublaslt_gemm.cpp
 // cuBLASLt GEMMs (see cublaslt_gemm.h): descriptors from gpu::lt_gemm and the heuristic's
-// algorithm prepared once per (dtypes, tf32, transposes, accumulate, epilogue, shape); the
-// epilogue's pointers set per call.
+// algorithm prepared once per (dtypes, tf32, transposes, accumulate, epilogue, shape, operand
+// alignment); the epilogue's pointers set per call.
 #include "backend/cuda/cublaslt_gemm.h"
 
 #include <memory>
@@ -30,6 +30,10 @@ cublasLtEpilogue_t lt_epilogue(gpu::GemmEpilogue epilogue) {
     case gpu::GemmEpilogue::kNone: break;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+std::uint32_t alignment_of(const void* pointer) {
+  return gpu::gemm_alignment_bytes(reinterpret_cast<std::uintptr_t>(pointer));
 }
 
 struct Preference {
@@ -75,6 +79,16 @@ PreparedLtGemm::PreparedLtGemm(cublasLtHandle_t handle, const GemmCall& shape,
     WHALE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_,
         sizeof workspace_bytes_));
+    // The heuristic assumes 256-byte-aligned operands unless told: cuBLASLt's A is our b, its
+    // B our a, and C and D are c.
+    const std::uint32_t alignments[] = {alignment_of(shape.b), alignment_of(shape.a),
+                                        alignment_of(shape.c), alignment_of(shape.c)};
+    const cublasLtMatmulPreferenceAttributes_t attributes[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; ++i)
+      WHALE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+          pref.pref, attributes[i], &alignments[i], sizeof alignments[i]));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     WHALE_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, op_, first_, second_, out_, out_,
@@ -123,7 +137,8 @@ LtGemmRunner::~LtGemmRunner() {
 void LtGemmRunner::run(cudaStream_t stream, const GemmCall& call) {
   const Key key{static_cast<int>(call.dtype), static_cast<int>(call.out_dtype), call.tf32,
                 call.trans_a, call.trans_b, call.accumulate, static_cast<int>(call.epilogue),
-                call.m, call.n, call.k};
+                call.m, call.n, call.k, alignment_of(call.a), alignment_of(call.b),
+                alignment_of(call.c)};
   auto prepared = prepared_.find(key);
   if (prepared == prepared_.end())
     prepared = prepared_

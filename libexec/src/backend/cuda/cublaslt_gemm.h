@@ -2,7 +2,8 @@
 // GEMMs through cuBLASLt: fp32, bf16 or fp16 operands with fp32 accumulation
 // (CUBLAS_COMPUTE_32F; fp32 may opt into TF32, CUBLAS_COMPUTE_32F_FAST_TF32), optional
 // epilogues (bias, GELU with bias, GELU with bias and aux, DGELU, bias gradient), the
-// heuristic's first algorithm cached per shape, one workspace owned by the caller.
+// heuristic's first algorithm for the operands' alignment cached per shape and alignment, one
+// workspace owned by the caller.
 #pragma once
 
 #include <cublasLt.h>
@@ -36,9 +37,10 @@ struct GemmCall {
   void* aux = nullptr;         // kGeluAuxBias (written), kDGelu (read): (m, n) row-major
 };
 
-/// One GEMM shape (a GemmCall's dtypes, tf32, transposes, accumulate, sizes and epilogue) with
-/// its cuBLASLt descriptors and the heuristic's first algorithm for `workspace_bytes`, made once,
-/// so that run() issues the matmul alone (what a timed run should time).
+/// One GEMM shape (a GemmCall's dtypes, tf32, transposes, accumulate, sizes and epilogue, and
+/// the alignment of its a, b and c pointers, gpu::gemm_alignment_bytes) with its cuBLASLt
+/// descriptors and the heuristic's first algorithm for `workspace_bytes` and that alignment,
+/// made once, so that run() issues the matmul alone (what a timed run should time).
 class PreparedLtGemm {
  public:
   /// Throws (WHALE_CUBLAS_CHECK) when cuBLASLt has no algorithm for the shape. `handle` must
@@ -49,7 +51,7 @@ class PreparedLtGemm {
   PreparedLtGemm& operator=(const PreparedLtGemm&) = delete;
 
   /// Issues `call` on `stream`; its shape must be the one this was prepared for, its pointers
-  /// (a, b, c and the epilogue's) are this call's. The workspace holds at least the prepared
+  /// (a, b, c and the epilogue's) are this call's, aligned at least as the prepared ones. The workspace holds at least the prepared
   /// workspace_bytes.
   void run(cudaStream_t stream, const GemmCall& call, void* workspace);
 
@@ -80,7 +82,10 @@ class LtGemmRunner {
   std::size_t cached_algorithms() const { return prepared_.size(); }
 
  private:
-  using Key = std::tuple<int, int, bool, bool, bool, bool, int, int, int, int>;
+  // (dtype, out dtype, tf32, trans_a, trans_b, accumulate, epilogue, m, n, k, and the
+  // alignments of a, b and c in bytes)
+  using Key = std::tuple<int, int, bool, bool, bool, bool, int, int, int, int, std::uint32_t,
+                         std::uint32_t, std::uint32_t>;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
   std::size_t workspace_bytes_;

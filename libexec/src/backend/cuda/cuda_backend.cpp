@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/gpu_host/arena_size.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec {
@@ -26,7 +27,17 @@ std::unique_ptr<Backend> make_cuda_backend(const BackendRequest& request) {
   options.device = request.local_gpu;
   options.compute_dtype = compute_dtype(request.precision);
   options.tf32 = request.precision == plan::Precision::tf32;
+  options.arena_bytes = request.arena_bytes;
   return make_cuda_backend(options);
+}
+
+int cuda_device_count() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: not an error of later calls
+    return 0;
+  }
+  return devices;
 }
 
 std::size_t cuda_backend_peak_bytes(const Backend& backend) {
@@ -52,12 +63,17 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
   if (!is_float(options.compute_dtype))
     throw std::invalid_argument("CUDA backend: compute dtype must be fp32, bf16 or fp16");
   WHALE_CUDA_CHECK(cudaSetDevice(options.device));
-  std::size_t arena_bytes = options.arena_bytes;
-  if (arena_bytes == 0) {
-    std::size_t free_bytes = 0, total_bytes = 0;
-    WHALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    arena_bytes = free_bytes / 10 * 9;
-  }
+  // The arena takes what the plan predicts (arena_size.h), never the whole device: NCCL,
+  // cuBLAS, CUPTI and other ranks on the same GPU need the rest.
+  const std::size_t arena_bytes =
+      options.arena_bytes > 0 ? options.arena_bytes : gpu::kDefaultArenaBytes;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  WHALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const std::string shortfall = gpu::arena_shortfall(arena_bytes, free_bytes);
+  if (!shortfall.empty())
+    throw Error("", "device", "a device memory arena that fits " + name_ + ": " + shortfall,
+                "the arena is the plan's predicted peak plus a margin: plan for a smaller "
+                "micro-batch, or free the GPU of other processes");
   // Blocking streams: work on the legacy default stream (allocate's zero fill) orders after
   // all of them, so memory released by one stream is never refilled under another's feet.
   for (cudaStream_t& s : streams_) WHALE_CUDA_CHECK(cudaStreamCreate(&s));

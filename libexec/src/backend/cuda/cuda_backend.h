@@ -17,8 +17,9 @@ struct CudaBackendOptions {
   DType compute_dtype = DType::fp32;   // fp32, bf16 or fp16
   /// fp32 GEMMs on TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32): the plan's tf32 precision.
   bool tf32 = false;
-  /// Bytes of the rank's memory arena, allocated once up front; 0 takes 90% of the device's
-  /// free memory at construction.
+  /// Bytes of the rank's memory arena, allocated once up front (gpu::arena_bytes_for_peak of
+  /// the plan's predicted peak); 0 takes gpu::kDefaultArenaBytes. Construction throws
+  /// whale::Error when the arena and gpu::kDeviceReserveBytes exceed the free memory.
   std::size_t arena_bytes = 0;
 };
 
@@ -26,6 +27,9 @@ struct CudaBackendOptions {
 /// own compute, communication and copy streams. Throws whale::Error when the GPU is missing.
 std::unique_ptr<Backend> make_cuda_backend(const BackendRequest& request);
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
+
+/// cudaGetDeviceCount, or 0 when it fails (no driver, no device).
+int cuda_device_count();
 
 /// The peak of arena bytes in use since construction, for a backend from make_cuda_backend
 /// (0 for any other backend).

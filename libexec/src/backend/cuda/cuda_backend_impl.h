@@ -108,12 +108,23 @@ class CudaBackend : public Backend {
   bool has_non_finite(ConstTensorView data) override;
 
  private:
-  /// Arena memory for the duration of one op on the compute stream, released in stream order
-  /// (the next op on the same stream may reuse it).
+  /// Arena memory for the duration of one op, released in stream order. On the compute stream
+  /// the next op of that stream may reuse it at once. Used on another stream (`user`, with
+  /// `compute` and an event of the backend's), its release first makes the compute stream wait
+  /// for the work `user` has queued so far, so that no later reuse (a compute scratch, or
+  /// allocate's zero fill, which follows the compute stream) overwrites it under that work.
   class Scratch {
    public:
     Scratch(CudaArena& arena, std::size_t bytes) : arena_(arena), data_(arena.allocate(bytes)) {}
-    ~Scratch() { arena_.release(data_); }
+    Scratch(CudaArena& arena, std::size_t bytes, cudaStream_t user, cudaStream_t compute,
+            cudaEvent_t event)
+        : arena_(arena), data_(arena.allocate(bytes)), user_(user), compute_(compute),
+          event_(event) {}
+    ~Scratch() {  // no throw from a destructor: a failed record leaves the error to the next op
+      if (user_ != compute_ && cudaEventRecord(event_, user_) == cudaSuccess)
+        cudaStreamWaitEvent(compute_, event_, 0);
+      arena_.release(data_);
+    }
     Scratch(const Scratch&) = delete;
     Scratch& operator=(const Scratch&) = delete;
     template <class T>
@@ -122,7 +133,17 @@ class CudaBackend : public Backend {
    private:
     CudaArena& arena_;
     void* data_;
+    cudaStream_t user_ = nullptr, compute_ = nullptr;  // equal: compute-stream scratch
+    cudaEvent_t event_ = nullptr;
   };
+  /// A Scratch for work on `stream` (any of the backend's).
+  Scratch scratch_on(Stream stream, std::size_t bytes) {
+    const cudaStream_t user = cuda_stream(stream);
+    if (user == compute()) return Scratch(*arena_, bytes);
+    const cudaEvent_t event =
+        stream == Stream::communication ? release_events_[0] : release_events_[1];
+    return Scratch(*arena_, bytes, user, compute(), event);
+  }
 
   cudaStream_t cuda_stream(Stream stream) const;
   cudaStream_t compute() const { return streams_[0]; }

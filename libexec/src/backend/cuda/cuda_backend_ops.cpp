@@ -147,7 +147,7 @@ void CudaBackend::cast(TensorView dst, ConstTensorView src, Stream stream) {
       } else if constexpr (std::is_same_v<D, float> || std::is_same_v<S, float>) {
         cuda::cast(cuda_stream(stream), data<D>(dst), data<S>(src), src.count);
       } else {  // bf16 <-> fp16: through fp32, which holds both exactly
-        const Scratch wide(*arena_, src.count * sizeof(float));
+        const Scratch wide = scratch_on(stream, src.count * sizeof(float));
         cuda::cast(cuda_stream(stream), wide.as<float>(), data<S>(src), src.count);
         cuda::cast(cuda_stream(stream), data<D>(dst), wide.as<const float>(), src.count);
       }

@@ -30,7 +30,8 @@ __global__ void __launch_bounds__(kmath::kBlockThreads)
   for (int w = 1; w < kWarps; ++w) total = kmath::online_softmax_merge(total, warp_states[w]);
   const float lse = kmath::online_softmax_logsumexp(total);
   const int target = targets[blockIdx.x];
-  if (threadIdx.x == 0) losses[blockIdx.x] = lse - to_float(x[target]);
+  const bool valid = kmath::target_in_vocabulary(target, vocabulary);  // else x[target] is unread
+  if (threadIdx.x == 0) losses[blockIdx.x] = valid ? lse - to_float(x[target]) : NAN;
   if (dlogits == nullptr) return;
   T* dx = dlogits + base;
   for (int v = threadIdx.x; v < vocabulary; v += blockDim.x)

@@ -24,4 +24,10 @@ LtGemm lt_gemm(bool trans_a, bool trans_b, int m, int n, int k, bool accumulate)
   return g;
 }
 
+std::uint32_t gemm_alignment_bytes(std::uintptr_t address) {
+  std::uint32_t alignment = 1;
+  while (alignment < kMaxGemmAlignmentBytes && address % (alignment * 2) == 0) alignment *= 2;
+  return alignment;
+}
+
 }  // namespace whale::exec::gpu

@@ -36,4 +36,15 @@ struct LtGemm {
 /// (k, n) or (n, k) when trans_b; all row-major and dense.
 LtGemm lt_gemm(bool trans_a, bool trans_b, int m, int n, int k, bool accumulate);
 
+/// The most alignment cuBLASLt's algorithm choice asks about (its MIN_ALIGNMENT preferences go
+/// up to 256 bytes, the alignment of cudaMalloc's blocks).
+constexpr std::uint32_t kMaxGemmAlignmentBytes = 256;
+
+/// The alignment of `address` in bytes that cuBLASLt's heuristic is told (the
+/// CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES preferences): the largest power of two that
+/// divides it, at most kMaxGemmAlignmentBytes; kMaxGemmAlignmentBytes for a null address. A
+/// view at an offset into a tensor (a tiny bf16 model's weights at 128-byte offsets) must not
+/// get an algorithm chosen for 256-byte pointers, so the algorithm cache keys on it too.
+std::uint32_t gemm_alignment_bytes(std::uintptr_t address);
+
 }  // namespace whale::exec::gpu

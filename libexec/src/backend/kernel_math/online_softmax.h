@@ -35,6 +35,12 @@ WHALE_HOST_DEVICE OnlineSoftmax online_softmax_merge(OnlineSoftmax a, OnlineSoft
 /// log(sum over the values of exp(value)).
 WHALE_HOST_DEVICE float online_softmax_logsumexp(OnlineSoftmax s) { return s.max + logf(s.sum); }
 
+/// True when `target` indexes a row of `vocabulary` logits: only then may a kernel read
+/// x[target]; a row with any other target gets a NaN loss, which the host reports.
+WHALE_HOST_DEVICE bool target_in_vocabulary(int target, int vocabulary) {
+  return target >= 0 && target < vocabulary;
+}
+
 /// One element of the cross-entropy gradient: scale * (exp(x - lse) - [is target]).
 WHALE_HOST_DEVICE float cross_entropy_grad(float x, float lse, bool is_target, float scale) {
   return scale * (expf(x - lse) - (is_target ? 1.0f : 0.0f));

@@ -16,6 +16,15 @@
 namespace whale::exec {
 namespace {
 
+// The kernel activity record of this CUPTI: CUpti_ActivityKernel10 from CUDA 13.0 (CUPTI API
+// 130000, the xxyyzz numbering), CUpti_ActivityKernel9 in CUDA 12.x (API 19-28); the fields
+// read here (name, start, end) are in both (cupti_activity.h, cupti_version.h).
+#if CUPTI_API_VERSION >= 130000
+using KernelActivity = CUpti_ActivityKernel10;
+#else
+using KernelActivity = CUpti_ActivityKernel9;
+#endif
+
 constexpr std::size_t kBufferBytes = 8 << 20;
 constexpr std::size_t kAlignment = 8;
 
@@ -50,7 +59,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
         record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
       continue;
-    const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+    const auto* kernel = reinterpret_cast<const KernelActivity*>(record);
     g_records.push_back({demangled(kernel->name), (kernel->end - kernel->start) * 1e-9});
   }
   std::free(buffer);

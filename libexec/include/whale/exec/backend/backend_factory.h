@@ -4,6 +4,7 @@
 // emulated slowdown. Model, executor and optimizer receive the backend; none makes its own.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,9 @@ struct BackendRequest {
   std::string device_name = "cpu";
   /// The GPU index on this node (local rank order) for a GPU device; ignored on the CPU.
   int local_gpu = 0;
+  /// Bytes of a GPU backend's device arena (from the plan's predicted peak plus a margin,
+  /// arena_bytes_for_peak); 0 takes the CUDA backend's default (CudaBackendOptions).
+  std::size_t arena_bytes = 0;
   /// The plan's training precision: it sets the backend's compute_dtype().
   plan::Precision precision = plan::Precision::fp32;
   /// CPU threads of the backend's ops (>= 1).
@@ -28,6 +32,10 @@ struct BackendRequest {
   /// Emulated slowdown (>= 1): every compute op is stretched by this factor.
   double slowdown_factor = 1.0;
 };
+
+/// The number of CUDA devices this process sees; -1 in a build without the CUDA backend, and 0
+/// where the driver finds none.
+int local_gpu_count();
 
 /// The backend of `request`: the CPU backend for a "cpu" device, the CUDA backend for a "gpu"
 /// device when whale was built with it; wrapped in the slowdown decorator when

@@ -24,6 +24,12 @@ class CommRequest {
   virtual void wait() = 0;
 };
 
+/// Memory: a communicator made for a rank's groups (rank_communicators.h) takes pointers to
+/// that rank's backend memory: device memory on a GPU rank (NCCL, or the host bridge's
+/// staging), host memory on a CPU rank (MPI; MPI never gets a device pointer). Order: each call
+/// starts after the work issued so far on the rank's compute stream, and "complete" means
+/// complete for the work issued on that stream afterwards (on the CPU, where every call runs at
+/// once, that is plain completion); callers need no synchronisation of their own around it.
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -15,7 +15,9 @@ namespace whale::exec {
 
 /// The communicator of `members` (ranks of `parent`, new rank i = members[i]) over `kind`;
 /// called by the members only (collective over them). `gpu` is the CUDA ordinal this rank
-/// drives, or -1 on a CPU rank.
+/// drives, or -1 on a CPU rank; `compute_stream` the cudaStream_t of its backend's compute
+/// stream (Backend::native_stream), or null: NCCL and the bridge's copies start after the work
+/// issued on it so far, and work issued on it later sees their results.
 /// - nccl: NCCL on `gpu`, bootstrapped over an MPI communicator of the members;
 /// - mpi: MPI on host memory;
 /// - host_bridge: MPI on host buffers, staged from and to this rank's memory (CUDA copies on
@@ -24,6 +26,7 @@ namespace whale::exec {
 /// CUDA, and std::logic_error for nccl with `gpu` -1.
 std::unique_ptr<Communicator> make_group_communicator(MPI_Comm parent,
                                                       const std::vector<int>& members,
-                                                      TransportKind kind, int gpu);
+                                                      TransportKind kind, int gpu,
+                                                      void* compute_stream = nullptr);
 
 }  // namespace whale::exec

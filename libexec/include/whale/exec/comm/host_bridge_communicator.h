@@ -13,7 +13,8 @@
 namespace whale::exec {
 
 /// Copies between one rank's device memory and host memory; blocking (the copy is complete
-/// when the call returns).
+/// when the call returns). A GPU's staging copies asynchronously through pinned memory
+/// (make_cuda_staging); a CPU rank's is a plain copy.
 class DeviceStaging {
  public:
   virtual ~DeviceStaging() = default;
@@ -28,13 +29,25 @@ std::shared_ptr<DeviceStaging> make_host_staging();
 struct StagingCounts {
   std::size_t downloaded_floats = 0;
   std::size_t uploaded_floats = 0;
+  /// Requests destroyed before their collective completed, and given up on after waiting
+  /// abandon_after_s (a peer rank gone): their host buffers are kept, never freed.
+  std::size_t abandoned_requests = 0;
 };
+
+/// How long a non-blocking bridge request destroyed before completion waits for its host
+/// collective before giving up on it (a peer that died leaves it pending forever): long enough
+/// for any step of a live job on a loaded machine.
+constexpr double kBridgeAbandonAfterS = 300.0;
 
 class HostBridgeCommunicator : public Communicator {
  public:
   /// `host` carries host buffers among the members (MPI); `staging` moves this rank's data.
+  /// A request destroyed before completion waits at most `abandon_after_s` for it, then
+  /// prints one line to stderr ("whale: error: ...") and abandons it: its host buffer and the
+  /// host request are never freed, so that a late completion writes into live memory.
   HostBridgeCommunicator(std::unique_ptr<Communicator> host,
-                         std::shared_ptr<DeviceStaging> staging);
+                         std::shared_ptr<DeviceStaging> staging,
+                         double abandon_after_s = kBridgeAbandonAfterS);
 
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
@@ -69,6 +82,7 @@ class HostBridgeCommunicator : public Communicator {
   std::vector<float> in_;   // host copy of the input (grown, never shrunk)
   std::vector<float> out_;  // host buffer of the output
   StagingCounts counts_;
+  double abandon_after_s_;
 };
 
 }  // namespace whale::exec

@@ -5,6 +5,7 @@
 // replicas (optionally ZeRO-1 sharded) and AdamW.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,6 +20,8 @@
 
 namespace whale::exec {
 
+class GroupCommunicatorFactory;
+
 struct ExecutorOptions {
   uint64_t seed = 0;             // initial parameters (the same model under every plan)
   double learning_rate = 1e-3;   // AdamW
@@ -26,6 +29,15 @@ struct ExecutorOptions {
   int threads = 1;               // CPU threads of this rank's backend (>= 1)
   bool cpu_device = false;       // run on a CPU backend whatever device the plan gives the rank
   bool record_layer_times = false;  // time every layer pass (layer_time_samples)
+  /// The CUDA ordinal of a GPU rank (assign_local_gpus); -1 takes its plan device's local index.
+  int local_gpu = -1;
+  /// Bytes of a GPU rank's device arena (whale-run sizes it from the plan's predicted peak);
+  /// 0 leaves the backend's default.
+  std::size_t arena_bytes = 0;
+  /// Makes this rank's tensor, data and tied-embedding communicators (rank_communicators.h);
+  /// null: make_world_group_factory (MPI, NCCL and the host bridge over MPI_COMM_WORLD). Must
+  /// outlive the Executor.
+  GroupCommunicatorFactory* group_factory = nullptr;
 };
 
 /// One timed pass of one model layer on this rank (StageModule::set_layer_timed): forward, or
@@ -50,9 +62,11 @@ struct FullParameter {
 class Executor {
  public:
   /// Builds this rank's backend (make_backend: the plan's device of this rank, or the CPU with
-  /// options.cpu_device; the plan's precision), stage modules, communicators (tp and dp groups from the plan; created
-  /// collectively: every rank of `world` must construct its Executor at the same time) and
-  /// optimizer state. `world` and `transport` span the same ranks as `layout`, and must
+  /// options.cpu_device; the plan's precision), stage modules, communicators (rank_groups:
+  /// tensor, data and tied-embedding groups with their transports, made by
+  /// options.group_factory; created collectively: every rank of `world` must construct its
+  /// Executor at the same time) and optimizer state. `world` and `transport` span the same
+  /// ranks as `layout` (MPI_COMM_WORLD's, unless a group factory says otherwise), and must
   /// outlive the Executor. Throws whale::Error naming the plan for a plan it cannot run
   /// (consecutive stages on one group with different device layouts).
   Executor(const plan::Plan& plan, const RankLayout& layout, Communicator& world,

@@ -4,10 +4,20 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
+
+namespace whale::plan {
+struct Plan;
+}
 
 namespace whale::exec {
+
+/// Per device of a plan (indexed by device id), the bytes its model tensors are predicted to
+/// peak at (whale-sim's memory model); whale-run sizes GPU ranks' device arenas from it.
+using PredictedTensorBytes = std::function<std::vector<double>(const plan::Plan&)>;
 
 struct RunOptions {
   std::string plan_file;
@@ -26,6 +36,7 @@ struct RunOptions {
   int64_t log_every = 1;            // 0 = no per-step log lines
   int threads = 0;                  // CPU threads per rank; 0 = cores / ranks on the node
   std::string device;               // "" = the plan's devices; "cpu" = CPU ranks on purpose
+  PredictedTensorBytes predicted_tensor_bytes;  // null: GPU ranks get the default arena
 };
 
 /// Trains as `options` says on every rank of MPI_COMM_WORLD (MPI must be initialised).

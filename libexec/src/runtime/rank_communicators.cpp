@@ -1,0 +1,78 @@
+// File: rank_communicators.cpp
+// rank_groups: this rank's tensor, data and tied-embedding groups with their transports; the
+// world's factory that builds them over MPI_COMM_WORLD.
+#include "whale/exec/runtime/rank_communicators.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+
+#include "runtime/tied_embedding.h"
+#include "whale/exec/comm/group_communicator.h"
+#include "whale/exec/runtime/comm_groups.h"
+
+namespace whale::exec {
+namespace {
+
+TransportKind transport_of(const std::vector<DeviceKind>& kinds, const std::vector<int>& ranks) {
+  std::vector<DeviceKind> members;
+  for (int r : ranks) members.push_back(kinds.at(r));
+  return choose_transport(members);
+}
+
+class WorldGroupFactory : public GroupCommunicatorFactory {
+ public:
+  WorldGroupFactory(int gpu, void* compute_stream) : gpu_(gpu), compute_stream_(compute_stream) {}
+  std::unique_ptr<Communicator> make(const RankGroup& group) override {
+    return make_group_communicator(MPI_COMM_WORLD, group.ranks, group.transport, gpu_,
+                                   compute_stream_);
+  }
+
+ private:
+  int gpu_;
+  void* compute_stream_;
+};
+
+}  // namespace
+
+const char* to_string(GroupPurpose purpose) {
+  switch (purpose) {
+    case GroupPurpose::tensor: return "tensor";
+    case GroupPurpose::data: return "data";
+    case GroupPurpose::tied_embedding: return "tied-embedding";
+  }
+  return "?";
+}
+
+std::vector<DeviceKind> rank_device_kinds(const plan::Plan& plan, const RankLayout& layout,
+                                          bool cpu_device) {
+  std::vector<DeviceKind> kinds;
+  for (int r = 0; r < layout.world_size(); ++r)
+    kinds.push_back(cpu_device ? DeviceKind::cpu
+                               : device_kind_from_profile(
+                                     plan.cluster.profile_of(layout.device_of_rank(r)).kind));
+  return kinds;
+}
+
+std::vector<RankGroup> rank_groups(const plan::Plan& plan, const RankLayout& layout,
+                                   const std::vector<DeviceKind>& kinds, int rank) {
+  std::vector<RankGroup> groups;
+  for (const CommGroup& g : groups_of_rank(plan_comm_groups(plan, layout), rank)) {
+    if (g.role != GroupRole::tensor && g.role != GroupRole::data) continue;
+    const GroupPurpose purpose =
+        g.role == GroupRole::tensor ? GroupPurpose::tensor : GroupPurpose::data;
+    groups.push_back(RankGroup{purpose, g.stage, g.ranks, transport_of(kinds, g.ranks)});
+  }
+  const std::vector<int> tied_stages = tied_embedding_stages(plan, layout);
+  const std::vector<int> tied_ranks = ranks_of_stages(plan, layout, tied_stages);
+  if (std::binary_search(tied_ranks.begin(), tied_ranks.end(), rank))
+    groups.push_back(RankGroup{GroupPurpose::tied_embedding, tied_stages.front(), tied_ranks,
+                               transport_of(kinds, tied_ranks)});
+  return groups;
+}
+
+std::unique_ptr<GroupCommunicatorFactory> make_world_group_factory(int gpu, void* compute_stream) {
+  return std::make_unique<WorldGroupFactory>(gpu, compute_stream);
+}
+
+}  // namespace whale::exec

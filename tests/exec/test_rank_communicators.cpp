@@ -1,0 +1,99 @@
+// File: test_rank_communicators.cpp
+// rank_groups: the groups every rank of a dp2 x tp2 x pp2 plan with ZeRO and a tied token table
+// joins, and their transports: NCCL for every tensor, data (gradient buckets, ZeRO) and
+// tied-embedding group of GPU ranks, never MPI; the host bridge where GPU and CPU ranks mix;
+// MPI everywhere under --device cpu.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "whale/exec/runtime/rank_communicators.h"
+#include "whale/plan/plan.h"
+
+using namespace whale::exec;
+
+namespace {
+
+/// tiny-llama hybrid-uneven: stage 0 on devices 0-3 and stage 1 on 4-7, each dp2 x tp2 with
+/// ZeRO-1; the llama head is tied to the token table across the two stages. Every device is
+/// made a GPU, except `cpu_devices`, which get a CPU profile.
+whale::plan::Plan hybrid_plan(const std::vector<int>& cpu_devices = {}) {
+  whale::plan::Plan plan = whale::plan::load_plan("configs/plans/tiny-llama/hybrid-uneven.yaml");
+  const std::string cpu_model = plan.cluster.devices.front().model;
+  whale::plan::DeviceProfile gpu = plan.cluster.profile_of(0);
+  gpu.kind = "gpu";
+  gpu.name = "gpu";
+  plan.cluster.profiles["gpu"] = gpu;
+  for (whale::plan::Device& d : plan.cluster.devices) d.model = "gpu";
+  for (int d : cpu_devices) plan.cluster.devices.at(d).model = cpu_model;
+  return plan;
+}
+
+/// Each group as "purpose s<stage> [r0,r1,...] transport", in creation order.
+std::vector<std::string> describe(const std::vector<RankGroup>& groups) {
+  std::vector<std::string> out;
+  for (const RankGroup& g : groups) {
+    std::string text = std::string(to_string(g.purpose)) + " s" + std::to_string(g.stage) + " [";
+    for (std::size_t i = 0; i < g.ranks.size(); ++i)
+      text += (i ? "," : "") + std::to_string(g.ranks[i]);
+    out.push_back(text + "] " + to_string(g.transport));
+  }
+  return out;
+}
+
+using Names = std::vector<std::string>;
+
+/// describe() of the groups of `rank` of `plan`.
+Names groups_of(const whale::plan::Plan& plan, int rank, bool cpu_device = false) {
+  const RankLayout layout(plan);
+  return describe(rank_groups(plan, layout, rank_device_kinds(plan, layout, cpu_device), rank));
+}
+
+}  // namespace
+
+TEST_CASE("GPU ranks: tensor, data and tied-embedding groups all go to NCCL, none to MPI") {
+  const whale::plan::Plan plan = hybrid_plan();
+  REQUIRE(plan.stages[0].shard_optimizer);  // ZeRO's all-gather rides the data group
+  const RankLayout layout(plan);
+  const std::vector<DeviceKind> kinds = rank_device_kinds(plan, layout, false);
+  CHECK(kinds == std::vector<DeviceKind>(8, DeviceKind::gpu));
+  CHECK(groups_of(plan, 0) == Names{"tensor s0 [0,1] nccl", "data s0 [0,2] nccl",
+                                    "tied-embedding s0 [0,1,2,3,4,5,6,7] nccl"});
+  CHECK(groups_of(plan, 5) ==
+        Names{"tensor s1 [4,5] nccl", "data s1 [5,7] nccl",
+              "tied-embedding s0 [0,1,2,3,4,5,6,7] nccl"});
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    const std::vector<RankGroup> groups = rank_groups(plan, layout, kinds, rank);
+    CHECK(groups.size() == 3);
+    for (const RankGroup& g : groups) CHECK(g.transport == TransportKind::nccl);
+  }
+}
+
+TEST_CASE("--device cpu: every group of the same plan goes to MPI") {
+  const whale::plan::Plan plan = hybrid_plan();
+  CHECK(rank_device_kinds(plan, RankLayout(plan), true) ==
+        std::vector<DeviceKind>(8, DeviceKind::cpu));
+  CHECK(groups_of(plan, 6, true) ==
+        Names{"tensor s1 [6,7] mpi", "data s1 [4,6] mpi",
+              "tied-embedding s0 [0,1,2,3,4,5,6,7] mpi"});
+}
+
+TEST_CASE("a CPU rank among GPUs: its groups take the host bridge, all-GPU groups keep NCCL") {
+  const whale::plan::Plan plan = hybrid_plan({2});
+  CHECK(rank_device_kinds(plan, RankLayout(plan), false)[2] == DeviceKind::cpu);
+  CHECK(groups_of(plan, 0) ==
+        Names{"tensor s0 [0,1] nccl", "data s0 [0,2] host-bridge",
+              "tied-embedding s0 [0,1,2,3,4,5,6,7] host-bridge"});
+  CHECK(groups_of(plan, 2) ==
+        Names{"tensor s0 [2,3] host-bridge", "data s0 [0,2] host-bridge",
+              "tied-embedding s0 [0,1,2,3,4,5,6,7] host-bridge"});
+  CHECK(groups_of(plan, 7) ==
+        Names{"tensor s1 [6,7] nccl", "data s1 [5,7] nccl",
+              "tied-embedding s0 [0,1,2,3,4,5,6,7] host-bridge"});
+}
+
+TEST_CASE("a single rank joins no group") {
+  CHECK(groups_of(whale::plan::load_plan("configs/plans/tiny/single.yaml"), 0).empty());
+  CHECK(std::string(to_string(GroupPurpose::tied_embedding)) == "tied-embedding");
+}
