@@ -38,14 +38,16 @@ generator=(); command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 launchers=(); command -v ccache >/dev/null 2>&1 &&
   launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 start=$(date +%s)
+mkdir -p "$build"
+log=$build/gpu-kit-configure.log
 # DT_RPATH (not RUNPATH): $ORIGIN/../lib also serves the libraries' own dependencies.
 cmake -S . -B "$build" "${generator[@]}" "${launchers[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES=90a-real -DWHALE_NATIVE=OFF -DWHALE_CUDA_STATIC_RUNTIME=ON \
   -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib' \
-  -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags > "$build.configure.log" 2>&1 ||
-  { tail -20 "$build.configure.log"; echo "gpu-kit: error: cmake configure failed" >&2; exit 1; }
-grep -q "whale: CUDA parts enabled" "$build.configure.log" ||
-  { echo "gpu-kit: error: configured without CUDA: $(grep 'whale: ' "$build.configure.log")" >&2
+  -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags > "$log" 2>&1 ||
+  { tail -20 "$log"; echo "gpu-kit: error: cmake configure failed" >&2; exit 1; }
+grep -q "whale: CUDA parts enabled" "$log" ||
+  { echo "gpu-kit: error: configured without CUDA: $(grep 'whale: ' "$log")" >&2
     exit 1; }
 cmake --build "$build" -j"$(nproc)" --target "${programs[@]}" "${tests[@]}"
 echo "gpu-kit: built in $(($(date +%s) - start)) s"
@@ -121,7 +123,7 @@ EOF
     git -C "$src" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
   echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")," \
     "$(ldd --version | head -1)"
-  echo "nvcc: $(grep -o 'nvcc [0-9.]*' "$build.configure.log" | head -1 | cut -d" " -f2), sm_90a only, CUDA runtime static"
+  echo "nvcc: $(grep -o 'nvcc [0-9.]*' "$log" | head -1 | cut -d" " -f2), sm_90a only, CUDA runtime static"
   echo "open mpi: $(ompi_info --version 2>/dev/null | head -1)"
   echo "CUDA libraries the GPU machine must have: $(tr '\n' ' ' < "$kit/cuda-libs.txt")"
   echo "mpi components left out (networks between hosts): ${left_out[*]:-none}"
