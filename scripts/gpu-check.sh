@@ -106,8 +106,8 @@ if [ -f "$kit/env.sh" ]; then
 fi
 gpu_name=$( [ $dry = 0 ] && nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -1)
 case $gpu_name in
-  *H200*) datasheet=h200-sxm-141gb ;;
   *GH200*) datasheet=gh200-96gb ;;
+  *H200*) datasheet=h200-sxm-141gb ;;
   *H100*) datasheet=h100-sxm-80gb ;;
   *A100*80GB*) datasheet=a100-sxm4-80gb ;;
   *A100*) datasheet=a100-sxm4-40gb ;;
@@ -270,15 +270,16 @@ phase_bench() {
   while read -r key val; do
     case $key in steps) steps=$val ;; on_gpu) gpu=$val ;; *) value "$model" "$key" "$val" ;; esac
   done <<< "$facts"
-  local summary="$steps of $5 steps; $(grep -v -E '^(steps|on_gpu) ' <<< "$facts" | tr '\n' ' ')"
+  local summary
+  summary="$steps of $5 steps; $(grep -v -E '^(steps|on_gpu) ' <<< "$facts" | tr '\n' ' ')"
   summary="$summary(MFU at $peak_bf16 TFLOP/s bf16, $datasheet)"
   if [ "$gpu" != 1 ]; then echo "FAIL not on a CUDA device: $summary"
   elif [ $rc = 0 ]; then echo "PASS $summary"
   else echo "FAIL $([ $rc = 124 ] && echo "cut at $6 s" || echo "exit $rc"): $summary"; fi
 }
 bench_spec() { local b; for b in "${benches[@]}"; do [ "${b%% *}" = "$1" ] && echo "$b"; done; }
-phase_bench_gpt2() { phase_bench $(bench_spec gpt2) "$1"; }
-phase_bench_gpt3() { phase_bench $(bench_spec gpt3) "$1"; }
+phase_bench_gpt2() { local spec; read -ra spec <<< "$(bench_spec gpt2)"; phase_bench "${spec[@]}" "$1"; }
+phase_bench_gpt3() { local spec; read -ra spec <<< "$(bench_spec gpt3)"; phase_bench "${spec[@]}" "$1"; }
 phase_torch_bench() {
   local limit=$1 specs=() b
   for b in "${benches[@]}"; do set -- $b; specs+=("configs/models/$2.yaml:$4:$5"); done

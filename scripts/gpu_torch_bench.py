@@ -152,7 +152,8 @@ def cmd_grid(torch, args):
                             row = f"{peak / 2**30:.4f},{step},ok"
                         except torch.cuda.OutOfMemoryError:
                             row = ",,out of memory"
-                        out.write(f"{shape['name']},{shape['sequence']},{mb},{attention},{precision},{row}\n")
+                        out.write(f"{shape['name']},{shape['sequence']},{mb},{attention},"
+                                  f"{precision},{row}\n")
                         out.flush()
 
 

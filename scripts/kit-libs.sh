@@ -3,6 +3,7 @@
 # and tests/gpu/kit_libs_test.sh. The kit carries every library its programs load except the C
 # runtime every Linux system has (glibc, libstdc++, libgcc_s) and the NVIDIA driver's and CUDA
 # Toolkit's libraries, which scripts/gpu-check.sh finds on the GPU machine.
+# shellcheck shell=bash
 
 # kit_base_lib NAME: true for a library of the C runtime that every Linux system has.
 kit_base_lib() {

@@ -9,16 +9,14 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
-#include <cstdio>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "cuda_test_device.h"
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/comm/nccl_communicator.h"
 
 namespace {
-
-constexpr int kSkipExitCode = 77;  // tests/cuda/CMakeLists.txt: SKIP_RETURN_CODE
 
 /// `count` floats of GPU 0's memory, freed on scope exit.
 struct DeviceFloats {
@@ -81,13 +79,7 @@ TEST_CASE("NCCL on one rank: all-reduce, reduce-scatter and all-gather leave the
 }
 
 int main(int argc, char** argv) {
-  int devices = 0;
-  const cudaError_t rc = cudaGetDeviceCount(&devices);
-  if (rc != cudaSuccess || devices == 0) {
-    std::printf("skipped: no CUDA device (%s)\n",
-                rc != cudaSuccess ? cudaGetErrorString(rc) : "cudaGetDeviceCount found 0");
-    return kSkipExitCode;
-  }
+  if (!whale::exec::test::have_cuda_device()) return whale::exec::test::kSkipExitCode;
   whale::exec::MpiSession mpi(&argc, &argv);
   doctest::Context context(argc, argv);
   return context.run();
