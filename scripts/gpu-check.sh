@@ -218,7 +218,7 @@ phase_fp32_step() {
   local plan; plan=$(gpu_plan configs/plans/tiny/single.yaml single-gpu)
   train configs/plans/tiny/single.yaml 1 cpu-1 --steps 1 ||
     { echo "FAIL CPU run: $(one_line "$work/cpu-1.log")"; return; }
-  train "$plan" 1 gpu-1 --steps 1 || { echo "FAIL whale-run: $(one_line "$work/gpu-1.log")"; return; }
+  train "$plan" 1 gpu-1 --steps 1 || { echo "FAIL $(one_line "$work/gpu-1.log")"; return; }
   on_gpu "$work/gpu-1.jsonl" || { echo "FAIL $no_gpu"; return; }
   local summary; summary=$(compare cpu-1 gpu-1 1) && echo "PASS $summary" || echo "FAIL $summary"
 }
@@ -227,7 +227,7 @@ phase_bridge() {
   train configs/plans/tiny/single.yaml 1 cpu-4 --steps 4 ||
     { echo "FAIL CPU run: $(one_line "$work/cpu-4.log")"; return; }
   train "$plan" 2 bridge --steps 4 ||
-    { echo "FAIL mpirun -np 2 whale-run: $(one_line "$work/bridge.log")"; return; }
+    { echo "FAIL mpirun -np 2: $(one_line "$work/bridge.log")"; return; }
   on_gpu "$work/bridge.jsonl" || { echo "FAIL $no_gpu"; return; }
   local summary; summary=$(compare cpu-4 bridge 4) && echo "PASS $summary" || echo "FAIL $summary"
 }
