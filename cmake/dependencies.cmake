@@ -9,6 +9,7 @@ find_package(Threads REQUIRED)
 # GPU parts are built when nvcc is found (CUDA Toolkit, cuBLAS, NCCL and CUPTI under
 # /usr/local/cuda by default). WHALE_CUDA=OFF forces a CPU-only build.
 option(WHALE_CUDA "build the CUDA/NCCL/CUPTI parts when nvcc is found" ON)
+option(WHALE_CUDA_STATIC_RUNTIME "link the CUDA runtime statically (cudart_static)" OFF)
 set(WHALE_HAVE_CUDA OFF)
 if(WHALE_CUDA)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)

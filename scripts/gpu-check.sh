@@ -1,104 +1,128 @@
 #!/usr/bin/env bash
 # File: gpu-check.sh
-# Verifies whale's GPU path on a machine with an NVIDIA GPU and the CUDA Toolkit: builds whale,
-# runs every GPU check and writes OUT/gpu-check.md and OUT/gpu-check.json, each check PASS, FAIL
-# or SKIP with its numbers (docs/gpu-check.md lists them and their bounds). Exits 1 when a check
-# fails, or at once, before building, when the machine has no CUDA device.
-# Usage (from anywhere): scripts/gpu-check.sh [--build DIR] [--out DIR] [--steps N]
-#   --build  build folder (default build-gpu, gitignored)
-#   --out    report folder (default BUILD/gpu-check); scratch files go to OUT/work
-#   --steps  steps of the bf16-vs-fp32 loss curves (default 300)
+# The six-minute GPU check: runs the GPU kit (scripts/gpu-kit.sh) on a machine with an NVIDIA GPU,
+# with nothing built there and none of whale's Debian packages, under a hard deadline of 360 s.
+# The phases run in the order that says the most when a run is cut short, each under its own
+# time budget (docs/gpu-check.md). Writes OUT/gpu-check.md, OUT/gpu-check.json,
+# OUT/torch-grid.csv and OUT/gpu-check-logs.tar.gz (every log, plan, metrics and profile of the
+# run, from OUT/work, which it then removes); exits 1 when a phase fails.
+# Without a GPU it prints one line and exits 1 before writing anything; --dry-run instead prints
+# the phases with their budgets and runs what needs no GPU.
+# Usage (from anywhere): scripts/gpu-check.sh --kit DIR [--out DIR] [--dry-run]
 set -uo pipefail
 caller=$(pwd)
 cd "$(dirname "$0")/.." || exit 2
-build=build-gpu out="" curve_steps=300
+src=$(pwd)
+source scripts/kit-libs.sh
+usage="usage: scripts/gpu-check.sh --kit DIR [--out DIR] [--dry-run]"
+kit="" out=build/gpu-check dry=0
 while [ $# -gt 0 ]; do
   case $1 in
-    --build) build=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --steps) curve_steps=$2; shift 2 ;;
-    *) echo "gpu-check: unknown argument '$1' (usage: scripts/gpu-check.sh [--build DIR] [--out DIR] [--steps N])"; exit 2 ;;
+    --kit) kit=${2:-}; shift 2 || shift ;;
+    --out) out=${2:-}; shift 2 || shift ;;
+    --dry-run) dry=1; shift ;;
+    *) echo "gpu-check: error: unknown argument '$1' ($usage)" >&2; exit 2 ;;
   esac
 done
-out=${out:-$build/gpu-check}
-# Folders named on the command line are relative to where the script was called from.
-case $build in /*) ;; *) [ "$build" = build-gpu ] || build=$caller/$build ;; esac
-case $out in /*) ;; *) [ "$out" = build-gpu/gpu-check ] || out=$caller/$out ;; esac
+[ -n "$kit" ] ||
+  { echo "gpu-check: error: no --kit DIR ($usage; scripts/gpu-kit.sh DIR makes one)" >&2; exit 2; }
+case $kit in /*) ;; *) kit=$caller/$kit ;; esac
+case $out in /*) ;; *) [ "$out" = build/gpu-check ] || out=$caller/$out ;; esac
+deadline_s=360
+start=$(date +%s)
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+# The phases in run order: name, budget in seconds, what it does. The budgets add up to at
+# most deadline_s; each phase also stops at the deadline, less what the report needs.
+phases=(
+  "env 8 the GPU, the driver, the kit, and where each CUDA library was found"
+  "ops 20 the CUDA op tests (test_cuda_backend) against the CPU backend"
+  "memcheck 50 the op tests under compute-sanitizer --tool memcheck"
+  "fp32_step 12 one fp32 step of the tiny model on the GPU against the CPU (compare_runs.sh)"
+  "bridge 20 the tiny dp2 plan with rank 0 on the GPU and rank 1 on a CPU (host bridge), 4 steps"
+  "nccl 12 the one-rank NCCL smoke test (test_cuda_nccl)"
+  "bf16_curve 10 the tiny model for 100 steps in bf16 and in fp32 on the GPU"
+  "bench_gpt2 35 whale-run GPT-2 124M, bf16, sequence 1024, micro-batch 8, 30 steps"
+  "bench_gpt3 55 whale-run GPT-3 1.3B, bf16, sequence 2048, micro-batch 2, 20 steps"
+  "torch_bench 40 the same two models in PyTorch eager (SDPA, bf16 autocast, fused AdamW)"
+  "torch_grid 45 PyTorch peak memory and step time, micro-batch 1,2,4 x eager/SDPA x fp32/bf16"
+  "profile 25 whale-profile --device cuda:0 --quick"
+  "predict 8 whale-sim's step and peak memory of both benchmarks from the fresh profile"
+  "report 5 gpu-check.md, gpu-check.json and the archive of every log"
+)
+report_reserve_s=5
+budget_sum=0
+for p in "${phases[@]}"; do set -- $p; budget_sum=$((budget_sum + $2)); done
+
+has_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
+if [ $dry = 0 ] && ! has_gpu; then
   echo "gpu-check: no CUDA device (nvidia-smi/cudaGetDeviceCount): nothing to check"
   exit 1
 fi
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 mkdir -p "$out/work"
-out=$(cd "$out" && pwd) work=$out/work results=$out/work/results.tsv
-: > "$results"
-src=$(pwd)
+out=$(cd "$out" && pwd) work=$out/work
+rm -rf "$work" "$out"/gpu-check.* "$out/torch-grid.csv" "$out/gpu-check-logs.tar.gz"
+mkdir -p "$work/plans" "$work/profiles"
+results=$work/results.tsv values=$work/values.tsv
+: > "$results"; : > "$values"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERED=1
 
-# record NAME STATUS NUMBERS: one check's outcome (a line of results.tsv and of stdout).
+# record NAME STATUS SECONDS BUDGET NUMBERS: one phase's outcome, in results.tsv and on stdout.
 record() {
-  printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$results"
-  echo "gpu-check: $1: $2 - $3"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >> "$results"
+  echo "gpu-check: $1: $2 ($3 s of $4) - $5"
 }
-# one_line FILE: the last non-empty line of a log, for a FAIL reason.
-one_line() { grep -v '^\s*$' "$1" 2>/dev/null | tail -1 | tr '\t' ' ' | cut -c1-300; }
-# on_gpu METRICS: whale-run reports the device of every rank in --metrics ("device":"cuda:N").
-on_gpu() { grep -q '"device":"cuda' "$1" 2>/dev/null; }
-no_gpu_reason='whale-run did not report a CUDA device in --metrics ("device":"cuda:N"): was it built with the CUDA Toolkit, and does the plan give rank 0 a GPU?'
+# value BENCH KEY VALUE: a figure of a benchmark for gpu-check.json.
+value() { [ -n "$3" ] && printf '%s %s %s\n' "$1" "$2" "$3" >> "$values"; }
+# one_line FILE: the line of a log that says the most: its last "error:" line (whale's), else its
+# last line that is not empty and not mpirun's rule.
+one_line() {
+  { grep 'error:' "$1" || grep -v -E '^\s*$|^-+$' "$1"; } 2>/dev/null | tail -1 | tr '\t' ' ' | cut -c1-300
+}
+# limited CMD...: CMD until the running phase's end (phase_end, epoch seconds); exit 124 when it
+# ran out.
+phase_end=$(($(date +%s) + 30))
+limited() {
+  local s=$((phase_end - $(date +%s)))
+  [ "$s" -ge 1 ] || s=1
+  timeout -k 5 "$s" "$@"
+}
 
-# --- build ---------------------------------------------------------------------------------
-generator=(); command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-if cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release > "$work/configure.log" 2>&1 &&
-   cmake --build "$build" -j"$(nproc)" > "$work/build.log" 2>&1; then
-  if grep -q "whale: CUDA parts enabled" "$work/configure.log"; then
-    record build PASS "$(grep -o 'nvcc [0-9.]*' "$work/configure.log" | head -1) in $build"
-  else
-    record build FAIL "configured without CUDA: $(grep 'whale: ' "$work/configure.log" | head -1)"
-  fi
-else
-  record build FAIL "$(one_line "$work/build.log")"
+echo "gpu-check: kit $kit, out $out, deadline $deadline_s s; phases and budgets (sum $budget_sum s):"
+for p in "${phases[@]}"; do
+  set -- $p; n=$1 b=$2; shift 2
+  printf 'gpu-check: phase %-11s %3s s: %s\n' "$n" "$b" "$*"
+done
+if [ "$budget_sum" -gt "$deadline_s" ]; then
+  echo "gpu-check: error: the budgets add up to $budget_sum s, over the deadline of $deadline_s s" >&2
+  exit 1
 fi
-bin=$(cd "$build" 2>/dev/null && pwd)/apps
-run=$bin/whale-run
 
-# --- the device and its datasheet profile --------------------------------------------------
-gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -1)
+# --- what every phase uses ---------------------------------------------------------------------
+kit_ok=0
+if [ -f "$kit/env.sh" ]; then
+  kit_ok=1
+  source "$kit/env.sh"
+  kit_use_cuda_libs "$kit/cuda-libs.txt" > "$work/env-cuda-libs.txt"  # onto LD_LIBRARY_PATH
+fi
+gpu_name=$( [ $dry = 0 ] && nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | head -1)
 case $gpu_name in
+  *GH200*) datasheet=gh200-96gb ;;
+  *H200*) datasheet=h200-sxm-141gb ;;
   *H100*) datasheet=h100-sxm-80gb ;;
   *A100*80GB*) datasheet=a100-sxm4-80gb ;;
   *A100*) datasheet=a100-sxm4-40gb ;;
-  *V100*32GB*) datasheet=v100-sxm2-32gb ;;
-  *V100*) datasheet=v100-sxm2-16gb ;;
-  *P100*) datasheet=p100-sxm2-16gb ;;
-  *L4*) datasheet=l4 ;;
-  *A10*) datasheet=a10 ;;
-  *T4*) datasheet=t4 ;;
-  *3090*) datasheet=rtx3090 ;;
-  *) datasheet="" ;;
+  *) datasheet=h100-sxm-80gb ;;  # the dry run's and an unknown GPU's stand-in
 esac
-# whale-run needs a GPU profile name for the plans' clusters (only its kind matters there).
-run_profile=${datasheet:-h100-sxm-80gb}
-
-# Profiles for whale-sim: the shipped ones, with this GPU's datasheet name measured afresh.
-mkdir -p "$work/profiles"
+peak_bf16=$(sed -n 's/^ *bf16: *\([0-9.][0-9.]*\).*/\1/p' "profiles/$datasheet.yaml" | head -1)
 cp profiles/*.yaml "$work/profiles/"
-if "$bin/whale-profile" --device cuda:0 --out "$work/profiles/$run_profile.yaml" \
-     > "$work/profile.log" 2>&1; then
-  profiled=1
-else
-  profiled=0
-fi
-
-# --- clusters and plans --------------------------------------------------------------------
-# One host: GPU 0 as device 0, then seven CPU ranks. Link figures are placeholders: the checks
-# that use this cluster compare numerics, not times.
+# One host: the GPU as device 0 on its own node, then seven CPU ranks. The link figures are
+# placeholders: the plans on this cluster compare numerics, and the benchmarks use one device.
 cat > "$work/gpu-cpu.yaml" <<EOF
 name: gpu-check-gpu-cpu
 nodes:
   - name: gpu
     devices:
-      - {model: $run_profile, count: 1}
+      - {model: $datasheet, count: 1}
     intra_link: {kind: nvlink, bandwidth_gbps: 100, latency_us: 5}   # placeholder (numerics only)
     network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 50}    # placeholder (numerics only)
   - name: cpus
@@ -107,241 +131,273 @@ nodes:
     intra_link: {kind: shm, bandwidth_gbps: 80, latency_us: 2}       # placeholder (numerics only)
     network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 50}    # placeholder (numerics only)
 EOF
-# gpu_plan SOURCE NAME [SED...]: SOURCE with its cluster replaced by gpu-cpu.yaml and its model
-# path made absolute, edited further by the sed expressions; prints the new path.
+# gpu_plan SOURCE NAME: SOURCE (a tiny plan) on gpu-cpu.yaml, its model path made absolute.
 gpu_plan() {
-  local source=$1 name=$2; shift 2
-  mkdir -p "$work/plans"
   sed -e "s|^cluster: .*|cluster: $work/gpu-cpu.yaml|" \
-      -e "s|^model: \.\./\.\./models/|model: $src/configs/models/|" "$@" "$source" \
-      > "$work/plans/$name.yaml"
-  echo "$work/plans/$name.yaml"
+      -e "s|^model: \.\./\.\./models/|model: $src/configs/models/|" "$1" > "$work/plans/$2.yaml"
+  echo "$work/plans/$2.yaml"
 }
-# train PLAN NP TAG ARGS...: whale-run PLAN on NP ranks into work/TAG.{jsonl,params,log}.
-train() {
-  local plan=$1 np=$2 tag=$3; shift 3
-  local launcher=(); [ "$np" -gt 1 ] && launcher=(mpirun -np "$np" --oversubscribe)
-  "${launcher[@]}" "$run" "$plan" --data data/corpus.txt --log-every 0 --seed 7 \
-    --metrics "$work/$tag.jsonl" --dump-params "$work/$tag.params" "$@" > "$work/$tag.log" 2>&1
-}
-# compare TAG_REF TAG_RUN STEPS: scripts/compare_runs.sh on two runs; prints its summary.
-compare() {
-  bash scripts/compare_runs.sh "$work/$1.jsonl" "$work/$2.jsonl" "$work/$1.params" \
-    "$work/$2.params" "$3" > "$work/compare-$2.log" 2>&1
-}
-summary_of() { grep -E '^(losses|parameters):' "$work/compare-$1.log" | tr '\n' ' ' | cut -c1-400; }
-
-# --- op tests: every executable under BUILD/tests/cuda --------------------------------------
-shopt -s nullglob
-cuda_tests=("$build"/tests/cuda/*)
-if [ ${#cuda_tests[@]} -eq 0 ]; then
-  record ops FAIL "no executables under $build/tests/cuda (they are built only when nvcc, cuBLAS, NCCL and CUPTI are found)"
-fi
-for exe in "${cuda_tests[@]}"; do
-  [ -f "$exe" ] && [ -x "$exe" ] || continue
-  name=$(basename "$exe")
-  (cd "$src" && "$exe") > "$work/$name.log" 2>&1
-  rc=$?
-  line=$(sed 's/\x1b\[[0-9;]*m//g' "$work/$name.log" | grep 'test cases:' | tail -1)
-  failed=$(echo "$line" | sed -n 's/.*| *\([0-9]*\) failed.*/\1/p')
-  if [ $rc -eq 0 ] && [ -n "$line" ] && [ "${failed:-1}" = 0 ]; then
-    record "ops/$name" PASS "$(echo "$line" | sed 's/.*test cases: *//')"
-  else
-    record "ops/$name" FAIL "exit $rc; ${line:-no doctest summary}"
-  fi
-done
-
-# --- one fp32 step on the GPU equals the CPU ------------------------------------------------
-single_gpu=$(gpu_plan configs/plans/tiny/single.yaml single-gpu)
-whale_run_cpu_only=0  # set when whale-run ran a GPU plan on the CPU: benchmarks would take hours
-train configs/plans/tiny/single.yaml 1 cpu-1 --steps 1
-if ! train "$single_gpu" 1 gpu-1 --steps 1; then
-  record fp32_step FAIL "whale-run: $(one_line "$work/gpu-1.log")"
-elif ! on_gpu "$work/gpu-1.jsonl"; then
-  record fp32_step FAIL "$no_gpu_reason"
-  whale_run_cpu_only=1
-elif compare cpu-1 gpu-1 1; then
-  record fp32_step PASS "$(summary_of gpu-1)"
-else
-  record fp32_step FAIL "$(summary_of gpu-1)"
-fi
-
-# --- tiny plans: rank 0 on the GPU, the others on CPUs, against single.yaml -----------------
-train configs/plans/tiny/single.yaml 1 cpu-20 --steps 20
-for plan in configs/plans/tiny/*.yaml; do
-  name=$(basename "$plan" .yaml)
-  [ "$name" = single ] && continue
-  np=$("$bin/whale-sim" "$plan" --format json 2>/dev/null | python3 -c \
-    'import json,sys; print(len(json.load(sys.stdin)["devices"]))' 2>/dev/null || echo 0)
-  mixed=$(gpu_plan "$plan" "mixed-$name")
-  if [ "$np" -lt 1 ] || [ "$np" -gt 8 ]; then
-    record "mixed/$name" FAIL "could not count the plan's devices with whale-sim"
-  elif ! train "$mixed" "$np" "mixed-$name" --steps 20; then
-    record "mixed/$name" FAIL "whale-run on $np ranks: $(one_line "$work/mixed-$name.log")"
-  elif ! on_gpu "$work/mixed-$name.jsonl"; then
-    record "mixed/$name" FAIL "$no_gpu_reason"
-  elif compare cpu-20 "mixed-$name" 20; then
-    record "mixed/$name" PASS "$np ranks: $(summary_of "mixed-$name")"
-  else
-    record "mixed/$name" FAIL "$np ranks: $(summary_of "mixed-$name")"
-  fi
-done
-
-# --- bf16 loss curve within 2% of fp32's ----------------------------------------------------
-bf16=$(gpu_plan configs/plans/tiny/single.yaml curve-bf16 -e 's/^precision: .*/precision: bf16/')
-fp32=$(gpu_plan configs/plans/tiny/single.yaml curve-fp32)
-if train "$fp32" 1 curve-fp32 --steps "$curve_steps" && train "$bf16" 1 curve-bf16 --steps "$curve_steps"; then
-  if ! on_gpu "$work/curve-bf16.jsonl"; then
-    record bf16_curve FAIL "$no_gpu_reason"
-  else
-    # Losses averaged over 10-step windows; the largest relative gap of bf16 to fp32.
-    verdict=$(python3 - "$work/curve-fp32.jsonl" "$work/curve-bf16.jsonl" "$curve_steps" <<'PY'
-import json, sys
-def losses(path): return [json.loads(l)["loss"] for l in open(path) if l.strip()]
-a, b, steps = losses(sys.argv[1]), losses(sys.argv[2]), int(sys.argv[3])
-if len(a) != steps or len(b) != steps: print(f"FAIL {len(a)} and {len(b)} of {steps} steps"); sys.exit()
-win = lambda v, i: sum(v[i:i + 10]) / len(v[i:i + 10])
-gap = max(abs(win(b, i) - win(a, i)) / abs(win(a, i)) for i in range(0, steps, 10))
-print(("PASS" if gap <= 0.02 else "FAIL") + f" {steps} steps, largest gap of 10-step means {gap:.4f} "
-      f"(bound 0.02); final loss fp32 {a[-1]:.4f}, bf16 {b[-1]:.4f}")
-PY
-)
-    record bf16_curve "${verdict%% *}" "${verdict#* }"
-  fi
-else
-  record bf16_curve FAIL "whale-run: $(one_line "$work/curve-bf16.log")"
-fi
-
-# --- checkpoints: GPU -> CPU and CPU -> GPU -------------------------------------------------
-train configs/plans/tiny/single.yaml 1 ckpt-ref --steps 4
-tail -2 "$work/ckpt-ref.jsonl" > "$work/ckpt-ref-tail.jsonl"
-cp "$work/ckpt-ref.params" "$work/ckpt-ref-tail.params"
-for direction in gpu-cpu cpu-gpu; do
-  first=$single_gpu second=configs/plans/tiny/single.yaml
-  [ "$direction" = cpu-gpu ] && first=configs/plans/tiny/single.yaml second=$single_gpu
-  rm -rf "$work/ckpt-$direction"
-  if train "$first" 1 "ckpt-$direction-a" --steps 2 --checkpoint-dir "$work/ckpt-$direction" \
-       --checkpoint-every 2 &&
-     train "$second" 1 "ckpt-$direction" --steps 4 --checkpoint-dir "$work/ckpt-$direction" --resume; then
-    if ! on_gpu "$work/ckpt-$direction$([ "$direction" = gpu-cpu ] && echo -a).jsonl"; then
-      record "checkpoint/$direction" FAIL "$no_gpu_reason"
-    elif compare ckpt-ref-tail "ckpt-$direction" 2; then
-      record "checkpoint/$direction" PASS "steps 1-2 then resumed 3-4: $(summary_of "ckpt-$direction")"
-    else
-      record "checkpoint/$direction" FAIL "$(summary_of "ckpt-$direction")"
-    fi
-  else
-    record "checkpoint/$direction" FAIL "whale-run: $(one_line "$work/ckpt-$direction.log")"
-  fi
-done
-
-# --- benchmarks, predicted step time and peak memory ----------------------------------------
 # bench_plan MODEL LAST_LAYER MICRO_BATCH: a one-GPU bf16 plan of MODEL.
 bench_plan() {
-  cat > "$work/plans/bench-$1.yaml" <<EOF
-cluster: $work/gpu-cpu.yaml
-model: $src/configs/models/$1.yaml
-precision: bf16
-micro_batch_size: $3
-micro_batches: 1
-schedule: 1f1b
-stages:
-  - {layers: [0, $2], devices: "0"}
-EOF
+  printf '%s\n' "cluster: $work/gpu-cpu.yaml" "model: $src/configs/models/$1.yaml" "precision: bf16" \
+    "micro_batch_size: $3" "micro_batches: 1" "schedule: 1f1b" "stages:" \
+    "  - {layers: [0, $2], devices: \"0\"}" > "$work/plans/bench-$1.yaml"
   echo "$work/plans/bench-$1.yaml"
 }
-for spec in "gpt2-124m 13 8" "gpt3-1.3b 25 2"; do
-  set -- $spec
-  model=$1 plan=$(bench_plan "$@")
-  if [ "$whale_run_cpu_only" = 1 ]; then
-    record "bench/$model" FAIL "not run: $no_gpu_reason"
-    record "memory/$model" FAIL "not run: $no_gpu_reason"
-    continue
-  fi
-  if [ "$profiled" != 1 ]; then
-    record "bench/$model" FAIL "whale-profile --device cuda:0: $(one_line "$work/profile.log")"
-    record "memory/$model" FAIL "whale-profile --device cuda:0 failed: nothing to predict with"
-    continue
-  fi
-  "$bin/whale-sim" "$plan" --profiles "$work/profiles" --format json > "$work/sim-$model.json" 2> "$work/sim-$model.log"
-  if ! timeout 3600 "$run" "$plan" --data data/corpus.txt --log-every 0 --seed 7 --steps 20 \
-         --metrics "$work/bench-$model.jsonl" > "$work/bench-$model.log" 2>&1; then
-    record "bench/$model" FAIL "whale-run: $(one_line "$work/bench-$model.log")"
-    record "memory/$model" FAIL "whale-run did not finish"
-    continue
-  fi
-  if ! on_gpu "$work/bench-$model.jsonl"; then
-    record "bench/$model" FAIL "$no_gpu_reason"
-    record "memory/$model" FAIL "$no_gpu_reason"
-    continue
-  fi
-  # Measured: the median step time of steps 6-20; MFU = whale-sim's model FLOPs per step over
-  # (measured step time x the datasheet bf16 peak). Prediction within 30%, memory within 25%.
-  verdict=$(python3 - "$work/sim-$model.json" "$work/bench-$model.jsonl" "$work/profiles/$run_profile.yaml" \
-                      "profiles/$run_profile.yaml" <<'PY'
-import json, re, statistics, sys
-sim = json.load(open(sys.argv[1]))
-rows = [json.loads(l) for l in open(sys.argv[2]) if l.strip()][5:]
-measured = statistics.median(r["step_time_s"] for r in rows)
-tokens = statistics.median(r["tokens_per_s"] for r in rows)
-peak = float(re.search(r"^\s*bf16:\s*([0-9.]+)", open(sys.argv[4]).read(), re.M).group(1)) * 1e12
-mfu = sim["model_flops_per_step"] / measured / peak
-err = sim["step_time_s"] / measured - 1
-print(("PASS" if abs(err) <= 0.30 else "FAIL") +
-      f" {tokens:.0f} tokens/s, MFU {mfu:.3f}; step {measured * 1e3:.1f} ms measured, "
-      f"{sim['step_time_s'] * 1e3:.1f} ms predicted ({err:+.1%}, bound 30%)")
-have = [r for r in rows if "peak_memory_bytes" in r]
-if not have:
-    print("FAIL whale-run --metrics has no peak_memory_bytes; predicted "
-          f"{sim['devices'][0]['peak_memory_bytes'] / 2**30:.2f} GiB")
-else:
-    got = max(r["peak_memory_bytes"] for r in have)
-    want = sim["devices"][0]["peak_memory_bytes"]
-    print(("PASS" if abs(want / got - 1) <= 0.25 else "FAIL") +
-          f" peak {got / 2**30:.2f} GiB measured, {want / 2**30:.2f} GiB predicted "
-          f"({want / got - 1:+.1%}, bound 25%)")
-PY
-)
-  bench=$(echo "$verdict" | sed -n 1p) memory=$(echo "$verdict" | sed -n 2p)
-  record "bench/$model" "${bench%% *}" "${bench#* }"
-  record "memory/$model" "${memory%% *}" "${memory#* }"
-done
+# The benchmarks: name, model, last layer (embedding, blocks, head), micro-batch, steps.
+benches=("gpt2 gpt2-124m 13 8 30" "gpt3 gpt3-1.3b 25 2 20")
+# train PLAN NP TAG ARGS...: whale-run PLAN on NP ranks into work/TAG.{jsonl,params,log}.
+train() {
+  local plan=$1 np=$2 tag=$3 launcher=(); shift 3
+  [ "$np" -gt 1 ] && launcher=(mpirun -np "$np")
+  limited "${launcher[@]}" whale-run "$plan" --data data/corpus.txt --log-every 0 --seed 7 \
+    --metrics "$work/$tag.jsonl" --dump-params "$work/$tag.params" "$@" > "$work/$tag.log" 2>&1
+}
+compare() {  # compare REF RUN STEPS: scripts/compare_runs.sh; prints its summary
+  bash scripts/compare_runs.sh "$work/$1.jsonl" "$work/$2.jsonl" "$work/$1.params" \
+    "$work/$2.params" "$3" > "$work/compare-$2.log" 2>&1
+  local rc=$?
+  grep -E '^(losses|parameters):' "$work/compare-$2.log" | tr '\n' ' ' | cut -c1-300
+  return $rc
+}
+on_gpu() { grep -q '"device":"cuda' "$1" 2>/dev/null; }
+no_gpu='whale-run did not report a CUDA device in --metrics ("device":"cuda:N")'
+# doctest_verdict LOG RC: PASS or FAIL and doctest's summary line.
+doctest_verdict() {
+  local line failed
+  line=$(sed 's/\x1b\[[0-9;]*m//g' "$1" | grep 'test cases:' | tail -1)
+  failed=$(echo "$line" | sed -n 's/.*| *\([0-9]*\) failed.*/\1/p')
+  if [ "$2" = 0 ] && [ -n "$line" ] && [ "${failed:-1}" = 0 ]; then echo "PASS ${line#*test cases:}"
+  elif [ "$2" = 124 ]; then echo "FAIL timed out; ${line:-no doctest summary}"
+  else echo "FAIL exit $2; ${line:-$(one_line "$1")}"; fi
+}
 
-# --- whale-profile against the datasheet ----------------------------------------------------
-if [ -z "$datasheet" ]; then
-  record profile SKIP "no shipped datasheet profile for '$gpu_name' in profiles/"
-elif [ "$profiled" != 1 ]; then
-  record profile FAIL "whale-profile --device cuda:0: $(one_line "$work/profile.log")"
+# --- the phases --------------------------------------------------------------------------------
+phase_env() {
+  local libs missing=""
+  if [ $kit_ok = 0 ]; then
+    echo "$([ $dry = 1 ] && echo SKIP || echo FAIL) no kit at $kit (scripts/gpu-kit.sh $kit makes one)"
+    return
+  fi
+  for elf in "$kit"/bin/whale-* "$kit"/bin/test_*; do
+    ldd "$elf" | grep -q 'not found' && missing="$missing $(basename "$elf")"
+  done
+  { cat "$kit/kit.txt"; echo; cat "$work/env-cuda-libs.txt"; echo
+    [ $dry = 1 ] || limited nvidia-smi; command -v nvcc >/dev/null && nvcc --version | tail -2
+  } > "$work/env.log" 2>&1
+  libs=$(tr '\n' ';' < "$work/env-cuda-libs.txt")
+  local gpu
+  gpu=$([ $dry = 0 ] && limited nvidia-smi --query-gpu=name,memory.total,driver_version \
+    --format=csv,noheader -i 0)
+  if [ -n "$missing" ] || grep -q 'not found' "$work/env-cuda-libs.txt"; then
+    echo "FAIL libraries not found for$missing: $libs"
+  else
+    echo "PASS ${gpu:-no GPU (dry run)}; $(sed -n 's/^commit: //p' "$kit/kit.txt"); $libs"
+  fi
+}
+phase_ops() {
+  limited "$kit/bin/test_cuda_backend" > "$work/ops.log" 2>&1
+  doctest_verdict "$work/ops.log" $?
+}
+phase_memcheck() {
+  local sanitizer rc errors
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  [ -n "$sanitizer" ] || { echo "FAIL no compute-sanitizer on PATH or in /usr/local/cuda/bin"; return; }
+  limited "$sanitizer" --tool memcheck --error-exitcode 9 "$kit/bin/test_cuda_backend" \
+    > "$work/memcheck.log" 2>&1
+  rc=$?
+  errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$work/memcheck.log" | tail -1)
+  if [ $rc = 0 ] && [ "$errors" = "ERROR SUMMARY: 0 error" ]; then
+    echo "PASS $errors; $(doctest_verdict "$work/memcheck.log" 0 | cut -d' ' -f2-)"
+  elif [ $rc = 124 ]; then
+    echo "FAIL cut at $1 s: $(grep -c '^========= [A-Z]' "$work/memcheck.log") sanitizer reports" \
+      "so far, last test case: $(grep -o 'TEST CASE: .*' "$work/memcheck.log" | tail -1)"
+  else echo "FAIL exit $rc; ${errors:-$(one_line "$work/memcheck.log")}"; fi
+}
+phase_fp32_step() {
+  local plan; plan=$(gpu_plan configs/plans/tiny/single.yaml single-gpu)
+  train configs/plans/tiny/single.yaml 1 cpu-1 --steps 1 ||
+    { echo "FAIL CPU run: $(one_line "$work/cpu-1.log")"; return; }
+  train "$plan" 1 gpu-1 --steps 1 || { echo "FAIL $(one_line "$work/gpu-1.log")"; return; }
+  on_gpu "$work/gpu-1.jsonl" || { echo "FAIL $no_gpu"; return; }
+  local summary; summary=$(compare cpu-1 gpu-1 1) && echo "PASS $summary" || echo "FAIL $summary"
+}
+phase_bridge() {
+  local plan; plan=$(gpu_plan configs/plans/tiny/dp2.yaml dp2-gpu-cpu)
+  train configs/plans/tiny/single.yaml 1 cpu-4 --steps 4 ||
+    { echo "FAIL CPU run: $(one_line "$work/cpu-4.log")"; return; }
+  train "$plan" 2 bridge --steps 4 ||
+    { echo "FAIL mpirun -np 2: $(one_line "$work/bridge.log")"; return; }
+  on_gpu "$work/bridge.jsonl" || { echo "FAIL $no_gpu"; return; }
+  local summary; summary=$(compare cpu-4 bridge 4) && echo "PASS $summary" || echo "FAIL $summary"
+}
+phase_nccl() {
+  limited mpirun -np 1 "$kit/bin/test_cuda_nccl" > "$work/nccl.log" 2>&1
+  doctest_verdict "$work/nccl.log" $?
+}
+phase_bf16_curve() {
+  local steps=100 fp32 bf16
+  fp32=$(gpu_plan configs/plans/tiny/single.yaml curve-fp32)
+  bf16=$(gpu_plan configs/plans/tiny/single-bf16.yaml curve-bf16)
+  train "$fp32" 1 curve-fp32 --steps $steps ||
+    { echo "FAIL fp32: $(one_line "$work/curve-fp32.log")"; return; }
+  train "$bf16" 1 curve-bf16 --steps $steps ||
+    { echo "FAIL bf16: $(one_line "$work/curve-bf16.log")"; return; }
+  on_gpu "$work/curve-bf16.jsonl" || { echo "FAIL $no_gpu"; return; }
+  python3 scripts/gpu_check_report.py curve "$work/curve-fp32.jsonl" "$work/curve-bf16.jsonl" $steps
+}
+# phase_bench NAME MODEL LAST MICRO_BATCH STEPS SECONDS: one of `benches`.
+phase_bench() {
+  local name=$1 model=$2 plan; plan=$(bench_plan "$2" "$3" "$4")
+  whale-sim "$plan" --profiles "$work/profiles" --format json > "$work/sim-datasheet-$model.json" \
+    2> "$work/sim-datasheet-$model.log" ||
+    { echo "FAIL whale-sim: $(one_line "$work/sim-datasheet-$model.log")"; return; }
+  # Random tokens of the model's vocabulary (the text corpus has the byte tokenizer's 256).
+  local vocabulary; vocabulary=$(sed -n 's/^vocabulary: *\([0-9]*\).*/\1/p' "configs/models/$model.yaml")
+  python3 scripts/gpu_check_report.py tokens "$work/tokens-$model.bin" "$vocabulary" 1048576 7
+  limited whale-run "$plan" --data "$work/tokens-$model.bin" --log-every 0 --seed 7 --steps "$5" \
+    --metrics "$work/bench-$model.jsonl" > "$work/bench-$model.log" 2>&1
+  local rc=$? facts partial
+  # Killed inside a long step, whale-run leaves its metrics, flushed each step, in the
+  # temporary file it would have renamed (AtomicFile).
+  partial=$(ls "$work/.bench-$model.jsonl.tmp."* 2>/dev/null | head -1)
+  [ -s "$work/bench-$model.jsonl" ] || [ -z "$partial" ] || mv "$partial" "$work/bench-$model.jsonl"
+  [ -s "$work/bench-$model.jsonl" ] ||
+    { echo "FAIL exit $rc, no step finished: $(one_line "$work/bench-$model.log")"; return; }
+  facts=$(python3 scripts/gpu_check_report.py bench "$work/bench-$model.jsonl" \
+    "$work/sim-datasheet-$model.json" "$peak_bf16")
+  local key val steps=0 gpu=0
+  while read -r key val; do
+    case $key in steps) steps=$val ;; on_gpu) gpu=$val ;; *) value "$model" "$key" "$val" ;; esac
+  done <<< "$facts"
+  local summary
+  summary="$steps of $5 steps; $(grep -v -E '^(steps|on_gpu) ' <<< "$facts" | tr '\n' ' ')"
+  summary="$summary(MFU at $peak_bf16 TFLOP/s bf16, $datasheet)"
+  if [ "$gpu" != 1 ]; then echo "FAIL not on a CUDA device: $summary"
+  elif [ $rc = 0 ]; then echo "PASS $summary"
+  else echo "FAIL $([ $rc = 124 ] && echo "cut at $6 s" || echo "exit $rc"): $summary"; fi
+}
+bench_spec() { local b; for b in "${benches[@]}"; do [ "${b%% *}" = "$1" ] && echo "$b"; done; }
+phase_bench_gpt2() { local spec; read -ra spec <<< "$(bench_spec gpt2)"; phase_bench "${spec[@]}" "$1"; }
+phase_bench_gpt3() { local spec; read -ra spec <<< "$(bench_spec gpt3)"; phase_bench "${spec[@]}" "$1"; }
+phase_torch_bench() {
+  local limit=$1 specs=() b
+  for b in "${benches[@]}"; do set -- $b; specs+=("configs/models/$2.yaml:$4:$5"); done
+  limited python3 scripts/gpu_torch_bench.py bench "${specs[@]}" --deadline-s $((limit - 3)) \
+    > "$work/torch-bench.jsonl" 2> "$work/torch-bench.log"
+  local rc=$? model tokens peak rows=0
+  while IFS=' ' read -r model tokens peak; do
+    rows=$((rows + 1))
+    value "$model" pytorch_tokens_per_s "$tokens"; value "$model" pytorch_peak_memory_gib "$peak"
+  done < <(python3 -c 'import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    print(r["model"], r.get("tokens_per_s", ""), r["peak_memory_gib"])' \
+    < "$work/torch-bench.jsonl" 2>/dev/null)
+  local summary; summary=$(tr '\n' ' ' < "$work/torch-bench.jsonl" | cut -c1-400)
+  if [ $rc = 0 ] && [ $rows = ${#benches[@]} ]; then echo "PASS $summary"
+  else
+    echo "FAIL exit $rc, $rows of ${#benches[@]} models: ${summary:-$(one_line "$work/torch-bench.log")}"
+  fi
+}
+phase_torch_grid() {
+  limited python3 scripts/gpu_torch_bench.py grid "$out/torch-grid.csv" \
+    configs/models/gpt2-124m.yaml configs/models/gpt3-1.3b.yaml --micro-batches 1,2,4 \
+    --deadline-s $(($1 - 3)) > "$work/torch-grid.log" 2>&1
+  local rc=$? rows=0
+  [ -f "$out/torch-grid.csv" ] && rows=$(($(wc -l < "$out/torch-grid.csv") - 1))
+  if [ $rc = 0 ] && [ "$rows" = 24 ]; then echo "PASS 24 rows in torch-grid.csv"
+  else echo "FAIL exit $rc, $rows of 24 rows in torch-grid.csv: $(one_line "$work/torch-grid.log")"; fi
+}
+phase_profile() {
+  limited whale-profile --device cuda:0 --quick --out "$work/profiles/$datasheet.yaml" \
+    > "$work/profile.log" 2>&1
+  local rc=$?
+  if [ $rc = 0 ]; then
+    echo "PASS $(grep -E '^ *bf16:|^memory_bandwidth' "$work/profiles/$datasheet.yaml" | head -2 |
+      tr -s ' \n' ' ')"
+  else
+    cp "profiles/$datasheet.yaml" "$work/profiles/"
+    echo "FAIL exit $rc: $(one_line "$work/profile.log")"
+  fi
+}
+phase_predict() {
+  local limit=$1 b summary="" status=PASS source=fresh
+  # Without a fresh profile (a dry run, or whale-profile failed) the datasheet's stands in.
+  if cmp -s "profiles/$datasheet.yaml" "$work/profiles/$datasheet.yaml"; then
+    source=datasheet; [ $dry = 1 ] || status=FAIL
+  fi
+  for b in "${benches[@]}"; do
+    set -- $b
+    local plan; plan=$(bench_plan "$2" "$3" "$4")
+    if ! limited whale-sim "$plan" --profiles "$work/profiles" --format json > "$work/sim-$2.json" \
+         2> "$work/sim-$2.log"; then
+      summary="$summary $2: whale-sim failed: $(one_line "$work/sim-$2.log");"; status=FAIL; continue
+    fi
+    local key val
+    while read -r key val; do value "$2" "$key" "$val"; summary="$summary $2 $key $val"; done \
+      < <(python3 scripts/gpu_check_report.py predict "$work/sim-$2.json")
+  done
+  echo "$status ($source profile $datasheet)$summary"
+}
+
+# run_phase NAME BUDGET: runs phase_NAME under min(BUDGET, the time left before the report).
+run_phase() {
+  local name=$1 budget=$2 t0 limit verdict
+  t0=$(date +%s)
+  limit=$((deadline_s - (t0 - start) - report_reserve_s))
+  [ "$limit" -gt "$budget" ] && limit=$budget
+  if [ "$limit" -lt 2 ]; then
+    record "$name" SKIP 0 "$budget" "the deadline of $deadline_s s has passed"
+    return
+  fi
+  phase_end=$((t0 + limit))
+  verdict=$("phase_$name" "$limit")
+  [ -n "$verdict" ] || verdict="FAIL the phase printed no verdict"
+  record "$name" "${verdict%% *}" "$(($(date +%s) - t0))" "$budget" "${verdict#* }"
+}
+
+if [ $dry = 1 ]; then
+  # What needs no GPU: the kit and its CUDA libraries, the plans, whale-sim's predictions from
+  # the shipped datasheet profile, the PyTorch script's model reading, and the report itself.
+  for p in "${phases[@]}"; do
+    set -- $p
+    case $1 in
+      env) run_phase env "$2" ;;
+      predict)
+        if [ $kit_ok = 1 ]; then run_phase predict "$2"; else record predict SKIP 0 "$2" "no kit: no whale-sim"; fi ;;
+      torch_bench)
+        t0=$(date +%s)
+        if python3 scripts/gpu_torch_bench.py check configs/models/gpt2-124m.yaml \
+             configs/models/gpt3-1.3b.yaml > "$work/torch-check.log" 2>&1
+        then record torch_bench SKIP $(($(date +%s) - t0)) "$2" "dry run: the script reads both models"
+        else
+          record torch_bench FAIL $(($(date +%s) - t0)) "$2" "$(one_line "$work/torch-check.log")"
+        fi ;;
+      report) ;;
+      *) record "$1" SKIP 0 "$2" "dry run: needs a GPU" ;;
+    esac
+  done
 else
-  verdict=$(python3 - "$work/profiles/$datasheet.yaml" "profiles/$datasheet.yaml" <<'PY'
-import re, sys
-def figures(path):
-    text = open(path).read()
-    bw = float(re.search(r"^memory_bandwidth_gbytes_per_s:\s*([0-9.eE+-]+)", text, re.M).group(1))
-    bf16 = float(re.search(r"^\s+bf16:\s*([0-9.eE+-]+)", text, re.M).group(1))
-    return bw, bf16
-(bw, bf16), (sheet_bw, sheet_bf16) = figures(sys.argv[1]), figures(sys.argv[2])
-ok = 0.5 <= bf16 / sheet_bf16 <= 1.05 and 0.5 <= bw / sheet_bw <= 1.05
-print(("PASS" if ok else "FAIL") + f" bf16 {bf16:.1f} of {sheet_bf16:.1f} TFLOP/s ({bf16 / sheet_bf16:.0%}), "
-      f"memory {bw:.0f} of {sheet_bw:.0f} GB/s ({bw / sheet_bw:.0%}); bounds 50%-105%")
-PY
-)
-  record profile "${verdict%% *}" "${verdict#* }"
+  for p in "${phases[@]}"; do
+    set -- $p
+    case $1 in
+      report) ;;
+      *) run_phase "$1" "$2" ;;
+    esac
+  done
 fi
 
-# --- report ---------------------------------------------------------------------------------
-python3 - "$results" "$out" "$gpu_name" <<'PY'
-import json, sys
-rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
-checks = [{"check": r[0], "status": r[1], "numbers": r[2] if len(r) > 2 else ""} for r in rows]
-counts = {s: sum(c["status"] == s for c in checks) for s in ("PASS", "FAIL", "SKIP")}
-json.dump({"gpu": sys.argv[3], "counts": counts, "checks": checks},
-          open(sys.argv[2] + "/gpu-check.json", "w"), indent=1)
-with open(sys.argv[2] + "/gpu-check.md", "w") as md:
-    md.write(f"# gpu-check on {sys.argv[3]}\n\n{counts['PASS']} PASS, {counts['FAIL']} FAIL, "
-             f"{counts['SKIP']} SKIP\n\n| check | status | numbers |\n|---|---|---|\n")
-    for c in checks:
-        md.write(f"| {c['check']} | {c['status']} | {c['numbers'].replace('|', '/')} |\n")
-PY
-echo "gpu-check: report in $out/gpu-check.md and $out/gpu-check.json"
-! grep -q "	FAIL	" "$results"
+# --- report ------------------------------------------------------------------------------------
+t0=$(date +%s)
+title="${gpu_name:-dry run, no GPU}, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+python3 scripts/gpu_check_report.py report "$results" "$values" "$out" "$title" 2> "$work/report.log"
+record report "$([ -s "$out/gpu-check.json" ] && echo PASS || echo FAIL)" "$(($(date +%s) - t0))" 5 \
+  "$out/gpu-check.md, gpu-check.json, gpu-check-logs.tar.gz; $(($(date +%s) - start)) s in all"
+python3 scripts/gpu_check_report.py report "$results" "$values" "$out" "$title" 2>> "$work/report.log"
+tar -czf "$out/gpu-check-logs.tar.gz" -C "$out" work
+# OUT keeps four files, so that all of it comes back from a machine that returns a few files.
+failed=$(grep -c "	FAIL	" "$results")
+rm -rf "$work"
+echo "gpu-check: report in $out/gpu-check.md and $out/gpu-check.json, logs in $out/gpu-check-logs.tar.gz"
+[ "$failed" = 0 ]

@@ -5,22 +5,10 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include <cuda_runtime.h>
-
-#include <cstdio>
-
-namespace {
-constexpr int kSkipExitCode = 77;  // tests/cuda/CMakeLists.txt: SKIP_RETURN_CODE
-}
+#include "cuda_test_device.h"
 
 int main(int argc, char** argv) {
-  int devices = 0;
-  const cudaError_t rc = cudaGetDeviceCount(&devices);
-  if (rc != cudaSuccess || devices == 0) {
-    std::printf("skipped: no CUDA device (%s)\n",
-                rc != cudaSuccess ? cudaGetErrorString(rc) : "cudaGetDeviceCount found 0");
-    return kSkipExitCode;
-  }
+  if (!whale::exec::test::have_cuda_device()) return whale::exec::test::kSkipExitCode;
   doctest::Context context(argc, argv);
   return context.run();
 }

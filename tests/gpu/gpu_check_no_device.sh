@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # File: gpu_check_no_device.sh
 # Runs scripts/gpu-check.sh on a machine without a CUDA device and asserts its exact line, its
-# exit code 1, and that it wrote nothing (it stops before building).
+# exit code 1, and that it wrote nothing (it stops before running anything).
 # Usage (from the source root): tests/gpu/gpu_check_no_device.sh SCRATCH_DIR
 set -uo pipefail
 scratch=$1
@@ -10,7 +10,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q 
   exit 77
 fi
 rm -rf "$scratch"
-output=$(bash scripts/gpu-check.sh --build "$scratch/build" --out "$scratch/report" 2>&1)
+output=$(bash scripts/gpu-check.sh --kit "$scratch/kit" --out "$scratch/report" 2>&1)
 rc=$?
 expected="gpu-check: no CUDA device (nvidia-smi/cudaGetDeviceCount): nothing to check"
 status=0
