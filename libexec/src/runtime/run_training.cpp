@@ -20,6 +20,7 @@
 #include "whale/exec/runtime/executor.h"
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/runtime/rank_layout.h"
+#include "whale/exec/runtime/rank_placement.h"
 #include "whale/exec/runtime/rank_threads.h"
 #include "whale/exec/runtime/run_signals.h"
 #include "whale/exec/comm/run_transport.h"
@@ -55,6 +56,13 @@ std::string gpu_models(const plan::Plan& plan) {
   return models;
 }
 
+/// How far the placement check compares device models: --device cpu runs every rank on its CPU,
+/// --device gpu on whatever GPUs the hosts have.
+DeviceCheck device_check(const std::string& device) {
+  if (device == "cpu") return DeviceCheck::none;
+  return device == "gpu" ? DeviceCheck::any_gpu : DeviceCheck::model;
+}
+
 /// True on every rank once any rank got SIGINT/SIGTERM.
 bool stop_agreed(PeerTransport& transport) {
   std::vector<double> flag = {stop_requested() ? 1.0 : 0.0};
@@ -75,6 +83,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
   plan::check_runnable(plan);
   const RankLayout layout(plan);
   layout.check_world_size(transport->size());
+  check_placement_on_all_ranks(plan, layout, transport->rank(), device_check(options.device));
   const std::string gpus = gpu_models(plan);
   if (root && !gpus.empty())  // one note per run, not one per rank
     log << "whale-run: note: the plan's devices include GPUs (" << gpus
@@ -113,8 +122,8 @@ void run_training(const RunOptions& options, std::ostream& log) {
   executor_options.learning_rate = options.learning_rate;
   executor_options.record_timeline = !options.trace_file.empty();
   executor_options.record_layer_times = !options.layer_times_file.empty();
-  if (!options.device.empty() && options.device != "cpu")
-    throw Error("", "--device", "\"cpu\", got \"" + options.device + "\"",
+  if (!options.device.empty() && options.device != "cpu" && options.device != "gpu")
+    throw Error("", "--device", "\"cpu\" or \"gpu\", got \"" + options.device + "\"",
                 "leave --device out to run on the plan's devices");
   executor_options.cpu_device = options.device == "cpu";
   if (options.threads < 0)
