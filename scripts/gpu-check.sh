@@ -121,7 +121,8 @@ gpu_plan() {
 train() {
   local plan=$1 np=$2 tag=$3; shift 3
   local launcher=(); [ "$np" -gt 1 ] && launcher=(mpirun -np "$np" --oversubscribe)
-  "${launcher[@]}" "$run" "$plan" --data data/corpus.txt --log-every 0 --seed 7 \
+  # --device gpu: the plans' GPU profile may not be this GPU's (run_profile above).
+  "${launcher[@]}" "$run" "$plan" --data data/corpus.txt --log-every 0 --seed 7 --device gpu \
     --metrics "$work/$tag.jsonl" --dump-params "$work/$tag.params" "$@" > "$work/$tag.log" 2>&1
 }
 # compare TAG_REF TAG_RUN STEPS: scripts/compare_runs.sh on two runs; prints its summary.

@@ -4,6 +4,8 @@
 // and the GPU list as CUDA_VISIBLE_DEVICES restricts nvidia-smi's.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -71,8 +73,9 @@ TEST_CASE("placement: two GPU nodes on one host collide, unless every rank runs 
   std::vector<RankReport> reports = right_reports();
   for (int rank = 8; rank < 16; ++rank) reports[rank].host = "n0";
   CHECK(placement_error(plan, reports).find(": rank 8 on host n0 (local rank 8): a host of its own for "
-                                            "cluster node a100-1, but rank 0 of node a100-0 runs there "
-                                            "too, and their GPUs would collide (hint: ") != std::string::npos);
+                                            "the GPUs of cluster node a100-1, but GPU rank 0 of node a100-0 "
+                                            "runs there too, and their GPU indices would collide (hint: ") !=
+        std::string::npos);
   CHECK(placement_error(plan, reports, DeviceCheck::none) == "");
 }
 
@@ -101,6 +104,24 @@ TEST_CASE("placement: a host without GPUs, and a rank that sees fewer GPUs than 
   CHECK(placement_error(plan, reports).find(": rank 27 on host n3 (local rank 3): GPU 3 as v100-sxm2-16gb "
                                             "(plan device 27, cluster node v100-1), but the rank sees 1 "
                                             "GPU(s) (hint: ") != std::string::npos);
+}
+
+TEST_CASE("placement: one GPU rank beside the CPU ranks of another node on its host passes") {
+  // The shape of scripts/gpu-check.sh's mixed plans: GPU 0 as node "gpu", then CPU node "cpus".
+  const std::string dir = std::string(WHALE_BINARY_DIR) + "/rank-placement";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/gpu-cpu.yaml")
+      << "name: gpu-cpu\nnodes:\n"
+         "  - {name: gpu, devices: [{model: a100-sxm4-40gb}], intra_link: {kind: nvlink, bandwidth_gbps: 1, latency_us: 1},"
+         " network: {kind: ethernet, bandwidth_gbps: 1, latency_us: 1}}\n"
+         "  - {name: cpus, devices: [{model: cpu, count: 2}], intra_link: {kind: shm, bandwidth_gbps: 1, latency_us: 1},"
+         " network: {kind: ethernet, bandwidth_gbps: 1, latency_us: 1}}\n";
+  std::ofstream(dir + "/plan.yaml") << "cluster: gpu-cpu.yaml\nmodel: " << WHALE_SOURCE_DIR
+                                    << "/configs/models/tiny.yaml\nmicro_batch_size: 12\nmicro_batches: 1\n"
+                                       "schedule: 1f1b\nstages:\n  - {layers: [0, 9], devices: \"0-2\", shares: [4, 4, 4]}\n";
+  const whale::plan::Plan plan = whale::plan::load_plan(dir + "/plan.yaml");
+  const std::vector<RankReport> one_host(3, RankReport{"box", {kA100}, ""});
+  CHECK(placement_error(plan, one_host) == "");
 }
 
 TEST_CASE("placement: CPU nodes may share a host; one CPU node may not span two") {

@@ -34,11 +34,11 @@ TEST_CASE("every shipped GPU profile matches its GPU's reported name, and no oth
       {"NVIDIA GeForce RTX 3090", "rtx3090"},      {"NVIDIA GeForce RTX 4090", "rtx4090"},
       {"NVIDIA GeForce RTX 2080 Ti", "rtx2080ti"}, {"NVIDIA TITAN RTX", "titan-rtx"},
       {"NVIDIA B200", "b200"}};
-  for (const auto& [reported, profile] : pairs) {
-    for (const auto& [other_reported, other_profile] : pairs) {
-      CAPTURE(reported);
-      CAPTURE(other_profile);
-      CHECK(device_name_matches(reported, other_profile) == (profile == other_profile));
+  for (const auto& gpu : pairs) {
+    for (const auto& other : pairs) {
+      CAPTURE(gpu.first);
+      CAPTURE(other.second);
+      CHECK(device_name_matches(gpu.first, other.second) == (gpu.second == other.second));
     }
   }
 }

@@ -3,8 +3,6 @@
 // OpenMPI hostfile, against hand-written files; hosts of plans that use part of a node; --hosts.
 #include <doctest/doctest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "test_specs_util.h"
@@ -14,14 +12,9 @@ using namespace whale::plan;
 using whale::plan::testing::scratch_file;
 using whale::plan::testing::source_path;
 
-namespace {
+using whale::plan::testing::read_text;
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+namespace {
 
 const std::string kHeteroPlan = "configs/plans/a100-v100-gpt3-1.3b.yaml";
 const std::string kExpected = "tests/plan/data/launch/a100-v100-gpt3-1.3b";
@@ -31,7 +24,7 @@ const std::string kExpected = "tests/plan/data/launch/a100-v100-gpt3-1.3b";
 TEST_CASE("the A100 + V100 plan's Slurm script: a heterogeneous job of two node types") {
   const Plan plan = load_plan(source_path(kHeteroPlan));
   const LaunchSpec spec = whale_run_launch(plan, "", {});
-  CHECK(slurm_script(spec) == read(source_path(kExpected + ".slurm.sh")));
+  CHECK(slurm_script(spec) == read_text(source_path(kExpected + ".slurm.sh")));
 }
 
 TEST_CASE("the A100 + V100 plan's hostfile with every node mapped to a real host") {
@@ -40,7 +33,7 @@ TEST_CASE("the A100 + V100 plan's hostfile with every node mapped to a real host
       "a100-0=gpu01,a100-1=gpu02,v100-0=gpu11,v100-1=gpu12,v100-2=gpu13,v100-3=gpu14,v100-4=gpu15,"
       "v100-5=gpu16", plan.cluster, "--hosts");
   const LaunchSpec spec = whale_run_launch(plan, "", hosts);
-  CHECK(mpirun_hostfile(spec, "hosts.txt") == read(source_path(kExpected + ".hostfile")));
+  CHECK(mpirun_hostfile(spec, "hosts.txt") == read_text(source_path(kExpected + ".hostfile")));
   CHECK(mpirun_command(spec, "hosts.txt") ==
         "mpirun -np 64 --hostfile hosts.txt --map-by slot --bind-to none whale-run plan.yaml --data DATA");
 }
@@ -108,7 +101,7 @@ TEST_CASE("write_launch writes the file whole and says how to run it") {
   CHECK(write_launch(Launcher::mpirun, spec, path, "--export-launch") ==
         "OpenMPI hostfile of whale-run of dp2.yaml: " + path + "\n  run: mpirun -np 2 --hostfile " + path +
             " --map-by slot --bind-to none whale-run dp2.yaml --data DATA\n");
-  const std::string text = read(path);
+  const std::string text = read_text(path);
   CHECK(text.find("Host names are") == std::string::npos);
   CHECK(text.substr(text.size() - 40) == "# ranks 0-1: local, 2 x cpu\nbox slots=2\n");
   CHECK_SPEC_ERROR([&] { write_launch(Launcher::slurm, spec, "/nonexistent/job.sh", "--export-launch"); },

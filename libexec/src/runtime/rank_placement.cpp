@@ -40,18 +40,19 @@ struct Placement {
   }
 
   void check_hosts(int rank, bool check_gpus, std::map<std::string, int>& first_of_node,
-                   std::map<std::string, int>& first_on_host) const {
+                   std::map<std::string, int>& first_gpu_on_host) const {
     const auto [node_first, new_node] = first_of_node.emplace(node(rank), rank);
     const int mate = node_first->second;
     if (!new_node && reports[mate].host != reports[rank].host)
       fail(rank, "the host of cluster node " + node(rank) + ", " + reports[mate].host +
                      ", where its rank " + std::to_string(mate) + " runs", kLaunchHint);
-    const auto [host_first, new_host] = first_on_host.emplace(reports[rank].host, rank);
+    if (!check_gpus || !gpu(rank)) return;
+    const auto [host_first, new_host] = first_gpu_on_host.emplace(reports[rank].host, rank);
     const int other = host_first->second;
-    if (!new_host && check_gpus && node(other) != node(rank) && (gpu(other) || gpu(rank)))
-      fail(rank, "a host of its own for cluster node " + node(rank) + ", but rank " +
+    if (!new_host && node(other) != node(rank))
+      fail(rank, "a host of its own for the GPUs of cluster node " + node(rank) + ", but GPU rank " +
                      std::to_string(other) + " of node " + node(other) +
-                     " runs there too, and their GPUs would collide", kLaunchHint);
+                     " runs there too, and their GPU indices would collide", kLaunchHint);
   }
 
   void check_gpu(int rank, DeviceCheck check) const {
@@ -90,9 +91,9 @@ void check_rank_placement(const plan::Plan& plan, const RankLayout& layout,
     throw std::invalid_argument("check_rank_placement: " + std::to_string(reports.size()) +
                                 " reports for " + std::to_string(layout.world_size()) + " ranks");
   const Placement placement{plan, layout, reports, local_ranks(reports)};
-  std::map<std::string, int> first_of_node, first_on_host;
+  std::map<std::string, int> first_of_node, first_gpu_on_host;
   for (int rank = 0; rank < layout.world_size(); ++rank) {
-    placement.check_hosts(rank, check != DeviceCheck::none, first_of_node, first_on_host);
+    placement.check_hosts(rank, check != DeviceCheck::none, first_of_node, first_gpu_on_host);
     if (check != DeviceCheck::none && placement.gpu(rank)) placement.check_gpu(rank, check);
   }
 }

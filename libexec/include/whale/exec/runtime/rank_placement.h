@@ -36,8 +36,8 @@ std::vector<int> local_ranks(const std::vector<RankReport>& reports);
 /// Checks `reports` (indexed by rank) against the plan, rank by rank, and throws whale::Error
 /// (the plan file, "rank R on host H") for the first rank that is misplaced:
 /// - its host differs from that of the first rank of its cluster node;
-/// - it shares a host with a rank of another cluster node while either runs a GPU (the two
-///   nodes' GPUs would collide), unless `check` is none;
+/// - it runs a GPU and shares a host with a GPU rank of another cluster node (their GPU
+///   indices would collide), unless `check` is none; CPU ranks of several nodes may share one;
 /// - it runs a GPU device (unless `check` is none) and sees no GPU of its device's index on its
 ///   node, or (with `check` model) that GPU's name does not match the device's profile
 ///   (plan::device_name_matches).
