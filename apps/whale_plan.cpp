@@ -12,6 +12,7 @@
 #include "whale/plan/plan_runtime.h"
 #include "whale/plan/limits.h"
 #include "whale/plan/export.h"
+#include "whale/plan/launch.h"
 #include "whale/plan/planner.h"
 #include "whale/plan/timeline.h"
 #include "whale/sim/report.h"
@@ -57,14 +58,23 @@ int main(int argc, char** argv) {
       ->check(whale::app::output_file());
   app.add_flag("--export-constrained", export_constrained,
                "export the best plan the framework can express when it cannot express the best one");
+  whale::plan::LaunchRequests launches;
+  std::string hosts_text;
+  CLI::Option* launch = app.add_option("--export-launch", launches,
+                 "slurm FILE or mpirun FILE: the best plan's launch across machines (docs/run.md)");
+  app.add_option("--hosts", hosts_text, "NODE=HOST,...: real host names of the cluster's nodes in --export-launch")
+      ->needs(launch);
   return whale::app::run_tool("whale-plan", app, argc, argv, [&] {
     if (export_constrained && megatron_path.empty() && deepspeed_path.empty())
       throw whale::Error("", "--export-constrained", "--export-megatron or --export-deepspeed to apply to",
                          "name the framework's output file");
     whale::app::check_distinct_outputs({{"--out", out_path}, {"--trace", trace_path}, {"--svg", svg_path},
                                         {"--export-megatron", megatron_path}, {"--export-deepspeed", deepspeed_path}});
+    for (const auto& entry : launches) whale::plan::parse_launcher(entry.first, "--export-launch");  // before the search
     if (runnable) options.strategies = whale::plan::runnable_strategies();
     const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
+    const whale::plan::HostMap hosts =
+        hosts_text.empty() ? whale::plan::HostMap{} : whale::plan::parse_host_map(hosts_text, cluster, "--hosts");
     whale::plan::Model model = whale::plan::load_model(model_path);
     if (allow_tf32) model.training.framework_precision.allow_tf32 = true;
     if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);
@@ -114,6 +124,9 @@ int main(int argc, char** argv) {
       std::cerr << whale::plan::export_best(result, cluster, model, simulator, options, framework,
                                             export_constrained, path);
     }
+    if (!launches.empty())
+      std::cerr << whale::plan::write_launches(launches, whale::plan::whale_run_launch(best.plan, out_path, hosts),
+                                               "--export-launch");
     std::cout.flush();
     if (!std::cout) throw whale::Error("(stdout)", "", "a writable standard output", "the disk may be full");
     return 0;

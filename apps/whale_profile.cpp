@@ -12,6 +12,7 @@
 #include "tool_main.h"
 #include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
+#include "whale/plan/launch.h"
 #include "whale/plan/version.h"
 
 namespace {
@@ -25,6 +26,8 @@ struct Args {
   std::string link_kind;
   bool quick = false;
   bool links = false;
+  whale::plan::LaunchRequests launches;  // --export-launch slurm|mpirun FILE
+  std::string cluster, nodes, hosts;
 };
 
 void progress_line(const std::string& line) { std::cerr << "whale-profile: " << line << "\n"; }
@@ -87,6 +90,19 @@ int run_links(const Args& args) {
   return 0;
 }
 
+// Writes the launch files of the links measurement across cluster nodes; measures nothing.
+int export_links_launch(const Args& args) {
+  if (args.cluster.empty())
+    throw whale::Error("", "--export-launch", "a --cluster whose nodes to launch on",
+                       "e.g. --cluster configs/clusters/a100-v100.yaml --nodes a100-0,v100-0");
+  const whale::plan::Cluster cluster = whale::plan::load_cluster(args.cluster);
+  const whale::plan::HostMap hosts =
+      args.hosts.empty() ? whale::plan::HostMap{} : whale::plan::parse_host_map(args.hosts, cluster, "--hosts");
+  const whale::plan::LaunchSpec spec = whale::plan::links_launch(cluster, args.nodes, hosts, args.out, "--nodes");
+  std::cout << whale::plan::write_launches(args.launches, spec, "--export-launch");
+  return 0;
+}
+
 int run_check(const Args& args) {
   std::cout << summarize_profile(whale::plan::load_device_profile(args.check));
   return 0;
@@ -105,6 +121,14 @@ int main(int argc, char** argv) {
   CLI::Option* quick = app.add_flag("--quick", args.quick, "a smaller sweep that runs in a few seconds");
   CLI::Option* links = app.add_flag("--links", args.links, "time ping-pong and all-reduce between MPI ranks");
   app.add_option("--link-kind", args.link_kind, "the link kind written with --links")->needs(links);
+  CLI::Option* launch = app.add_option("--export-launch", args.launches,
+                 "slurm FILE or mpirun FILE: write the launch of --links across the --cluster's nodes "
+                 "instead of measuring (docs/profile-tool.md)")->needs(links);
+  app.add_option("--cluster", args.cluster, "cluster YAML of --export-launch")->needs(launch);
+  app.add_option("--nodes", args.nodes, "NODE,NODE,...: the nodes of --export-launch (default: the first two)")
+      ->needs(launch);
+  app.add_option("--hosts", args.hosts, "NODE=HOST,...: real host names of the nodes in --export-launch")
+      ->needs(launch);
   // --check only reads a file: options that measure would be silently ignored with it.
   app.add_option("--check", args.check, "load and validate a profile YAML, print its summary")
       ->excludes(device)
@@ -113,6 +137,7 @@ int main(int argc, char** argv) {
       ->excludes(out);
   return whale::app::run_tool("whale-profile", app, argc, argv, [&] {
     if (!args.check.empty()) return run_check(args);
+    if (!args.launches.empty()) return export_links_launch(args);
     return args.links ? run_links(args) : run_device(args);
   });
 }

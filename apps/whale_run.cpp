@@ -46,8 +46,9 @@ int main(int argc, char** argv) {
                  "CPU threads per rank (default: the node's cores divided among its ranks)")
       ->check(whale::app::number_in(1, 4096));
   app.add_option("--device", o.device,
-                 "cpu: run every rank on a CPU backend, even where the plan gives it a GPU")
-      ->check(CLI::IsMember({"cpu"}));
+                 "cpu: run every rank on a CPU backend, even where the plan gives it a GPU; "
+                 "gpu: run the plan's GPU ranks on the hosts' GPUs whatever their model")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
   return whale::app::run_tool("whale-run", app, argc, argv, [&] {
     o.seed_given = seed->count() > 0;
     whale::app::check_distinct_outputs({{"--metrics", o.metrics_file}, {"--trace", o.trace_file},

@@ -150,7 +150,8 @@ benches=("gpt2 gpt2-124m 13 8 30" "gpt3 gpt3-1.3b 25 2 20")
 train() {
   local plan=$1 np=$2 tag=$3 launcher=(); shift 3
   [ "$np" -gt 1 ] && launcher=(mpirun -np "$np")
-  limited "${launcher[@]}" whale-run "$plan" --data data/corpus.txt --log-every 0 --seed 7 \
+  # --device gpu: the plans name the datasheet profile, which may not be this GPU's exact model.
+  limited "${launcher[@]}" whale-run "$plan" --data data/corpus.txt --log-every 0 --seed 7 --device gpu \
     --metrics "$work/$tag.jsonl" --dump-params "$work/$tag.params" "$@" > "$work/$tag.log" 2>&1
 }
 compare() {  # compare REF RUN STEPS: scripts/compare_runs.sh; prints its summary
@@ -255,7 +256,7 @@ phase_bench() {
   # Random tokens of the model's vocabulary (the text corpus has the byte tokenizer's 256).
   local vocabulary; vocabulary=$(sed -n 's/^vocabulary: *\([0-9]*\).*/\1/p' "configs/models/$model.yaml")
   python3 scripts/gpu_check_report.py tokens "$work/tokens-$model.bin" "$vocabulary" 1048576 7
-  limited whale-run "$plan" --data "$work/tokens-$model.bin" --log-every 0 --seed 7 --steps "$5" \
+  limited whale-run "$plan" --data "$work/tokens-$model.bin" --log-every 0 --seed 7 --device gpu --steps "$5" \
     --metrics "$work/bench-$model.jsonl" > "$work/bench-$model.log" 2>&1
   local rc=$? facts partial
   # Killed inside a long step, whale-run leaves its metrics, flushed each step, in the

@@ -75,3 +75,12 @@ foreach(check fallback disk_full kill_rank)
   set_tests_properties(whale_run_crash_${check} PROPERTIES TIMEOUT 120 ENVIRONMENT "${WHALE_MPI_ENV}"
     FIXTURES_REQUIRED cli_tools)
 endforeach()
+
+# Placement across claimed hosts (WHALE_HOST_NAME) and the launch files: tests/exec/placement.sh.
+foreach(check two_hosts wrong_host wrong_device launch_files)
+  add_test(NAME whale_run_placement_${check}
+    COMMAND bash tests/exec/placement.sh ${check} $<TARGET_FILE_DIR:whale-run>
+    WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
+  set_tests_properties(whale_run_placement_${check} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}"
+    FIXTURES_REQUIRED cli_tools)
+endforeach()

@@ -13,15 +13,7 @@ using namespace whale::plan;
 using whale::plan::testing::scratch_file;
 using whale::plan::testing::source_path;
 
-namespace {
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-}  // namespace
-
+using whale::plan::testing::read_text;
 TEST_CASE("device lists parse and format") {
   CHECK(parse_device_list("0-3,7, 9-10", "f", "p") == std::vector<int>{0, 1, 2, 3, 7, 9, 10});
   CHECK(parse_device_list("5", "f", "p") == std::vector<int>{5});
@@ -126,7 +118,7 @@ TEST_CASE("a plan precision other than the model's regenerates its layers") {
 
 TEST_CASE("profiles_dir is read relative to the plan") {
   const std::string dir = std::string(WHALE_BINARY_DIR) + "/specs-scratch/plans";
-  scratch_file("plans/my-profiles/cpu.yaml", read(source_path("profiles/cpu.yaml")));
+  scratch_file("plans/my-profiles/cpu.yaml", read_text(source_path("profiles/cpu.yaml")));
   const std::string path = scratch_file("plans/own-profiles.yaml",
       "cluster: {name: one, network: {kind: shm, bandwidth_gbps: 1, latency_us: 1},\n"
       "          nodes: [{name: n, devices: [{model: cpu, count: 1}], intra_link: {kind: shm, bandwidth_gbps: 1, latency_us: 1}}]}\n"
@@ -152,7 +144,7 @@ TEST_CASE("a plan survives save and load, embedded or by reference") {
     CHECK(back.cluster.devices.size() == plan.cluster.devices.size());
     CHECK(back.model.parameter_count() == plan.model.parameter_count());
     CHECK(plan_to_yaml(back, true) == plan_to_yaml(plan, true));
-    CHECK(read(embedded) == plan_to_yaml(plan, true));
+    CHECK(read_text(embedded) == plan_to_yaml(plan, true));
     // By reference from another folder: the paths are rewritten to still find the files.
     const std::string referenced = scratch_file("elsewhere/deeper/referenced.yaml", "");
     save_plan(plan, referenced, false);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "whale/plan/error.h"
@@ -29,6 +30,12 @@ inline const std::string kCoreProfile =
     "peak_tflops: {fp32: 0.1}\nkernel_launch_us: 0\n"
     "gemm_efficiency: {fp32: [{gflop: 1, efficiency: 0.5}]}\n"
     "memory_efficiency: [{mib: 1, efficiency: 1}]\n";
+
+/// The whole content of the text file `path` ("" when it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
 
 /// An absolute path into the source tree.
 inline std::string source_path(const std::string& relative) {

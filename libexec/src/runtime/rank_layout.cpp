@@ -6,14 +6,12 @@
 #include <string>
 
 #include "whale/plan/error.h"
+#include "whale/plan/launch.h"
 
 namespace whale::exec {
 
 RankLayout::RankLayout(const plan::Plan& plan) : plan_(&plan) {
-  for (const plan::Stage& stage : plan.stages)
-    devices_.insert(devices_.end(), stage.devices.begin(), stage.devices.end());
-  std::sort(devices_.begin(), devices_.end());
-  devices_.erase(std::unique(devices_.begin(), devices_.end()), devices_.end());
+  devices_ = plan::plan_rank_devices(plan);
   groups_.assign(devices_.size(), -1);
   roles_.resize(devices_.size());
   for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {

@@ -24,6 +24,7 @@
 #include "whale/exec/runtime/rank_communicators.h"
 #include "whale/exec/runtime/rank_devices.h"
 #include "whale/exec/runtime/rank_layout.h"
+#include "whale/exec/runtime/rank_placement.h"
 #include "whale/exec/runtime/rank_threads.h"
 #include "whale/exec/runtime/run_signals.h"
 #include "whale/exec/comm/run_transport.h"
@@ -80,6 +81,13 @@ void place_gpu_rank(const plan::Plan& plan, const RankLayout& layout, int rank,
         options.predicted_tensor_bytes(plan).at(layout.device_of_rank(rank)));
 }
 
+/// How far the placement check compares device models: --device cpu runs every rank on its CPU,
+/// --device gpu on whatever GPUs the hosts have.
+DeviceCheck device_check(const std::string& device) {
+  if (device == "cpu") return DeviceCheck::none;
+  return device == "gpu" ? DeviceCheck::any_gpu : DeviceCheck::model;
+}
+
 /// True on every rank once any rank got SIGINT/SIGTERM.
 bool stop_agreed(PeerTransport& transport) {
   std::vector<double> flag = {stop_requested() ? 1.0 : 0.0};
@@ -100,6 +108,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
   plan::check_runnable(plan);
   const RankLayout layout(plan);
   layout.check_world_size(transport->size());
+  check_placement_on_all_ranks(plan, layout, transport->rank(), device_check(options.device));
   const std::string gpus = gpu_models(plan);
   if (root && !gpus.empty() && options.device != "cpu")  // one note per run, not per rank
     log << "whale-run: note: the plan's devices include GPUs (" << gpus
@@ -153,8 +162,8 @@ void run_training(const RunOptions& options, std::ostream& log) {
                 "a schedule whose backward passes are whole for --layer-times, got zb-h1",
                 "zb-h1 splits each backward into an input and a weight pass, which are not timed per "
                 "layer; measure the layer times with the same stages under schedule 1f1b");
-  if (!options.device.empty() && options.device != "cpu")
-    throw Error("", "--device", "\"cpu\", got \"" + options.device + "\"",
+  if (!options.device.empty() && options.device != "cpu" && options.device != "gpu")
+    throw Error("", "--device", "\"cpu\" or \"gpu\", got \"" + options.device + "\"",
                 "leave --device out to run on the plan's devices");
   executor_options.cpu_device = options.device == "cpu";
   if (options.threads < 0)

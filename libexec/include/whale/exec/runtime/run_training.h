@@ -35,7 +35,8 @@ struct RunOptions {
   std::string dump_params_file;     // per-parameter summary after training
   int64_t log_every = 1;            // 0 = no per-step log lines
   int threads = 0;                  // CPU threads per rank; 0 = cores / ranks on the node
-  std::string device;               // "" = the plan's devices; "cpu" = CPU ranks on purpose
+  std::string device;               // "" = the plan's devices; "cpu" = CPU ranks on purpose;
+                                    // "gpu" = GPUs of any model (placement: rank_placement.h)
   PredictedTensorBytes predicted_tensor_bytes;  // null: GPU ranks get the default arena
 };
 
