@@ -2,7 +2,9 @@
 // Chooses the plan to export from a planner result: the best plan, or, constrained, the best
 // plan the framework can express (the uniform baseline, searched within what the framework
 // has), and writes the export file.
+#include <algorithm>
 #include <cstdio>
+#include <numeric>
 
 #include "export_layout.h"
 #include "whale/plan/atomic_file.h"
@@ -49,6 +51,46 @@ bool full_recomputation(RankedPlan* ranked, const CostModel& cost) {
   return ranked->estimate.fits;
 }
 
+// Megatron-LM splits the transformer layers evenly but for its first and last stages: the
+// boundaries moved so that every middle stage holds m = floor or ceil of blocks / stages (the
+// one with the smaller largest stage), the first and the last the rest; estimated again. True
+// when the split was expressible already or the new one fits.
+bool megatron_layer_split(RankedPlan* ranked, const CostModel& cost) {
+  Plan& plan = ranked->plan;
+  const int p = static_cast<int>(plan.stages.size());
+  std::vector<int> body;  // the transformer layers, by index
+  for (int i = 0; i < static_cast<int>(plan.model.layers.size()); ++i) {
+    if (plan.model.layers[i].kind == LayerKind::transformer) body.push_back(i);
+  }
+  const int blocks = static_cast<int>(body.size());
+  if (p < 3 || plan.schedule.chunks != 1 || blocks < p) return true;
+  std::vector<int> best;
+  for (const int m : {blocks / p, (blocks + p - 1) / p}) {
+    const int rest = blocks - (p - 2) * m;
+    if (m < 1 || rest < 2) continue;
+    std::vector<int> counts(p, m);
+    counts.front() = rest / 2;
+    counts.back() = rest - rest / 2;
+    if (best.empty() || *std::max_element(counts.begin(), counts.end()) < *std::max_element(best.begin(), best.end()))
+      best = counts;
+  }
+  if (best.empty()) return false;
+  std::vector<int> starts(1, 0);
+  for (int s = 1, taken = 0; s < p; ++s) starts.push_back(body[taken += best[s - 1]]);
+  starts.push_back(static_cast<int>(plan.model.layers.size()));
+  bool moved = false;
+  for (int s = 0; s < p; ++s) {
+    moved = moved || plan.stages[s].first_layer != starts[s];
+    plan.stages[s].first_layer = starts[s];
+    plan.stages[s].end_layer = starts[s + 1];
+  }
+  if (!moved) return true;
+  ranked->estimate = cost.evaluate(plan, EvaluateOptions{});
+  ranked->label += " with layers split first " + std::to_string(best.front()) + ", middle " +
+                   std::to_string(best[1]) + ", last " + std::to_string(best.back());
+  return ranked->estimate.fits;
+}
+
 // The best uniform plan that `framework` can express; false when none fits.
 bool expressible_uniform_plan(const PlanResult& result, const Cluster& cluster, const Model& model,
                               const CostModel& cost, const PlannerOptions& options, Framework framework,
@@ -56,10 +98,16 @@ bool expressible_uniform_plan(const PlanResult& result, const Cluster& cluster, 
   bool found = result.has_comparison && result.baseline_found;
   *out = result.baseline;
   const bool searched = result.has_comparison && !result.baseline_found;  // none fits, with any strategy
-  if (!searched && (!found || !export_limits(out->plan, framework).empty())) {
+  // Only DeepSpeed's search differs from the planner's own baseline search.
+  const bool own_search = framework == Framework::deepspeed && found && !export_limits(out->plan, framework).empty();
+  if (!searched && (!found || own_search)) {
     *out = search_baseline(cluster, model, cost, framework_options(options, framework), &found);
   }
   if (!found) return false;
+  if (framework == Framework::megatron && !export_limits(out->plan, framework).empty()) {
+    RankedPlan split = *out;
+    if (megatron_layer_split(&split, cost)) *out = split;
+  }
   return framework != Framework::deepspeed || full_recomputation(out, cost);
 }
 
@@ -85,11 +133,19 @@ std::string export_best(const PlanResult& result, const Cluster& cluster, const 
   }
   const std::vector<std::string> left = export_limits(chosen.plan, framework);
   if (!left.empty()) {
+    const ExportLayout layout = export_layout(chosen.plan);
+    const int blocks = std::accumulate(layout.blocks.begin(), layout.blocks.end(), 0);
+    const std::string hint =
+        chosen.plan.model.family == "listed" ? kListedModelHint
+        : !all_equal(layout.blocks)
+            ? "the best uniform plan that fits has " + std::to_string(layout.pipeline) +
+                  " pipeline stages, which do not divide the " + std::to_string(blocks) +
+                  " transformer layers evenly; Megatron-LM's first and last stages may differ (--export-megatron)"
+            : std::string("the best uniform plan that fits needs it");
     throw Error(path, export_option(framework),
                 std::string("a uniform plan that ") + to_string(framework) + " can express, but the best uniform plan " +
                     chosen.label + " still has: " + joined(left),
-                chosen.plan.model.family == "listed" ? kListedModelHint
-                                                     : "no uniform plan of this model on these devices avoids it");
+                hint);
   }
   write_file_atomically(path, export_text(chosen.plan, framework), export_option(framework));
   std::string out = std::string(to_string(framework)) + " cannot express the best plan:\n";

@@ -1,8 +1,9 @@
 // File: test_export_grid.cpp
 // Every shipped cluster x model pair that has a plan, exported constrained to Megatron-LM and
-// to DeepSpeed: the export writes a file, or says that no uniform plan fits at all; it never
-// ends with a limit the constrained plan still has (sequence parallelism under DeepSpeed,
-// selective recomputation) or with a hint to pass --export-constrained again.
+// to DeepSpeed: the export writes a file, or says that no uniform plan fits at all (or, for
+// DeepSpeed, that the one that fits splits the layers unevenly); it never ends with another
+// limit the constrained plan still has (sequence parallelism under DeepSpeed, selective
+// recomputation, Megatron-LM's middle stages) or with a hint to pass --export-constrained again.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -48,7 +49,7 @@ TEST_CASE("every shipped cluster x model pair with a plan exports constrained to
   const sim::Simulator simulator;
   plan::PlannerOptions options;
   options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int pairs = 0, written = 0, none_fits = 0;
+  int pairs = 0, written = 0, none_fits = 0, uneven_splits = 0;
   for (const std::string& cluster_path : shipped("configs/clusters", ".yaml")) {
     const plan::Cluster cluster = plan::load_cluster(cluster_path);
     for (const std::string& model_path : models) {
@@ -75,22 +76,29 @@ TEST_CASE("every shipped cluster x model pair with a plan exports constrained to
           CHECK_FALSE(text.empty());
           // Trained as fp16 where a device lacks bf16 units: the file then asks for no bf16.
           if (said.find("as fp16 with dynamic loss scaling") != std::string::npos) {
-            CHECK(text.find("bf16") == std::string::npos);
+            CHECK(text.find("\"bf16\": {") == std::string::npos);
+            CHECK(text.find("  --bf16\n") == std::string::npos);
           }
           ++written;
         } catch (const Error& e) {
           const std::string what = e.what();
           CAPTURE(what);
-          CHECK(what.find(std::string("a uniform plan that ") + plan::to_string(framework) +
-                          " can express and that fits, got none") != std::string::npos);
+          // No uniform plan fits; or, for DeepSpeed, which places no stage boundaries, the one
+          // that fits splits the layers unevenly (its depth does not divide them).
+          const bool none = what.find(std::string("a uniform plan that ") + plan::to_string(framework) +
+                                      " can express and that fits, got none") != std::string::npos;
+          const bool uneven = framework == plan::Framework::deepspeed &&
+                              what.find("still has: layers per stage ") != std::string::npos &&
+                              e.hint().find("do not divide the ") != std::string::npos;
+          CHECK((none || uneven));
           CHECK(e.hint().find("--export-constrained exports") == std::string::npos);
-          ++none_fits;
+          ++(none ? none_fits : uneven_splits);
         }
       }
     }
   }
   MESSAGE(pairs << " pairs with a plan: " << written << " exports written, " << none_fits
-                << " with no uniform plan that fits");
+                << " with no uniform plan that fits, " << uneven_splits << " DeepSpeed exports of an uneven split");
   CHECK(pairs > 100);
-  CHECK(written > 2 * pairs - 20);
+  CHECK(written >= pairs);
 }
