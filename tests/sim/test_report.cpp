@@ -28,7 +28,10 @@ struct Fixture {
     est.breakdown.idle_s = 0.1;
     est.devices = {{0, "flat", 3 * kBytesPerGiB, 2 * kBytesPerGiB, 0.4, 1.5, 2.5 * kBytesPerGiB},
                    {1, "flat", kBytesPerGiB, 2 * kBytesPerGiB, 0.4, 1.5, 0.5 * kBytesPerGiB}};
-    plan.cluster.profiles.at("flat").framework_memory = {0.5 * kBytesPerGiB, 0.0, false, false, "test figures"};
+    plan::FrameworkMemory& framework = plan.cluster.profiles.at("flat").framework_memory;
+    framework = plan::FrameworkMemory{};
+    framework.reserve_bytes = 0.5 * kBytesPerGiB;
+    framework.source = "test figures";
   }
 };
 
