@@ -19,7 +19,6 @@ constexpr double kMaxScale = 4.0;
 constexpr double kMinLinkBandwidthScale = 0.05;
 constexpr double kMaxLinkBandwidthScale = 1.5;
 constexpr Seconds kMaxLinkLatencyS = 0.01;  // 10000 us
-constexpr Bytes kReserveMarginBytes = 1024.0 * 1024.0;  // a failed run must not fit: 1 MiB over
 
 /// What is fitted: parameter k of device model m is x[k * models.size() + m].
 struct FitSetup {
@@ -222,42 +221,6 @@ std::vector<CalibrationParameter> automatic_parameters(const std::vector<Calibra
   return best;
 }
 
-/// Per model: the largest predicted peak memory among its devices in `plan` and its capacity.
-struct PeakAndCapacity {
-  Bytes peak = 0;
-  Bytes capacity = 0;
-};
-std::map<std::string, PeakAndCapacity> predicted_peaks(plan::Plan plan, const Calibrations& calibrations) {
-  for (auto& [model, profile] : plan.cluster.profiles) {
-    profile.calibration = calibrations.count(model) ? calibrations.at(model) : profile.calibration;
-    profile.calibration.memory_reserve_bytes = 0;
-  }
-  std::map<std::string, PeakAndCapacity> out;
-  for (const plan::DeviceEstimate& d : Simulator().evaluate(plan, {}).devices) {
-    out[d.model].peak = std::max(out[d.model].peak, d.peak_memory_bytes);
-    out[d.model].capacity = d.capacity_bytes;
-  }
-  return out;
-}
-
-/// The memory reserve of every model with memory evidence: the most a measured peak exceeds the
-/// prediction, raised so that every failed run is predicted not to fit.
-int fit_memory_reserve(const std::vector<CalibrationRun>& runs, Calibrations* calibrations) {
-  std::map<std::string, Bytes> reserve;
-  int used = 0;
-  for (const CalibrationRun& run : runs) {
-    if (!run.peak_memory_bytes && !run.failed) continue;
-    ++used;
-    for (const auto& [model, predicted] : predicted_peaks(run.plan, *calibrations)) {
-      Bytes& r = reserve.emplace(model, 0.0).first->second;
-      if (run.peak_memory_bytes) r = std::max(r, *run.peak_memory_bytes - predicted.peak);
-      if (run.failed) r = std::max(r, predicted.capacity - predicted.peak + kReserveMarginBytes);
-    }
-  }
-  for (const auto& [model, bytes] : reserve) (*calibrations)[model].memory_reserve_bytes = bytes;
-  return used;
-}
-
 double mean_abs_relative_error(const std::vector<RunPrediction>& runs, Seconds RunPrediction::*field) {
   double sum = 0;
   int count = 0;
@@ -266,6 +229,34 @@ double mean_abs_relative_error(const std::vector<RunPrediction>& runs, Seconds R
     ++count;
   }
   return count ? sum / count : 0.0;
+}
+
+/// The step-time fit on the timed runs: parameters, fit, per-run predictions and errors.
+void fit_step_times(const std::vector<CalibrationRun>& runs, const std::vector<std::size_t>& timed,
+                    const CalibrationOptions& options, Seconds shortest_step_s, FitSetup setup,
+                    CalibrationResult* out) {
+  CalibrationResult& result = *out;
+  setup.parameters = options.parameters.empty()
+                         ? automatic_parameters(runs, timed, setup, shortest_step_s)
+                         : named_parameters(options.parameters, shortest_step_s, runs, timed, setup);
+  for (const CalibrationParameter& p : setup.parameters) result.fitted.push_back(p.name);
+  result.calibrations = fit(runs, timed, setup);
+  const std::vector<std::optional<Seconds>> left_out = leave_one_out_s(runs, timed, setup);
+  for (std::size_t t = 0; t < timed.size(); ++t) {
+    const CalibrationRun& run = runs[timed[t]];
+    RunPrediction p;
+    p.name = run.name;
+    p.measured_s = *run.step_time_s;
+    p.uncalibrated_s = calibrated_step_time_s(run.plan, setup.start);
+    p.calibrated_s = calibrated_step_time_s(run.plan, result.calibrations);
+    p.leave_one_out_s = left_out[t];
+    result.runs.push_back(p);
+    result.rms_log_residual += std::pow(std::log(p.calibrated_s / p.measured_s), 2);
+  }
+  result.rms_log_residual = std::sqrt(result.rms_log_residual / timed.size());
+  result.uncalibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::uncalibrated_s);
+  result.calibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::calibrated_s);
+  if (timed.size() >= 2) result.leave_one_out_mape = leave_one_out_mape(runs, timed, left_out);
 }
 
 }  // namespace
@@ -342,43 +333,35 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
     const Seconds step = *runs[i].step_time_s;
     shortest_step_s = timed.size() == 1 ? step : std::min(shortest_step_s, step);
   }
-  if (timed.empty()) {
-    throw Error(options.runs_file, "step_time_s", "at least one run with a measured step time, got none",
-                "the fit needs step times; peak memory alone sets only the memory reserve");
+  CalibrationResult result;
+  result.memory = fit_memory(runs);
+  result.memory_runs = static_cast<int>(result.memory.runs.size());
+  if (timed.empty() && result.memory.runs.empty()) {
+    throw Error(options.runs_file, "step_time_s", "at least one run with a measured step time or peak memory, got none",
+                "give step_time_s, peak_memory_gib or failed=true per run");
   }
   setup.models.assign(models.begin(), models.end());
-  setup.parameters = options.parameters.empty()
-                         ? automatic_parameters(runs, timed, setup, shortest_step_s)
-                         : named_parameters(options.parameters, shortest_step_s, runs, timed, setup);
-  CalibrationResult result;
   result.device_models = setup.models;
-  for (const CalibrationParameter& p : setup.parameters) result.fitted.push_back(p.name);
-  result.calibrations = fit(runs, timed, setup);
-  const std::vector<std::optional<Seconds>> left_out = leave_one_out_s(runs, timed, setup);
-  for (std::size_t t = 0; t < timed.size(); ++t) {
-    const CalibrationRun& run = runs[timed[t]];
-    RunPrediction p;
-    p.name = run.name;
-    p.measured_s = *run.step_time_s;
-    p.uncalibrated_s = calibrated_step_time_s(run.plan, setup.start);
-    p.calibrated_s = calibrated_step_time_s(run.plan, result.calibrations);
-    p.leave_one_out_s = left_out[t];
-    result.runs.push_back(p);
-    result.rms_log_residual += std::pow(std::log(p.calibrated_s / p.measured_s), 2);
+  result.calibrations = setup.start;
+  if (!timed.empty()) fit_step_times(runs, timed, options, shortest_step_s, setup, &result);
+  for (const auto& [model, figures] : result.memory.figures) {
+    plan::ProfileCalibration& c = result.calibrations[model];
+    c.activation_memory_scale = figures.activation_scale;
+    c.memory_reserve_bytes = figures.calibrated_reserve_bytes;
   }
-  result.rms_log_residual = std::sqrt(result.rms_log_residual / timed.size());
-  result.uncalibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::uncalibrated_s);
-  result.calibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::calibrated_s);
-  if (timed.size() >= 2) result.leave_one_out_mape = leave_one_out_mape(runs, timed, left_out);
-  result.memory_runs = fit_memory_reserve(runs, &result.calibrations);
   for (auto& [model, calibration] : result.calibrations) {
-    if (!models.count(model) && calibration.memory_reserve_bytes == setup.start.at(model).memory_reserve_bytes) continue;
+    if (!models.count(model) && !result.memory.figures.count(model)) continue;
     calibration.source = calibration_source(result, runs);
     for (const CalibrationRun& run : runs) {
       const auto it = run.plan.cluster.profiles.find(model);
       if (it == run.plan.cluster.profiles.end() || result.profiles.count(model)) continue;
-      result.profiles[model] = it->second;
-      result.profiles[model].calibration = calibration;
+      plan::DeviceProfile& profile = result.profiles[model] = it->second;
+      profile.calibration = calibration;
+      if (result.memory.figures.count(model) &&
+          profile.framework_memory.allocator_slack_fraction != result.memory.figures.at(model).slack_fraction) {
+        profile.framework_memory.allocator_slack_fraction = result.memory.figures.at(model).slack_fraction;
+        profile.framework_memory.source += "; allocator_slack_fraction fitted by whale-calibrate (calibration.source)";
+      }
     }
   }
   return result;
