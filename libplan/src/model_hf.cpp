@@ -39,7 +39,7 @@ std::optional<double> dropout_of(const YamlField& root, const std::string& key) 
   if (is_null(root, key)) return std::nullopt;
   const YamlField field = root.get(key);
   const double p = field.non_negative_number();
-  if (p >= 1) field.fail("a dropout probability in [0, 1), got " + field.text());
+  if (p >= 1) field.fail("expected a dropout probability in [0, 1), got " + field.text());
   return p;
 }
 
