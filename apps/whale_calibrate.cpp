@@ -18,7 +18,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"whale-calibrate: fit device profiles to measured runs"};
   app.set_version_flag("--version", whale::plan::version_text("whale-calibrate"));
-  std::string runs_path, profiles_dir, layer_times_path, out_dir;
+  std::string runs_path, profiles_dir, layer_times_path, layer_times_device, out_dir;
   whale::sim::CalibrationOptions options;
   app.add_option("--runs", runs_path, "CSV of measured runs: plan,step_time_s,peak_memory_gib,failed")->required();
   app.add_option("--profiles", profiles_dir, "folder of device profiles to calibrate (default: shipped)");
@@ -26,14 +26,17 @@ int main(int argc, char** argv) {
                  "parameters to fit, comma-separated (default: as many as the runs support)")
       ->delimiter(',');
   app.add_option("--layer-times", layer_times_path,
-                 "CSV of measured layer times: device_model,layer_kind,tp,micro_batch,forward_s,backward_s");
+                 "CSV of measured layer times: device_model,layer_kind,tp,micro_batch,forward_s,backward_s; "
+                 "or a per-layer profile JSON (micro-batch -> tp -> layer index -> [forward_s, backward_s])");
+  app.add_option("--layer-times-device", layer_times_device,
+                 "the device model a --layer-times JSON profile measured");
   app.add_option("--out", out_dir, "folder to write the calibrated profiles into")->required();
   return whale::app::run_tool("whale-calibrate", app, argc, argv, [&] {
     options.runs_file = runs_path;
     const std::string profiles = profiles_dir.empty() ? whale::plan::default_profiles_dir() : profiles_dir;
     const whale::sim::LayerTimesByModel layer_times =
         layer_times_path.empty() ? whale::sim::LayerTimesByModel{}
-                                 : whale::sim::load_layer_times_csv(layer_times_path, profiles);
+                                 : whale::sim::load_layer_times(layer_times_path, layer_times_device, profiles);
     std::vector<whale::sim::CalibrationRun> runs;
     for (const whale::sim::MeasuredRun& measured : whale::sim::load_runs_csv(runs_path)) {
       whale::sim::CalibrationRun run;

@@ -92,8 +92,8 @@ std::map<std::string, LinkCalibration> parse_link_calibrations(const YamlField& 
 // The optional `calibration` block (docs/calibrate.md): scales > 0, overheads and reserve >= 0.
 ProfileCalibration parse_calibration(const YamlField& block) {
   block.expect_keys({"source", "gemm_efficiency_scale", "memory_op_time_scale", "kernel_overhead_us",
-                     "layer_overhead_us", "step_overhead_us", "memory_reserve_gib", "gemm_shape_scale",
-                     "links"});
+                     "layer_overhead_us", "step_overhead_us", "memory_reserve_gib", "activation_memory_scale",
+                     "gemm_shape_scale", "links"});
   ProfileCalibration c;
   if (block.has("gemm_shape_scale")) parse_gemm_shape_scale(block.get("gemm_shape_scale"), &c);
   if (block.has("links")) c.links = parse_link_calibrations(block.get("links"));
@@ -109,6 +109,7 @@ ProfileCalibration parse_calibration(const YamlField& block) {
   if (block.has("memory_reserve_gib")) {
     c.memory_reserve_bytes = block.get("memory_reserve_gib").non_negative_number() * kBytesPerGiB;
   }
+  if (block.has("activation_memory_scale")) c.activation_memory_scale = block.get("activation_memory_scale").positive_number();
   return c;
 }
 
@@ -121,6 +122,7 @@ void emit_calibration(YAML::Emitter& out, const ProfileCalibration& c) {
   emit_number_field(out, "layer_overhead_us", c.layer_overhead_s / kSecondsPerUs);
   emit_number_field(out, "step_overhead_us", c.step_overhead_s / kSecondsPerUs);
   emit_number_field(out, "memory_reserve_gib", c.memory_reserve_bytes / kBytesPerGiB);
+  emit_number_field(out, "activation_memory_scale", c.activation_memory_scale);
   out << YAML::Key << "gemm_shape_scale" << YAML::Value << YAML::Flow << YAML::BeginMap;
   emit_number_field(out, "small", c.gemm_small_scale);
   emit_number_field(out, "medium", c.gemm_medium_scale);
@@ -152,8 +154,8 @@ Bytes gib_field_bytes(const YamlField& field, bool zero_allowed) {
 // The optional `framework_memory` block (docs/profile.md); a missing key keeps the kind's
 // default.
 FrameworkMemory parse_framework_memory(const YamlField& block, const std::string& device_kind) {
-  block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "fused_attention",
-                     "gradient_bucket_copy"});
+  block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "attention_implementation",
+                     "fused_attention", "gradient_bucket_copy", "fp32_gradient_copy"});
   FrameworkMemory f = default_framework_memory(device_kind);
   f.source = block.get("source").text();
   if (block.has("reserve_gib")) f.reserve_bytes = gib_field_bytes(block.get("reserve_gib"), true);
@@ -165,8 +167,23 @@ FrameworkMemory parse_framework_memory(const YamlField& block, const std::string
                  "0.05 means 5% on top of the tensors' peak");
     }
   }
-  f.fused_attention = block.boolean_or("fused_attention", f.fused_attention);
+  if (block.has("attention_implementation")) {
+    const YamlField attention = block.get("attention_implementation");
+    if (block.has("fused_attention")) {
+      block.get("fused_attention").fail("either attention_implementation or fused_attention, not both",
+                                        "fused_attention: true is attention_implementation: flash");
+    }
+    if (!parse_attention_implementation(attention.text(), &f.attention)) {
+      attention.fail("eager, fused_softmax or flash, got '" + attention.text() + "'",
+                     "flash (or sdpa) for FlashAttention and PyTorch's fused SDPA backends");
+    }
+  } else if (block.has("fused_attention")) {
+    // The older flag: true meant flash attention, false Megatron-LM's fused softmax.
+    f.attention = block.get("fused_attention").boolean() ? AttentionImplementation::flash
+                                                         : AttentionImplementation::fused_softmax;
+  }
   f.gradient_bucket_copy = block.boolean_or("gradient_bucket_copy", f.gradient_bucket_copy);
+  f.fp32_gradient_copy = block.boolean_or("fp32_gradient_copy", f.fp32_gradient_copy);
   return f;
 }
 
@@ -203,8 +220,9 @@ void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
   emit_text_field(out, "source", f.source);
   emit_number_field(out, "reserve_gib", f.reserve_bytes / kBytesPerGiB);
   emit_number_field(out, "allocator_slack_fraction", f.allocator_slack_fraction);
-  out << YAML::Key << "fused_attention" << YAML::Value << f.fused_attention;
+  emit_text_field(out, "attention_implementation", to_string(f.attention));
   if (f.gradient_bucket_copy) out << YAML::Key << "gradient_bucket_copy" << YAML::Value << true;
+  if (f.fp32_gradient_copy) out << YAML::Key << "fp32_gradient_copy" << YAML::Value << true;
   out << YAML::EndMap;
 }
 

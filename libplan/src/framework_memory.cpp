@@ -1,5 +1,5 @@
 // File: framework_memory.cpp
-// FrameworkMemory's defaults by device kind and its peak arithmetic.
+// FrameworkMemory's defaults by device kind, its attention names and its peak arithmetic.
 #include "whale/plan/framework_memory.h"
 
 namespace whale::plan {
@@ -7,8 +7,30 @@ namespace whale::plan {
 bool FrameworkMemory::operator==(const FrameworkMemory& other) const {
   return reserve_bytes == other.reserve_bytes &&
          allocator_slack_fraction == other.allocator_slack_fraction &&
-         fused_attention == other.fused_attention &&
-         gradient_bucket_copy == other.gradient_bucket_copy && source == other.source;
+         attention == other.attention && gradient_bucket_copy == other.gradient_bucket_copy &&
+         fp32_gradient_copy == other.fp32_gradient_copy && source == other.source;
+}
+
+const char* to_string(AttentionImplementation attention) {
+  switch (attention) {
+    case AttentionImplementation::eager: return "eager";
+    case AttentionImplementation::fused_softmax: return "fused_softmax";
+    case AttentionImplementation::flash: return "flash";
+  }
+  return "eager";
+}
+
+bool parse_attention_implementation(const std::string& text, AttentionImplementation* out) {
+  for (AttentionImplementation a : {AttentionImplementation::eager, AttentionImplementation::fused_softmax,
+                                    AttentionImplementation::flash}) {
+    if (text == to_string(a)) {
+      *out = a;
+      return true;
+    }
+  }
+  if (text != "sdpa") return false;
+  *out = AttentionImplementation::flash;
+  return true;
 }
 
 FrameworkMemory default_framework_memory(const std::string& device_kind) {

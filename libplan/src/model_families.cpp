@@ -1,8 +1,11 @@
 // File: model_families.cpp
 // The layers of gpt, bert and llama models. Per sample (s tokens), forward, tp 1; b is bytes per
 // element. Activation bytes follow Korthikanti et al. 2022 (Megatron-LM, "Reducing activation
-// recomputation"), whose figures are at 2 bytes per element; they are scaled by b/2 here.
+// recomputation"), whose figures are at 2 bytes per element; they are scaled by b/2 here, except
+// the dropout masks, which are 1 byte per element at any precision.
 #include "model_families.h"
+
+#include "whale/plan/attention_memory.h"
 
 namespace whale::plan {
 namespace {
@@ -32,6 +35,11 @@ TransformerDims transformer_dims(const Model& model, Precision precision) {
   d.kv = model.heads > 0 ? kv_heads * model.hidden / model.heads : 0;
   d.v = model.vocabulary;
   d.b = bytes_per_element(precision);
+  d.precision = precision;
+  // Family defaults (Model::attention_dropout): 0.1 for gpt and bert, none for llama.
+  const double dropout_default = model.family == "llama" ? 0.0 : 0.1;
+  d.attention_dropout = model.attention_dropout.value_or(dropout_default) > 0;
+  d.hidden_dropout = model.hidden_dropout.value_or(dropout_default) > 0;
   d.tied = model.tie_embeddings;
   d.qkv_bias = model.qkv_bias;
   d.learned_positions = model.family != "llama" && model.rope_theta <= 0;
@@ -61,8 +69,10 @@ Layer embedding_layer(const std::string& family, const TransformerDims& d) {
   } else {
     memory_op(layer, "embedding_gather", elementwise_bytes(s * h, b));
   }
-  memory_op(layer, "embedding_dropout", dropout_bytes(s * h, b));
-  layer.activation_bytes_replicated = s * h * b / 2;  // the dropout mask
+  if (d.hidden_dropout) {
+    memory_op(layer, "embedding_dropout", dropout_bytes(s * h, b));
+    layer.activation_bytes_replicated = s * h;  // the dropout mask, 1 byte per element
+  }
   if (family == "bert") {
     // Token-type table (2 types) and the embedding layernorm, both replicated.
     layer.parameters += 2 * h + 2 * h;
@@ -86,24 +96,31 @@ Layer gpt_block(const TransformerDims& d, int index) {
   gemm(layer, "mlp_fc2", s, h, f);
   memory_op(layer, "layernorm1", elementwise_bytes(s * h, b));
   memory_op(layer, "attention_softmax", elementwise_bytes(a * s * s, b), true);
-  memory_op(layer, "attention_dropout", dropout_bytes(a * s * s, b), true);
-  memory_op(layer, "attention_proj_dropout", dropout_bytes(s * h, b));
+  if (d.attention_dropout) memory_op(layer, "attention_dropout", dropout_bytes(a * s * s, b), true);
+  if (d.hidden_dropout) memory_op(layer, "attention_proj_dropout", dropout_bytes(s * h, b));
   memory_op(layer, "residual1", 3 * s * h * b);
   memory_op(layer, "layernorm2", elementwise_bytes(s * h, b));
   memory_op(layer, "mlp_gelu", elementwise_bytes(s * f, b), true);
-  memory_op(layer, "mlp_dropout", dropout_bytes(s * h, b));
+  if (d.hidden_dropout) memory_op(layer, "mlp_dropout", dropout_bytes(s * h, b));
   memory_op(layer, "residual2", 3 * s * h * b);
   // Weights 4h^2 + 2hf; biases 3h (qkv) + h (proj) + f (fc1) + h (fc2); two layernorms 4h.
   layer.parameters = 4 * h * h + 2 * h * f + 3 * h + h + f + h + 4 * h;
   // Every tp shard holds the layernorms and the biases of the row-parallel proj and fc2.
   layer.parameters_replicated = 4 * h + h + h;
   // Korthikanti: 10sh replicated (norm inputs 4sh, qkv and fc1 inputs 4sh, two dropout masks
-  // 2sh); split 24sh = q,k 4sh + v 2sh + proj input 2sh + fc2 input 2sf + gelu input 2sf, written
-  // 8sh + 4sf for any ffn width; attention 5as^2 (softmax output, dropout mask and output).
+  // 2sh, 1 byte each, none without hidden dropout); split 24sh = q,k 4sh + v 2sh + proj input
+  // 2sh + fc2 input 2sf + gelu input 2sf, written 8sh + 4sf for any ffn width; attention 5as^2
+  // (softmax output, dropout mask and output) under Megatron-LM's fused softmax, the figure
+  // that a listed copy of the layer and the planner's quick estimate carry; the memory model
+  // prices the profile's implementation from the shape (attention_memory.h).
   const double scale = b / 2;
-  layer.activation_bytes_replicated = 10 * s * h * scale;
+  layer.activation_bytes_replicated = 8 * s * h * scale + (d.hidden_dropout ? 2 * s * h : 0.0);
   layer.activation_bytes_split = (8 * s * h + 4 * s * f) * scale;
-  layer.activation_bytes_attention = 5 * a * s * s * scale;
+  layer.attention_score_elements = a * s * s;
+  layer.attention_rows = a * s;
+  layer.attention_dropout = d.attention_dropout;
+  layer.activation_bytes_attention =
+      attention_kept_bytes(layer, AttentionImplementation::fused_softmax, d.precision);
   layer.input_bytes = s * h * b;
   layer.output_bytes = s * h * b;
   layer.tp_allreduce_bytes = 2 * s * h * b;  // after attention_proj and after mlp_fc2
@@ -125,6 +142,7 @@ Layer llama_block(const TransformerDims& d, int index) {
   memory_op(layer, "rmsnorm1", elementwise_bytes(s * h, b));
   memory_op(layer, "rotary", elementwise_bytes(s * (h + kv), b), true);
   memory_op(layer, "attention_softmax", elementwise_bytes(a * s * s, b), true);
+  if (d.attention_dropout) memory_op(layer, "attention_dropout", dropout_bytes(a * s * s, b), true);
   memory_op(layer, "residual1", 3 * s * h * b);
   memory_op(layer, "rmsnorm2", elementwise_bytes(s * h, b));
   memory_op(layer, "mlp_swiglu", 3 * s * f * b, true);  // reads gate and up, writes one
@@ -134,10 +152,15 @@ Layer llama_block(const TransformerDims& d, int index) {
   if (d.qkv_bias) layer.parameters += h + 2 * kv;  // column-parallel: split across tp
   layer.parameters_replicated = 2 * h;
   // As gpt without dropout masks: norm inputs 2sh, qkv and gate/up inputs 2sh (replicated);
-  // q,k,v s(h + 2kv), out input sh, gate and up outputs 2sf, down input sf (split); softmax as^2.
+  // q,k,v s(h + 2kv), out input sh, gate and up outputs 2sf, down input sf (split); softmax as^2
+  // (plus the mask and the dropped-out probabilities under an attention dropout).
   layer.activation_bytes_replicated = 4 * s * h * b;
   layer.activation_bytes_split = s * (2 * h + 2 * kv + 3 * f) * b;
-  layer.activation_bytes_attention = a * s * s * b;
+  layer.attention_score_elements = a * s * s;
+  layer.attention_rows = a * s;
+  layer.attention_dropout = d.attention_dropout;
+  layer.activation_bytes_attention =
+      attention_kept_bytes(layer, AttentionImplementation::fused_softmax, d.precision);
   layer.input_bytes = s * h * b;
   layer.output_bytes = s * h * b;
   layer.tp_allreduce_bytes = 2 * s * h * b;

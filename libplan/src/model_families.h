@@ -19,6 +19,9 @@ struct TransformerDims {
   double kv = 0;     // width of K (= of V): kv_heads * h / a
   double v = 0;      // vocabulary
   double b = 0;      // bytes per element
+  Precision precision = Precision::bf16;  // whose element b is
+  bool attention_dropout = true;  // dropout on the attention probabilities (Model::attention_dropout > 0)
+  bool hidden_dropout = true;     // dropout on the hidden states (Model::hidden_dropout > 0)
   bool tied = false;         // LM head shares the token table
   bool qkv_bias = false;     // llama: biases on q, k, v
   bool learned_positions = true;  // gpt/bert: a learned position table (false under rotary)

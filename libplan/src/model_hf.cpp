@@ -138,6 +138,15 @@ void read_shape(const YamlField& root, Model& model) {
   model.sequence = hf_integer(root, "max_position_embeddings");
 }
 
+// A dropout probability of the config, when it names one: in [0, 1).
+std::optional<double> dropout_of(const YamlField& root, const std::string& key) {
+  if (is_null(root, key)) return std::nullopt;
+  const YamlField field = root.get(key);
+  const double p = field.non_negative_number();
+  if (p >= 1) field.fail("expected a dropout probability in [0, 1), got " + field.text());
+  return p;
+}
+
 // The llama-style decoders: Llama, Mistral, Qwen2.
 void read_llama_style(const YamlField& root, const std::string& model_type, Model& model) {
   model.family = "llama";
@@ -162,6 +171,8 @@ void read_llama_style(const YamlField& root, const std::string& model_type, Mode
   if (root.has("mlp_bias") && root.get("mlp_bias").boolean()) {
     root.get("mlp_bias").fail("mlp_bias false", "MLP biases are not part of whale's llama block");
   }
+  // transformers' LlamaConfig, MistralConfig and Qwen2Config: attention_dropout (0.0).
+  model.attention_dropout = dropout_of(root, "attention_dropout");
   const bool window_used = model_type == "qwen2" ? root.boolean_or("use_sliding_window", false) : true;
   if (window_used && !is_null(root, "sliding_window")) {
     const YamlField window = root.get("sliding_window");
@@ -184,6 +195,10 @@ void read_gpt2(const YamlField& root, Model& model) {
   model.ffn_hidden = is_null(root, "n_inner") ? 4 * model.hidden : hf_integer(root, "n_inner");
   // transformers' PretrainedConfig ties the embeddings unless told otherwise.
   model.tie_embeddings = root.boolean_or("tie_word_embeddings", true);
+  // GPT2Config: attn_pdrop on the attention probabilities, resid_pdrop after the projections
+  // (embd_pdrop after the embeddings, which whale ties to the hidden dropout); 0.1 each.
+  model.attention_dropout = dropout_of(root, "attn_pdrop");
+  model.hidden_dropout = dropout_of(root, "resid_pdrop");
 }
 
 void read_gpt_neox(const YamlField& root, Model& model) {
@@ -194,6 +209,9 @@ void read_gpt_neox(const YamlField& root, Model& model) {
   if (root.has("rotary_pct")) hf_number(root, "rotary_pct");
   const char* base_key = root.has("rotary_emb_base") ? "rotary_emb_base" : "rope_theta";
   model.rope_theta = is_null(root, base_key) ? 10000 : hf_number(root, base_key);
+  // GPTNeoXConfig: attention_dropout and hidden_dropout, 0.0 each when the config omits them.
+  model.attention_dropout = dropout_of(root, "attention_dropout").value_or(0.0);
+  model.hidden_dropout = dropout_of(root, "hidden_dropout").value_or(0.0);
 }
 
 }  // namespace

@@ -84,6 +84,13 @@ int dimension(const YamlField& field) {
   return static_cast<int>(field.count(kMaxModelDimension, "units of a model dimension"));
 }
 
+/// A dropout probability: a number in [0, 1).
+double dropout_probability(const YamlField& field) {
+  const double p = field.non_negative_number();
+  if (p >= 1) field.fail("expected a dropout probability in [0, 1), got " + format_number(p), "0.1 drops 10% of the elements");
+  return p;
+}
+
 void parse_family_hyperparameters(const YamlField& root, Model& model) {
   model.num_layers = static_cast<int>(root.get("layers").count(kMaxLayers, "layers"));
   model.hidden = dimension(root.get("hidden"));
@@ -116,14 +123,20 @@ void parse_family_hyperparameters(const YamlField& root, Model& model) {
     if (model.family == "bert") theta.fail("rope_theta applies to families gpt and llama only");
     model.rope_theta = theta.positive_number();
   }
+  if (root.has("attention_dropout")) model.attention_dropout = dropout_probability(root.get("attention_dropout"));
+  if (root.has("hidden_dropout")) {
+    const YamlField hidden = root.get("hidden_dropout");
+    if (model.family == "llama") hidden.fail("hidden_dropout applies to families gpt and bert only", "a llama block has no hidden dropout");
+    model.hidden_dropout = dropout_probability(hidden);
+  }
 }
 
 }  // namespace
 
 Model parse_model(const YamlField& root) {
   root.expect_keys({"name", "family", "layers", "hidden", "heads", "ffn_hidden", "kv_heads",
-                    "tie_embeddings", "qkv_bias", "rope_theta", "sequence", "vocabulary",
-                    "training", "layer_list"});
+                    "tie_embeddings", "qkv_bias", "rope_theta", "attention_dropout",
+                    "hidden_dropout", "sequence", "vocabulary", "training", "layer_list"});
   Model model;
   model.source_file = root.file();
   model.name = root.get("name").text();
@@ -132,7 +145,7 @@ Model parse_model(const YamlField& root) {
   model.training = parse_training(root.get("training"));
   if (model.family == "listed") {
     for (const char* key : {"layers", "hidden", "ffn_hidden", "kv_heads", "vocabulary", "tie_embeddings",
-                            "qkv_bias", "rope_theta"}) {
+                            "qkv_bias", "rope_theta", "attention_dropout", "hidden_dropout"}) {
       if (root.has(key)) root.get(key).fail(std::string(key) + " applies to family models only", "give layer_list entries instead");
     }
     // Optional for a listed model: tokens per sample (for tokens/s) and heads (bounds tp).
@@ -175,6 +188,8 @@ void emit_model(YAML::Emitter& out, const Model& model) {
     if (model.tie_embeddings) out << YAML::Key << "tie_embeddings" << YAML::Value << true;
     if (model.qkv_bias) out << YAML::Key << "qkv_bias" << YAML::Value << true;
     if (model.rope_theta > 0) emit_number_field(out, "rope_theta", model.rope_theta);
+    if (model.attention_dropout) emit_number_field(out, "attention_dropout", *model.attention_dropout);
+    if (model.hidden_dropout) emit_number_field(out, "hidden_dropout", *model.hidden_dropout);
     emit_number_field(out, "vocabulary", model.vocabulary);
   } else if (model.heads > 0) {
     emit_number_field(out, "heads", model.heads);

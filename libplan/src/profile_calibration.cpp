@@ -10,7 +10,7 @@ bool ProfileCalibration::is_default() const {
          memory_op_time_scale == defaults.memory_op_time_scale && kernel_overhead_s == 0 &&
          layer_overhead_s == 0 && step_overhead_s == 0 && memory_reserve_bytes == 0 &&
          gemm_small_scale == 1.0 && gemm_medium_scale == 1.0 && gemm_large_scale == 1.0 &&
-         links.empty();
+         activation_memory_scale == 1.0 && links.empty();
 }
 
 }  // namespace whale::plan

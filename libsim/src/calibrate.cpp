@@ -20,7 +20,6 @@ constexpr double kMaxScale = 4.0;
 constexpr double kMinLinkBandwidthScale = 0.05;
 constexpr double kMaxLinkBandwidthScale = 1.5;
 constexpr Seconds kMaxLinkLatencyS = 0.01;  // 10000 us
-constexpr Bytes kReserveMarginBytes = 1024.0 * 1024.0;  // a failed run must not fit: 1 MiB over
 // The figure set from memory evidence rather than fitted to step times.
 const char* const kMemoryReserveParameter = "memory_reserve_gib";
 
@@ -270,51 +269,45 @@ std::string run_where(const CalibrationRun& run, const std::string& column = "")
   return "line " + std::to_string(run.line) + (column.empty() ? "" : ", " + column);
 }
 
-/// The memory reserve of every model with memory evidence: the most a measured peak exceeds the
-/// prediction, raised so that every failed run is predicted not to fit. Throws whale::Error
-/// for a peak above the run's largest device memory, and for a reserve that would leave a
-/// device nothing beside the framework's own reserve (the profile would not load).
-int fit_memory_reserve(const std::vector<CalibrationRun>& runs, const std::string& runs_file,
-                       Calibrations* calibrations) {
-  std::map<std::string, std::pair<Bytes, const CalibrationRun*>> reserve;  // and the run that set it
-  int used = 0;
+/// Throws whale::Error for a run whose measured peak exceeds the memory of the plan's largest
+/// device: no calibration explains it, and the reserve it asks for would not load.
+void check_measured_peaks(const std::vector<CalibrationRun>& runs, const std::string& runs_file,
+                          const Calibrations& calibrations) {
   for (const CalibrationRun& run : runs) {
-    if (!run.peak_memory_bytes && !run.failed) continue;
-    ++used;
-    const std::map<std::string, PeakAndCapacity> peaks = predicted_peaks(run.plan, *calibrations);
+    if (!run.peak_memory_bytes) continue;
     Bytes largest = 0;
-    for (const auto& [model, predicted] : peaks) largest = std::max(largest, predicted.capacity);
-    if (run.peak_memory_bytes && *run.peak_memory_bytes > largest) {
+    for (const auto& [model, predicted] : predicted_peaks(run.plan, calibrations))
+      largest = std::max(largest, predicted.capacity);
+    if (*run.peak_memory_bytes > largest) {
       throw Error(runs_file, run_where(run, "column 3 (peak_memory_gib)"),
                   "expected at most the memory of the plan's largest device (" + gib_text(largest) + "), got " +
                       gib_text(*run.peak_memory_bytes),
                   "the largest peak of the run's devices, in GiB; check the unit and the plan");
     }
-    for (const auto& [model, predicted] : peaks) {
-      auto& [r, from] = reserve.emplace(model, std::make_pair(0.0, &run)).first->second;
-      const Bytes need = std::max(run.peak_memory_bytes ? *run.peak_memory_bytes - predicted.peak : 0.0,
-                                  run.failed ? predicted.capacity - predicted.peak + kReserveMarginBytes : 0.0);
-      if (need > r) {
-        r = need;
-        from = &run;
+  }
+}
+
+/// Throws whale::Error when the fitted memory reserve of a device model would leave it nothing
+/// beside the framework's own reserve: the calibrated profile would not load.
+void check_reserves_leave_room(const std::vector<CalibrationRun>& runs, const std::string& runs_file,
+                               const Calibrations& calibrations) {
+  for (const auto& [model, calibration] : calibrations) {
+    for (const CalibrationRun& run : runs) {
+      const auto it = run.plan.cluster.profiles.find(model);
+      if (it == run.plan.cluster.profiles.end()) continue;
+      const plan::DeviceProfile& profile = it->second;
+      const Bytes room = profile.memory_bytes - profile.framework_memory.reserve_bytes;
+      if (calibration.memory_reserve_bytes >= room) {
+        throw Error(runs_file, model,
+                    "runs that a memory reserve below " + gib_text(room) + " explains (" + model + ": " +
+                        gib_text(profile.memory_bytes) + " less its framework reserve), got runs that need " +
+                        gib_text(calibration.memory_reserve_bytes),
+                    "whale predicts a failed run to fit with room to spare, or a peak far above the "
+                    "prediction: did it fail for another reason, and is this the plan that was run?");
       }
+      break;
     }
   }
-  for (const auto& [model, entry] : reserve) {
-    const CalibrationRun& run = *entry.second;
-    const plan::DeviceProfile& profile = run.plan.cluster.profiles.at(model);
-    const Bytes room = profile.memory_bytes - profile.framework_memory.reserve_bytes;
-    if (entry.first >= room) {
-      throw Error(runs_file, run_where(run),
-                  "a run that a memory reserve below " + gib_text(room) + " explains (" + model + ": " +
-                      gib_text(profile.memory_bytes) + " less its framework reserve), got one that needs " +
-                      gib_text(entry.first),
-                  run.failed ? "whale predicts this plan to fit with room to spare: did it fail for another reason?"
-                             : "the measured peak is far above the prediction: is this the plan that was run?");
-    }
-    (*calibrations)[model].memory_reserve_bytes = entry.first;
-  }
-  return used;
 }
 
 /// The warnings of CalibrationResult::warnings.
@@ -354,6 +347,35 @@ double mean_abs_relative_error(const std::vector<RunPrediction>& runs, Seconds R
     ++count;
   }
   return count ? sum / count : 0.0;
+}
+
+/// The step-time fit on the timed runs: parameters, fit, per-run predictions and errors.
+void fit_step_times(const std::vector<CalibrationRun>& runs, const std::vector<std::size_t>& timed,
+                    const CalibrationOptions& options, Seconds shortest_step_s, FitSetup setup,
+                    CalibrationResult* out) {
+  CalibrationResult& result = *out;
+  setup.parameters = options.parameters.empty()
+                         ? automatic_parameters(runs, timed, setup, shortest_step_s)
+                         : named_parameters(options.parameters, shortest_step_s, runs, timed, setup);
+  for (const CalibrationParameter& p : setup.parameters) result.fitted.push_back(p.name);
+  result.calibrations = fit(runs, timed, setup);
+  const std::vector<std::optional<Seconds>> left_out = leave_one_out_s(runs, timed, setup);
+  for (std::size_t t = 0; t < timed.size(); ++t) {
+    const CalibrationRun& run = runs[timed[t]];
+    RunPrediction p;
+    p.name = run.name;
+    p.measured_s = *run.step_time_s;
+    p.uncalibrated_s = calibrated_step_time_s(run.plan, setup.start);
+    p.calibrated_s = calibrated_step_time_s(run.plan, result.calibrations);
+    p.leave_one_out_s = left_out[t];
+    result.runs.push_back(p);
+    result.rms_log_residual += std::pow(std::log(p.calibrated_s / p.measured_s), 2);
+  }
+  result.rms_log_residual = std::sqrt(result.rms_log_residual / timed.size());
+  result.uncalibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::uncalibrated_s);
+  result.calibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::calibrated_s);
+  if (timed.size() >= 2) result.leave_one_out_mape = leave_one_out_mape(runs, timed, left_out);
+  result.warnings = fit_warnings(result, setup);
 }
 
 }  // namespace
@@ -430,44 +452,37 @@ CalibrationResult calibrate(const std::vector<CalibrationRun>& runs, const Calib
     const Seconds step = *runs[i].step_time_s;
     shortest_step_s = timed.size() == 1 ? step : std::min(shortest_step_s, step);
   }
-  if (timed.empty()) {
-    throw Error(options.runs_file, "step_time_s", "at least one run with a measured step time, got none",
-                "the fit needs step times; peak memory alone sets only the memory reserve");
+  CalibrationResult result;
+  check_measured_peaks(runs, options.runs_file, setup.start);
+  result.memory = fit_memory(runs);
+  result.memory_runs = static_cast<int>(result.memory.runs.size());
+  if (timed.empty() && result.memory.runs.empty()) {
+    throw Error(options.runs_file, "step_time_s", "at least one run with a measured step time or peak memory, got none",
+                "give step_time_s, peak_memory_gib or failed=true per run");
   }
   setup.models.assign(models.begin(), models.end());
-  setup.parameters = options.parameters.empty()
-                         ? automatic_parameters(runs, timed, setup, shortest_step_s)
-                         : named_parameters(options.parameters, shortest_step_s, runs, timed, setup);
-  CalibrationResult result;
   result.device_models = setup.models;
-  for (const CalibrationParameter& p : setup.parameters) result.fitted.push_back(p.name);
-  result.calibrations = fit(runs, timed, setup);
-  const std::vector<std::optional<Seconds>> left_out = leave_one_out_s(runs, timed, setup);
-  for (std::size_t t = 0; t < timed.size(); ++t) {
-    const CalibrationRun& run = runs[timed[t]];
-    RunPrediction p;
-    p.name = run.name;
-    p.measured_s = *run.step_time_s;
-    p.uncalibrated_s = calibrated_step_time_s(run.plan, setup.start);
-    p.calibrated_s = calibrated_step_time_s(run.plan, result.calibrations);
-    p.leave_one_out_s = left_out[t];
-    result.runs.push_back(p);
-    result.rms_log_residual += std::pow(std::log(p.calibrated_s / p.measured_s), 2);
+  result.calibrations = setup.start;
+  if (!timed.empty()) fit_step_times(runs, timed, options, shortest_step_s, setup, &result);
+  for (const auto& [model, figures] : result.memory.figures) {
+    plan::ProfileCalibration& c = result.calibrations[model];
+    c.activation_memory_scale = figures.activation_scale;
+    c.memory_reserve_bytes = figures.calibrated_reserve_bytes;
   }
-  result.rms_log_residual = std::sqrt(result.rms_log_residual / timed.size());
-  result.uncalibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::uncalibrated_s);
-  result.calibrated_mape = mean_abs_relative_error(result.runs, &RunPrediction::calibrated_s);
-  if (timed.size() >= 2) result.leave_one_out_mape = leave_one_out_mape(runs, timed, left_out);
-  result.memory_runs = fit_memory_reserve(runs, options.runs_file, &result.calibrations);
-  result.warnings = fit_warnings(result, setup);
+  check_reserves_leave_room(runs, options.runs_file, result.calibrations);
   for (auto& [model, calibration] : result.calibrations) {
-    if (!models.count(model) && calibration.memory_reserve_bytes == setup.start.at(model).memory_reserve_bytes) continue;
+    if (!models.count(model) && !result.memory.figures.count(model)) continue;
     calibration.source = calibration_source(result, runs);
     for (const CalibrationRun& run : runs) {
       const auto it = run.plan.cluster.profiles.find(model);
       if (it == run.plan.cluster.profiles.end() || result.profiles.count(model)) continue;
-      result.profiles[model] = it->second;
-      result.profiles[model].calibration = calibration;
+      plan::DeviceProfile& profile = result.profiles[model] = it->second;
+      profile.calibration = calibration;
+      if (result.memory.figures.count(model) &&
+          profile.framework_memory.allocator_slack_fraction != result.memory.figures.at(model).slack_fraction) {
+        profile.framework_memory.allocator_slack_fraction = result.memory.figures.at(model).slack_fraction;
+        profile.framework_memory.source += "; allocator_slack_fraction fitted by whale-calibrate (calibration.source)";
+      }
     }
   }
   return result;

@@ -1,11 +1,13 @@
 // File: memory_model.cpp
 // Per-device memory: model state by precision and optimizer, activations in flight walked
-// from the schedule program, recomputation, and the framework's reserve and allocator slack.
+// from the schedule program, recomputation, the framework's attention implementation and
+// copies of the state, its reserve and allocator slack, and the calibrated activation scale.
 #include "whale/sim/memory_model.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "whale/plan/attention_memory.h"
 #include "whale/plan/error.h"
 #include "whale/sim/op_cost.h"
 
@@ -21,32 +23,40 @@ namespace whale::sim {
 //   tensor + sequence + selective:       sbh/t 34
 //   full recomputation:                  2sbh (the layer input; sharded along the sequence,
 //                                        2sbh/t, under sequence parallelism, Section 5)
-// A Layer carries the three parts: replicated (10sbh), split (24sbh) and attention (5as^2b).
-// A fused attention keeps no attention part, as selective recomputation.
+// A Layer carries the three parts: replicated (10sbh), split (24sbh) and attention (5as^2b);
+// the attention part kept is the framework's (attention_memory.h): flash attention keeps no
+// s^2 term, and selective recomputation then has nothing of it left to recompute.
 Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                            bool sequence_parallel, bool fused_attention) {
+                            bool sequence_parallel, Bytes attention_bytes) {
   const Bytes replicated = layer.activation_bytes_replicated / (sequence_parallel ? tp : 1);
-  const Bytes attention = fused_attention ? 0.0 : layer.activation_bytes_attention;
   switch (recompute) {
     case plan::Recompute::none:
-      return replicated + (layer.activation_bytes_split + attention) / tp;
+      return replicated + (layer.activation_bytes_split + attention_bytes) / tp;
     case plan::Recompute::selective: return replicated + layer.activation_bytes_split / tp;
     case plan::Recompute::full: return layer.input_bytes / (sequence_parallel ? tp : 1);
   }
   return 0;
 }
 
+Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
+                            bool sequence_parallel) {
+  return kept_activation_bytes(layer, tp, recompute, sequence_parallel, layer.activation_bytes_attention);
+}
+
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                                bool sequence_parallel, bool fused_attention) {
+                                bool sequence_parallel, Bytes attention_bytes) {
   switch (recompute) {
     case plan::Recompute::none: return 0;
-    case plan::Recompute::selective:
-      return fused_attention ? 0.0 : layer.activation_bytes_attention / tp;
+    case plan::Recompute::selective: return attention_bytes / tp;
     case plan::Recompute::full:
-      return kept_activation_bytes(layer, tp, plan::Recompute::none, sequence_parallel,
-                                   fused_attention);
+      return kept_activation_bytes(layer, tp, plan::Recompute::none, sequence_parallel, attention_bytes);
   }
   return 0;
+}
+
+Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
+                                bool sequence_parallel) {
+  return recompute_transient_bytes(layer, tp, recompute, sequence_parallel, layer.activation_bytes_attention);
 }
 
 Bytes weight_pass_bytes(const plan::Layer& layer, int tp, plan::Precision precision) {
@@ -97,7 +107,9 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   // The devices of a replica are one model; every stage of the group runs on them.
   const plan::DeviceProfile& profile = plan.cluster.profile_of(
       plan.stages.at(program.stages.front()).replica_devices(replica).front());
-  const bool fused = profile.framework_memory.fused_attention;
+  const plan::FrameworkMemory& framework = profile.framework_memory;
+  // DeepSpeed ZeRO-1/2's fp32 copy of the optimizer's gradients, when they are not fp32 already.
+  const bool fp32_gradient_copy = framework.fp32_gradient_copy && state.gradients < 4;
   MemoryBreakdown out;
   std::vector<Bytes> kept_per_micro_batch(plan.stages.size(), 0);  // by stage: bytes one micro-batch keeps
   std::vector<Bytes> weight_pass_per_micro_batch(plan.stages.size(), 0);  // by stage: kept for a weight pass
@@ -109,13 +121,14 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     Bytes kept = 0, weight_pass = 0;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const plan::Layer& layer = plan.model.layers.at(l);
+      const Bytes attention = plan::attention_kept_bytes(layer, framework.attention, plan.precision);
       weight_pass += weight_pass_bytes(layer, stage.tp, plan.precision) * samples;
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,
-                                    fused) *
+                                    attention) *
               samples;
       transient_bytes = std::max(
           transient_bytes, recompute_transient_bytes(layer, stage.tp, stage.recompute,
-                                                     stage.sequence_parallel, fused) *
+                                                     stage.sequence_parallel, attention) *
                                samples);
     }
     kept_per_micro_batch[s] = kept;
@@ -125,9 +138,10 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     const double own = flat_shard_elements(parameters, stage.dp(), replica);
     out.weights_bytes += parameters * state.weights;
     out.gradients_bytes += (stage.shard_gradients ? own : parameters) * state.gradients;
-    if (profile.framework_memory.gradient_bucket_copy && stage.dp() > 1 && !stage.shard_gradients)
+    if (framework.gradient_bucket_copy && stage.dp() > 1 && !stage.shard_gradients)
       out.gradient_bucket_bytes += parameters * state.gradients;
-    out.optimizer_bytes += (stage.shard_optimizer ? own : parameters) * state.optimizer;
+    out.optimizer_bytes += (stage.shard_optimizer ? own : parameters) *
+                           (state.optimizer + (fp32_gradient_copy ? 4.0 : 0.0));
   }
   Bytes live = 0, peak = 0;
   int in_flight = 0;
@@ -156,10 +170,11 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       out.peak_in_flight = in_flight;
     }
   }
-  out.activations_bytes = peak + transient_bytes;
+  // The activation scale that whale-calibrate fits from measured peaks (1 uncalibrated).
+  out.activations_bytes = (peak + transient_bytes) * profile.calibration.activation_memory_scale;
   const Bytes tensors = out.tensor_bytes();
-  out.allocator_slack_bytes = plan::allocator_slack_bytes(profile.framework_memory, tensors);
-  out.framework_reserve_bytes = profile.framework_memory.reserve_bytes;
+  out.allocator_slack_bytes = plan::allocator_slack_bytes(framework, tensors);
+  out.framework_reserve_bytes = framework.reserve_bytes;
   out.calibrated_reserve_bytes = profile.calibration.memory_reserve_bytes;
   return out;
 }

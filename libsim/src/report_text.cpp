@@ -152,6 +152,10 @@ std::string out_of_memory_text(const plan::Plan& plan, const plan::Estimate& est
       out += printf_string(" + calibrated reserve %.2f GiB",
                            profile.calibration.memory_reserve_bytes / kBytesPerGiB);
     }
+    out += printf_string("; %s attention", plan::to_string(f.attention));
+    if (profile.calibration.activation_memory_scale != 1.0) {
+      out += printf_string(", activations x %.3g (calibrated)", profile.calibration.activation_memory_scale);
+    }
     out += "\n";
   }
   return out;

@@ -1,11 +1,13 @@
 // File: test_calibrate_fit.cpp
 // whale-calibrate's fit on synthetic runs: step times simulated with known calibration figures
 // on the fidelity plans (shipped cpu-measured profile) are fitted back exactly, with a zero
-// residual and leave-one-out error; the automatic choice of parameters; the memory reserve.
+// residual and leave-one-out error; the automatic choice of parameters; the memory fit (scale,
+// slack, out-of-memory runs).
 #include <doctest/doctest.h>
 
 #include "whale/plan/error.h"
 #include "whale/sim/calibrate.h"
+#include "whale/sim/calibration_report.h"
 #include "whale/sim/simulator.h"
 
 using namespace whale;
@@ -77,42 +79,111 @@ TEST_CASE("without a parameter list the fit takes as many as have the least leav
   CHECK(single.calibrated_mape < 1e-7);  // one parameter fits one run exactly
 }
 
-TEST_CASE("the memory reserve is the most a measured peak exceeds the prediction") {
-  std::vector<CalibrationRun> runs = synthetic_runs(2, {});
-  const auto predicted_peak = [](const plan::Plan& p) {
-    double peak = 0;
-    for (const plan::DeviceEstimate& d : Simulator().evaluate(p, {}).devices) peak = std::max(peak, d.peak_memory_bytes);
-    return peak;
-  };
-  runs[0].peak_memory_bytes = predicted_peak(runs[0].plan) + 0.5 * kBytesPerGiB;
-  runs[1].peak_memory_bytes = predicted_peak(runs[1].plan) + 0.25 * kBytesPerGiB;
-  const CalibrationResult result = calibrate(runs);
-  CHECK(result.memory_runs == 2);
-  CHECK(result.calibrations.at("cpu-measured").memory_reserve_bytes == doctest::Approx(0.5 * kBytesPerGiB));
-  CHECK(result.profiles.at("cpu-measured").calibration.source.find("memory_reserve_gib from dp2, tp2") !=
-        std::string::npos);
+namespace {
+
+/// The largest device peak that whale-sim predicts for `p`.
+Bytes predicted_peak(const plan::Plan& p) {
+  Bytes peak = 0;
+  for (const plan::DeviceEstimate& d : Simulator().evaluate(p, {}).devices) peak = std::max(peak, d.peak_memory_bytes);
+  return peak;
 }
 
-TEST_CASE("a failed run raises the reserve until the plan is predicted not to fit") {
-  std::vector<CalibrationRun> runs = synthetic_runs(2, {});
-  runs[1].step_time_s.reset();
-  runs[1].failed = true;  // tp2 "ran out of memory"
+/// `p` with the cpu-measured profile's memory figures set.
+plan::Plan with_memory(plan::Plan p, double activation_scale, double slack) {
+  plan::DeviceProfile& profile = p.cluster.profiles.at("cpu-measured");
+  profile.calibration.activation_memory_scale = activation_scale;
+  profile.framework_memory.allocator_slack_fraction = slack;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the memory fit recovers the activation scale and slack that made the peaks") {
+  // Peaks "measured" with 0.6 of the modelled activations and 8% slack: the input profile
+  // (scale 1, no slack) over-predicts them, and the fit lowers it to the truth.
+  std::vector<CalibrationRun> runs = synthetic_runs(3, {});
+  for (CalibrationRun& run : runs) run.peak_memory_bytes = predicted_peak(with_memory(run.plan, 0.6, 0.08));
   const CalibrationResult result = calibrate(runs);
-  plan::Plan failed = runs[1].plan;
-  failed.cluster.profiles.at("cpu-measured").calibration = result.calibrations.at("cpu-measured");
+  CHECK(result.memory_runs == 3);
+  CHECK(result.memory.fitted == std::vector<std::string>{"activation_memory_scale", "allocator_slack_fraction"});
+  const MemoryFigures& fitted = result.memory.figures.at("cpu-measured");
+  CHECK(fitted.activation_scale == doctest::Approx(0.6).epsilon(1e-6));
+  CHECK(fitted.slack_fraction == doctest::Approx(0.08).epsilon(1e-6));
+  CHECK(result.memory.calibrated_mape < 1e-6);
+  REQUIRE(result.memory.leave_one_out_mape);
+  CHECK(*result.memory.leave_one_out_mape < 1e-5);
+  for (const MemoryRunPrediction& r : result.memory.runs) {
+    CHECK(r.uncalibrated_bytes > *r.measured_bytes);
+    CHECK(r.calibrated_bytes == doctest::Approx(*r.measured_bytes).epsilon(1e-6));
+  }
+  // The calibrated profile carries the figures, and whale-sim predicts the measured peak with it.
+  const plan::DeviceProfile& profile = result.profiles.at("cpu-measured");
+  CHECK(profile.calibration.activation_memory_scale == doctest::Approx(0.6).epsilon(1e-6));
+  CHECK(profile.framework_memory.allocator_slack_fraction == doctest::Approx(0.08).epsilon(1e-6));
+  plan::Plan calibrated = runs[0].plan;
+  calibrated.cluster.profiles.at("cpu-measured") = profile;
+  CHECK(predicted_peak(calibrated) == doctest::Approx(*runs[0].peak_memory_bytes).epsilon(1e-6));
+  CHECK(profile.calibration.source.find("activation_memory_scale, allocator_slack_fraction, memory_reserve_gib "
+                                        "from dp2, tp2, pp2-1f1b") != std::string::npos);
+}
+
+TEST_CASE("whale-calibrate lowers an over-predicted peak: one run, the activation scale alone") {
+  // dp2: both replicas alike. Measured: the state and half the modelled activations, so the
+  // fitted scale is exactly 0.5 and the calibrated peak the measured one.
+  std::vector<CalibrationRun> runs = synthetic_runs(1, {});
+  const std::vector<DeviceMemoryTerms> devices = device_memory_terms(runs[0].plan);
+  REQUIRE(devices.size() == 2);
+  CHECK(devices[0].fixed_tensor_bytes == devices[1].fixed_tensor_bytes);
+  const Bytes state = devices[0].fixed_tensor_bytes, activations = devices[0].activation_bytes;
+  REQUIRE(activations > 0);
+  runs[0].peak_memory_bytes = state + 0.5 * activations;
+  const CalibrationResult result = calibrate(runs);
+  CHECK(result.memory.fitted == std::vector<std::string>{"activation_memory_scale"});
+  CHECK(result.memory.figures.at("cpu-measured").activation_scale == doctest::Approx(0.5).epsilon(1e-6));
+  CHECK(result.memory.figures.at("cpu-measured").slack_fraction == 0);  // the input's, not fitted
+  const MemoryRunPrediction& run = result.memory.runs.at(0);
+  CHECK(run.uncalibrated_bytes == doctest::Approx(state + activations));
+  CHECK(run.calibrated_bytes == doctest::Approx(state + 0.5 * activations).epsilon(1e-6));
+  CHECK_FALSE(run.leave_one_out_bytes);  // one peak: nothing to leave out
+  CHECK(result.calibrations.at("cpu-measured").memory_reserve_bytes == 0);
+}
+
+TEST_CASE("a run that ran out of memory is flagged: the calibrated model predicts it not to fit") {
+  // tp2's peak is measured as predicted; dp2 (the larger per device) "ran out of memory" on a
+  // device that the input profile says holds it. The fit keeps tp2 and puts dp2 over capacity.
+  std::vector<CalibrationRun> runs = synthetic_runs(2, {});
+  runs[1].peak_memory_bytes = predicted_peak(runs[1].plan);
+  runs[0].step_time_s.reset();
+  runs[0].failed = true;
+  REQUIRE(Simulator().evaluate(runs[0].plan, {}).fits);
+  const CalibrationResult result = calibrate(runs);
+  REQUIRE(result.memory.runs.size() == 2);
+  CHECK(result.memory.runs[0].failed);
+  CHECK_FALSE(result.memory.runs[0].calibrated_fits);
+  CHECK(result.memory.runs[1].calibrated_fits);
+  plan::Plan failed = runs[0].plan, ran = runs[1].plan;
+  failed.cluster.profiles.at("cpu-measured") = result.profiles.at("cpu-measured");
+  ran.cluster.profiles.at("cpu-measured") = result.profiles.at("cpu-measured");
   CHECK_FALSE(Simulator().evaluate(failed, {}).fits);
-  plan::Plan almost = failed;
-  almost.cluster.profiles.at("cpu-measured").calibration.memory_reserve_bytes -= 2 * 1024.0 * 1024.0;
-  CHECK(Simulator().evaluate(almost, {}).fits);  // the reserve is the least that makes it fail
+  CHECK(Simulator().evaluate(ran, {}).fits);
+  const std::string table = format_memory_table(result.memory, 4);
+  CAPTURE(table);
+  CHECK(table.find("dp2             failed") != std::string::npos);
+  CHECK(table.find("out of memory, predicted not to fit") != std::string::npos);
 }
 
-TEST_CASE("the fit rejects runs without step times and unknown parameter names") {
+TEST_CASE("the fit takes runs with peaks only, and rejects runs without any measurement") {
   std::vector<CalibrationRun> runs = synthetic_runs(1, {});
   CalibrationOptions options;
   options.parameters = {"gemm_speed"};
   CHECK_THROWS_AS(calibrate(runs, options), Error);
   runs[0].step_time_s.reset();
-  runs[0].peak_memory_bytes = 1e9;
+  runs[0].peak_memory_bytes = predicted_peak(runs[0].plan);
+  const CalibrationResult memory_only = calibrate(runs);
+  CHECK(memory_only.fitted.empty());
+  CHECK(memory_only.runs.empty());
+  CHECK(memory_only.memory.figures.at("cpu-measured").activation_scale == doctest::Approx(1).epsilon(1e-6));
+  runs[0].peak_memory_bytes.reset();
   CHECK_THROWS_AS(calibrate(runs), Error);
 }
 

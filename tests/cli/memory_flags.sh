@@ -67,7 +67,7 @@ for model, need in tensors.items():
     profile["memory_gib"] = (need + 1.0 * gib) / gib
     for folder, reserve in (("no-reserve", 0), ("reserve", 2)):
         profile["framework_memory"] = {"source": "memory_flags.sh", "reserve_gib": reserve,
-                                       "allocator_slack_fraction": 0, "fused_attention": False}
+                                       "allocator_slack_fraction": 0, "attention_implementation": "fused_softmax"}
         yaml.safe_dump(profile, open(f"{work}/{folder}/{model}.yaml", "w"))
 PY
 [ "$(check "$plan" "$work/no-reserve")" = fits ] || fail "without the reserve the plan should fit"

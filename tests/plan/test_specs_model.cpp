@@ -58,11 +58,18 @@ TEST_CASE("tiny: layers, flops, parameters and bytes by hand") {
   // 4h^2 + 2h*ffn + 9h + ffn = 16384 + 32768 + 576 + 256.
   CHECK(block.parameters == 49984);
   CHECK(block.parameters_replicated == 6 * 64);
-  CHECK(block.activation_bytes_replicated == 10 * 32 * 64 * 2);        // 10sh at 2 bytes, x4/2
+  // fp32: Korthikanti's 10sh is 8sh of 2-byte tensors (16sh at 4 bytes) and two 1-byte dropout
+  // masks (2sh at any precision): 18sh = 36864.
+  CHECK(block.activation_bytes_replicated == 18 * 32 * 64);
   CHECK(block.activation_bytes_split == (8 * 32 * 64 + 4 * 32 * 256) * 2);
-  CHECK(block.activation_bytes_attention == 5 * 4 * 32 * 32 * 2);
-  CHECK(block.activation_bytes(1) == 40960 + 98304 + 40960);
-  CHECK(block.activation_bytes(2) == 40960 + (98304 + 40960) / 2);
+  // fp32 attention: softmax output 4 + mask 1 + dropped-out probabilities 4 bytes per score,
+  // 9as² = 36864 (a = 4, s = 32).
+  CHECK(block.attention_score_elements == 4 * 32 * 32);
+  CHECK(block.attention_rows == 4 * 32);
+  CHECK(block.attention_dropout);
+  CHECK(block.activation_bytes_attention == 9 * 4 * 32 * 32);
+  CHECK(block.activation_bytes(1) == 36864 + 98304 + 36864);
+  CHECK(block.activation_bytes(2) == 36864 + (98304 + 36864) / 2);
   CHECK(block.input_bytes == 8192);
   CHECK(block.output_bytes == 8192);
   CHECK(block.tp_allreduce_bytes == 2 * 8192);

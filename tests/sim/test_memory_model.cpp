@@ -1,7 +1,7 @@
 // File: test_memory_model.cpp
 // Memory per device by hand: state bytes per parameter, tp sharding of parameters, optimizer
 // sharding, activations in flight under 1F1B with each recomputation mode and under zb-h1, the
-// framework's reserve, allocator slack and fused attention, out of memory.
+// framework's reserve, allocator slack and flash attention, out of memory.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -157,20 +157,21 @@ TEST_CASE("allocator slack multiplies the tensors; the calibrated reserve adds t
   CHECK(m.calibrated_reserve_bytes == 500);
 }
 
-TEST_CASE("a fused attention keeps no attention scores, with or without selective recomputation") {
-  // Kept per micro-batch of 3 samples: unfused 3 * (10 + 60/2) = 120, fused 3 * (10 + 40/2) =
-  // 90; group 0 holds two. Selective recomputation has nothing left to rematerialise.
+TEST_CASE("flash attention keeps no attention scores, with or without selective recomputation") {
+  // Kept per micro-batch of 3 samples: unfused 3 * (10 + 60/2) = 120, flash 3 * (10 + 40/2) =
+  // 90; group 0 holds two. Selective recomputation has nothing left to rematerialise. The listed
+  // layer has no attention shape: flash drops its activation_bytes_attention whole.
   plan::Plan p = memory_plan(plan::Recompute::none, false, 1e9);
-  framework_of(p).fused_attention = true;
+  framework_of(p).attention = plan::AttentionImplementation::flash;
   const double state = 1100 + 1100 + 6600 + 1000;
   CHECK(evaluate(p).devices[0].peak_memory_bytes == doctest::Approx(state + 180));
   for (plan::Stage& s : p.stages) s.recompute = plan::Recompute::selective;
   CHECK(evaluate(p).devices[0].peak_memory_bytes == doctest::Approx(state + 180));
   plan::Layer layer = p.model.layers[0];
-  CHECK(kept_activation_bytes(layer, 2, plan::Recompute::none, false, true) == 30);
-  CHECK(kept_activation_bytes(layer, 2, plan::Recompute::none, false, false) == 40);
-  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::selective, false, true) == 0);
-  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::full, true, true) == 5 + 20);
+  CHECK(kept_activation_bytes(layer, 2, plan::Recompute::none, false, 0.0) == 30);
+  CHECK(kept_activation_bytes(layer, 2, plan::Recompute::none, false) == 40);
+  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::selective, false, 0.0) == 0);
+  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::full, true, 0.0) == 5 + 20);
 }
 
 TEST_CASE("a plan that fits on paper only without the framework's reserve is flagged") {

@@ -28,7 +28,10 @@ struct Fixture {
     est.breakdown.idle_s = 0.1;
     est.devices = {{0, "flat", 3 * kBytesPerGiB, 2 * kBytesPerGiB, 0.4, 1.5, 2.5 * kBytesPerGiB},
                    {1, "flat", kBytesPerGiB, 2 * kBytesPerGiB, 0.4, 1.5, 0.5 * kBytesPerGiB}};
-    plan.cluster.profiles.at("flat").framework_memory = {0.5 * kBytesPerGiB, 0.0, false, false, "test figures"};
+    plan::FrameworkMemory& framework = plan.cluster.profiles.at("flat").framework_memory;
+    framework = plan::FrameworkMemory{};
+    framework.reserve_bytes = 0.5 * kBytesPerGiB;
+    framework.source = "test figures";
   }
 };
 
@@ -48,7 +51,7 @@ TEST_CASE("text report: summary lines and one table row per stage") {
   // Device 0 overflows: 3 GiB of 2, of which 2.5 GiB tensors and 0.5 GiB the framework's.
   CHECK(text.find("\nOUT OF MEMORY on 1 of 2 devices (predicted peak above capacity):\n"
                   "  device 0 flat: 3.00 GiB of 2.00 GiB (tensors 2.50 GiB, framework 0.50 GiB)\n"
-                  "  flat: framework reserve 0.50 GiB + allocator slack 0% (test figures)\n") !=
+                  "  flat: framework reserve 0.50 GiB + allocator slack 0% (test figures); fused_softmax attention\n") !=
         std::string::npos);
 }
 

@@ -1,7 +1,8 @@
 // File: framework_memory.h
 // FrameworkMemory: what a training framework holds on a device beyond the model's tensors (a
-// fixed reserve and the allocator's slack), and whether its attention is fused. Carried by a
-// device profile (YAML: the optional `framework_memory` block; docs/profile.md).
+// fixed reserve and the allocator's slack), which attention implementation it runs and which
+// extra copies of the model state it keeps. Carried by a device profile (YAML: the optional
+// `framework_memory` block; docs/profile.md).
 #pragma once
 
 #include <string>
@@ -10,6 +11,21 @@
 
 namespace whale::plan {
 
+/// How the framework computes attention, which sets what the attention core keeps for backward
+/// (attention_memory.h):
+/// - eager: unfused PyTorch ops (Hugging Face transformers' `eager` attention, Megatron-LM's
+///   unfused path): the softmax runs and is kept in fp32, the probabilities are cast to the
+///   training precision for the dropout and the context GEMM.
+/// - fused_softmax: one kernel for scale, mask and softmax in the training precision
+///   (Megatron-LM's FusedScaleMaskSoftmax; fp16 and bf16 only, fp32 falls back to eager).
+/// - flash: FlashAttention or PyTorch's scaled_dot_product_attention with a fused backend:
+///   no score matrix is kept, only one fp32 log-sum-exp per row.
+enum class AttentionImplementation { eager, fused_softmax, flash };
+/// "eager", "fused_softmax", "flash".
+const char* to_string(AttentionImplementation attention);
+/// Parses the names above (and "sdpa" for flash); false on anything else.
+bool parse_attention_implementation(const std::string& text, AttentionImplementation* out);
+
 struct FrameworkMemory {
   /// Fixed bytes per device: the CUDA context, library handles and workspaces, communicator
   /// buffers (YAML: reserve_gib).
@@ -17,14 +33,21 @@ struct FrameworkMemory {
   /// Extra bytes per byte of the tensors' peak: the caching allocator's fragmentation and
   /// rounding (YAML: allocator_slack_fraction, in [0, 1]).
   double allocator_slack_fraction = 0;
-  /// Whether the framework's attention is fused (flash attention): the attention scores, their
-  /// softmax and dropout mask are then never kept for backward (YAML: fused_attention).
-  bool fused_attention = false;
+  /// The attention implementation (YAML: attention_implementation; the older `fused_attention:
+  /// true` reads as flash and `false` as fused_softmax).
+  AttentionImplementation attention = AttentionImplementation::fused_softmax;
   /// Whether the data-parallel gradient buckets are storage of their own beside the gradients
   /// (PyTorch DDP without gradient_as_bucket_view: a second copy of every unsharded gradient
   /// on a replicated stage) rather than the gradients themselves (Megatron-LM's contiguous
   /// gradient buffer, whale-run). YAML: gradient_bucket_copy.
   bool gradient_bucket_copy = false;
+  /// Whether the optimizer steps on an fp32 copy of its own (possibly sharded) gradients when
+  /// they are accumulated in fp16 or bf16: DeepSpeed ZeRO-1 and -2 convert each partition's
+  /// gradients to fp32 for the step, the 4 of the 16 bytes per parameter and GPU that
+  /// estimate_zero2_model_states_mem_needs counts beside the fp32 weights and Adam's m and v
+  /// (4 * params + 16 * params / gpus). Megatron-LM accumulates in fp32 already
+  /// (grad_reduce_precision fp32) and keeps no copy. YAML: fp32_gradient_copy.
+  bool fp32_gradient_copy = false;
   /// Where the figures come from (YAML: source).
   std::string source;
 
@@ -32,8 +55,8 @@ struct FrameworkMemory {
 };
 
 /// The figures a profile without a `framework_memory` block gets, by its kind: a GPU keeps a
-/// 2 GiB reserve, no slack and unfused attention; a CPU (whale-run's own backend, which
-/// counts only its tensors) nothing.
+/// 2 GiB reserve, no slack and Megatron-LM's fused softmax; a CPU (whale-run's own backend,
+/// which counts only its tensors) nothing.
 FrameworkMemory default_framework_memory(const std::string& device_kind);
 
 /// The allocator's slack when the tensors peak at `tensor_bytes`: tensor_bytes *

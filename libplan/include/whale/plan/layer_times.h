@@ -40,4 +40,13 @@ struct LayerTimes {
   std::vector<MeasuredLayerTime> of_shape(LayerKind kind, int tp) const;
 };
 
+/// Reads a per-layer profile JSON keyed by micro-batch, tp degree and layer index, as Sailor's
+/// planner stores its profiles (sailor_planner/profiles/<model>/<gpu>/profile.json):
+///   {"<micro_batch>": {"<tp>": {"<layer index>": [forward_s, backward_s, ...]}}}
+/// Layer 0 is the embedding, the last the head, those between transformer blocks (at least three
+/// layers); a kind's times are the median over its layers (entries after the second, Sailor's
+/// optimizer step, are ignored). Micro-batch > 0, tp an integer >= 1, indices 0..n-1, times
+/// > 0 seconds. `source` is `path`. Throws whale::Error naming the file and the field.
+LayerTimes load_layer_profile_json(const std::string& path);
+
 }  // namespace whale::plan

@@ -3,6 +3,7 @@
 // llama) and its hyperparameters, or listed layer by layer; plus the training setup.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,12 @@ struct Layer {
   Bytes activation_bytes_split = 0;       // divided by tp, kept under selective recomputation
   Bytes activation_bytes_attention = 0;   // divided by tp, dropped by selective recomputation
                                           // (softmax input/output, attention dropout mask)
+  // The attention core's shape, per sample at tp 1, from which the memory model prices what each
+  // attention implementation keeps (attention_memory.h); 0 on layers without one (listed layers,
+  // whose activation_bytes_attention is taken as it is):
+  double attention_score_elements = 0;  // a s²: every head's score matrix
+  double attention_rows = 0;            // a s: the rows of those matrices
+  bool attention_dropout = false;       // dropout on the attention probabilities
   Bytes input_bytes = 0;              // per sample: the layer's input, all that full
                                       // recomputation keeps
   Bytes output_bytes = 0;             // per sample: the tensor that crosses to the next layer
@@ -91,6 +98,13 @@ struct Model {
                              // positions (GPT-NeoX) instead of a learned position table
   int sequence = 0;          // tokens per sample
   int vocabulary = 0;
+  /// Dropout probabilities, on the attention probabilities and on the hidden states (after the
+  /// embedding, the attention projection and the MLP). Unset: the family's default, 0.1 for
+  /// gpt and bert (Megatron-LM's --attention-dropout and --hidden-dropout, GPT-2's and BERT's
+  /// configs), 0 for llama (no dropout in Llama; transformers' LlamaConfig attention_dropout
+  /// 0.0). A dropout of 0 keeps no mask (model_families.cpp).
+  std::optional<double> attention_dropout;
+  std::optional<double> hidden_dropout;
   Training training;
   /// Layers in execution order. For a family model: [embedding, block 0..L-1, head].
   std::vector<Layer> layers;

@@ -47,6 +47,10 @@ struct ProfileCalibration {
   Seconds layer_overhead_s = 0;   // added to each layer's forward and backward (YAML: layer_overhead_us)
   Seconds step_overhead_s = 0;    // added once to the step time (YAML: step_overhead_us)
   Bytes memory_reserve_bytes = 0; // added to every device's peak memory (YAML: memory_reserve_gib)
+  /// Multiplies the activations the memory model counts (kept and recomputed), fitted from
+  /// measured peaks: < 1 when the framework keeps less than the formulas say (YAML:
+  /// activation_memory_scale).
+  double activation_memory_scale = 1.0;
   /// Per link kind: the fitted achieved bandwidth and added latency (YAML: links).
   std::map<std::string, LinkCalibration> links;
 

@@ -1,7 +1,8 @@
 // File: calibrate.h
 // whale-calibrate's fit: per device model, a few calibration figures (plan::ProfileCalibration)
 // fitted by bounded least squares on log step time over measured runs, with the leave-one-out
-// error, and a memory reserve from measured peaks and failed runs (docs/calibrate.md).
+// error, and the memory figures fitted to measured peaks and failed runs (memory_fit.h;
+// docs/calibrate.md).
 #pragma once
 
 #include <map>
@@ -12,6 +13,7 @@
 #include "whale/plan/plan.h"
 #include "whale/plan/profile_calibration.h"
 #include "whale/plan/units.h"
+#include "whale/sim/memory_fit.h"
 
 namespace whale::sim {
 
@@ -94,17 +96,22 @@ struct CalibrationResult {
   double uncalibrated_mape = 0;             // mean |predicted / measured - 1|, as a fraction
   double calibrated_mape = 0;
   std::optional<double> leave_one_out_mape; // absent with fewer than 2 timed runs
-  int memory_runs = 0;                      // runs that set the memory reserve (peaks, failures)
+  int memory_runs = 0;                      // runs with memory evidence (peaks, failures)
+  /// The memory fit (memory_fit.h): its figures are in `calibrations` (activation_memory_scale,
+  /// memory_reserve_bytes) and in the profiles (those and framework_memory's
+  /// allocator_slack_fraction when fitted).
+  MemoryFit memory;
   /// What the user should know about the fit, one sentence each: figures fitted at a bound
   /// of their range, more figures than timed runs, a calibrated error above the uncalibrated.
   std::vector<std::string> warnings;
 };
 
-/// Fits the calibration of every device model that the timed runs use. Throws whale::Error
-/// when no run has a step time, a parameter name is unknown or repeated, a measured peak
-/// exceeds the memory of the run's largest device, or the memory reserve that the runs ask
-/// for would leave a device no memory for tensors (the calibrated profile would not load).
-/// Deterministic.
+/// Fits the calibration of every device model that the timed runs use, and the memory figures
+/// of every model that a run with a measured peak or a failure uses. Without timed runs only
+/// the memory is fitted. Throws whale::Error when no run has a step time or memory evidence, a
+/// parameter name is unknown or repeated, a measured peak exceeds the memory of the run's
+/// largest device, or the fitted memory reserve would leave a device no memory for tensors
+/// (the calibrated profile would not load). Deterministic.
 CalibrationResult calibrate(const std::vector<CalibrationRun>& runs,
                             const CalibrationOptions& options = {});
 

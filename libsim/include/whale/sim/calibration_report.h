@@ -15,8 +15,15 @@ namespace whale::sim {
 std::string calibration_source(const CalibrationResult& result, const std::vector<CalibrationRun>& runs);
 
 /// The report: per timed run measured, uncalibrated, calibrated and leave-one-out step time;
-/// then the fitted figures per device model and the errors.
+/// per run with memory evidence the same for its peak (GiB) and a verdict (fits, out of memory
+/// predicted not to fit, ...); then the fitted figures per device model and the errors.
 std::string format_calibration_report(const CalibrationResult& result);
+
+/// The step-time table of the report, its run column `width` wide.
+std::string format_step_time_table(const CalibrationResult& result, int width);
+
+/// The peak-memory table of the report, its run column `width` wide.
+std::string format_memory_table(const MemoryFit& memory, int width);
 
 /// Writes `out_dir` (created if needed): every profile of `profiles_dir` (every *.yaml, copied
 /// as it is) and over them the calibrated profiles of `result`. Throws whale::Error naming the

@@ -24,18 +24,23 @@ using plan::state_bytes_per_param;
 using plan::parameters_per_device;
 
 /// Activation bytes one sample of a micro-batch keeps in a layer until its backward
-/// (Korthikanti et al. 2022, Table 2; the formulas are in memory_model.cpp):
-/// none: activation_bytes(tp); selective: minus activation_bytes_attention / tp;
-/// full: input_bytes (the checkpoint). Sequence parallelism divides the replicated part (and
-/// the checkpoint) by tp too. A fused attention keeps no activation_bytes_attention.
+/// (Korthikanti et al. 2022, Table 2; the formulas are in memory_model.cpp), when its attention
+/// core keeps `attention_bytes` per sample at tp 1 (plan::attention_kept_bytes; the overload
+/// without takes the layer's activation_bytes_attention): none: replicated + (split +
+/// attention) / tp; selective: the same without the attention part; full: input_bytes (the
+/// checkpoint). Sequence parallelism divides the replicated part (and the checkpoint) by tp too.
 Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                            bool sequence_parallel = false, bool fused_attention = false);
+                            bool sequence_parallel, Bytes attention_bytes);
+Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
+                            bool sequence_parallel = false);
 
 /// Bytes per sample that recomputing one layer materialises again during its backward:
 /// full: what the layer keeps without recomputation; selective: its attention part / tp;
-/// none: 0.
+/// none: 0. `attention_bytes` as for kept_activation_bytes.
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                                bool sequence_parallel = false, bool fused_attention = false);
+                                bool sequence_parallel, Bytes attention_bytes);
+Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
+                                bool sequence_parallel = false);
 
 /// Bytes per sample that a split backward (zb-h1) keeps from its input pass to its weight pass
 /// in `layer`: the input and the output gradient of every weight GEMM (all but the attention
@@ -54,7 +59,7 @@ struct MemoryBreakdown {
   Bytes gradients_bytes = 0;
   Bytes gradient_bucket_bytes = 0;  // the buckets' own copy of the gradients, when the
                                     // framework keeps one (framework_memory)
-  Bytes optimizer_bytes = 0;
+  Bytes optimizer_bytes = 0;    // states, fp32 master weights and any fp32 gradient copy
   Bytes activations_bytes = 0;  // at the program's peak of in-flight micro-batches, plus the
                                 // one-layer transient of recomputation
   Bytes allocator_slack_bytes = 0;    // the tensors times framework_memory's slack fraction
@@ -81,8 +86,12 @@ double stage_parameters_per_device(const plan::Plan& plan, int s);
 /// the program, as a group may run several). The in-flight count is taken from the program:
 /// forwards minus backwards so far, per stage, weighted by each stage's kept bytes. A split
 /// backward frees the kept bytes at its input pass, and holds weight_pass_bytes from there to
-/// its weight pass, where the micro-batch leaves the flight. The framework's figures (fused
-/// attention, slack, reserves) come from the profile of the replica's devices. A last stage
+/// its weight pass, where the micro-batch leaves the flight. The framework's figures (attention
+/// implementation, slack, reserves, the fp32 gradient copy) and the calibrated activation scale
+/// come from the profile of the replica's devices. The activations (kept and transient) are
+/// multiplied by calibration.activation_memory_scale. Under framework_memory.fp32_gradient_copy
+/// with gradients below 4 bytes, the optimizer bytes count 4 more per parameter it steps (its
+/// shard when sharded). A last stage
 /// that holds a copy of a tied token table (Plan::last_stage_holds_table_copy) counts it with
 /// its gradients and optimizer state. A framework with gradient_bucket_copy holds its unsharded
 /// gradients twice on every stage with more than one replica.

@@ -1,0 +1,28 @@
+// File: attention_memory.h
+// What a layer's attention core keeps for its backward pass, by attention implementation,
+// precision and attention dropout.
+#pragma once
+
+#include "whale/plan/framework_memory.h"
+#include "whale/plan/model.h"
+#include "whale/plan/precision.h"
+#include "whale/plan/units.h"
+
+namespace whale::plan {
+
+/// Bytes per sample, at tensor-parallel degree 1, that `layer`'s attention core keeps for
+/// backward when the framework runs `attention` at `precision` (e = bytes per element of the
+/// precision, n = layer.attention_score_elements, a s² per sample, r = layer.attention_rows):
+///   eager:         softmax output in fp32, 4n; with attention dropout a 1-byte mask, n, and the
+///                  dropped-out probabilities, en; without dropout the probabilities cast to the
+///                  precision, en, when e < 4 (at fp32 the context GEMM keeps the softmax's own
+///                  output). fp32: 9n with dropout, 4n without; fp16/bf16: 7n and 6n.
+///   fused_softmax: softmax output en, mask n and dropped-out probabilities en (Korthikanti et
+///                  al. 2022's 5as² at e = 2); en without dropout. At fp32 the fused kernel
+///                  does not run and eager's bytes apply.
+///   flash:         one fp32 log-sum-exp per row, 4r; the mask is regenerated from the seed.
+/// A layer without an attention core in these terms (attention_score_elements 0: a listed
+/// layer) keeps its activation_bytes_attention, and nothing under flash.
+Bytes attention_kept_bytes(const Layer& layer, AttentionImplementation attention, Precision precision);
+
+}  // namespace whale::plan

@@ -1,0 +1,155 @@
+// File: test_memory_framework.cpp
+// The framework's terms of the memory model by hand: what the attention core keeps under each
+// implementation, precision and dropout; dropout masks in the family layers; DeepSpeed's fp32
+// gradient copy; the calibrated activation scale.
+#include <doctest/doctest.h>
+
+#include "sim_fixtures.h"
+#include "whale/plan/attention_memory.h"
+#include "whale/plan/schedule_program.h"
+#include "whale/sim/memory_model.h"
+
+using namespace whale;
+using namespace whale::sim;
+using plan::AttentionImplementation;
+using plan::Precision;
+
+namespace {
+
+// A layer whose attention core has 100 score elements in 10 rows per sample (a s² and a s),
+// with attention dropout; 10 replicated and 40 split activation bytes; 1000 parameters.
+plan::Layer attention_layer(bool dropout) {
+  plan::Layer layer = test::gemm_layer(10, 10, 10, 0, 1000);
+  layer.activation_bytes_replicated = 10;
+  layer.activation_bytes_split = 40;
+  layer.attention_score_elements = 100;
+  layer.attention_rows = 10;
+  layer.attention_dropout = dropout;
+  layer.activation_bytes_attention = 500;  // what a listed copy would carry; not read here
+  return layer;
+}
+
+// One device, one stage, one micro-batch of 2 samples (GPipe); `per_stage` devices of dp.
+plan::Plan one_layer_plan(const plan::Layer& layer, Precision precision, int per_stage = 1) {
+  const plan::Cluster c = test::make_cluster(1, per_stage, test::flat_profile(1e14, 1e12),
+                                             test::link(1e11, 0), test::link(1e10, 0));
+  plan::Plan p = test::pipeline_plan(c, {layer}, plan::ScheduleKind::gpipe, 1, per_stage, 1, 2);
+  p.precision = precision;
+  return p;
+}
+
+MemoryBreakdown memory_of(const plan::Plan& p) {
+  return replica_memory(p, plan::generate_schedule(p).groups[0], 0);
+}
+
+plan::DeviceProfile& profile_of(plan::Plan& p) { return p.cluster.profiles.begin()->second; }
+
+}  // namespace
+
+TEST_CASE("eager attention keeps an fp32 softmax, the dropout mask and the probabilities") {
+  const plan::Layer on = attention_layer(true), off = attention_layer(false);
+  // fp32: softmax 4 + mask 1 + dropped-out probabilities 4 = 9 bytes per score; without
+  // dropout the context GEMM reads the softmax output itself: 4.
+  CHECK(plan::attention_kept_bytes(on, AttentionImplementation::eager, Precision::fp32) == 900);
+  CHECK(plan::attention_kept_bytes(off, AttentionImplementation::eager, Precision::fp32) == 400);
+  // bf16: the fp32 softmax 4, the mask 1, the bf16 probabilities 2 = 7; without dropout the
+  // bf16 cast of the probabilities is what the context GEMM keeps: 4 + 2 = 6.
+  CHECK(plan::attention_kept_bytes(on, AttentionImplementation::eager, Precision::bf16) == 700);
+  CHECK(plan::attention_kept_bytes(off, AttentionImplementation::eager, Precision::bf16) == 600);
+}
+
+TEST_CASE("a fused softmax keeps 2 + 1 + 2 bytes per score in half precision, eager's in fp32") {
+  const plan::Layer on = attention_layer(true), off = attention_layer(false);
+  // Korthikanti et al. 2022's 5as²: softmax output 2, mask 1, dropout output 2.
+  CHECK(plan::attention_kept_bytes(on, AttentionImplementation::fused_softmax, Precision::bf16) == 500);
+  CHECK(plan::attention_kept_bytes(on, AttentionImplementation::fused_softmax, Precision::fp16) == 500);
+  CHECK(plan::attention_kept_bytes(off, AttentionImplementation::fused_softmax, Precision::bf16) == 200);
+  // No fused kernel for fp32 inputs (Megatron-LM falls back to torch.softmax).
+  CHECK(plan::attention_kept_bytes(on, AttentionImplementation::fused_softmax, Precision::fp32) == 900);
+  CHECK(plan::attention_kept_bytes(off, AttentionImplementation::fused_softmax, Precision::fp32) == 400);
+}
+
+TEST_CASE("flash attention keeps one fp32 log-sum-exp per row and no s² term") {
+  for (Precision precision : {Precision::fp32, Precision::bf16}) {
+    CHECK(plan::attention_kept_bytes(attention_layer(true), AttentionImplementation::flash, precision) == 40);
+  }
+  // A listed layer (no attention shape) keeps its own figure, and nothing of it under flash.
+  plan::Layer listed = test::gemm_layer(10, 10, 10, 0);
+  listed.activation_bytes_attention = 77;
+  CHECK(plan::attention_kept_bytes(listed, AttentionImplementation::eager, Precision::bf16) == 77);
+  CHECK(plan::attention_kept_bytes(listed, AttentionImplementation::fused_softmax, Precision::fp32) == 77);
+  CHECK(plan::attention_kept_bytes(listed, AttentionImplementation::flash, Precision::bf16) == 0);
+}
+
+TEST_CASE("the memory model keeps the profile's attention: 2 samples x (10 + 40 + attention)") {
+  plan::Plan p = one_layer_plan(attention_layer(true), Precision::bf16);
+  CHECK(memory_of(p).activations_bytes == 2 * (50 + 500));  // fused_softmax, the default
+  profile_of(p).framework_memory.attention = AttentionImplementation::eager;
+  CHECK(memory_of(p).activations_bytes == 2 * (50 + 700));
+  profile_of(p).framework_memory.attention = AttentionImplementation::flash;
+  CHECK(memory_of(p).activations_bytes == 2 * (50 + 40));
+  // Selective recomputation keeps no attention part and rebuilds one layer's: 2 x 40.
+  p.stages[0].recompute = plan::Recompute::selective;
+  CHECK(memory_of(p).activations_bytes == 2 * 50 + 2 * 40);
+  p.precision = Precision::fp32;
+  profile_of(p).framework_memory.attention = AttentionImplementation::eager;
+  p.stages[0].recompute = plan::Recompute::none;
+  CHECK(memory_of(p).activations_bytes == 2 * (50 + 900));
+}
+
+TEST_CASE("the calibrated activation scale multiplies the activations only") {
+  plan::Plan p = one_layer_plan(attention_layer(true), Precision::bf16);
+  profile_of(p).calibration.activation_memory_scale = 0.5;
+  const MemoryBreakdown m = memory_of(p);
+  CHECK(m.activations_bytes == 550);
+  // bf16 Adam: 2 + 2 + 12 bytes per parameter, unscaled.
+  CHECK(m.weights_bytes + m.gradients_bytes + m.optimizer_bytes == 16000);
+}
+
+TEST_CASE("DeepSpeed's fp32 gradient copy: 4 bytes per parameter of the optimizer's shard") {
+  // dp 2, optimizer sharded: each replica steps 500 of the 1000 parameters. bf16 Adam keeps 12
+  // bytes per stepped parameter (fp32 master, m, v); the copy adds 4: 16 x 500 = 8000
+  // (estimate_zero2_model_states_mem_needs' 16 * params / gpus).
+  plan::Plan p = one_layer_plan(attention_layer(true), Precision::bf16, 2);
+  p.stages[0].shard_optimizer = true;
+  CHECK(memory_of(p).optimizer_bytes == 6000);
+  profile_of(p).framework_memory.fp32_gradient_copy = true;
+  CHECK(memory_of(p).optimizer_bytes == 8000);
+  // Unsharded: all 1000 parameters.
+  p.stages[0].shard_optimizer = false;
+  CHECK(memory_of(p).optimizer_bytes == 16000);
+  // Gradients accumulated in fp32 already (Megatron-LM): no copy.
+  p.framework_precision.grad_reduce = plan::GradReducePrecision::fp32;
+  CHECK(memory_of(p).optimizer_bytes == 12000);
+  // fp32 training: the gradients are fp32, no copy and no master weights: m and v, 8 bytes.
+  p.framework_precision.grad_reduce = plan::GradReducePrecision::training;
+  p.precision = Precision::fp32;
+  CHECK(memory_of(p).optimizer_bytes == 8000);
+}
+
+TEST_CASE("a gpt block's dropout masks are 1 byte at any precision, and absent without dropout") {
+  // s 32, h 64, a 4. fp32: 16sh of tensors + 2sh of masks = 18sh = 36864; bf16: 10sh = 20480.
+  plan::Model m;
+  m.family = "gpt";
+  m.num_layers = 1;
+  m.hidden = 64;
+  m.heads = 4;
+  m.sequence = 32;
+  m.vocabulary = 256;
+  plan::generate_layers(m, Precision::fp32);
+  CHECK(m.layers[0].activation_bytes_replicated == 32 * 64);  // the embedding's mask
+  CHECK(m.layers[1].activation_bytes_replicated == 18 * 32 * 64);
+  plan::generate_layers(m, Precision::bf16);
+  CHECK(m.layers[1].activation_bytes_replicated == 10 * 32 * 64);
+  CHECK(m.layers[1].activation_bytes_attention == 5 * 4 * 32 * 32);
+  m.attention_dropout = 0.0;
+  m.hidden_dropout = 0.0;
+  plan::generate_layers(m, Precision::bf16);
+  CHECK(m.layers[0].activation_bytes_replicated == 0);
+  CHECK(m.layers[1].activation_bytes_replicated == 8 * 32 * 64);
+  CHECK_FALSE(m.layers[1].attention_dropout);
+  CHECK(m.layers[1].activation_bytes_attention == 2 * 4 * 32 * 32);  // the softmax output
+  for (const plan::MemoryOp& op : m.layers[1].memory_ops) CHECK(op.name.find("dropout") == std::string::npos);
+  // Korthikanti's per-layer total at 2 bytes, 34sh + 5as² with dropout, becomes 32sh + 2as².
+  CHECK(kept_activation_bytes(m.layers[1], 1, plan::Recompute::none) == 32 * 32 * 64 + 2 * 4 * 32 * 32);
+}
