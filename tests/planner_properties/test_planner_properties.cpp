@@ -3,7 +3,8 @@
 // Llama-2 70B, Llama-3 405B and Llama-3 70B (its Hugging Face config.json) x global batches
 // 512 to 65,536 in powers of two: a plan at batch B means a plan at 2B; the best plan is never
 // slower than the baseline; on small clusters (<= 16 devices, <= 2 device models) the best plan
-// is at least as fast as the exhaustive optimum of the same space. The cells run on two threads.
+// is at least as fast as the exhaustive optimum of the same space (batches 512 to 2048). The
+// cells run on two threads: about 7 min of CPU in all.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -32,7 +33,7 @@ constexpr int kLastBatch = 65536;
 // 480 searches within minutes on two cores.
 constexpr long kGridCap = 1000;
 // The exhaustive twin simulates every candidate of the space, whose simulated step grows with
-// the micro-batch count: it runs up to this batch.
+// the micro-batch count: up to 2048 it takes about 20 s of CPU, up to 65,536 more than 6 min.
 constexpr int kExhaustiveLastBatch = 2048;
 
 plan::Model grid_model(const std::string& name) {
