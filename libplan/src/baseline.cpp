@@ -70,10 +70,18 @@ std::vector<std::string> upper_bound_models(const Cluster& cluster, const Planne
 
 double search_model_alone(const Cluster& cluster, const Model& model, const CostModel& cost,
                           const PlannerOptions& options, const std::string& device_model) {
+  bool found = false;
+  const RankedPlan best = plan_model_alone(cluster, model, cost, options, device_model, &found);
+  return found ? best.estimate.samples_per_s : 0.0;
+}
+
+RankedPlan plan_model_alone(const Cluster& cluster, const Model& model, const CostModel& cost,
+                            const PlannerOptions& options, const std::string& device_model, bool* found) {
   const int batch = batch_of(model, options);
   SpaceLimits limits;
   limits.devices = usable_devices_of(cluster, options, device_model);
-  if (limits.devices.empty()) return 0.0;
+  *found = false;
+  if (limits.devices.empty()) return RankedPlan{};
   EngineInput in;
   in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
   in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
@@ -81,7 +89,8 @@ double search_model_alone(const Cluster& cluster, const Model& model, const Cost
   in.phase = "upper bound " + device_model;
   in.keep = 1;
   EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline_of(options));
-  return eo.ranked.empty() ? 0.0 : eo.ranked.front().estimate.samples_per_s;
+  *found = !eo.ranked.empty();
+  return *found ? eo.ranked.front() : RankedPlan{};
 }
 
 UpperBound upper_bound_of(const std::vector<std::string>& device_models, const std::vector<double>& samples_per_s) {

@@ -11,8 +11,8 @@
 namespace whale::plan {
 
 bool GroupRole::operator<(const GroupRole& o) const {
-  return std::tie(group, micro_batch_size, even_shares, in_flight, chunks, min_rung) <
-         std::tie(o.group, o.micro_batch_size, o.even_shares, o.in_flight, o.chunks, o.min_rung);
+  return std::tie(group, micro_batch_size, even_shares, in_flight, weight_passes, chunks, min_rung) <
+         std::tie(o.group, o.micro_batch_size, o.even_shares, o.in_flight, o.weight_passes, o.chunks, o.min_rung);
 }
 
 void LayoutMemo::forget() {

@@ -2,6 +2,8 @@
 // Layer and Model totals, and generate_layers' dispatch to the family builders.
 #include "whale/plan/model.h"
 
+#include <algorithm>
+
 #include "model_families.h"
 #include "whale/plan/error.h"
 
@@ -27,6 +29,18 @@ bool is_attention_core(const std::string& op_name) {
     if (op_name.find(part) != std::string::npos) return true;
   }
   return false;
+}
+
+Bytes weight_pass_bytes(const Layer& layer, int tp, Precision precision) {
+  double elements = 0;
+  for (const GemmOp& gemm : layer.gemms) {
+    if (is_attention_core(gemm.name)) continue;
+    const double input = gemm.m * gemm.k * gemm.count;
+    const double output_gradient = gemm.m * gemm.n * gemm.count;
+    const int split = gemm.tp_split ? tp : 1;
+    elements += std::min(input, output_gradient) + std::max(input, output_gradient) / split;
+  }
+  return elements * bytes_per_element(precision);
 }
 
 Flops Layer::forward_flops() const {

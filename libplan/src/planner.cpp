@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <numeric>
+#include <set>
 
 #include "planner_engine.h"
 #include "whale/plan/error.h"
@@ -98,7 +99,40 @@ bool upper_bound_is_own_best(const std::vector<std::string>& usable_models, cons
 
 UpperBound own_upper_bound(const std::vector<std::string>& usable_models, const PlanResult& result) {
   const double sps = result.best().estimate.samples_per_s;
-  return UpperBound{sps, {{usable_models.front(), sps}}};
+  return UpperBound{sps, {{usable_models.front(), sps}}, {}};
+}
+
+Hints exclusions_only(const Hints& hints) {
+  Hints out;
+  out.exclude_devices = hints.exclude_devices;
+  return out;
+}
+
+// The usable devices `best` leaves out, by device model, with the reason: the fastest plan
+// found on every usable device (`all_devices`, null when none fits) is slower.
+std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<int>& usable,
+                                      const RankedPlan& best, const RankedPlan* all_devices) {
+  std::set<int> used;
+  for (const Stage& s : best.plan.stages) used.insert(s.devices.begin(), s.devices.end());
+  std::vector<IdleDevices> out;
+  for (int d : usable) {
+    if (used.count(d)) continue;
+    const std::string& m = cluster.devices[d].model;
+    auto it = std::find_if(out.begin(), out.end(), [&](const IdleDevices& e) { return e.device_model == m; });
+    if (it == out.end()) it = out.insert(out.end(), IdleDevices{m, {}, ""});
+    it->devices.push_back(d);
+  }
+  char reason[256];
+  if (all_devices) {
+    std::snprintf(reason, sizeof reason,
+                  "using every device, the best plan found (%s) reaches %.4g samples/s, %.1f%% slower",
+                  all_devices->label.c_str(), all_devices->estimate.samples_per_s,
+                  100.0 * (1.0 - all_devices->estimate.samples_per_s / best.estimate.samples_per_s));
+  } else {
+    std::snprintf(reason, sizeof reason, "no plan found that uses every device fits in memory");
+  }
+  for (IdleDevices& e : out) e.reason = reason;
+  return out;
 }
 
 }  // namespace
@@ -156,6 +190,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   const std::vector<std::string> alone_models =
       options.compare && search_upper_bound_too ? upper_bound_models(cluster, shared) : std::vector<std::string>{};
   std::vector<double> alone(alone_models.size(), 0.0);
+  std::vector<RankedPlan> alone_plans(alone_models.size());
   std::vector<std::function<void()>> tasks;
   tasks.push_back([&] {  // its device groupings too: the comparison needs none of them
     in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
@@ -173,7 +208,9 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   }
   for (std::size_t m = 0; m < alone_models.size(); ++m) {
     tasks.push_back([&, m] {
-      alone[m] = search_model_alone(cluster, model, cost, comparison_options(shared, start), alone_models[m]);
+      bool found = false;
+      alone_plans[m] = plan_model_alone(cluster, model, cost, comparison_options(shared, start), alone_models[m], &found);
+      alone[m] = found ? alone_plans[m].estimate.samples_per_s : 0.0;
     });
   }
   run_tasks(tasks, !options.clock_s || options.threads > 1 ? 2 : 1);
@@ -192,7 +229,16 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
                 "global batch " + std::to_string(batch) + " cannot be divided into micro-batches of at least dp samples for any pipeline",
                 "every replica needs at least one sample: use a multiple of " + std::to_string(smallest_dp));
   }
-  if (eo.ranked.empty()) {
+  // The baseline's plan and each model's plan alone are candidates too (hints aside: they honour
+  // only the exclusions).
+  std::vector<RankedPlan> others;
+  const bool others_count = options.compare && hints.layers.empty() && hints.stage_boundaries.empty() &&
+                            hints.schedules.empty() && hints.max_pipeline_depth == 0;
+  if (others_count && comparison.baseline_found) others.push_back(comparison.baseline);
+  for (std::size_t m = 0; m < alone_models.size() && others_count; ++m) {
+    if (alone[m] > 0) others.push_back(alone_plans[m]);
+  }
+  if (eo.ranked.empty() && others.empty()) {
     bool hinted = false;
     for (long r : eo.rejected_by_hint) hinted = hinted || r > 0;
     if (hinted) throw_hint(hints, eo);
@@ -202,14 +248,38 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   }
 
   PlanResult result;
+  const bool main_found = !eo.ranked.empty();
+  RankedPlan all_devices_best = main_found ? eo.ranked.front() : RankedPlan{};
+  bool all_devices_found = main_found;
+  if (comparison.baseline_found && (!all_devices_found || comparison.baseline.estimate.step_time_s <
+                                                           all_devices_best.estimate.step_time_s)) {
+    all_devices_best = comparison.baseline;
+    all_devices_found = true;
+  }
   result.ranked = std::move(eo.ranked);
+  for (RankedPlan& o : others) result.ranked.push_back(std::move(o));
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const RankedPlan& a, const RankedPlan& b) {
+    return a.estimate.step_time_s < b.estimate.step_time_s;
+  });
+  if (static_cast<int>(result.ranked.size()) > in.keep) result.ranked.resize(in.keep);
+  result.idle = idle_devices(cluster, limits.devices, result.best(), all_devices_found ? &all_devices_best : nullptr);
   result.stats = eo.stats;
+  result.stats.max_evaluations = options.max_evaluations;
   if (options.compare) {
     Comparison& c = comparison;
     result.baseline = std::move(c.baseline);
     result.baseline_found = c.baseline_found;
     result.upper_bound = c.searched_upper_bound ? std::move(c.upper_bound) : own_upper_bound(usable_models, result);
     result.has_comparison = true;
+    result.baseline_devices = usable_devices(exclusions_only(hints), cluster);
+    for (const auto& entry : result.upper_bound.per_model) {
+      const std::string& m = entry.first;
+      std::vector<int> devices;
+      for (int d : result.baseline_devices) {
+        if (cluster.devices[d].model == m) devices.push_back(d);
+      }
+      result.upper_bound.devices.push_back(devices);
+    }
     const double best = result.best().estimate.samples_per_s;
     if (result.baseline_found) result.speedup_vs_baseline = best / result.baseline.estimate.samples_per_s;
     if (result.upper_bound.samples_per_s > 0) result.fraction_of_upper_bound = best / result.upper_bound.samples_per_s;

@@ -171,62 +171,78 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   // the simulator.
   std::map<int, Candidate> best_per_depth;
   std::vector<bool> visited(n, false);
-  long next_order = 0;
-  for (long pos = 0; pos < total_items && !out.stats.timed_out; ++pos) {
-    Item item;
-    if (!next_item(&item)) break;
-    if (!exhaustive && static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s) break;
-    if (!exhaustive && options.max_evaluations > 0 && !top.empty() &&
-        out.stats.candidates_evaluated >= options.max_evaluations) {
-      out.stats.capped = true;
-      break;
-    }
-    if (!visited[item.structure]) {
-      visited[item.structure] = true;
-      out.stats.structures++;
-    }
-    const int k = item.structure;
-    for (size_t ci = item.first; ci < item.end; ++ci) {
-      const Choice& choice = list_of[k]->choices[ci];
-      if (!top.empty() && planner_now(options) > deadline) {
-        out.stats.timed_out = true;
-        break;
+  long next_order = 0, items_done = 0;
+  bool exhausted = false;          // every item was laid out
+  std::optional<Item> held_item;   // popped but left for the next round
+  // Lays out items in order of their bounds into `top` until no item can beat the budget-th
+  // best estimate, the round's share of max_evaluations is spent or the items run out.
+  auto gather = [&]() {
+    const long cap_end = out.stats.candidates_evaluated + options.max_evaluations;
+    while (!out.stats.timed_out) {
+      Item item;
+      if (held_item) {
+        item = *held_item;
+        held_item.reset();
+      } else if (!next_item(&item)) {
+        exhausted = true;
+        return;
       }
-      Candidate c{k, choice, build_layout(an, in.structures[k], choice, in.rules, &memo), next_order++};
-      out.stats.candidates_evaluated++;
-      if (!c.layout.fits) {
-        if (!out.has_shortfall || c.layout.shortfall.gap() < out.closest.gap()) {
-          out.has_shortfall = true;
-          out.closest = c.layout.shortfall;
-          out.closest_label = in.structures[k].label;
+      if (!exhaustive && static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s) {
+        held_item = item;
+        return;
+      }
+      if (!exhaustive && options.max_evaluations > 0 && !top.empty() && out.stats.candidates_evaluated >= cap_end) {
+        out.stats.capped = true;
+        held_item = item;
+        return;
+      }
+      if (!visited[item.structure]) {
+        visited[item.structure] = true;
+        out.stats.structures++;
+      }
+      const int k = item.structure;
+      for (size_t ci = item.first; ci < item.end; ++ci) {
+        const Choice& choice = list_of[k]->choices[ci];
+        if (!top.empty() && planner_now(options) > deadline) {
+          out.stats.timed_out = true;
+          break;
         }
-        continue;
+        Candidate c{k, choice, build_layout(an, in.structures[k], choice, in.rules, &memo), next_order++};
+        out.stats.candidates_evaluated++;
+        if (!c.layout.fits) {
+          if (!out.has_shortfall || c.layout.shortfall.gap() < out.closest.gap()) {
+            out.has_shortfall = true;
+            out.closest = c.layout.shortfall;
+            out.closest_label = in.structures[k].label;
+          }
+          continue;
+        }
+        out.any_fit = true;
+        int violated = -1;
+        if (in.hints && !stages_honour(*in.hints, c.layout.stages, &violated)) {
+          out.rejected_by_hint[violated]++;
+          continue;
+        }
+        const int depth = static_cast<int>(in.structures[k].groups.size());
+        auto it = best_per_depth.find(depth);
+        if (it == best_per_depth.end() || better(c, it->second)) best_per_depth[depth] = c;
+        top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
+        if (static_cast<long>(top.size()) > budget) top.pop_back();
       }
-      out.any_fit = true;
-      int violated = -1;
-      if (in.hints && !stages_honour(*in.hints, c.layout.stages, &violated)) {
-        out.rejected_by_hint[violated]++;
-        continue;
+      ++items_done;
+      if (options.progress && (items_done % 64 == 1 || items_done == total_items)) {
+        options.progress(Progress{in.phase + ": search", items_done, total_items, 0, out.stats.candidates_evaluated, 0, 0});
       }
-      const int depth = static_cast<int>(in.structures[k].groups.size());
-      auto it = best_per_depth.find(depth);
-      if (it == best_per_depth.end() || better(c, it->second)) best_per_depth[depth] = c;
-      top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
-      if (static_cast<long>(top.size()) > budget) top.pop_back();
     }
-    if (options.progress && (pos % 64 == 0 || pos + 1 == total_items)) {
-      options.progress(Progress{in.phase + ": search", pos + 1, total_items, 0, out.stats.candidates_evaluated, 0, 0});
+  };
+  auto add_diversity = [&]() {
+    for (const auto& entry : best_per_depth) {
+      const Candidate& c = entry.second;  // a reference, not a structured binding: C++17 lambdas cannot capture those
+      if (top.empty() || c.layout.estimate_s > kDiversityWindow * top.front().layout.estimate_s) continue;
+      const bool kept = std::any_of(top.begin(), top.end(), [&](const Candidate& t) { return t.order == c.order; });
+      if (!kept) top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
     }
-  }
-  for (int i = 0; i < n; ++i) out.stats.structures_pruned += (held[i] >= 1.0 || i == closest) && !visited[i];
-  out.stats.structures_pruned += in.structures_left_out;
-
-  for (const auto& entry : best_per_depth) {
-    const Candidate& c = entry.second;  // a reference, not a structured binding: C++17 lambdas cannot capture those
-    if (top.empty() || c.layout.estimate_s > kDiversityWindow * top.front().layout.estimate_s) continue;
-    const bool kept = std::any_of(top.begin(), top.end(), [&](const Candidate& t) { return t.order == c.order; });
-    if (!kept) top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
-  }
+  };
 
   // Phase 2: the simulator ranks the kept candidates.
   Plan base;
@@ -234,7 +250,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   base.model = model;
   base.cluster_file = cluster.source_file;
   base.model_file = model.source_file;
-  std::vector<std::optional<RankedPlan>> results(top.size());
+  std::vector<std::optional<RankedPlan>> results;
   std::mutex analytic_mutex;
   std::atomic<long> next{0}, simulated{0}, bounded{0};
   // The keep-th best step time of the completed batches: a candidate bounded above it cannot
@@ -315,38 +331,56 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       }
     }
   };
-  // Simulate in analytic order, `threads` candidates at a time. Between batches, stop once the
-  // next candidate's estimate exceeds the best simulated step by kAnalyticSlack (the estimates
-  // are sorted, so no later one can do better by the analytic model's own accuracy). Decisions
-  // use completed batches only, so the result does not depend on thread timing.
-  const long total = static_cast<long>(top.size());
-  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(std::max<long>(1, total))));
-  for (long batch_start = 0; batch_start < total && !(out.stats.timed_out && any);) {
-    batch_end = std::min(total, batch_start + threads);
-    next = batch_start;
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    batch_start = batch_end;
-    std::vector<double> fitted;
-    for (long j = 0; j < batch_start; ++j) {
-      if (results[j]) fitted.push_back(results[j]->estimate.step_time_s);
+  // Phase 2 of a round: the simulator ranks `top`; the plans that fit join out.ranked.
+  auto rank = [&]() {
+    results.assign(top.size(), std::nullopt);
+    prune_above = std::numeric_limits<double>::infinity();
+    // Simulate in analytic order, `threads` candidates at a time. Between batches, stop once the
+    // next candidate's estimate exceeds the best simulated step by kAnalyticSlack (the estimates
+    // are sorted, so no later one can do better by the analytic model's own accuracy). Decisions
+    // use completed batches only, so the result does not depend on thread timing.
+    const long total = static_cast<long>(top.size());
+    const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(std::max<long>(1, total))));
+    for (long batch_start = 0; batch_start < total && !(out.stats.timed_out && any);) {
+      batch_end = std::min(total, batch_start + threads);
+      next = batch_start;
+      std::vector<std::thread> pool;
+      for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+      worker();
+      for (auto& t : pool) t.join();
+      batch_start = batch_end;
+      std::vector<double> fitted;
+      for (long j = 0; j < batch_start; ++j) {
+        if (results[j]) fitted.push_back(results[j]->estimate.step_time_s);
+      }
+      if (options.prune_with_bound && static_cast<long>(fitted.size()) >= in.keep) {
+        std::nth_element(fitted.begin(), fitted.begin() + (in.keep - 1), fitted.end());
+        prune_above = fitted[in.keep - 1];
+      }
+      if (exhaustive || batch_start >= total) continue;
+      const double best = fitted.empty() ? std::numeric_limits<double>::infinity()
+                                         : *std::min_element(fitted.begin(), fitted.end());
+      if (static_cast<long>(fitted.size()) >= in.keep && top[batch_start].layout.estimate_s > kAnalyticSlack * best) break;
     }
-    if (options.prune_with_bound && static_cast<long>(fitted.size()) >= in.keep) {
-      std::nth_element(fitted.begin(), fitted.begin() + (in.keep - 1), fitted.end());
-      prune_above = fitted[in.keep - 1];
+    for (auto& r : results) {
+      if (r) out.ranked.push_back(std::move(*r));
     }
-    if (exhaustive || batch_start >= total) continue;
-    const double best = fitted.empty() ? std::numeric_limits<double>::infinity()
-                                       : *std::min_element(fitted.begin(), fitted.end());
-    if (static_cast<long>(fitted.size()) >= in.keep && top[batch_start].layout.estimate_s > kAnalyticSlack * best) break;
+  };
+  // Rounds: when no candidate of a round fits by the simulator's count (the analytic memory
+  // model can be short of it), the search goes on with the items after them.
+  while (true) {
+    gather();
+    add_diversity();
+    rank();
+    if (!out.ranked.empty() || exhausted || exhaustive || out.stats.timed_out) break;
+    top.clear();
+    best_per_depth.clear();
+    ++out.stats.rounds;
   }
+  for (int i = 0; i < n; ++i) out.stats.structures_pruned += (held[i] >= 1.0 || i == closest) && !visited[i];
+  out.stats.structures_pruned += in.structures_left_out;
   out.stats.candidates_simulated = simulated;
   out.stats.candidates_bounded = bounded;
-  for (auto& r : results) {
-    if (r) out.ranked.push_back(std::move(*r));
-  }
   // Stable: equal step times keep the analytic order.
   std::stable_sort(out.ranked.begin(), out.ranked.end(), [](const RankedPlan& a, const RankedPlan& b) {
     return a.estimate.step_time_s < b.estimate.step_time_s;

@@ -84,6 +84,10 @@ std::string describe_plan(const Plan& plan) {
 
 std::string format_planner_text(const PlanResult& r) {
   std::ostringstream o;
+  for (const IdleDevices& idle : r.idle) {
+    o << "idle: devices " << format_device_list(idle.devices) << " (" << idle.device_model << "): " << idle.reason
+      << "\n";
+  }
   if (r.ranked.size() > 1) {
     o << "alternatives:\n";
     for (size_t i = 1; i < r.ranked.size(); ++i) {
@@ -96,22 +100,41 @@ std::string format_planner_text(const PlanResult& r) {
   if (r.has_comparison) {
     const double best = r.best().estimate.samples_per_s;
     o << "comparison:\n";
+    const std::string baseline_devices = "devices " + format_device_list(r.baseline_devices);
     if (r.baseline_found) {
-      o << "  baseline (heterogeneity-unaware " << r.baseline.label << ", " << r.baseline.plan.micro_batches << " x "
-        << r.baseline.plan.micro_batch_size << "): " << num(r.baseline.estimate.samples_per_s, "%.4g")
-        << " samples/s; best plan is " << num(r.speedup_vs_baseline, "%.3f") << "x faster\n";
+      o << "  baseline (heterogeneity-unaware " << r.baseline.label << " on " << baseline_devices << ", "
+        << r.baseline.plan.micro_batches << " x " << r.baseline.plan.micro_batch_size
+        << "): " << num(r.baseline.estimate.samples_per_s, "%.4g") << " samples/s; best plan is "
+        << num(r.speedup_vs_baseline, "%.3f") << "x faster\n";
     } else {
-      o << "  baseline: no uniform plan fits in memory\n";
+      o << "  baseline: no uniform plan on " << baseline_devices << " fits in memory\n";
     }
     o << "  upper bound (HetHub: each device model alone";
-    for (const auto& m : r.upper_bound.per_model) o << ", " << m.first << " " << num(m.second, "%.4g");
-    o << "): " << num(r.upper_bound.samples_per_s, "%.4g") << " samples/s; best plan reaches "
-      << num(100.0 * r.fraction_of_upper_bound, "%.1f") << "% of it (" << num(best, "%.4g") << " samples/s)\n";
+    for (size_t i = 0; i < r.upper_bound.per_model.size(); ++i) {
+      const auto& m = r.upper_bound.per_model[i];
+      o << ", " << m.first;
+      if (i < r.upper_bound.devices.size()) o << " on devices " << format_device_list(r.upper_bound.devices[i]);
+      o << " " << (m.second > 0 ? num(m.second, "%.4g") : std::string("(no plan fits)"));
+    }
+    if (r.upper_bound.absent()) {
+      o << "): absent: no device model alone can hold the model (best plan: " << num(best, "%.4g")
+        << " samples/s)\n";
+    } else {
+      o << "): " << num(r.upper_bound.samples_per_s, "%.4g") << " samples/s; best plan reaches "
+        << num(100.0 * r.fraction_of_upper_bound, "%.1f") << "% of it (" << num(best, "%.4g") << " samples/s)\n";
+    }
   }
   o << "search: " << r.stats.candidates_evaluated << " layouts considered, " << r.stats.candidates_bounded
     << " bounded away, " << r.stats.candidates_simulated << " simulated, " << r.stats.structures << " device-group pipelines (" << r.stats.structures_pruned
     << " pruned), " << num(r.stats.wall_s, "%.3f") << " s" << (r.stats.timed_out ? " (time limit reached)" : "")
     << "\n";
+  if (r.stats.timed_out) {
+    o << "search cut: the time limit ended the search; the best plan is the best found so far\n";
+  } else if (r.stats.capped) {
+    o << "search cut: at most " << r.stats.max_evaluations
+      << " layouts a round (--max-evaluations) were laid out, in order of their bounds; the best plan is the best "
+         "found so far\n";
+  }
   return o.str();
 }
 
@@ -125,7 +148,15 @@ std::string format_planner_json(const PlanResult& r) {
   } else {
     o << "{\"samples_per_s\": 0, \"found\": false}";
   }
-  o << ", \"upper_bound\": {\"samples_per_s\": " << num(r.upper_bound.samples_per_s) << ", \"per_model\": {";
+  o << ", \"idle\": [";
+  for (size_t i = 0; i < r.idle.size(); ++i) {
+    o << (i ? ", " : "") << "{\"device_model\": " << json_quote(r.idle[i].device_model)
+      << ", \"devices\": " << json_quote(format_device_list(r.idle[i].devices))
+      << ", \"reason\": " << json_quote(r.idle[i].reason) << "}";
+  }
+  o << "], \"baseline_devices\": " << json_quote(format_device_list(r.baseline_devices));
+  o << ", \"upper_bound\": {\"found\": " << (r.upper_bound.absent() ? "false" : "true")
+    << ", \"samples_per_s\": " << num(r.upper_bound.samples_per_s) << ", \"per_model\": {";
   for (size_t i = 0; i < r.upper_bound.per_model.size(); ++i) {
     o << (i ? ", " : "") << json_quote(r.upper_bound.per_model[i].first) << ": " << num(r.upper_bound.per_model[i].second);
   }
@@ -137,6 +168,7 @@ std::string format_planner_json(const PlanResult& r) {
     << ", \"candidates_bounded\": " << r.stats.candidates_bounded
     << ", \"candidates_simulated\": " << r.stats.candidates_simulated << ", \"structures\": " << r.stats.structures
     << ", \"wall_s\": " << num(r.stats.wall_s) << ", \"timed_out\": " << (r.stats.timed_out ? "true" : "false")
+    << ", \"capped\": " << (r.stats.capped ? "true" : "false")
     << "}}\n";
   return o.str();
 }

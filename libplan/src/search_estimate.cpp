@@ -51,6 +51,10 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     memory_attention_.emplace_back();
     for (const MemoryOp& op : l.memory_ops) memory_attention_.back().push_back(is_attention_core(op.name));
   }
+  weight_pass_.assign(kWeightPassLevels, std::vector<double>(1, 0.0));
+  for (int k = 0; k < kWeightPassLevels; ++k) {
+    for (const Layer& l : model.layers) push_prefix(weight_pass_[k], weight_pass_bytes(l, 1 << k, precision_));
+  }
   act_max_.assign(1, {});
   for (const Layer& l : model.layers) {
     act_max_[0].push_back(l.activation_bytes_replicated + l.activation_bytes_split + l.activation_bytes_attention);
@@ -160,12 +164,22 @@ double AnalyticModel::act_max_range(int first, int end) const {
   return std::max(act_max_[k][first], act_max_[k][end - (1 << k)]);
 }
 
+Bytes AnalyticModel::weight_pass_range(int first, int end, int tp) const {
+  for (int k = 0; k < kWeightPassLevels; ++k) {
+    if (tp == 1 << k) return range(weight_pass_[k], first, end);
+  }
+  double sum = 0;  // a degree that is not a power of two (a hint's)
+  for (int l = first; l < end; ++l) sum += weight_pass_bytes(model_.layers[l], tp, precision_);
+  return sum;
+}
+
 Bytes AnalyticModel::boundary_bytes(int end) const {
   return end <= 0 ? 0.0 : model_.layers[end - 1].output_bytes;
 }
 
 MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, int in_flight,
-                                 Recompute r, bool shard_optimizer, bool shard_gradients) const {
+                                 Recompute r, bool shard_optimizer, bool shard_gradients,
+                                 int weight_passes) const {
   const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
   const double elt = element_bytes_;
   const double optimizer = optimizer_bytes_ / (shard_optimizer ? dp : 1);
@@ -192,7 +206,18 @@ MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, 
     }
   }
   need.activation_bytes = per_sample * share * in_flight;
+  if (weight_passes >= 0) {
+    const double weight_pass = weight_pass_range(first, end, tp);
+    need.activation_bytes += (weight_pass * weight_passes + std::max(0.0, weight_pass - per_sample)) * share;
+  }
   return need;
+}
+
+Bytes AnalyticModel::table_copy_bytes(int tp, int dp, bool shard_optimizer, bool shard_gradients) const {
+  if (!model_.tie_embeddings) return 0.0;
+  const double params = static_cast<double>(model_.vocabulary) * model_.hidden / tp;
+  return params * (element_bytes_ + gradient_bytes_ / (shard_gradients ? dp : 1) +
+                   optimizer_bytes_ / (shard_optimizer ? dp : 1));
 }
 
 Seconds AnalyticModel::optimizer_s(const std::string& device_model, int first, int end, int tp,

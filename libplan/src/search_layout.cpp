@@ -33,6 +33,7 @@ struct GroupInfo {
   std::vector<ModelShare> model_max_share;
   Link dp_link;                              // slowest link between replicas
   int in_flight = 1;                         // micro-batches of activations per layer kept
+  int weight_passes = -1;                    // zb-h1: micro-batches of weight-pass tensors held besides
 };
 
 // Share of a micro-batch's forward + backward time that is backward (GEMMs twice).
@@ -61,6 +62,14 @@ int in_flight_of(const Schedule& sch, int p, int g, int m) {
       return std::min(m, p - g + extra);
     }
   }
+}
+
+// zb-h1's group g runs the weight pass of a micro-batch g input passes after its input pass
+// (docs/plan.md, "zb-h1"): besides its p - g micro-batches of activations it holds the
+// weight-pass tensors of g micro-batches (fewer when m is small), and at an input pass one
+// micro-batch's activations turn into its weight-pass tensors. -1: no split backward.
+int weight_passes_of(const Schedule& sch, int g, int m) {
+  return sch.kind == ScheduleKind::zb_h1 ? std::min(m - 1, g) : -1;
 }
 
 GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, const Choice& c, int index, int p,
@@ -92,6 +101,7 @@ GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, const Choice& c, int
     }
   }
   info.in_flight = in_flight_of(c.schedule, p, index, c.micro_batches);
+  info.weight_passes = weight_passes_of(c.schedule, index, c.micro_batches);
   return info;
 }
 
@@ -136,11 +146,16 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   LayoutMemo& memo = shared_memo ? *shared_memo : own_memo;
   std::vector<GroupRole> roles;
   for (int g = 0; g < p; ++g) {
-    roles.push_back(GroupRole{st.groups[g].get(), c.micro_batch_size, rules.even_shares, gi[g].in_flight, v, min_rung[g]});
+    roles.push_back(GroupRole{st.groups[g].get(), c.micro_batch_size, rules.even_shares, gi[g].in_flight,
+                              gi[g].weight_passes, v, min_rung[g]});
   }
   const std::vector<int> role = memo.role_ids(roles, L);
   const double inf = std::numeric_limits<double>::infinity();
   const int top_rung = max_rung(an);
+  // The last stage keeps a copy of a tied token table when the first stage runs elsewhere: its
+  // ranges cost more than the same ranges of another stage in the same role.
+  const bool table_copy = an.model().tie_embeddings && S > 1 &&
+                          stage_group(c.schedule, p, S - 1) != stage_group(c.schedule, p, 0);
 
   // Seconds per micro-batch of stage s over [a, e) at rung r (the slowest replica class).
   auto time_at = [&](int s, int a, int e, int r) {
@@ -160,9 +175,13 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     const int g = stage_group(c.schedule, p, s);
     double worst = -inf;
     for (const ModelShare& ms : gi[g].model_max_share) {
-      const MemoryNeed need = an.memory(a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
-                                        rung_recompute(r), rung_shards(r, gi[g].dp),
-                                        rung_shards_gradients(r, gi[g].dp));
+      MemoryNeed need = an.memory(a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
+                                  rung_recompute(r), rung_shards(r, gi[g].dp),
+                                  rung_shards_gradients(r, gi[g].dp), gi[g].weight_passes);
+      if (s == S - 1 && table_copy) {
+        need.state_bytes += an.table_copy_bytes(gi[g].tp, gi[g].dp, rung_shards(r, gi[g].dp),
+                                                rung_shards_gradients(r, gi[g].dp));
+      }
       const double usable = ms.usable_bytes / v;
       if (need.total() - usable > worst) {
         worst = need.total() - usable;
@@ -186,6 +205,10 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // that gives the group the same role); a range's cost depends on the stage only through its
   // group's role.
   auto cost = [&](int s, int a, int e) {
+    if (s == S - 1 && table_copy) {
+      const int r = rung_for(s, a, e);
+      return r < 0 ? inf : time_at(s, a, e, r);
+    }
     const int id = role[stage_group(c.schedule, p, s)];
     if (const double* known = memo.find(id, a, e)) return *known;
     const int r = rung_for(s, a, e);
@@ -194,7 +217,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // A partition is determined by the roles of its stages (and, for the grouped one, by which
   // stages share a group): remembered under those.
   auto partition_key = [&](int kind) {
-    std::vector<int> key{kind, S};
+    std::vector<int> key{kind, S, table_copy ? 1 : 0};
     for (int s = 0; s < S; ++s) key.push_back(role[stage_group(c.schedule, p, s)]);
     if (kind == 1) {
       for (int s = 0; s < S; ++s) key.push_back(stage_group(c.schedule, p, s));

@@ -59,18 +59,6 @@ Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recomput
   return recompute_transient_bytes(layer, tp, recompute, sequence_parallel, layer.activation_bytes_attention);
 }
 
-Bytes weight_pass_bytes(const plan::Layer& layer, int tp, plan::Precision precision) {
-  double elements = 0;
-  for (const plan::GemmOp& gemm : layer.gemms) {
-    if (is_attention_core(gemm.name)) continue;
-    const double input = gemm.m * gemm.k * gemm.count;
-    const double output_gradient = gemm.m * gemm.n * gemm.count;
-    const int split = gemm.tp_split ? tp : 1;
-    elements += std::min(input, output_gradient) + std::max(input, output_gradient) / split;
-  }
-  return elements * plan::bytes_per_element(precision);
-}
-
 double flat_shard_elements(double elements, int members, int member) {
   const long long total = std::llround(elements);
   if (members <= 1) return static_cast<double>(total);

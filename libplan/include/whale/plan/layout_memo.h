@@ -1,8 +1,8 @@
 // File: layout_memo.h
 // LayoutMemo: what build_layout computes about a group's layer ranges and a pipeline's layer
 // partitions, remembered between the layouts of one search (the choices of a structure repeat
-// the same groups in the same roles: 1f1b and zb-h1 keep the same activations in flight, and so
-// do interleaved-1f1b and wave at the same chunk count).
+// the same groups in the same roles: gpipe and 1f1b at as many micro-batches in flight, and
+// interleaved-1f1b and wave at the same chunk count).
 #pragma once
 
 #include <map>
@@ -14,13 +14,15 @@
 namespace whale::plan {
 
 /// Everything a range's cost depends on besides the range: the group, its shares (micro-batch
-/// size and whether they are even), the micro-batches of activations it keeps in flight, the
+/// size and whether they are even), the micro-batches of activations (and of zb-h1 weight-pass
+/// tensors) it keeps in flight, the
 /// stages it runs (chunks, each with 1/chunks of the memory) and its lowest memory rung.
 struct GroupRole {
   const GroupSpec* group = nullptr;
   int micro_batch_size = 0;
   bool even_shares = false;
   int in_flight = 0;
+  int weight_passes = -1;  // zb-h1: micro-batches of weight-pass tensors held besides; -1: other schedules
   int chunks = 1;
   int min_rung = 0;
   bool operator<(const GroupRole& o) const;

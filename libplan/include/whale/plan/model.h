@@ -34,6 +34,14 @@ struct GemmOp {
 /// recomputation recomputes and what it does not keep.
 bool is_attention_core(const std::string& op_name);
 
+struct Layer;
+/// Bytes per sample that a split backward (zb-h1) keeps from its input pass to its weight pass
+/// in `layer`: the input and the output gradient of every weight GEMM (all but the attention
+/// core's), in the precision's element size. Under Megatron's column and row splits a tp shard
+/// holds the wider of the two split and the narrower whole; a GEMM that is not tp-split holds
+/// both whole. The simulator's memory model and the planner's quick estimate both count it.
+Bytes weight_pass_bytes(const Layer& layer, int tp, Precision precision);
+
 /// One memory-bound op (layernorm, GELU, softmax, dropout, residual add, ...) of the forward
 /// pass for ONE sample at tp 1: the bytes it reads plus writes.
 struct MemoryOp {

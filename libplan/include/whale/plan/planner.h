@@ -39,8 +39,10 @@ struct PlannerOptions {
   /// automatically. Spaces with at most `exhaustive_below` candidates are simulated whole.
   int simulate_budget = 0;
   int exhaustive_below = 400;
-  /// Layouts built per search at most (the items with the lowest bounds first): keeps huge
-  /// spaces (1024 devices of 3 models) within seconds. 0 = no cap.
+  /// Layouts built per round of a search at most once one fits (the items with the lowest
+  /// bounds first): keeps huge spaces (1024 devices of 3 models) within seconds. A round whose
+  /// candidates all overflow in the simulator is followed by another over the next items, so
+  /// the cap never turns a space with a fitting plan into "no plan fits". 0 = no cap.
   long max_evaluations = 5000;
   /// Skip the simulation of a candidate whose CostModel::bound exceeds the step time of the
   /// (top_k + 1)-th best plan simulated so far: the result stays that of simulating every
@@ -70,14 +72,26 @@ struct SearchStats {
   long candidates_simulated = 0;   // simulator calls
   Seconds wall_s = 0;
   bool timed_out = false;
-  bool capped = false;             // stopped at max_evaluations
+  bool capped = false;             // a round stopped at max_evaluations (its layouts per round)
+  long rounds = 0;
+  long max_evaluations = 0;        // the cap a round ran under (PlannerOptions::max_evaluations)                 // rounds after one whose candidates all overflowed in the simulator
 };
 
 /// HetHub's upper bound: the sum over device models of the best throughput of that model's
-/// devices planned alone (a homogeneous cluster).
+/// devices planned alone (a homogeneous cluster). A model on which no plan fits alone adds 0;
+/// when none fits alone the bound is absent (samples_per_s 0).
 struct UpperBound {
   double samples_per_s = 0;
   std::vector<std::pair<std::string, double>> per_model;   // in cluster order
+  std::vector<std::vector<int>> devices;                   // per model: the usable devices it plans
+  bool absent() const { return samples_per_s <= 0; }
+};
+
+/// Usable devices the best plan leaves idle, one entry per device model, and why.
+struct IdleDevices {
+  std::string device_model;
+  std::vector<int> devices;
+  std::string reason;   // e.g. "every plan found that uses them is slower (best: 3.2 samples/s)"
 };
 
 struct PlanResult {
@@ -88,12 +102,19 @@ struct PlanResult {
   bool baseline_found = false;
   UpperBound upper_bound;
   double speedup_vs_baseline = 0;     // best / baseline samples per second
-  double fraction_of_upper_bound = 0; // best / upper bound samples per second
+  double fraction_of_upper_bound = 0; // best / upper bound samples per second; 0 when absent
+  std::vector<int> baseline_devices;  // the devices the baseline runs on (all usable ones)
+  /// Usable devices the best plan leaves out. The best plan is the fastest of the main search's
+  /// plans (every usable device), the baseline's and, with a comparison, each device model's
+  /// plan alone (the upper bound's searches), so it may leave devices idle.
+  std::vector<IdleDevices> idle;
 
   const RankedPlan& best() const { return ranked.front(); }
 };
 
-/// Searches for the best plan. Deterministic for the same inputs and options (threads and
+/// Searches for the best plan; with options.compare, the baseline's plan and each device
+/// model's plan alone are candidates too, so the best is never slower than the baseline and
+/// may leave devices idle (PlanResult::idle). Deterministic for the same inputs and options (threads and
 /// time limits aside: a time limit may stop it early). Throws whale::Error when: the cluster
 /// has no usable device; the global batch is not a positive number that some micro-batching
 /// can divide; the hints contradict each other or cannot be met (naming the hint); or no plan
@@ -117,6 +138,9 @@ UpperBound search_upper_bound(const Cluster& cluster, const Model& model, const 
 std::vector<std::string> upper_bound_models(const Cluster& cluster, const PlannerOptions& options);
 double search_model_alone(const Cluster& cluster, const Model& model, const CostModel& cost,
                           const PlannerOptions& options, const std::string& device_model);
+/// The best plan of one model's usable devices alone; `found` is false when none fits.
+RankedPlan plan_model_alone(const Cluster& cluster, const Model& model, const CostModel& cost,
+                            const PlannerOptions& options, const std::string& device_model, bool* found);
 UpperBound upper_bound_of(const std::vector<std::string>& device_models, const std::vector<double>& samples_per_s);
 
 /// The plan in words, one line per stage: layers, devices and their model, dp x tp, shares,

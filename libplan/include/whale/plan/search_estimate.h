@@ -82,9 +82,16 @@ class AnalyticModel {
   /// Memory of one device of a stage holding layers [first, end) at (tp, dp), with `share`
   /// samples per micro-batch and `in_flight` micro-batches of activations kept.
   /// Sequence parallelism follows sequence_parallel(tp); `shard_gradients` divides the
-  /// gradients by dp as well (ZeRO-2).
+  /// gradients by dp as well (ZeRO-2). A split backward (zb-h1, `weight_passes` >= 0) holds
+  /// the weight-pass tensors (weight_pass_bytes) of `weight_passes` micro-batches besides, and
+  /// one input pass swaps a micro-batch's activations for its weight-pass tensors: the larger
+  /// of the two counts. -1: no split backward.
   MemoryNeed memory(int first, int end, int tp, int dp, int share, int in_flight, Recompute r,
-                    bool shard_optimizer, bool shard_gradients = false) const;
+                    bool shard_optimizer, bool shard_gradients = false, int weight_passes = -1) const;
+  /// State bytes on one device of the last stage's copy of a tied token table (held when the
+  /// first and last stage run on different groups, Plan::last_stage_holds_table_copy), as the
+  /// simulator counts it; 0 for an untied model.
+  Bytes table_copy_bytes(int tp, int dp, bool shard_optimizer, bool shard_gradients) const;
   /// Seconds of the optimizer step of layers [first, end) on one device (memory bound).
   Seconds optimizer_s(const std::string& device_model, int first, int end, int tp, int dp,
                       bool shard_optimizer) const;
@@ -113,6 +120,10 @@ class AnalyticModel {
   // Model-only prefix sums over layers:
   std::vector<double> params_split_, params_replicated_, tp_bytes_, tp_ops_;
   std::vector<double> act_replicated_, act_split_, act_attention_, act_input_;
+  // weight_pass_bytes per sample, prefix sums over layers, at tp = 2^k (kWeightPassLevels).
+  static constexpr int kWeightPassLevels = 9;
+  std::vector<std::vector<double>> weight_pass_;
+  Bytes weight_pass_range(int first, int end, int tp) const;
   // Sparse table of the largest single-layer activation (tp 1): level k holds the max over
   // layers [i, i + 2^k).
   std::vector<std::vector<double>> act_max_;

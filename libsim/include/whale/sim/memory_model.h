@@ -43,11 +43,8 @@ Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recomput
                                 bool sequence_parallel = false);
 
 /// Bytes per sample that a split backward (zb-h1) keeps from its input pass to its weight pass
-/// in `layer`: the input and the output gradient of every weight GEMM (all but the attention
-/// core's), in the precision's element size. Under Megatron's column and row splits a tp shard
-/// holds the wider of the two split and the narrower whole; a GEMM that is not tp-split holds
-/// both whole.
-Bytes weight_pass_bytes(const plan::Layer& layer, int tp, plan::Precision precision);
+/// in a layer: plan::weight_pass_bytes (model.h).
+using plan::weight_pass_bytes;
 
 /// Elements that member `member` of `members` owns of a flat buffer of `elements` (rounded to
 /// a whole count): pieces of ceil(n / members), the last ones shorter or empty. This is how

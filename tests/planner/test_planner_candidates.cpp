@@ -1,0 +1,104 @@
+// File: test_planner_candidates.cpp
+// What the planner weighs besides its own space: the baseline's plan and each device model's
+// plan alone are candidates (never slower than the baseline; devices may stay idle, with the
+// reason), the upper bound is absent when no device model alone holds the model, and the
+// quick estimate holds zb-h1's weight-pass tensors as the simulator does.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include "planner_fixtures.h"
+#include "whale/plan/search_estimate.h"
+
+using namespace whale;
+
+namespace {
+
+// Two A100-80GB on NVLink (ids 0-1) and one T4 (id 2), the nodes joined by 10 Gb/s Ethernet.
+constexpr const char* kSlowLinkT4 = R"(name: a100-t4-ethernet
+nodes:
+  - name: a
+    devices: [{model: a100-sxm4-80gb, count: 2}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 4800, latency_us: 3}
+    network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 20}
+  - name: t
+    devices: [{model: t4, count: 1}]
+    intra_link: {kind: pcie, bandwidth_gbps: 128, latency_us: 5}
+    network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 20}
+)";
+
+}  // namespace
+
+TEST_CASE("cpu-local-slow with gpt3-1.3b: the best plan is never slower than the baseline, the upper bound absent") {
+  const plan::Cluster cluster = test::shipped_cluster("cpu-local-slow");
+  const plan::Model model = test::shipped_model("gpt3-1.3b");
+  const sim::Simulator simulator;
+  const plan::PlanResult r = plan::search_plans(cluster, model, simulator, plan::PlannerOptions{});
+  REQUIRE(r.baseline_found);
+  // The baseline's tp 2 over both devices (its replica mixes the two device models) is the
+  // fastest plan: the pipelines of the main search reach 0.726x of it.
+  CHECK(r.best().estimate.samples_per_s >= r.baseline.estimate.samples_per_s);
+  CHECK(r.best().label == r.baseline.label);
+  CHECK(r.speedup_vs_baseline == 1.0);
+  CHECK(r.idle.empty());
+  CHECK(r.baseline_devices == std::vector<int>{0, 1});
+  // Neither CPU alone holds the 1.3B model's state: no upper bound, and the report says so.
+  CHECK(r.upper_bound.absent());
+  REQUIRE(r.upper_bound.per_model.size() == 2);
+  CHECK(r.upper_bound.per_model[0].second == 0.0);
+  CHECK(r.upper_bound.per_model[1].second == 0.0);
+  CHECK(r.upper_bound.devices == std::vector<std::vector<int>>{{0}, {1}});
+  CHECK(r.fraction_of_upper_bound == 0.0);
+  const std::string text = plan::format_planner_text(r);
+  CAPTURE(text);
+  CHECK(text.find("cpu-measured on devices 0 (no plan fits), cpu-slow2x on devices 1 (no plan fits)): absent: "
+                  "no device model alone can hold the model") != std::string::npos);
+  CHECK(text.find("uniform pp1 tp2 dp1 on devices 0-1") != std::string::npos);
+  CHECK(plan::format_planner_json(r).find("\"upper_bound\": {\"found\": false") != std::string::npos);
+}
+
+TEST_CASE("a T4 behind 10 Gb/s Ethernet stays idle: the A100s alone are faster, and the report says why") {
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("slow_link_t4.yaml", kSlowLinkT4));
+  const plan::Model model = test::shipped_model("gpt2-124m");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 64;
+  const plan::PlanResult r = plan::search_plans(cluster, model, simulator, o);
+  std::set<int> used;
+  for (const plan::Stage& s : r.best().plan.stages) used.insert(s.devices.begin(), s.devices.end());
+  CHECK(used == std::set<int>{0, 1});
+  REQUIRE(r.idle.size() == 1);
+  CHECK(r.idle[0].device_model == "t4");
+  CHECK(r.idle[0].devices == std::vector<int>{2});
+  CHECK(r.idle[0].reason.rfind("using every device, the best plan found (", 0) == 0);
+  // The best plan is the A100s' plan alone: the upper bound's A100 part.
+  REQUIRE(r.upper_bound.per_model.size() == 2);
+  CHECK(r.best().estimate.samples_per_s == r.upper_bound.per_model[0].second);
+  CHECK(plan::format_planner_text(r).find("idle: devices 2 (t4): using every device") != std::string::npos);
+  CHECK_NOTHROW(plan::validate_plan(r.best().plan));
+}
+
+TEST_CASE("quick estimate: zb-h1 holds weight-pass tensors besides its activations, as the simulator counts them") {
+  const plan::Cluster cluster = test::shipped_cluster("a100-64");
+  plan::Model model;
+  model.training.precision = plan::Precision::bf16;
+  model.training.optimizer = "adam";
+  plan::Layer layer;
+  layer.name = "one";
+  // One tp-split GEMM C[10,30] = A[10,20] B[20,30]: its weight pass keeps the input (200
+  // elements) and the output gradient (300), the wider split over tp: at tp 1, 500 elements of
+  // 2 bytes = 1000 bytes per sample.
+  layer.gemms.push_back(plan::GemmOp{"linear", 10, 30, 20, 1, true});
+  layer.activation_bytes_replicated = 100;
+  model.layers.push_back(layer);
+  CHECK(plan::weight_pass_bytes(layer, 1, plan::Precision::bf16) == 1000);
+  const plan::AnalyticModel analytic(cluster, model);
+  // 2 samples a micro-batch, 3 micro-batches of activations (100 bytes a sample) in flight.
+  const auto activations = [&](int weight_passes) {
+    return analytic.memory(0, 1, 1, 1, 2, 3, plan::Recompute::none, false, false, weight_passes).activation_bytes;
+  };
+  CHECK(activations(-1) == 600);                           // 100 x 2 x 3: no split backward
+  CHECK(activations(0) == 600 + (1000 - 100) * 2);         // an input pass swaps 100 for 1000
+  CHECK(activations(1) == 600 + (1000 + 1000 - 100) * 2);  // and one weight pass held besides
+}
