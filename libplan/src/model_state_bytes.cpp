@@ -1,5 +1,6 @@
 // File: model_state_bytes.cpp
-// state_bytes_per_param: the model state's bytes per parameter.
+// state_bytes_per_param: the model state's bytes per parameter; held_optimizer_bytes_per_param:
+// the optimizer's bytes with the framework's fp32 gradient copy.
 #include "whale/plan/model_state_bytes.h"
 
 #include "whale/plan/error.h"
@@ -25,6 +26,10 @@ StateBytesPerParam state_bytes_per_param(Precision precision, const std::string&
   const bool master = mixed && framework.master_weights == MasterWeights::fp32;
   out.optimizer = 4.0 * states + (master ? 4.0 : 0.0);
   return out;
+}
+
+double held_optimizer_bytes_per_param(const StateBytesPerParam& state, const FrameworkMemory& framework) {
+  return state.optimizer + (framework.fp32_gradient_copy && state.gradients < 4 ? 4.0 : 0.0);
 }
 
 }  // namespace whale::plan

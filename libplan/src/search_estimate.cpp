@@ -3,6 +3,7 @@
 // candidate plans before the simulator ranks them.
 #include "whale/plan/search_estimate.h"
 
+#include "whale/plan/attention_memory.h"
 #include "whale/plan/model_state_bytes.h"
 
 #include <algorithm>
@@ -32,7 +33,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
                                             model.training.framework_precision)
                            .optimizer) {
   for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_replicated_,
-                  &act_split_, &act_attention_, &act_input_}) {
+                  &act_split_, &act_input_}) {
     v->assign(1, 0.0);
   }
   for (const Layer& l : model.layers) {
@@ -42,7 +43,6 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     push_prefix(tp_ops_, l.tp_allreduce_bytes > 0 ? 1.0 : 0.0);
     push_prefix(act_replicated_, l.activation_bytes_replicated);
     push_prefix(act_split_, l.activation_bytes_split);
-    push_prefix(act_attention_, l.activation_bytes_attention);
     push_prefix(act_input_, l.input_bytes);
   }
   for (const Layer& l : model.layers) {
@@ -55,18 +55,32 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
   for (int k = 0; k < kWeightPassLevels; ++k) {
     for (const Layer& l : model.layers) push_prefix(weight_pass_[k], weight_pass_bytes(l, 1 << k, precision_));
   }
-  act_max_.assign(1, {});
-  for (const Layer& l : model.layers) {
-    act_max_[0].push_back(l.activation_bytes_replicated + l.activation_bytes_split + l.activation_bytes_attention);
-  }
-  for (size_t k = 1; (size_t{1} << k) <= model.layers.size(); ++k) {
-    const auto& prev = act_max_[k - 1];
-    std::vector<double> level;
-    for (size_t i = 0; i + (size_t{1} << k) <= model.layers.size(); ++i) {
-      level.push_back(std::max(prev[i], prev[i + (size_t{1} << (k - 1))]));
+  const StateBytesPerParam state =
+      state_bytes_per_param(precision_, model.training.optimizer, model.training.framework_precision);
+  for (const auto& [name, profile] : cluster.profiles) {
+    DeviceMemory& d = device_memory_[name];
+    d.activation_scale = profile.calibration.activation_memory_scale;
+    d.optimizer_bytes = held_optimizer_bytes_per_param(state, profile.framework_memory);
+    d.act_attention.assign(1, 0.0);
+    d.act_max.assign(1, {});
+    for (const Layer& l : model.layers) {
+      const double attention = attention_kept_bytes(l, profile.framework_memory.attention, precision_);
+      push_prefix(d.act_attention, attention);
+      d.act_max[0].push_back(l.activation_bytes_replicated + l.activation_bytes_split + attention);
     }
-    act_max_.push_back(std::move(level));
+    for (size_t k = 1; (size_t{1} << k) <= model.layers.size(); ++k) {
+      const auto& prev = d.act_max[k - 1];
+      std::vector<double> level;
+      for (size_t i = 0; i + (size_t{1} << k) <= model.layers.size(); ++i) {
+        level.push_back(std::max(prev[i], prev[i + (size_t{1} << (k - 1))]));
+      }
+      d.act_max.push_back(std::move(level));
+    }
   }
+}
+
+const AnalyticModel::DeviceMemory& AnalyticModel::device_memory(const std::string& device_model) const {
+  return device_memory_.at(device_model);
 }
 
 bool AnalyticModel::sequence_parallel(int tp) const {
@@ -157,11 +171,11 @@ Seconds AnalyticModel::dp_gather_s(const Link& link, int tp, int dp, int first, 
   return 0.5 * ring_allreduce_s(link, dp, params * element_bytes_);
 }
 
-double AnalyticModel::act_max_range(int first, int end) const {
+double AnalyticModel::act_max_range(const DeviceMemory& device, int first, int end) {
   if (end <= first) return 0.0;
   int k = 0;
   while ((2 << k) <= end - first) ++k;
-  return std::max(act_max_[k][first], act_max_[k][end - (1 << k)]);
+  return std::max(device.act_max[k][first], device.act_max[k][end - (1 << k)]);
 }
 
 Bytes AnalyticModel::weight_pass_range(int first, int end, int tp) const {
@@ -177,12 +191,13 @@ Bytes AnalyticModel::boundary_bytes(int end) const {
   return end <= 0 ? 0.0 : model_.layers[end - 1].output_bytes;
 }
 
-MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, int in_flight,
-                                 Recompute r, bool shard_optimizer, bool shard_gradients,
-                                 int weight_passes) const {
+MemoryNeed AnalyticModel::memory(const std::string& device_model, int first, int end, int tp, int dp,
+                                 int share, int in_flight, Recompute r, bool shard_optimizer,
+                                 bool shard_gradients, int weight_passes) const {
+  const DeviceMemory& device = device_memory(device_model);
   const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
   const double elt = element_bytes_;
-  const double optimizer = optimizer_bytes_ / (shard_optimizer ? dp : 1);
+  const double optimizer = device.optimizer_bytes / (shard_optimizer ? dp : 1);
   const double gradients = gradient_bytes_ / (shard_gradients ? dp : 1);
   // Korthikanti et al. 2022, Table 2: sequence parallelism shards the replicated activations
   // (and the full-recomputation checkpoint) along the sequence too.
@@ -193,14 +208,14 @@ MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, 
   switch (r) {
     case Recompute::none:
       per_sample = range(act_replicated_, first, end) / sp +
-                   (range(act_split_, first, end) + range(act_attention_, first, end)) / tp;
+                   (range(act_split_, first, end) + range(device.act_attention, first, end)) / tp;
       break;
     case Recompute::selective:
       per_sample = range(act_replicated_, first, end) / sp + range(act_split_, first, end) / tp;
       break;
     case Recompute::full: {
       per_sample = range(act_input_, first, end) / sp;
-      const double worst = act_max_range(first, end);
+      const double worst = act_max_range(device, first, end);
       per_sample += worst / tp / std::max(1, in_flight);  // one layer rebuilt at a time
       break;
     }
@@ -210,14 +225,17 @@ MemoryNeed AnalyticModel::memory(int first, int end, int tp, int dp, int share, 
     const double weight_pass = weight_pass_range(first, end, tp);
     need.activation_bytes += (weight_pass * weight_passes + std::max(0.0, weight_pass - per_sample)) * share;
   }
+  // The simulator scales kept, weight-pass and transient activations alike.
+  need.activation_bytes *= device.activation_scale;
   return need;
 }
 
-Bytes AnalyticModel::table_copy_bytes(int tp, int dp, bool shard_optimizer, bool shard_gradients) const {
+Bytes AnalyticModel::table_copy_bytes(const std::string& device_model, int tp, int dp,
+                                      bool shard_optimizer, bool shard_gradients) const {
   if (!model_.tie_embeddings) return 0.0;
   const double params = static_cast<double>(model_.vocabulary) * model_.hidden / tp;
   return params * (element_bytes_ + gradient_bytes_ / (shard_gradients ? dp : 1) +
-                   optimizer_bytes_ / (shard_optimizer ? dp : 1));
+                   device_memory(device_model).optimizer_bytes / (shard_optimizer ? dp : 1));
 }
 
 Seconds AnalyticModel::optimizer_s(const std::string& device_model, int first, int end, int tp,

@@ -175,11 +175,11 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     const int g = stage_group(c.schedule, p, s);
     double worst = -inf;
     for (const ModelShare& ms : gi[g].model_max_share) {
-      MemoryNeed need = an.memory(a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
+      MemoryNeed need = an.memory(ms.model, a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
                                   rung_recompute(r), rung_shards(r, gi[g].dp),
                                   rung_shards_gradients(r, gi[g].dp), gi[g].weight_passes);
       if (s == S - 1 && table_copy) {
-        need.state_bytes += an.table_copy_bytes(gi[g].tp, gi[g].dp, rung_shards(r, gi[g].dp),
+        need.state_bytes += an.table_copy_bytes(ms.model, gi[g].tp, gi[g].dp, rung_shards(r, gi[g].dp),
                                                 rung_shards_gradients(r, gi[g].dp));
       }
       const double usable = ms.usable_bytes / v;
@@ -422,17 +422,17 @@ double StructureFigures::group_hold_fraction(const GroupSpec& g) {
   auto it = held_.find(&g);
   if (it != held_.end()) return it->second;
   AnalyticModel& an = analytic_;
-  const MemoryNeed whole = an.memory(0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1,
-                                     g.dp() > 1 && an.strategies().shard_gradients);
-  double usable = std::numeric_limits<double>::infinity();
+  double held = std::numeric_limits<double>::infinity();
   const std::string* last = nullptr;
   for (int d : g.devices) {
     const std::string& m = an.cluster().devices[d].model;
     if (last && *last == m) continue;
     last = &m;
-    usable = std::min(usable, an.usable_bytes(m));
+    const MemoryNeed whole = an.memory(m, 0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1,
+                                       g.dp() > 1 && an.strategies().shard_gradients);
+    held = std::min(held, an.usable_bytes(m) / whole.state_bytes);
   }
-  return held_[&g] = std::min(1.0, usable / whole.state_bytes);
+  return held_[&g] = std::min(1.0, held);
 }
 
 double StructureFigures::hold_fraction(const Structure& st) {

@@ -97,7 +97,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       plan.stages.at(program.stages.front()).replica_devices(replica).front());
   const plan::FrameworkMemory& framework = profile.framework_memory;
   // DeepSpeed ZeRO-1/2's fp32 copy of the optimizer's gradients, when they are not fp32 already.
-  const bool fp32_gradient_copy = framework.fp32_gradient_copy && state.gradients < 4;
+  const double optimizer_bytes = plan::held_optimizer_bytes_per_param(state, framework);
   MemoryBreakdown out;
   std::vector<Bytes> kept_per_micro_batch(plan.stages.size(), 0);  // by stage: bytes one micro-batch keeps
   std::vector<Bytes> weight_pass_per_micro_batch(plan.stages.size(), 0);  // by stage: kept for a weight pass
@@ -128,8 +128,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     out.gradients_bytes += (stage.shard_gradients ? own : parameters) * state.gradients;
     if (framework.gradient_bucket_copy && stage.dp() > 1 && !stage.shard_gradients)
       out.gradient_bucket_bytes += parameters * state.gradients;
-    out.optimizer_bytes += (stage.shard_optimizer ? own : parameters) *
-                           (state.optimizer + (fp32_gradient_copy ? 4.0 : 0.0));
+    out.optimizer_bytes += (stage.shard_optimizer ? own : parameters) * optimizer_bytes;
   }
   Bytes live = 0, peak = 0;
   int in_flight = 0;

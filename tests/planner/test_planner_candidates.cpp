@@ -96,7 +96,7 @@ TEST_CASE("quick estimate: zb-h1 holds weight-pass tensors besides its activatio
   const plan::AnalyticModel analytic(cluster, model);
   // 2 samples a micro-batch, 3 micro-batches of activations (100 bytes a sample) in flight.
   const auto activations = [&](int weight_passes) {
-    return analytic.memory(0, 1, 1, 1, 2, 3, plan::Recompute::none, false, false, weight_passes).activation_bytes;
+    return analytic.memory("a100-sxm4-80gb", 0, 1, 1, 1, 2, 3, plan::Recompute::none, false, false, weight_passes).activation_bytes;
   };
   CHECK(activations(-1) == 600);                           // 100 x 2 x 3: no split backward
   CHECK(activations(0) == 600 + (1000 - 100) * 2);         // an input pass swaps 100 for 1000

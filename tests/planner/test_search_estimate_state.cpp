@@ -28,7 +28,7 @@ TEST_CASE("quick estimate: model state bytes per parameter as the memory model's
           plan::state_bytes_per_param(precision, optimizer, model.training.framework_precision);
       // One device, tp 1, dp 1, no activations in flight: the state only.
       const plan::MemoryNeed need =
-          analytic.memory(0, layers, 1, 1, 1, 0, plan::Recompute::none, false);
+          analytic.memory("a100-sxm4-80gb", 0, layers, 1, 1, 1, 0, plan::Recompute::none, false);
       CHECK(need.state_bytes ==
             doctest::Approx(parameters * (state.weights + state.gradients + state.optimizer)));
     }

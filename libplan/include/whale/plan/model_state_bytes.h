@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "whale/plan/framework_memory.h"
 #include "whale/plan/framework_precision.h"
 #include "whale/plan/precision.h"
 
@@ -24,5 +25,10 @@ struct StateBytesPerParam {
 /// Throws whale::Error for an unknown optimizer (known: adam, adamw, sgd).
 StateBytesPerParam state_bytes_per_param(Precision precision, const std::string& optimizer,
                                          const FrameworkPrecision& framework = {});
+
+/// Optimizer bytes per parameter the optimizer steps, as the framework holds them: state.optimizer,
+/// plus 4 for an fp32 copy of the gradients under framework_memory.fp32_gradient_copy when the
+/// gradients are held below fp32 (DeepSpeed ZeRO-1/2; framework_memory.h).
+double held_optimizer_bytes_per_param(const StateBytesPerParam& state, const FrameworkMemory& framework);
 
 }  // namespace whale::plan

@@ -79,19 +79,25 @@ class AnalyticModel {
   Seconds dp_gather_s(const Link& link, int tp, int dp, int first, int end) const;
   /// Bytes of the activation that leaves layer `end - 1`, per sample.
   Bytes boundary_bytes(int end) const;
-  /// Memory of one device of a stage holding layers [first, end) at (tp, dp), with `share`
-  /// samples per micro-batch and `in_flight` micro-batches of activations kept.
+  /// Memory of one device of model `device_model` of a stage holding layers [first, end) at
+  /// (tp, dp), with `share` samples per micro-batch and `in_flight` micro-batches of activations
+  /// kept. The device model's profile sets, as in the simulator's memory model, the attention
+  /// core's kept bytes (framework_memory.attention, plan::attention_kept_bytes), the scale of
+  /// the activations (calibration.activation_memory_scale) and the optimizer's fp32 gradient
+  /// copy (framework_memory.fp32_gradient_copy, plan::held_optimizer_bytes_per_param).
   /// Sequence parallelism follows sequence_parallel(tp); `shard_gradients` divides the
   /// gradients by dp as well (ZeRO-2). A split backward (zb-h1, `weight_passes` >= 0) holds
   /// the weight-pass tensors (weight_pass_bytes) of `weight_passes` micro-batches besides, and
   /// one input pass swaps a micro-batch's activations for its weight-pass tensors: the larger
   /// of the two counts. -1: no split backward.
-  MemoryNeed memory(int first, int end, int tp, int dp, int share, int in_flight, Recompute r,
-                    bool shard_optimizer, bool shard_gradients = false, int weight_passes = -1) const;
-  /// State bytes on one device of the last stage's copy of a tied token table (held when the
-  /// first and last stage run on different groups, Plan::last_stage_holds_table_copy), as the
-  /// simulator counts it; 0 for an untied model.
-  Bytes table_copy_bytes(int tp, int dp, bool shard_optimizer, bool shard_gradients) const;
+  MemoryNeed memory(const std::string& device_model, int first, int end, int tp, int dp, int share,
+                    int in_flight, Recompute r, bool shard_optimizer, bool shard_gradients = false,
+                    int weight_passes = -1) const;
+  /// State bytes on one device of model `device_model` of the last stage's copy of a tied token
+  /// table (held when the first and last stage run on different groups,
+  /// Plan::last_stage_holds_table_copy), as the simulator counts it; 0 for an untied model.
+  Bytes table_copy_bytes(const std::string& device_model, int tp, int dp, bool shard_optimizer,
+                         bool shard_gradients) const;
   /// Seconds of the optimizer step of layers [first, end) on one device (memory bound).
   Seconds optimizer_s(const std::string& device_model, int first, int end, int tp, int dp,
                       bool shard_optimizer) const;
@@ -119,15 +125,26 @@ class AnalyticModel {
   std::vector<std::vector<bool>> gemm_attention_, memory_attention_;
   // Model-only prefix sums over layers:
   std::vector<double> params_split_, params_replicated_, tp_bytes_, tp_ops_;
-  std::vector<double> act_replicated_, act_split_, act_attention_, act_input_;
+  std::vector<double> act_replicated_, act_split_, act_input_;
+  // The memory figures of one device model's profile (the simulator's memory model reads them
+  // from the profile of a replica's devices).
+  struct DeviceMemory {
+    // plan::attention_kept_bytes per sample at the profile's attention implementation, prefix
+    // sums over layers.
+    std::vector<double> act_attention;
+    // Sparse table of the largest single-layer activation (tp 1) with that attention: level k
+    // holds the max over layers [i, i + 2^k).
+    std::vector<std::vector<double>> act_max;
+    double activation_scale = 1.0;  // calibration.activation_memory_scale
+    double optimizer_bytes = 0;     // plan::held_optimizer_bytes_per_param
+  };
+  std::map<std::string, DeviceMemory> device_memory_;
+  const DeviceMemory& device_memory(const std::string& device_model) const;
   // weight_pass_bytes per sample, prefix sums over layers, at tp = 2^k (kWeightPassLevels).
   static constexpr int kWeightPassLevels = 9;
   std::vector<std::vector<double>> weight_pass_;
   Bytes weight_pass_range(int first, int end, int tp) const;
-  // Sparse table of the largest single-layer activation (tp 1): level k holds the max over
-  // layers [i, i + 2^k).
-  std::vector<std::vector<double>> act_max_;
-  double act_max_range(int first, int end) const;
+  static double act_max_range(const DeviceMemory& device, int first, int end);
 };
 
 }  // namespace whale::plan

@@ -1,0 +1,122 @@
+// File: test_search_estimate_framework.cpp
+// The planner's quick memory estimate reads a device model's framework and calibration figures
+// as the simulator's memory model does: the attention implementation, the calibrated
+// activation scale and the fp32 gradient copy, with the same bytes and the same verdict.
+#include <doctest/doctest.h>
+
+#include "../sim/sim_fixtures.h"
+#include "whale/plan/schedule_program.h"
+#include "whale/plan/search_estimate.h"
+#include "whale/sim/memory_model.h"
+#include "whale/sim/simulator.h"
+
+using namespace whale;
+
+namespace {
+
+// One bf16 Adam layer of 1000 parameters whose attention core has 100 score elements in 10 rows
+// per sample (a s² and a s) with dropout: 10 replicated and 40 split activation bytes per
+// sample; the fused softmax keeps 5 bytes per score (500), flash one fp32 per row (40). One
+// device of `capacity_bytes`, one stage, one micro-batch of 2 samples (GPipe).
+plan::Plan attention_plan(double capacity_bytes) {
+  plan::Layer layer = sim::test::gemm_layer(10, 10, 10, 0, 1000);
+  layer.activation_bytes_replicated = 10;
+  layer.activation_bytes_split = 40;
+  layer.attention_score_elements = 100;
+  layer.attention_rows = 10;
+  layer.attention_dropout = true;
+  layer.activation_bytes_attention = 500;
+  const plan::Cluster c = sim::test::make_cluster(1, 1, sim::test::flat_profile(1e14, 1e12, capacity_bytes),
+                                                  sim::test::link(1e11, 0), sim::test::link(1e10, 0));
+  plan::Plan p = sim::test::pipeline_plan(c, {layer}, plan::ScheduleKind::gpipe, 1, 1, 1, 2);
+  p.model.training.precision = plan::Precision::bf16;
+  p.model.training.optimizer = "adam";
+  return p;
+}
+
+plan::DeviceProfile& profile_of(plan::Plan& p) { return p.cluster.profiles.at("flat"); }
+
+// The estimate of the plan's one device: layer 0, tp 1, dp 1, 2 samples, 1 micro-batch.
+plan::MemoryNeed estimate(const plan::Plan& p) {
+  const plan::AnalyticModel analytic(p.cluster, p.model);
+  return analytic.memory("flat", 0, 1, 1, 1, 2, 1, plan::Recompute::none, false);
+}
+
+bool estimate_fits(const plan::Plan& p) {
+  const plan::AnalyticModel analytic(p.cluster, p.model);
+  return estimate(p).total() <= analytic.usable_bytes("flat");
+}
+
+// The simulator's figures for the same device.
+sim::MemoryBreakdown simulated(const plan::Plan& p) {
+  return sim::replica_memory(p, plan::generate_schedule(p).groups[0], 0);
+}
+
+bool simulator_fits(const plan::Plan& p) {
+  return sim::Simulator().evaluate(p, plan::EvaluateOptions{}).fits;
+}
+
+}  // namespace
+
+TEST_CASE("quick estimate: flash attention drops the s² bytes, a scale of 0.5 halves the activations, as simulated") {
+  plan::Plan p = attention_plan(80e9);
+  // Defaults (fused softmax, scale 1, no fp32 copy): (10 + 40 + 500) x 2 samples = 1100 bytes
+  // of activations; 1000 parameters x (2 weights + 2 gradients + 12 Adam) = 16000 of state.
+  const plan::MemoryNeed fused = estimate(p);
+  CHECK(fused.activation_bytes == 1100);
+  CHECK(fused.state_bytes == 16000);
+  CHECK(fused.activation_bytes == simulated(p).activations_bytes);
+  // Flash keeps 40 bytes of row statistics for the 500 bytes of scores: (10 + 40 + 40) x 2.
+  profile_of(p).framework_memory.attention = plan::AttentionImplementation::flash;
+  const plan::MemoryNeed flash = estimate(p);
+  CHECK(flash.activation_bytes == 180);
+  CHECK(fused.activation_bytes - flash.activation_bytes == (500 - 40) * 2);
+  CHECK(flash.state_bytes == 16000);
+  CHECK(flash.activation_bytes == simulated(p).activations_bytes);
+  // The calibrated scale multiplies the activations only.
+  profile_of(p).framework_memory.attention = plan::AttentionImplementation::fused_softmax;
+  profile_of(p).calibration.activation_memory_scale = 0.5;
+  const plan::MemoryNeed scaled = estimate(p);
+  CHECK(scaled.activation_bytes == 550);
+  CHECK(scaled.state_bytes == 16000);
+  CHECK(scaled.activation_bytes == simulated(p).activations_bytes);
+}
+
+TEST_CASE("quick estimate: the fp32 gradient copy adds 4 bytes per parameter the optimizer steps, as simulated") {
+  plan::Plan p = attention_plan(80e9);
+  profile_of(p).framework_memory.fp32_gradient_copy = true;
+  const plan::MemoryNeed need = estimate(p);
+  CHECK(need.state_bytes == 1000 * (2 + 2 + 12 + 4));
+  const sim::MemoryBreakdown m = simulated(p);
+  CHECK(need.state_bytes == m.weights_bytes + m.gradients_bytes + m.optimizer_bytes);
+  // fp32 gradients need no copy.
+  p.model.training.framework_precision.grad_reduce = plan::GradReducePrecision::fp32;
+  CHECK(estimate(p).state_bytes == 1000 * (2 + 4 + 12));
+}
+
+TEST_CASE("quick estimate: the same memory verdict as the simulator under each framework figure") {
+  // 17000 bytes: the defaults need 16000 + 1100 and do not fit; flash (16000 + 180) and a
+  // scale of 0.5 (16000 + 550) fit.
+  plan::Plan p = attention_plan(17000);
+  CHECK_FALSE(estimate_fits(p));
+  CHECK_FALSE(simulator_fits(p));
+  profile_of(p).framework_memory.attention = plan::AttentionImplementation::flash;
+  CHECK(estimate_fits(p));
+  CHECK(simulator_fits(p));
+  profile_of(p).framework_memory.attention = plan::AttentionImplementation::fused_softmax;
+  profile_of(p).calibration.activation_memory_scale = 0.5;
+  CHECK(estimate_fits(p));
+  CHECK(simulator_fits(p));
+  // 17500 bytes: the defaults fit; a scale of 1.5 (16000 + 1650) and the fp32 gradient copy
+  // (20000 + 1100) do not.
+  p = attention_plan(17500);
+  CHECK(estimate_fits(p));
+  CHECK(simulator_fits(p));
+  profile_of(p).calibration.activation_memory_scale = 1.5;
+  CHECK_FALSE(estimate_fits(p));
+  CHECK_FALSE(simulator_fits(p));
+  profile_of(p).calibration.activation_memory_scale = 1.0;
+  profile_of(p).framework_memory.fp32_gradient_copy = true;
+  CHECK_FALSE(estimate_fits(p));
+  CHECK_FALSE(simulator_fits(p));
+}
