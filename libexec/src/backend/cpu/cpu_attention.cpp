@@ -70,8 +70,7 @@ void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, 
   // (sample, head) pairs in parallel: each writes its own probabilities and output columns.
   pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * heads, [&](std::ptrdiff_t bh) {
     const int b = static_cast<int>(bh / heads), h = static_cast<int>(bh % heads);
-    thread_local Eigen::ArrayXf scratch;  // 64-byte aligned
-    scratch.resize(static_cast<Eigen::Index>(round_up_to_packets(T)));
+    float* scratch = thread_aligned_scratch(round_up_to_packets(static_cast<std::size_t>(T)));
     const HeadViews hv = head_views(b, h, T, heads, kv_heads, head_size);
     ConstStridedMap Q(qkv + hv.q, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
     ConstStridedMap K(qkv + hv.k, T, head_size, Eigen::OuterStride<>(hv.qkv_stride));
@@ -79,7 +78,7 @@ void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, 
     MatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
     P.noalias() = Q * K.transpose();
     for (int i = 0; i < T; ++i)
-      causal_softmax_row(P.data() + static_cast<std::size_t>(i) * T, i, T, scale, scratch.data());
+      causal_softmax_row(P.data() + static_cast<std::size_t>(i) * T, i, T, scale, scratch);
     StridedMap O(out + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
     O.noalias() = P * V;
   });

@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cstddef>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -52,6 +53,25 @@ inline std::size_t round_up_to_packets(std::size_t n) {
   return (n + kPacketFloats - 1) / kPacketFloats * kPacketFloats;
 }
 using AlignedArrayMap = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
+
+/// This thread's 64-byte aligned scratch of at least `floats` floats, kept and grown across
+/// calls. Explicitly aligned: Eigen's own heap alignment is only 16 or 32 bytes on CPUs without
+/// AVX-512, which AlignedArrayMap may not be given.
+inline float* thread_aligned_scratch(std::size_t floats) {
+  struct Buffer {
+    float* data = nullptr;
+    std::size_t size = 0;
+    ~Buffer() { ::operator delete[](data, std::align_val_t{64}); }
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < floats) {
+    ::operator delete[](buffer.data, std::align_val_t{64});
+    buffer.data = nullptr;
+    buffer.data = static_cast<float*>(::operator new[](floats * sizeof(float), std::align_val_t{64}));
+    buffer.size = floats;
+  }
+  return buffer.data;
+}
 
 /// Copies src[0, n) into `scratch` (64-byte aligned, at least round_up_to_packets(n) floats),
 /// zero-pads it to whole packets and returns that padded view.
