@@ -8,18 +8,21 @@
 # run, from OUT/work, which it then removes); exits 1 when a phase fails.
 # Without a GPU it prints one line and exits 1 before writing anything; --dry-run instead prints
 # the phases with their budgets and runs what needs no GPU.
-# Usage (from anywhere): scripts/gpu-check.sh --kit DIR [--out DIR] [--dry-run]
+# --only LIST runs the named phases alone (comma-separated; env and report always run), for a
+# second, shorter run that repeats what failed.
+# Usage (from anywhere): scripts/gpu-check.sh --kit DIR [--out DIR] [--only LIST] [--dry-run]
 set -uo pipefail
 caller=$(pwd)
 cd "$(dirname "$0")/.." || exit 2
 src=$(pwd)
 source scripts/kit-libs.sh
-usage="usage: scripts/gpu-check.sh --kit DIR [--out DIR] [--dry-run]"
-kit="" out=build/gpu-check dry=0
+usage="usage: scripts/gpu-check.sh --kit DIR [--out DIR] [--only LIST] [--dry-run]"
+kit="" out=build/gpu-check dry=0 only=""
 while [ $# -gt 0 ]; do
   case $1 in
     --kit) kit=${2:-}; shift 2 || shift ;;
     --out) out=${2:-}; shift 2 || shift ;;
+    --only) only=${2:-}; shift 2 || shift ;;
     --dry-run) dry=1; shift ;;
     *) echo "gpu-check: error: unknown argument '$1' ($usage)" >&2; exit 2 ;;
   esac
@@ -50,8 +53,18 @@ phases=(
   "report 5 gpu-check.md, gpu-check.json and the archive of every log"
 )
 report_reserve_s=5
-budget_sum=0
-for p in "${phases[@]}"; do set -- $p; budget_sum=$((budget_sum + $2)); done
+budget_sum=0 known=","
+for p in "${phases[@]}"; do set -- $p; budget_sum=$((budget_sum + $2)); known="$known$1,"; done
+for n in ${only//,/ }; do
+  case $known in *",$n,"*) ;;
+    *) echo "gpu-check: error: --only: unknown phase '$n' (the phases: ${known:1:-1})" >&2; exit 2 ;;
+  esac
+done
+# selected NAME: whether --only (when given) names the phase; env and report always run.
+selected() {
+  [ -z "$only" ] || [ "$1" = env ] || [ "$1" = report ] && return 0
+  case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac
+}
 
 has_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
 if [ $dry = 0 ] && ! has_gpu; then
@@ -345,6 +358,7 @@ phase_predict() {
 # run_phase NAME BUDGET: runs phase_NAME under min(BUDGET, the time left before the report).
 run_phase() {
   local name=$1 budget=$2 t0 limit verdict
+  if ! selected "$name"; then record "$name" SKIP 0 "$budget" "not in --only $only"; return; fi
   t0=$(date +%s)
   limit=$((deadline_s - (t0 - start) - report_reserve_s))
   [ "$limit" -gt "$budget" ] && limit=$budget

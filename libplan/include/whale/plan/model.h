@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "whale/plan/framework_precision.h"
+#include "whale/plan/moe.h"
 #include "whale/plan/precision.h"
 #include "whale/plan/units.h"
 
@@ -113,6 +114,8 @@ struct Model {
   /// 0.0). A dropout of 0 keeps no mask (model_families.cpp).
   std::optional<double> attention_dropout;
   std::optional<double> hidden_dropout;
+  /// The experts of a mixture-of-experts model (moe.h); unset for a dense model.
+  std::optional<MoeSpec> moe;
   Training training;
   /// Layers in execution order. For a family model: [embedding, block 0..L-1, head].
   std::vector<Layer> layers;

@@ -41,6 +41,12 @@ struct Stage {
   /// all-reduce becomes an all-gather before and a reduce-scatter after the tp region.
   /// Requires tp > 1.
   bool sequence_parallel = false;
+  /// The expert layout of a mixture-of-experts stage (MoE parallel folding, Megatron-Core):
+  /// its MoE blocks' experts run on the same devices as ep x expert_tp x expert_dp, apart from
+  /// attention's dp x tp, with ep * expert_tp * expert_dp = dp * tp. An expert-parallel group
+  /// holds experts / ep experts on each member. Dense models keep ep 1 and expert_tp 0.
+  int ep = 1;
+  int expert_tp = 0;            // 0: the stage's tp
 
   int dp() const { return static_cast<int>(devices.size()) / tp; }
   /// Devices of replica r, in tp-rank order.
