@@ -43,9 +43,12 @@ def bench(metrics_path, sim_path, peak_tflops):
 
 
 def predict(sim_path):
+    """whale-sim's step time and peak tensor memory: the bytes an allocator hands out at the peak
+    (whale-run's arena, PyTorch's max_memory_allocated), without the framework's reserve for the
+    CUDA context and libraries, which neither measured figure counts."""
     sim = json.load(open(sim_path))
     print(f"predicted_step_s {sim['step_time_s']:.6g}")
-    print(f"predicted_peak_gib {sim['devices'][0]['peak_memory_bytes'] / 2**30:.4f}")
+    print(f"predicted_peak_gib {sim['devices'][0]['tensor_memory_bytes'] / 2**30:.4f}")
 
 
 def curve(fp32_path, bf16_path, steps):

@@ -43,6 +43,29 @@ TEST_CASE("linear forward (bias epilogue) and backward") {
   CHECK(db.gpu_values() == db.cpu_values());
 }
 
+TEST_CASE("linear forward and backward over a vocabulary of misaligned rows (padded GEMM copies)") {
+  // 16411 fp32 entries a row are not 16-byte aligned, and the (64, 16411) logits and their
+  // gradient pass 4 MiB: the backend stages them with aligned rows (gpu::gemm_operand_needs_padding).
+  Backends be;
+  const int N = 64, C = 32, V = 16411;
+  const Twin inp = be.tensor(random_vector(N * C, 21)), w = be.tensor(random_vector(V * C, 22)),
+             bias = be.tensor(random_vector(V, 23)), dout = be.tensor(random_vector(N * V, 24));
+  Twin out = be.tensor(std::vector<float>(N * V));
+  be.cpu->linear_forward(out.on_cpu, inp.on_cpu, w.on_cpu, bias.on_cpu, N, C, V);
+  be.gpu->linear_forward(out.on_gpu, inp.on_gpu, w.on_gpu, bias.on_gpu, N, C, V);
+  CHECK(out.error() <= kDeviceFp32Tolerance);
+  Twin dinp = be.tensor(random_vector(N * C, 25)), dw = be.tensor(random_vector(V * C, 26));
+  be.cpu->linear_backward(dinp.on_cpu, dw.on_cpu, TensorView{}, dout.on_cpu, inp.on_cpu, w.on_cpu, N, C, V);
+  be.gpu->linear_backward(dinp.on_gpu, dw.on_gpu, TensorView{}, dout.on_gpu, inp.on_gpu, w.on_gpu, N, C, V);
+  CHECK(dinp.error() <= kDeviceFp32Tolerance);
+  CHECK(dw.error() <= kDeviceFp32Tolerance);
+  // accumulating into a staged output: its old values are copied in first
+  Twin acc = be.tensor(random_vector(N * V, 27));
+  be.cpu->matmul(false, true, N, V, C, inp.on_cpu, w.on_cpu, acc.on_cpu, true);
+  be.gpu->matmul(false, true, N, V, C, inp.on_gpu, w.on_gpu, acc.on_gpu, true);
+  CHECK(acc.error() <= kDeviceFp32Tolerance);
+}
+
 TEST_CASE("bias add, residual add and their backward") {
   Backends be;
   const int N = 33, C = 70;

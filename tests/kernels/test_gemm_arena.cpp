@@ -64,6 +64,32 @@ TEST_CASE("GEMM mapping: both transposed") {
   check_layout(g.second, 2, 4, 2);  // a (4, 2)
 }
 
+TEST_CASE("GEMM mapping: row strides set the leading dimensions (a logits matrix padded to 16 bytes)") {
+  // linear forward of the LM head: logits (6, 5) = x (6, 4) W (5, 4)^T with logits rows 8 apart
+  const LtGemm forward = lt_gemm(false, true, 6, 5, 4, false, RowStrides{0, 0, 8});
+  check_layout(forward.first, 4, 5, 4);   // W dense
+  check_layout(forward.second, 4, 6, 4);  // x dense
+  check_layout(forward.out, 5, 6, 8);     // logits: 5 valid entries of 8 per row
+  // dW (5, 4) += dlogits (6, 5)^T x (6, 4): dlogits read transposed, its rows 8 apart
+  const LtGemm weight = lt_gemm(true, false, 5, 4, 6, true, RowStrides{8, 0, 0});
+  check_layout(weight.second, 5, 6, 8);
+  check_layout(weight.first, 4, 6, 4);
+  check_layout(weight.out, 4, 5, 4);
+}
+
+TEST_CASE("GEMM padding: rows rounded up to 16 bytes, only for misaligned matrices of 4 MiB or more") {
+  CHECK(aligned_row_elements(50257, 2) == 50264);  // bf16: 8 elements a vector
+  CHECK(aligned_row_elements(50257, 4) == 50260);  // fp32: 4
+  CHECK(aligned_row_elements(768, 2) == 768);
+  CHECK(aligned_row_elements(3, 16) == 3);
+  // GPT-2's bf16 logits of 8 x 1024 tokens: 823 MB, misaligned
+  CHECK(gemm_operand_needs_padding(8192, 50257, 2));
+  // aligned rows never; small matrices not worth a copy: 41 rows x 50257 x 2 B < 4 MiB
+  CHECK_FALSE(gemm_operand_needs_padding(8192, 50264, 2));
+  CHECK_FALSE(gemm_operand_needs_padding(41, 50257, 2));
+  CHECK(gemm_operand_needs_padding(42, 50257, 2));  // 4,221,588 B >= 4,194,304
+}
+
 TEST_CASE("GEMM alignment: the largest power of two dividing the address, at most 256") {
   CHECK(gemm_alignment_bytes(0) == 256);
   CHECK(gemm_alignment_bytes(0x7f0000001000) == 256);

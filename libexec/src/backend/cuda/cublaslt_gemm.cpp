@@ -59,8 +59,9 @@ PreparedLtGemm::PreparedLtGemm(cublasLtHandle_t handle, const GemmCall& shape,
                                std::size_t workspace_bytes)
     : handle_(handle), workspace_bytes_(workspace_bytes) {
   const gpu::LtGemm g =
-      gpu::lt_gemm(shape.trans_a, shape.trans_b, shape.m, shape.n, shape.k, shape.accumulate);
-  aux_ld_ = g.out.ld;
+      gpu::lt_gemm(shape.trans_a, shape.trans_b, shape.m, shape.n, shape.k, shape.accumulate,
+                   shape.strides);
+  aux_ld_ = shape.n;  // the epilogue's aux matrix (m, n) is dense
   beta_ = g.beta_one ? 1.0f : 0.0f;
   const cudaDataType_t type = data_type(shape.dtype);
   const cublasComputeType_t compute = shape.dtype == GemmDtype::kF32 && shape.tf32
@@ -138,7 +139,7 @@ void LtGemmRunner::run(cudaStream_t stream, const GemmCall& call) {
   const Key key{static_cast<int>(call.dtype), static_cast<int>(call.out_dtype), call.tf32,
                 call.trans_a, call.trans_b, call.accumulate, static_cast<int>(call.epilogue),
                 call.m, call.n, call.k, alignment_of(call.a), alignment_of(call.b),
-                alignment_of(call.c)};
+                alignment_of(call.c), call.strides.a, call.strides.b, call.strides.c};
   auto prepared = prepared_.find(key);
   if (prepared == prepared_.end())
     prepared = prepared_

@@ -28,6 +28,7 @@ struct GemmCall {
   bool tf32 = false;  // fp32 only: TF32 tensor cores (10-bit mantissa products)
   bool trans_a = false, trans_b = false, accumulate = false;
   int m = 0, n = 0, k = 0;
+  gpu::RowStrides strides;  // a, b and c's row strides in elements (0: dense); aux is dense
   gpu::GemmEpilogue epilogue = gpu::GemmEpilogue::kNone;
   const void* a = nullptr;
   const void* b = nullptr;
@@ -37,7 +38,8 @@ struct GemmCall {
   void* aux = nullptr;         // kGeluAuxBias (written), kDGelu (read): (m, n) row-major
 };
 
-/// One GEMM shape (a GemmCall's dtypes, tf32, transposes, accumulate, sizes and epilogue, and
+/// One GEMM shape (a GemmCall's dtypes, tf32, transposes, accumulate, sizes, row strides and
+/// epilogue, and
 /// the alignment of its a, b and c pointers, gpu::gemm_alignment_bytes) with its cuBLASLt
 /// descriptors and the heuristic's first algorithm for `workspace_bytes` and that alignment,
 /// made once, so that run() issues the matmul alone (what a timed run should time).
@@ -82,10 +84,10 @@ class LtGemmRunner {
   std::size_t cached_algorithms() const { return prepared_.size(); }
 
  private:
-  // (dtype, out dtype, tf32, trans_a, trans_b, accumulate, epilogue, m, n, k, and the
-  // alignments of a, b and c in bytes)
+  // (dtype, out dtype, tf32, trans_a, trans_b, accumulate, epilogue, m, n, k, the
+  // alignments of a, b and c in bytes, and their row strides)
   using Key = std::tuple<int, int, bool, bool, bool, bool, int, int, int, int, std::uint32_t,
-                         std::uint32_t, std::uint32_t>;
+                         std::uint32_t, std::uint32_t, int, int, int>;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
   std::size_t workspace_bytes_;

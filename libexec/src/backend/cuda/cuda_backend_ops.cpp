@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -16,6 +17,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/gpu_host/adamw_chunks.h"
+#include "backend/gpu_host/gemm_layout.h"
 #include "backend/gpu_host/token_buckets.h"
 
 namespace whale::exec::cuda {
@@ -82,7 +84,36 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, ConstTen
     call.epilogue = gpu::GemmEpilogue::kBias;
     call.bias = bias.data;
   }
+  // Large operands whose rows are not 16-byte aligned (a 50257-entry vocabulary) are staged in
+  // copies with aligned rows, so that cuBLASLt may use its vectorized tensor-core algorithms.
+  const int in_bytes = static_cast<int>(element_bytes(a.dtype));
+  const int out_bytes = static_cast<int>(element_bytes(c.dtype));
+  std::optional<Scratch> a_padded, b_padded, c_padded;
+  const auto stage = [&](const void* data, int rows, int row, int bytes, bool copy_in,
+                         std::optional<Scratch>& padded, int& stride) -> void* {
+    stride = gpu::aligned_row_elements(row, bytes);
+    padded.emplace(*arena_, static_cast<std::size_t>(rows) * stride * bytes);
+    if (copy_in)
+      WHALE_CUDA_CHECK(cudaMemcpy2DAsync(padded->as<void>(), static_cast<std::size_t>(stride) * bytes,
+                                         data, static_cast<std::size_t>(row) * bytes,
+                                         static_cast<std::size_t>(row) * bytes, rows,
+                                         cudaMemcpyDeviceToDevice, compute()));
+    return padded->as<void>();
+  };
+  const int a_rows = trans_a ? k : m, a_row = trans_a ? m : k;
+  const int b_rows = trans_b ? n : k, b_row = trans_b ? k : n;
+  if (gpu::gemm_operand_needs_padding(a_rows, a_row, in_bytes))
+    call.a = stage(a.data, a_rows, a_row, in_bytes, true, a_padded, call.strides.a);
+  if (gpu::gemm_operand_needs_padding(b_rows, b_row, in_bytes))
+    call.b = stage(b.data, b_rows, b_row, in_bytes, true, b_padded, call.strides.b);
+  if (gpu::gemm_operand_needs_padding(m, n, out_bytes))
+    call.c = stage(c.data, m, n, out_bytes, accumulate, c_padded, call.strides.c);
   gemm_->run(compute(), call);
+  if (c_padded)
+    WHALE_CUDA_CHECK(cudaMemcpy2DAsync(c.data, static_cast<std::size_t>(n) * out_bytes, call.c,
+                                       static_cast<std::size_t>(call.strides.c) * out_bytes,
+                                       static_cast<std::size_t>(n) * out_bytes, m,
+                                       cudaMemcpyDeviceToDevice, compute()));
 }
 
 void CudaBackend::matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,

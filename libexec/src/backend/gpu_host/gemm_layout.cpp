@@ -4,24 +4,39 @@
 
 namespace whale::exec::gpu {
 namespace {
-/// A dense row-major (rows, cols) matrix read as column-major: (cols, rows), ld = cols.
-ColumnMajorLayout as_column_major(int rows, int cols) {
-  return {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows), cols};
+/// A row-major (rows, cols) matrix whose rows lie `stride` elements apart (0: cols) read as
+/// column-major: (cols, rows), ld = the stride.
+ColumnMajorLayout as_column_major(int rows, int cols, int stride) {
+  return {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows),
+          stride > 0 ? stride : cols};
 }
+constexpr int kVectorBytes = 16;
 }  // namespace
 
-LtGemm lt_gemm(bool trans_a, bool trans_b, int m, int n, int k, bool accumulate) {
+LtGemm lt_gemm(bool trans_a, bool trans_b, int m, int n, int k, bool accumulate,
+               RowStrides strides) {
   LtGemm g;
   g.trans_first = trans_b;
   g.trans_second = trans_a;
   g.m = n;
   g.n = m;
   g.k = k;
-  g.first = trans_b ? as_column_major(n, k) : as_column_major(k, n);
-  g.second = trans_a ? as_column_major(k, m) : as_column_major(m, k);
-  g.out = as_column_major(m, n);
+  g.first = trans_b ? as_column_major(n, k, strides.b) : as_column_major(k, n, strides.b);
+  g.second = trans_a ? as_column_major(k, m, strides.a) : as_column_major(m, k, strides.a);
+  g.out = as_column_major(m, n, strides.c);
   g.beta_one = accumulate;
   return g;
+}
+
+int aligned_row_elements(int row_elements, int element_bytes) {
+  const int per_vector = element_bytes >= kVectorBytes ? 1 : kVectorBytes / element_bytes;
+  return (row_elements + per_vector - 1) / per_vector * per_vector;
+}
+
+bool gemm_operand_needs_padding(long long rows, int row_elements, int element_bytes) {
+  const auto bytes = static_cast<std::size_t>(rows) * row_elements * element_bytes;
+  return aligned_row_elements(row_elements, element_bytes) != row_elements &&
+         bytes >= kPaddedGemmMinBytes;
 }
 
 std::uint32_t gemm_alignment_bytes(std::uintptr_t address) {

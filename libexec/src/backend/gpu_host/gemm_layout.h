@@ -4,6 +4,7 @@
 // op(B)^T op(A)^T, so cuBLASLt's first operand is b and its second is a.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace whale::exec::gpu {
@@ -32,9 +33,26 @@ struct LtGemm {
   bool beta_one;                      // accumulate: beta = 1, else 0
 };
 
+/// The row strides, in elements, of a, b and c as stored row-major; 0: dense (the row's length).
+struct RowStrides {
+  int a = 0, b = 0, c = 0;
+};
+
 /// c (m, n) = op(a) (m, k) * op(b) (k, n) [+ c]: a is (m, k) or (k, m) when trans_a; b is
-/// (k, n) or (n, k) when trans_b; all row-major and dense.
-LtGemm lt_gemm(bool trans_a, bool trans_b, int m, int n, int k, bool accumulate);
+/// (k, n) or (n, k) when trans_b; all row-major, each row `strides` apart (dense by default).
+LtGemm lt_gemm(bool trans_a, bool trans_b, int m, int n, int k, bool accumulate,
+               RowStrides strides = {});
+
+/// Tensor cores read 16-byte vectors: a GEMM operand whose rows are not a multiple of 16 bytes
+/// apart (GPT-2's 50257-entry logits in bf16) gets only element-wise (align1) algorithms, several
+/// times slower. A matrix of at least kPaddedGemmMinBytes whose row is misaligned is worth copying
+/// to a padded buffer first (a strided copy moves its bytes twice at memory speed).
+constexpr std::size_t kPaddedGemmMinBytes = std::size_t{1} << 22;  // 4 MiB
+/// The row stride, in elements, that makes a row of `row_elements` 16-byte aligned; equal to
+/// row_elements when it already is.
+int aligned_row_elements(int row_elements, int element_bytes);
+/// Whether a row-major (rows, row_elements) matrix should be staged with aligned rows for a GEMM.
+bool gemm_operand_needs_padding(long long rows, int row_elements, int element_bytes);
 
 /// The most alignment cuBLASLt's algorithm choice asks about (its MIN_ALIGNMENT preferences go
 /// up to 256 bytes, the alignment of cudaMalloc's blocks).
