@@ -3,7 +3,8 @@
 # The fidelity check: profiles this machine's CPU and MPI links, then runs every plan of
 # configs/plans/fidelity/ with whale-run and simulates it with whale-sim, and prints predicted
 # against measured step time, then predicted against measured peak memory per rank. Summary
-# lines: `fidelity: N plans, MAPE X%, rank correlation Y` and `fidelity memory: N plans, ...`.
+# lines: `fidelity: N plans, MAPE X%, mean signed error S%, rank correlation Y` and
+# `fidelity memory: N plans, ...`.
 #
 # Usage: scripts/fidelity.sh [--build DIR] [--work DIR] [--steps N] [--rounds R] [--reuse-profile]
 #                            [--plans LIST] [--calibrate-on LIST]
@@ -180,12 +181,13 @@ for plan in "${PLANS[@]}"; do
 done
 
 echo "fidelity: load after measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
-report() {  # TSV LABEL: the table, then `LABEL: N plans, MAPE X%, rank correlation Y`
+report() {  # TSV LABEL: the table, then `LABEL: N plans, MAPE X%, mean signed error S%, rank correlation Y`
   python3 - "$1" "$2" <<'EOF'
 # Rows (plan, round, ranks, predicted, measured). Per plan: the mean over the rounds of the
 # predicted and of the measured step time, and the error of the one against the other; then
-# the mean absolute percentage error over the plans and Spearman's rank correlation (average
-# ranks for ties).
+# the mean absolute percentage error over the plans, the mean signed error (positive: predicted
+# too slow; a bias that the absolute error hides) and Spearman's rank correlation (average ranks
+# for ties).
 import sys
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])][1:]
 by_plan = {}
@@ -219,11 +221,13 @@ print(f"{'plan':<16} {'ranks':>5} {'predicted_s':>12} {'measured_s':>11} {'error
 errors = []
 for name, n, predicted, measured in plans:
     error = (predicted - measured) / measured
-    errors.append(abs(error))
+    errors.append(error)
     print(f"{name:<16} {n:>5} {predicted:>12.4f} {measured:>11.4f} {100 * error:>+7.1f}%")
-mape = 100 * sum(errors) / len(errors)
+mape = 100 * sum(abs(e) for e in errors) / len(errors)
+bias = 100 * sum(errors) / len(errors)
 rho = pearson(ranks([p[2] for p in plans]), ranks([p[3] for p in plans]))
-print(f"{label}: {len(plans)} plans, MAPE {mape:.1f}%, rank correlation {rho:.2f}")
+print(f"{label}: {len(plans)} plans, MAPE {mape:.1f}%, mean signed error {bias:+.1f}%, "
+      f"rank correlation {rho:.2f}")
 EOF
 }
 report "$WORK/fidelity.tsv" fidelity
