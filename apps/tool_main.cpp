@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+
+#include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -56,7 +58,16 @@ CLI::Validator number_above(double low, double high) { return bounded(low, high,
 CLI::Validator output_file() {
   return CLI::Validator(
       [](std::string& input) -> std::string {
-        return input.empty() ? "expected a file name, got an empty one" : "";
+        if (input.empty()) return "expected a file name, got an empty one";
+        // Checked before any work: a long search or run must not end unable to write its result.
+        namespace fs = std::filesystem;
+        const fs::path folder = fs::path(input).parent_path().empty() ? fs::path(".")
+                                                                      : fs::path(input).parent_path();
+        std::error_code ec;
+        if (!fs::is_directory(folder, ec))
+          return "expected a file in an existing folder, got '" + input + "' whose folder '" +
+                 folder.string() + "' does not exist: create the folder first";
+        return "";
       },
       "FILE");
 }

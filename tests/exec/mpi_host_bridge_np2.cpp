@@ -1,7 +1,7 @@
 // File: mpi_host_bridge_np2.cpp
 // Two CPU ranks standing in for a GPU stage and a CPU stage: the host-memory bridge gives the
 // same exact results as MPI and stages every float once down and once up; the group factory
-// builds the transports the chooser picks; world_host_ids and the plan's communicators.
+// builds the transports the chooser picks; the ranks' hosts and the plan's communicators.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -10,6 +10,7 @@
 #include "whale/exec/comm/host_bridge_communicator.h"
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/runtime/rank_devices.h"
+#include "whale/exec/runtime/rank_placement.h"
 
 using namespace whale::exec;
 
@@ -108,10 +109,11 @@ TEST_CASE("a subgroup of the bridge is a bridge with the same staging") {
 }
 
 TEST_CASE("both ranks share one host; a CPU pipeline gets one MPI pair") {
-  CHECK(world_host_ids() == std::vector<int>{0, 0});
+  const std::vector<int> hosts = host_ids(gather_rank_reports(this_rank_report(false)));
+  CHECK(hosts == std::vector<int>{0, 0});
   const whale::plan::Plan plan = whale::plan::load_plan("configs/plans/tiny/pp2-1f1b.yaml");
   const RankLayout layout(plan);
-  const std::vector<int> gpus = assign_local_gpus(plan, layout, world_host_ids(), 0);
+  const std::vector<int> gpus = assign_local_gpus(plan, layout, hosts, 0);
   CHECK(gpus == std::vector<int>{-1, -1});
   auto comms = make_plan_communicators(plan, layout, world_rank(), gpus);
   REQUIRE(comms.size() == 1);

@@ -144,3 +144,11 @@ TEST_CASE("visible GPUs: nvidia-smi's list as CUDA_VISIBLE_DEVICES restricts it"
   CHECK(select_visible_gpus(smi, "GPU-8d3c0e4a").empty());
   CHECK(select_visible_gpus("", nullptr).empty());
 }
+
+TEST_CASE("host ids: each rank gets the lowest rank of its host name") {
+  const auto report = [](const char* host) { return RankReport{host, {}, ""}; };
+  CHECK(host_ids({report("b"), report("a"), report("b"), report("c"), report("a")}) ==
+        std::vector<int>{0, 1, 0, 3, 1});
+  CHECK(host_ids({report("box")}) == std::vector<int>{0});
+  CHECK(host_ids({}).empty());
+}

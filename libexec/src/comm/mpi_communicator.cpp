@@ -176,22 +176,6 @@ MPI_Comm create_mpi_subgroup(MPI_Comm parent, const std::vector<int>& members) {
   return created;
 }
 
-std::vector<int> world_host_ids() {
-  int world_rank = 0, world_size = 0;
-  WHALE_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
-  WHALE_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
-  MPI_Comm node = MPI_COMM_NULL;
-  WHALE_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank,
-                                      MPI_INFO_NULL, &node));
-  int host = 0;
-  const int status = MPI_Allreduce(&world_rank, &host, 1, MPI_INT, MPI_MIN, node);
-  MPI_Comm_free(&node);
-  WHALE_MPI_CHECK(status);
-  std::vector<int> hosts(world_size);
-  WHALE_MPI_CHECK(MPI_Allgather(&host, 1, MPI_INT, hosts.data(), 1, MPI_INT, MPI_COMM_WORLD));
-  return hosts;
-}
-
 std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm) {
   MPI_Comm duplicate = MPI_COMM_NULL;
   WHALE_MPI_CHECK(MPI_Comm_dup(comm, &duplicate));

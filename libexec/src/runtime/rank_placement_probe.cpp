@@ -119,13 +119,25 @@ std::vector<RankReport> gather_rank_reports(const RankReport& mine) {
   return reports;
 }
 
-void check_placement_on_all_ranks(const plan::Plan& plan, const RankLayout& layout, int rank,
-                                  DeviceCheck check) {
+std::vector<int> host_ids(const std::vector<RankReport>& reports) {
+  std::vector<int> ids(reports.size());
+  for (std::size_t r = 0; r < reports.size(); ++r) {
+    std::size_t first = 0;
+    while (reports[first].host != reports[r].host) ++first;
+    ids[r] = static_cast<int>(first);
+  }
+  return ids;
+}
+
+std::vector<RankReport> check_placement_on_all_ranks(const plan::Plan& plan,
+                                                     const RankLayout& layout, int rank,
+                                                     DeviceCheck check) {
   const bool gpu_rank = device_kind_of_rank(plan, layout, rank) == DeviceKind::gpu;
   const std::vector<RankReport> reports =
       gather_rank_reports(this_rank_report(gpu_rank && check != DeviceCheck::none));
   try {
     check_rank_placement(plan, layout, reports, check);
+    return reports;
   } catch (const Error&) {
     if (rank == 0) throw;
     // Rank 0 found the same error from the same reports and reports it for all; its handler

@@ -61,19 +61,20 @@ std::string gpu_models(const plan::Plan& plan) {
   return models;
 }
 
-/// A GPU rank's CUDA ordinal (assign_local_gpus, which refuses two ranks on one GPU) and arena
-/// (the plan's predicted peak for its device plus the margin of arena_size.h). Collective over
-/// MPI_COMM_WORLD when any rank is a GPU rank.
+/// A GPU rank's CUDA ordinal (assign_local_gpus over the ranks' hosts, `host_of_rank`; it refuses
+/// two ranks on one GPU) and arena (the plan's predicted peak for its device plus the margin of
+/// arena_size.h).
 void place_gpu_rank(const plan::Plan& plan, const RankLayout& layout, int rank,
-                    const RunOptions& options, ExecutorOptions& executor_options) {
+                    const std::vector<int>& host_of_rank, const RunOptions& options,
+                    ExecutorOptions& executor_options) {
   const std::vector<DeviceKind> kinds =
       rank_device_kinds(plan, layout, executor_options.cpu_device);
   bool any_gpu = false;
   for (DeviceKind kind : kinds) any_gpu = any_gpu || kind == DeviceKind::gpu;
   if (!any_gpu) return;
   const int gpus_per_host = local_gpu_count();  // none found: make_backend says so, with a hint
-  const std::vector<int> gpus = assign_local_gpus(plan, layout, world_host_ids(),
-                                                  gpus_per_host > 0 ? gpus_per_host : -1);
+  const std::vector<int> gpus =
+      assign_local_gpus(plan, layout, host_of_rank, gpus_per_host > 0 ? gpus_per_host : -1);
   if (kinds[rank] != DeviceKind::gpu) return;
   executor_options.local_gpu = gpus[rank];
   if (options.predicted_tensor_bytes)
@@ -108,7 +109,8 @@ void run_training(const RunOptions& options, std::ostream& log) {
   plan::check_runnable(plan);
   const RankLayout layout(plan);
   layout.check_world_size(transport->size());
-  check_placement_on_all_ranks(plan, layout, transport->rank(), device_check(options.device));
+  const std::vector<int> host_of_rank = host_ids(
+      check_placement_on_all_ranks(plan, layout, transport->rank(), device_check(options.device)));
   const std::string gpus = gpu_models(plan);
   if (root && !gpus.empty() && options.device != "cpu")  // one note per run, not per rank
     log << "whale-run: note: the plan's devices include GPUs (" << gpus
@@ -170,7 +172,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
     throw Error("", "--threads", "a thread count >= 1, got " + std::to_string(options.threads),
                 "leave it out for the node's cores divided among its ranks");
   executor_options.threads = options.threads > 0 ? options.threads : default_rank_threads();
-  place_gpu_rank(plan, layout, transport->rank(), options, executor_options);
+  place_gpu_rank(plan, layout, transport->rank(), host_of_rank, options, executor_options);
   Executor executor(plan, layout, *world, *transport, executor_options);
   int64_t first_step = 0;
   if (resumed) {

@@ -55,9 +55,6 @@ std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm);
 /// Throws std::logic_error for a member outside `parent` or a caller that is not a member.
 MPI_Comm create_mpi_subgroup(MPI_Comm parent, const std::vector<int>& members);
 
-/// The host of every rank of MPI_COMM_WORLD, indexed by world rank: ranks that share memory
-/// (MPI_Comm_split_type shared) get the same id, the lowest world rank among them.
-std::vector<int> world_host_ids();
 
 /// Ends every process of the job (MPI_Abort on MPI_COMM_WORLD) with `code`; for failure
 /// handling when a rank cannot continue. Does nothing more when MPI is not initialised.

@@ -24,7 +24,7 @@ TransportKind transport_of_group(const plan::Plan& plan, const RankLayout& layou
 
 /// The CUDA ordinal each rank drives, indexed by rank: the cluster's local index of its plan
 /// device (Device::local_index) for a GPU rank, -1 for a CPU rank. `host_of_rank[r]` is equal
-/// for ranks on one machine (world_host_ids()). `gpus_per_host` is the CUDA device count of
+/// for ranks on one machine (host_ids of the placement reports). `gpus_per_host` is the CUDA device count of
 /// the machines, or -1 when unknown (not checked).
 /// NCCL cannot put two ranks on one GPU: throws whale::Error (the plan file, "stages") naming
 /// both ranks, their plan devices and the GPU when two GPU ranks on one machine get the same

@@ -53,10 +53,17 @@ RankReport this_rank_report(bool list_gpus);
 /// Every rank's report, indexed by rank, on every rank of MPI_COMM_WORLD (collective).
 std::vector<RankReport> gather_rank_reports(const RankReport& mine);
 
-/// whale-run's placement check: gathers the reports (collective) and checks them on every rank.
-/// Rank 0 throws the whale::Error of the first misplaced rank; the other ranks then wait in a
-/// barrier that rank 0 never joins, for its error handler to end them all (one error line).
-void check_placement_on_all_ranks(const plan::Plan& plan, const RankLayout& layout, int rank,
-                                  DeviceCheck check);
+/// Which ranks share a machine, from their reports' host names: entry r is the lowest rank whose
+/// host is rank r's. The one notion of a host that whale-run uses, for the placement check and
+/// for the GPU each rank drives (assign_local_gpus), so that kHostNameVariable moves both.
+std::vector<int> host_ids(const std::vector<RankReport>& reports);
+
+/// whale-run's placement check: gathers the reports (collective), checks them on every rank and
+/// returns them. Rank 0 throws the whale::Error of the first misplaced rank; the other ranks then
+/// wait in a barrier that rank 0 never joins, for its error handler to end them all (one error
+/// line).
+std::vector<RankReport> check_placement_on_all_ranks(const plan::Plan& plan,
+                                                     const RankLayout& layout, int rank,
+                                                     DeviceCheck check);
 
 }  // namespace whale::exec
