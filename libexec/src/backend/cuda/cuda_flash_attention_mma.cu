@@ -110,6 +110,30 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float (*c)[4], int k
   a[3] = pack(c[2 * kk + 1][2], c[2 * kk + 1][3], T{});
 }
 
+/// The backward's two recomputed products for the warp's 16 rows r0.. (head size D, NT n-tiles
+/// of 8 columns): x += A1 B1^T and y += A2 B2^T, the A tiles stored [row][d], the B tiles
+/// [column][d], all padded to D + kPad.
+template <class T, int D, int NT>
+__device__ __forceinline__ void two_products(float (*x)[4], float (*y)[4], const uint16_t* a1,
+                                             const uint16_t* b1, const uint16_t* a2,
+                                             const uint16_t* b2, int r0, Lane l) {
+  constexpr int ld = D + kPad;
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    uint32_t f1[4], f2[4];
+    load_a(f1, a1, ld, r0, ks * 16, l);
+    load_a(f2, a2, ld, r0, ks * 16, l);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      uint32_t b[2];
+      load_b_nk(b, b1, ld, nt * 8, ks * 16, l);
+      mma(x[nt], f1, b, T{});
+      load_b_nk(b, b2, ld, nt * 8, ks * 16, l);
+      mma(y[nt], f2, b, T{});
+    }
+  }
+}
+
 /// Copies rows first..first+rows-1 (16-byte vectors; rows past the sequence are zeros) of a
 /// (T, stride)-strided matrix whose row 0 starts at src into a padded shared tile.
 template <int D>
@@ -284,20 +308,7 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
     load_tile<D>(v_s, base + hv.v, hv.qkv_stride, kt * kBlockRows, kBlockRows, sequence);
     __syncthreads();
     float s[key_tiles_n][4] = {}, dp[key_tiles_n][4] = {};
-    #pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      uint32_t aq[4], ado[4];
-      load_a(aq, q_s, ld, r0, ks * 16, l);
-      load_a(ado, do_s, ld, r0, ks * 16, l);
-      #pragma unroll
-      for (int nt = 0; nt < key_tiles_n; ++nt) {
-        uint32_t b[2];
-        load_b_nk(b, k_s, ld, nt * 8, ks * 16, l);
-        mma(s[nt], aq, b, T{});
-        load_b_nk(b, v_s, ld, nt * 8, ks * 16, l);
-        mma(dp[nt], ado, b, T{});
-      }
-    }
+    two_products<T, D, key_tiles_n>(s, dp, q_s, k_s, do_s, v_s, r0, l);  // S = Q K^T, dP = dO V^T
     const bool masked = kmath::tile_needs_mask(qt, kBlockRows, kt, kBlockRows, sequence);
     #pragma unroll
     for (int nt = 0; nt < key_tiles_n; ++nt)
@@ -362,20 +373,7 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
       load_row_stats(lse_s, delta_s, lse + hv.stats, delta + hv.stats, qt * bq, bq, sequence);
       __syncthreads();
       float s[query_tiles_n][4] = {}, dp[query_tiles_n][4] = {};
-      #pragma unroll
-      for (int ks = 0; ks < D / 16; ++ks) {
-        uint32_t ak[4], av[4];
-        load_a(ak, k_s, ld, r0, ks * 16, l);
-        load_a(av, v_s, ld, r0, ks * 16, l);
-        #pragma unroll
-        for (int nt = 0; nt < query_tiles_n; ++nt) {
-          uint32_t bf[2];
-          load_b_nk(bf, q_s, ld, nt * 8, ks * 16, l);
-          mma(s[nt], ak, bf, T{});
-          load_b_nk(bf, do_s, ld, nt * 8, ks * 16, l);
-          mma(dp[nt], av, bf, T{});
-        }
-      }
+      two_products<T, D, query_tiles_n>(s, dp, k_s, q_s, v_s, do_s, r0, l);  // S^T, dP^T
       const bool masked = kmath::tile_needs_mask(qt, bq, kt, kBlockRows, sequence);
       #pragma unroll
       for (int nt = 0; nt < query_tiles_n; ++nt)
@@ -496,5 +494,6 @@ void flash_mma_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qk
                                       const float*, int, int, int, int, int);
 WHALE_INSTANTIATE_FLASH_MMA(__nv_bfloat16)
 WHALE_INSTANTIATE_FLASH_MMA(__half)
+template bool flash_mma_supports<float>(int, const void*, const void*, const void*);  // false
 
 }  // namespace whale::exec::cuda
