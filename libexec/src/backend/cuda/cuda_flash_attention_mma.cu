@@ -110,6 +110,25 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float (*c)[4], int k
   a[3] = pack(c[2 * kk + 1][2], c[2 * kk + 1][3], T{});
 }
 
+/// acc (16 rows x D, n-tiles of 8) += C (16 rows x K, held as C fragments c[K/8][4], used as
+/// A) times the [k][n] tile b (K rows of D, padded to D + kPad): P V, dS K, P^T dO, dS^T Q.
+template <class T, int D, int K>
+__device__ __forceinline__ void accumulate_product(float (*acc)[4], const float (*c)[4],
+                                                   const uint16_t* b, Lane l) {
+  constexpr int ld = D + kPad;
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t a[4];
+    c_to_a<T>(a, c, kk);
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      uint32_t f[2];
+      load_b_kn(f, b, ld, kk * 16, dt * 8, l);
+      mma(acc[dt], a, f, T{});
+    }
+  }
+}
+
 /// The backward's two recomputed products for the warp's 16 rows r0.. (head size D, NT n-tiles
 /// of 8 columns): x += A1 B1^T and y += A2 B2^T, the A tiles stored [row][d], the B tiles
 /// [column][d], all padded to D + kPad.
@@ -247,17 +266,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
     for (int dt = 0; dt < D / 8; ++dt)
       #pragma unroll
       for (int e = 0; e < 4; ++e) o[dt][e] *= factor[e / 2];
-    #pragma unroll
-    for (int kk = 0; kk < kBlockRows / 16; ++kk) {
-      uint32_t a[4];
-      c_to_a<T>(a, s, kk);
-      #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        uint32_t b[2];
-        load_b_kn(b, v_s, ld, kk * 16, dt * 8, l);
-        mma(o[dt], a, b, T{});
-      }
-    }
+    accumulate_product<T, D, kBlockRows>(o, s, v_s, l);  // O += P V
   }
   #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -320,17 +329,7 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
         const float p = visible ? kmath::recomputed_probability(s[nt][e] * scale_log2, lse_s[r]) : 0.0f;
         s[nt][e] = kmath::score_gradient(p, dp[nt][e], delta_s[r]);
       }
-    #pragma unroll
-    for (int kk = 0; kk < kBlockRows / 16; ++kk) {
-      uint32_t a[4];
-      c_to_a<T>(a, s, kk);
-      #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        uint32_t b[2];
-        load_b_kn(b, k_s, ld, kk * 16, dt * 8, l);
-        mma(dq[dt], a, b, T{});
-      }
-    }
+    accumulate_product<T, D, kBlockRows>(dq, s, k_s, l);  // dq += dS K
   }
   add_rows<T, D>(dqkv + hv.q, hv.qkv_stride, dq, q_first + r0, sequence, scale, l);
 }
@@ -386,20 +385,8 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
           s[nt][e] = p;
           dp[nt][e] = kmath::score_gradient(p, dp[nt][e], delta_s[c]);
         }
-      #pragma unroll
-      for (int kk = 0; kk < bq / 16; ++kk) {
-        uint32_t ap[4], ads[4];
-        c_to_a<T>(ap, s, kk);
-        c_to_a<T>(ads, dp, kk);
-        #pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          uint32_t bf[2];
-          load_b_kn(bf, do_s, ld, kk * 16, dt * 8, l);
-          mma(dv[dt], ap, bf, T{});
-          load_b_kn(bf, q_s, ld, kk * 16, dt * 8, l);
-          mma(dk[dt], ads, bf, T{});
-        }
-      }
+      accumulate_product<T, D, bq>(dv, s, do_s, l);  // dv += P^T dout
+      accumulate_product<T, D, bq>(dk, dp, q_s, l);  // dk += dS^T Q
     }
   }
   add_rows<T, D>(dqkv + kv_view.k, kv_view.qkv_stride, dk, k_first + r0, sequence, scale, l);
