@@ -35,21 +35,19 @@ constexpr int kDkvQueryRows = D == 128 ? 32 : 64;
 // a2 (g, 2t+8..), a3 (g+8, 2t+8..). B (16x8, col): b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g).
 // C (16x8): c0, c1 (g, 2t..2t+1), c2, c3 (g+8, 2t..2t+1). The lower column sits in the low half.
 
+/// c += a b on the tensor cores, the operands' element type named in PTX ("bf16", "f16").
+#define WHALE_MMA_M16N8K16(TYPE)                                                            \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE                        \
+               ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                 \
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                              \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
 __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], const uint32_t b[2], __nv_bfloat16) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  WHALE_MMA_M16N8K16("bf16");
 }
-
 __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], const uint32_t b[2], __half) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  WHALE_MMA_M16N8K16("f16");
 }
+#undef WHALE_MMA_M16N8K16
 
 /// Two floats rounded to T and packed (lo in the low half).
 __device__ __forceinline__ uint32_t pack(float lo, float hi, __nv_bfloat16) {
@@ -284,6 +282,27 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
   }
 }
 
+/// The backward kernels' shared memory, in order: two tiles of the block's own `fixed` rows
+/// (loaded once), two of `streamed` rows (loaded per step), then `stats` lse and delta values.
+struct BackwardShared {
+  uint16_t *fixed1, *fixed2, *streamed1, *streamed2;
+  float *lse, *delta;
+};
+template <int D>
+__device__ __forceinline__ BackwardShared carve_backward_shared(uint4* raw, int fixed, int streamed,
+                                                                int stats) {
+  constexpr int ld = D + kPad;
+  uint16_t* fixed1 = reinterpret_cast<uint16_t*>(raw);
+  uint16_t* streamed1 = fixed1 + 2 * fixed * ld;
+  float* lse = reinterpret_cast<float*>(streamed1 + 2 * streamed * ld);
+  return {fixed1, fixed1 + fixed * ld, streamed1, streamed1 + streamed * ld, lse, lse + stats};
+}
+template <int D>
+constexpr std::size_t backward_shared_bytes(int fixed, int streamed, int stats) {
+  return static_cast<std::size_t>(2 * fixed + 2 * streamed) * (D + kPad) * 2u +
+         2u * static_cast<std::size_t>(stats) * sizeof(float);
+}
+
 /// dq of a 64-query tile: for each visible key tile, S = Q K^T and dP = dout V^T recomputed,
 /// dS = P (dP - D), dq += dS K; dq is added (times the score scale) into dqkv's query columns.
 template <class T, int D>
@@ -291,14 +310,11 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
                                                             const float* lse, const float* delta,
                                                             int sequence, int heads, int kv_heads,
                                                             float scale, float scale_log2) {
-  constexpr int ld = D + kPad, key_tiles_n = kBlockRows / 8;
+  constexpr int key_tiles_n = kBlockRows / 8;
   extern __shared__ uint4 shared_raw[];
-  uint16_t* q_s = reinterpret_cast<uint16_t*>(shared_raw);
-  uint16_t* do_s = q_s + kBlockRows * ld;
-  uint16_t* k_s = do_s + kBlockRows * ld;
-  uint16_t* v_s = k_s + kBlockRows * ld;
-  float* lse_s = reinterpret_cast<float*>(v_s + kBlockRows * ld);
-  float* delta_s = lse_s + kBlockRows;
+  const BackwardShared sh = carve_backward_shared<D>(shared_raw, kBlockRows, kBlockRows, kBlockRows);
+  uint16_t *q_s = sh.fixed1, *do_s = sh.fixed2, *k_s = sh.streamed1, *v_s = sh.streamed2;
+  float *lse_s = sh.lse, *delta_s = sh.delta;
   const HeadView hv = query_head_view(sequence, heads, kv_heads, D);
   const uint16_t* base = reinterpret_cast<const uint16_t*>(qkv);
   const int qt = static_cast<int>(blockIdx.x), q_first = qt * kBlockRows;
@@ -342,14 +358,11 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
                                                              const float* lse, const float* delta,
                                                              int sequence, int heads, int kv_heads,
                                                              float scale, float scale_log2) {
-  constexpr int ld = D + kPad, bq = kDkvQueryRows<D>, query_tiles_n = bq / 8;
+  constexpr int bq = kDkvQueryRows<D>, query_tiles_n = bq / 8;
   extern __shared__ uint4 shared_raw[];
-  uint16_t* k_s = reinterpret_cast<uint16_t*>(shared_raw);
-  uint16_t* v_s = k_s + kBlockRows * ld;
-  uint16_t* q_s = v_s + kBlockRows * ld;
-  uint16_t* do_s = q_s + bq * ld;
-  float* lse_s = reinterpret_cast<float*>(do_s + bq * ld);
-  float* delta_s = lse_s + bq;
+  const BackwardShared sh = carve_backward_shared<D>(shared_raw, kBlockRows, bq, bq);
+  uint16_t *k_s = sh.fixed1, *v_s = sh.fixed2, *q_s = sh.streamed1, *do_s = sh.streamed2;
+  float *lse_s = sh.lse, *delta_s = sh.delta;
   const int b = static_cast<int>(blockIdx.y) / kv_heads, kv = static_cast<int>(blockIdx.y) % kv_heads;
   const int group = heads / kv_heads;
   const HeadView kv_view = head_view(b, kv * group, sequence, heads, kv_heads, D);
@@ -396,10 +409,10 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
 template <int D>
 constexpr std::size_t forward_shared_bytes() { return 3u * kBlockRows * (D + kPad) * 2u; }
 template <int D>
-constexpr std::size_t dq_shared_bytes() { return 4u * kBlockRows * (D + kPad) * 2u + 2u * kBlockRows * 4u; }
+constexpr std::size_t dq_shared_bytes() { return backward_shared_bytes<D>(kBlockRows, kBlockRows, kBlockRows); }
 template <int D>
 constexpr std::size_t dkv_shared_bytes() {
-  return (2u * kBlockRows + 2u * kDkvQueryRows<D>) * (D + kPad) * 2u + 2u * kDkvQueryRows<D> * 4u;
+  return backward_shared_bytes<D>(kBlockRows, kDkvQueryRows<D>, kDkvQueryRows<D>);
 }
 
 /// Lets `kernel` take `bytes` of dynamic shared memory (past the 48 KiB default).
