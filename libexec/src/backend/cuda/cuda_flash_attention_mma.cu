@@ -127,26 +127,22 @@ __device__ __forceinline__ void accumulate_product(float (*acc)[4], const float 
   }
 }
 
-/// The backward's two recomputed products for the warp's 16 rows r0.. (head size D, NT n-tiles
-/// of 8 columns): x += A1 B1^T and y += A2 B2^T, the A tiles stored [row][d], the B tiles
-/// [column][d], all padded to D + kPad.
+/// x += A B^T for the warp's 16 rows r0.. (head size D, NT n-tiles of 8 columns): the A tile
+/// stored [row][d], the B tile [column][d], both padded to D + kPad (S = Q K^T, dP = dO V^T
+/// and their transposes).
 template <class T, int D, int NT>
-__device__ __forceinline__ void two_products(float (*x)[4], float (*y)[4], const uint16_t* a1,
-                                             const uint16_t* b1, const uint16_t* a2,
-                                             const uint16_t* b2, int r0, Lane l) {
+__device__ __forceinline__ void score_product(float (*x)[4], const uint16_t* a_tile,
+                                              const uint16_t* b_tile, int r0, Lane l) {
   constexpr int ld = D + kPad;
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
-    uint32_t f1[4], f2[4];
-    load_a(f1, a1, ld, r0, ks * 16, l);
-    load_a(f2, a2, ld, r0, ks * 16, l);
+    uint32_t a[4];
+    load_a(a, a_tile, ld, r0, ks * 16, l);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       uint32_t b[2];
-      load_b_nk(b, b1, ld, nt * 8, ks * 16, l);
-      mma(x[nt], f1, b, T{});
-      load_b_nk(b, b2, ld, nt * 8, ks * 16, l);
-      mma(y[nt], f2, b, T{});
+      load_b_nk(b, b_tile, ld, nt * 8, ks * 16, l);
+      mma(x[nt], a, b, T{});
     }
   }
 }
@@ -221,17 +217,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
     load_tile<D>(v_s, base + hv.v, hv.qkv_stride, kt * kBlockRows, kBlockRows, sequence);
     __syncthreads();
     float s[key_tiles_n][4] = {};
-    #pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      uint32_t a[4];
-      load_a(a, q_s, ld, r0, ks * 16, l);
-      #pragma unroll
-      for (int nt = 0; nt < key_tiles_n; ++nt) {
-        uint32_t b[2];
-        load_b_nk(b, k_s, ld, nt * 8, ks * 16, l);
-        mma(s[nt], a, b, T{});
-      }
-    }
+    score_product<T, D, key_tiles_n>(s, q_s, k_s, r0, l);  // S = Q K^T
     const bool masked = kmath::tile_needs_mask(qt, kBlockRows, kt, kBlockRows, sequence);
     float tile_max[2] = {-INFINITY, -INFINITY};
     #pragma unroll
@@ -333,7 +319,8 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
     load_tile<D>(v_s, base + hv.v, hv.qkv_stride, kt * kBlockRows, kBlockRows, sequence);
     __syncthreads();
     float s[key_tiles_n][4] = {}, dp[key_tiles_n][4] = {};
-    two_products<T, D, key_tiles_n>(s, dp, q_s, k_s, do_s, v_s, r0, l);  // S = Q K^T, dP = dO V^T
+    score_product<T, D, key_tiles_n>(s, q_s, k_s, r0, l);    // S = Q K^T
+    score_product<T, D, key_tiles_n>(dp, do_s, v_s, r0, l);  // dP = dO V^T
     const bool masked = kmath::tile_needs_mask(qt, kBlockRows, kt, kBlockRows, sequence);
     #pragma unroll
     for (int nt = 0; nt < key_tiles_n; ++nt)
@@ -385,7 +372,8 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
       load_row_stats(lse_s, delta_s, lse + hv.stats, delta + hv.stats, qt * bq, bq, sequence);
       __syncthreads();
       float s[query_tiles_n][4] = {}, dp[query_tiles_n][4] = {};
-      two_products<T, D, query_tiles_n>(s, dp, k_s, q_s, v_s, do_s, r0, l);  // S^T, dP^T
+      score_product<T, D, query_tiles_n>(s, k_s, q_s, r0, l);    // S^T = K Q^T
+      score_product<T, D, query_tiles_n>(dp, v_s, do_s, r0, l);  // dP^T = V dO^T
       const bool masked = kmath::tile_needs_mask(qt, bq, kt, kBlockRows, sequence);
       #pragma unroll
       for (int nt = 0; nt < query_tiles_n; ++nt)
