@@ -59,7 +59,29 @@ foreach(entry ${WHALE_REFERENCE_PLANS})
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
-foreach(check resume bad_input signal trace layer_times learning buckets split_ops compare)
+# Mixture-of-experts plans (docs/moe.md, "whale-run") against the single-device plan whose
+# micro-batches hold one replica's samples (capacity and the auxiliary loss count per micro-batch
+# and replica), 5 steps each: test:plan:ranks:reference.
+set(WHALE_MOE_PLANS
+    moe_ep2:tiny-moe/ep2:2:tiny-moe/single-mb6
+    moe_ep2_dropless:tiny-moe/ep2-dropless:2:tiny-moe/single-dropless-mb6
+    moe_ep2_dp2_pp2:tiny-moe/ep2-dp2-pp2:8:tiny-moe/single-mb3
+    llama_moe_ep2:tiny-llama-moe/ep2:2:tiny-llama-moe/single-mb6)
+foreach(entry ${WHALE_MOE_PLANS})
+  string(REPLACE ":" ";" parts ${entry})
+  list(GET parts 0 name)
+  list(GET parts 1 plan)
+  list(GET parts 2 ranks)
+  list(GET parts 3 reference)
+  add_test(NAME equality_${name}
+    COMMAND bash scripts/equality.sh $<TARGET_FILE:whale-run> configs/plans/${plan}.yaml ${ranks} 5
+            configs/plans/${reference}.yaml 1
+    WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
+  set_tests_properties(equality_${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}"
+    FIXTURES_REQUIRED cli_tools)
+endforeach()
+
+foreach(check resume bad_input signal trace layer_times learning buckets split_ops moe compare)
   add_test(NAME whale_run_${check}
     COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
