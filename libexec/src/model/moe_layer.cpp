@@ -48,7 +48,7 @@ MoeLayer::MoeLayer(int channels, const MoeParams& params, Backend& backend,
       be_(backend),
       context_(&context),
       scratch_(&scratch),
-      ops_(&ops),
+      ops_(ops),
       act_(backend.compute_dtype()) {}
 
 void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
@@ -204,7 +204,7 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   be_.fill_zero(g.dlogits, Stream::compute);
   be_.moe_router_backward(g.dlogits, a.probs, a.chosen, a.gates, g.dgates, g.aux_dprobs, rows, E,
                           K);
-  ops_->linear_gradients(dx, p_.router, TensorView{}, g.dlogits, x, rows, C, E, true);
+  ops_.linear_gradients(dx, p_.router, TensorView{}, g.dlogits, x, rows, C, E, true);
   be_.synchronize(Stream::compute);  // `aux` (host) was uploaded from
 }
 
@@ -234,20 +234,20 @@ void MoeLayer::expert_backward(const ExpertParams& p, ConstTensorView x, int row
   const ConstTensorView xs = x.slice(at * C, RC);
   const TensorView dxs = dx.slice(at * C, RC);
   const TensorView dact = g.dact.slice(0, RF), dh1 = g.dh1.slice(0, RF);
-  ops_->linear_gradients(dact, p.w2, p.b2.grad, dy.slice(at * C, RC),
+  ops_.linear_gradients(dact, p.w2, p.b2.grad, dy.slice(at * C, RC),
                          ConstTensorView(a.act).slice(at * F, RF), rows, F, C);
   be_.fill_zero(dh1, Stream::compute);
   const ConstTensorView h1 = ConstTensorView(a.h1).slice(at * F, RF);
   if (p.w3.value.empty()) {
     be_.gelu_backward(dh1, h1, dact, RF);
-    ops_->linear_gradients(dxs, p.w1, p.b1.grad, dh1, xs, rows, C, F);
+    ops_.linear_gradients(dxs, p.w1, p.b1.grad, dh1, xs, rows, C, F);
     return;
   }
   const TensorView dh3 = g.dh3.slice(0, RF);
   be_.fill_zero(dh3, Stream::compute);
   be_.swiglu_backward(dh1, dh3, h1, ConstTensorView(a.h3).slice(at * F, RF), dact, RF);
-  ops_->linear_gradients(dxs, p.w1, TensorView{}, dh1, xs, rows, C, F);
-  ops_->linear_gradients(dxs, p.w3, TensorView{}, dh3, xs, rows, C, F, true);
+  ops_.linear_gradients(dxs, p.w1, TensorView{}, dh1, xs, rows, C, F);
+  ops_.linear_gradients(dxs, p.w3, TensorView{}, dh3, xs, rows, C, F, true);
 }
 
 }  // namespace whale::exec

@@ -82,8 +82,9 @@ struct MoeScratch {
 
 class MoeLayer {
  public:
-  /// context, scratch and ops (whose WeightGradients runs or defers the linears' weight
-  /// gradients) must outlive the layer.
+  /// context, scratch and what `ops` refers to (the region, and the WeightGradients that runs
+  /// or defers the linears' weight gradients) must outlive the layer; `ops` is copied, so the
+  /// layer may move with its block.
   MoeLayer(int channels, const MoeParams& params, Backend& backend, const MoeContext& context,
            MoeScratch& scratch, TensorParallelOps& ops);
 
@@ -110,7 +111,7 @@ class MoeLayer {
   Backend& be_;
   const MoeContext* context_;
   MoeScratch* scratch_;
-  TensorParallelOps* ops_;
+  TensorParallelOps ops_;
   DType act_;
 };
 
