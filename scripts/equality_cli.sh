@@ -59,7 +59,7 @@ moe)
   root=$(pwd)
   printf '%s\n' "cluster: $root/configs/clusters/cpu-local-8.yaml" \
     "model: $root/configs/models/tiny-moe.yaml" "precision: fp32" "micro_batch_size: 12" \
-    "micro_batches: 1" "stages:" '  - {layers: [0, 3], devices: "0-1", tp: 2}' >"$out/moe-tp2.yaml"
+    "micro_batches: 1" "schedule: 1f1b" "stages:" '  - {layers: [0, 3], devices: "0-1", tp: 2}' >"$out/moe-tp2.yaml"
   expect_error moe_tp2 "tp 1 in a stage of a mixture-of-experts model for whale-run" \
     mpirun -np 2 --oversubscribe "$run" "$out/moe-tp2.yaml" --data $data --steps 1
   sed 's/router: softmax_topk/router: sigmoid_bias/' configs/models/tiny-moe.yaml >"$out/sigmoid.yaml"
