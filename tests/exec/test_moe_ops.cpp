@@ -171,7 +171,7 @@ namespace {
 /// per token, and the gradients of x and of every parameter.
 struct LayerCase {
   static constexpr int N = 6, C = 8, F = 5;
-  plan::MoeSpec spec;
+  whale::plan::MoeSpec spec;
   ExpertKind kind;
   std::vector<std::vector<float>> values, grads;  // router, then each expert's tensors
   std::vector<float> x, w;
