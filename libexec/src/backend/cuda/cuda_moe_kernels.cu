@@ -5,36 +5,16 @@
 // runs too. Every output is written by one thread in a fixed order: deterministic, no atomics.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_dtype.h"
+#include "backend/cuda/cuda_elementwise.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/kernel_math/launch_geometry.h"
 #include "backend/kernel_math/moe_math.h"
 
 namespace whale::exec::cuda {
-namespace {
-
-template <class Op>
-__global__ void moe_grid_stride_kernel(std::size_t count, Op op) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride)
-    op(i);
-}
-
-/// op(i) for i in [0, count), grid-stride.
-template <class Op>
-void moe_launch(cudaStream_t stream, std::size_t count, Op op) {
-  const kmath::Launch l = kmath::elementwise_launch(count);
-  if (l.grid_x == 0) return;
-  moe_grid_stride_kernel<<<l.grid_x, l.block, 0, stream>>>(count, op);
-  WHALE_CUDA_CHECK_LAUNCH();
-}
-
-}  // namespace
-
 template <class T>
 void moe_router_forward(cudaStream_t stream, float* probs, int32_t* chosen, float* gates,
                         const T* logits, int rows, int experts, int top_k) {
-  moe_launch(stream, static_cast<std::size_t>(rows), [=] __device__(std::size_t n) {
+  launch_elementwise(stream, static_cast<std::size_t>(rows), [=] __device__(std::size_t n) {
     const T* row = logits + n * experts;
     kmath::moe_router_row([row](int e) { return to_float(row[e]); }, experts, top_k,
                           probs + n * experts, chosen + n * top_k, gates + n * top_k);
@@ -45,7 +25,7 @@ template <class T>
 void moe_router_backward(cudaStream_t stream, T* dlogits, const float* probs,
                          const int32_t* chosen, const float* gates, const float* dgates,
                          const float* aux_dprobs, int rows, int experts, int top_k) {
-  moe_launch(stream, static_cast<std::size_t>(rows), [=] __device__(std::size_t n) {
+  launch_elementwise(stream, static_cast<std::size_t>(rows), [=] __device__(std::size_t n) {
     T* row = dlogits + n * experts;
     const std::size_t k = n * top_k;
     kmath::moe_router_backward_row(probs + n * experts, chosen + k, gates + k, dgates + k,
@@ -58,7 +38,7 @@ void moe_router_backward(cudaStream_t stream, T* dlogits, const float* probs,
 template <class T>
 void moe_dispatch_forward(cudaStream_t stream, T* out, const T* inp, const int32_t* source_rows,
                           int routed_rows, int channels) {
-  moe_launch(stream, static_cast<std::size_t>(routed_rows) * channels,
+  launch_elementwise(stream, static_cast<std::size_t>(routed_rows) * channels,
              [=] __device__(std::size_t i) {
                const std::size_t m = i / channels, c = i % channels;
                out[i] = inp[static_cast<std::size_t>(source_rows[m]) * channels + c];
@@ -68,7 +48,7 @@ void moe_dispatch_forward(cudaStream_t stream, T* out, const T* inp, const int32
 template <class T>
 void moe_dispatch_backward(cudaStream_t stream, T* dinp, const T* dout, const int32_t* slot_rows,
                            int rows, int top_k, int channels) {
-  moe_launch(stream, static_cast<std::size_t>(rows) * channels, [=] __device__(std::size_t i) {
+  launch_elementwise(stream, static_cast<std::size_t>(rows) * channels, [=] __device__(std::size_t i) {
     const std::size_t n = i / channels, c = i % channels;
     float sum = to_float(dinp[i]);
     for (int j = 0; j < top_k; ++j) {
@@ -82,7 +62,7 @@ void moe_dispatch_backward(cudaStream_t stream, T* dinp, const T* dout, const in
 template <class T>
 void moe_combine_forward(cudaStream_t stream, T* out, const T* expert_out, const float* gates,
                          const int32_t* slot_rows, int rows, int top_k, int channels) {
-  moe_launch(stream, static_cast<std::size_t>(rows) * channels, [=] __device__(std::size_t i) {
+  launch_elementwise(stream, static_cast<std::size_t>(rows) * channels, [=] __device__(std::size_t i) {
     const std::size_t n = i / channels;
     const int c = static_cast<int>(i % channels);
     const float value = kmath::moe_combine_value(
@@ -99,14 +79,14 @@ void moe_combine_backward(cudaStream_t stream, T* dexpert_out, float* dgates, co
                           const T* expert_out, const float* gates, const int32_t* slot_rows,
                           int rows, int top_k, int channels) {
   const std::size_t slots = static_cast<std::size_t>(rows) * top_k;
-  moe_launch(stream, slots * channels, [=] __device__(std::size_t i) {
+  launch_elementwise(stream, slots * channels, [=] __device__(std::size_t i) {
     const std::size_t slot = i / channels, c = i % channels, n = slot / top_k;
     const int32_t m = slot_rows[slot];
     if (m < 0) return;
     T& dy = dexpert_out[static_cast<std::size_t>(m) * channels + c];
     dy = from_float<T>(to_float(dy) + gates[slot] * to_float(dout[n * channels + c]));
   });
-  moe_launch(stream, slots, [=] __device__(std::size_t slot) {
+  launch_elementwise(stream, slots, [=] __device__(std::size_t slot) {
     const int32_t m = slot_rows[slot];
     if (m < 0) return;
     const T* dn = dout + (slot / top_k) * channels;
