@@ -35,7 +35,7 @@ TEST_CASE("validate_expert_layout: shipped MoE plans pass; tp, expert_tp, ep and
 
   Plan zero = ep2;
   zero.stages[0].shard_optimizer = true;
-  CHECK(refused_field(zero) == "stages[0].zero");
+  CHECK(refused_field(zero) == "stages[0].shard_optimizer");
   Plan tp = ep2;
   tp.stages[0].tp = 2;
   tp.stages[0].ep = 1;

@@ -37,10 +37,10 @@ void validate_expert_layout(const plan::Plan& plan) {
                   "an ep dividing the stage's dp " + std::to_string(s.dp()) + " and the " +
                       std::to_string(moe->experts) + " experts, got " + std::to_string(s.ep));
     if (s.ep > 1 && (s.shard_optimizer || s.shard_gradients))
-      throw Error(file, at + "zero",
+      throw Error(file, at + (s.shard_optimizer ? "shard_optimizer" : "shard_gradients"),
                   "no ZeRO sharding with expert parallelism in whale-run (ep " +
                       std::to_string(s.ep) + ")",
-                  "drop zero from the stage, or use ep 1");
+                  "set shard_optimizer and shard_gradients false, or use ep 1");
   }
 }
 
