@@ -12,8 +12,9 @@ namespace whale::exec {
 
 /// Throws whale::Error naming the plan file and `stages[i].ep` (or tp, expert_tp,
 /// shard_optimizer, shard_gradients) for an expert layout whale-run cannot run: ep < 1; ep > 1
-/// in a dense model; ep not dividing the stage's dp or the experts; a mixture-of-experts stage with tp > 1 or an expert_tp other
-/// than its tp; ep > 1 with ZeRO (its shards would mix experts of different members).
+/// in a dense model; ep not dividing the stage's dp or the experts; a mixture-of-experts stage
+/// with tp > 1 or an expert_tp other than its tp; ep > 1 with ZeRO (its shards would mix
+/// experts of different members).
 void validate_expert_layout(const plan::Plan& plan);
 
 /// The expert groups of replica `replica` of a stage with ep > 1 (tp 1): ep = the ep
