@@ -224,7 +224,7 @@ class BlockStage : public StageModule {
 
   /// Runs `run`, one pass of model layer `layer`; with layer timing asked for and `wanted`,
   /// between two synchronizations of the compute stream, and reports its seconds less those
-  /// of the tensor group's collectives inside it.
+  /// of the tensor group's collectives and the expert group's exchanges inside it.
   template <class Run>
   void timed_layer(int layer, bool backward, bool wanted, Run run) {
     if (!wanted || !layer_timing()) {
@@ -232,12 +232,13 @@ class BlockStage : public StageModule {
       return;
     }
     backend_->synchronize(Stream::compute);
-    const double communication_s = region_.communication_s();
+    const double communication_s = region_.communication_s() + moe_context_.exchange_s;
     const auto start = std::chrono::steady_clock::now();
     run();
     backend_->synchronize(Stream::compute);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    report_layer_time(layer, backward, seconds - (region_.communication_s() - communication_s));
+    report_layer_time(layer, backward, seconds - (region_.communication_s() +
+                                                  moe_context_.exchange_s - communication_s));
   }
 
   /// dst (i32) = the host indices, uploaded (and waited for: `host` may change after).

@@ -5,6 +5,7 @@
 #include "model/moe_layer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "model/moe_exchange.h"
 #include "whale/plan/check.h"
@@ -76,9 +77,13 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
   const int members = ctx.ep_size, local = ctx.local_experts();
   a.send_rows.assign(members, 0);
   for (int e = 0; e < E; ++e) a.send_rows[e / local] += a.routing.expert_rows[e];
-  const std::vector<int> incoming =
-      members > 1 ? exchange_counts(be_, *ctx.ep, a.routing.expert_rows, local)
-                  : a.routing.expert_rows;  // incoming[q * local + l]: member q's rows of l
+  std::vector<int> incoming = a.routing.expert_rows;  // [q * local + l]: member q's rows of l
+  if (members > 1) {
+    const auto start = std::chrono::steady_clock::now();
+    incoming = exchange_counts(be_, *ctx.ep, a.routing.expert_rows, local);
+    ctx.exchange_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   a.recv_rows.assign(members, 0);
   a.segment_expert.clear();
   a.segment_rows.clear();
@@ -94,7 +99,10 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
 
 void MoeLayer::exchange(ConstTensorView from, const std::vector<int>& send, TensorView to,
                         const std::vector<int>& recv) {
+  const auto start = std::chrono::steady_clock::now();
   exchange_rows(be_, *context_->ep, from, send, to, recv, channels_);
+  context_->exchange_s +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivations& a) {

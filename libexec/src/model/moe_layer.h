@@ -46,6 +46,9 @@ struct MoeContext {
   int ep_rank = 0, ep_size = 1;
   Communicator* ep = nullptr;  // null when ep_size is 1
   double loss_scale = 1.0;     // the backward's (StageModule::backward)
+  /// Seconds the layers spent in the expert group's exchanges so far (counts included), so
+  /// that layer timing leaves them out as it does the tensor group's collectives.
+  mutable double exchange_s = 0;
   int local_experts() const { return spec.experts / ep_size; }
   int first_expert() const { return ep_rank * local_experts(); }
 };
