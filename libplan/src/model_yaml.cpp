@@ -136,7 +136,7 @@ void parse_family_hyperparameters(const YamlField& root, Model& model) {
 Model parse_model(const YamlField& root) {
   root.expect_keys({"name", "family", "layers", "hidden", "heads", "ffn_hidden", "kv_heads",
                     "tie_embeddings", "qkv_bias", "rope_theta", "attention_dropout",
-                    "hidden_dropout", "sequence", "vocabulary", "training", "layer_list"});
+                    "hidden_dropout", "sequence", "vocabulary", "training", "layer_list", "moe"});
   Model model;
   model.source_file = root.file();
   model.name = root.get("name").text();
@@ -145,7 +145,7 @@ Model parse_model(const YamlField& root) {
   model.training = parse_training(root.get("training"));
   if (model.family == "listed") {
     for (const char* key : {"layers", "hidden", "ffn_hidden", "kv_heads", "vocabulary", "tie_embeddings",
-                            "qkv_bias", "rope_theta", "attention_dropout", "hidden_dropout"}) {
+                            "qkv_bias", "rope_theta", "attention_dropout", "hidden_dropout", "moe"}) {
       if (root.has(key)) root.get(key).fail(std::string(key) + " applies to family models only", "give layer_list entries instead");
     }
     // Optional for a listed model: tokens per sample (for tokens/s) and heads (bounds tp).
@@ -166,6 +166,7 @@ Model parse_model(const YamlField& root) {
   }
   if (root.has("layer_list")) root.get("layer_list").fail("layer_list applies to family listed only");
   parse_family_hyperparameters(root, model);
+  if (root.has("moe")) model.moe = parse_moe(root.get("moe"), model);
   generate_layers(model, model.training.precision);
   return model;
 }
@@ -191,6 +192,7 @@ void emit_model(YAML::Emitter& out, const Model& model) {
     if (model.attention_dropout) emit_number_field(out, "attention_dropout", *model.attention_dropout);
     if (model.hidden_dropout) emit_number_field(out, "hidden_dropout", *model.hidden_dropout);
     emit_number_field(out, "vocabulary", model.vocabulary);
+    if (model.moe) emit_moe(out, *model.moe);
   } else if (model.heads > 0) {
     emit_number_field(out, "heads", model.heads);
   }

@@ -51,6 +51,13 @@ std::vector<int> Stage::replica_devices(int r) const {
   return std::vector<int>(devices.begin() + r * tp, devices.begin() + (r + 1) * tp);
 }
 
+std::vector<int> Stage::expert_parallel_group(int d, int t) const {
+  const int etp = expert_tp_degree();
+  std::vector<int> group;
+  for (int e = 0; e < ep; ++e) group.push_back(devices[(d * ep + e) * etp + t]);
+  return group;
+}
+
 int Stage::first_sample(int r) const {
   int first = 0;
   for (int i = 0; i < r; ++i) first += shares[i];

@@ -74,6 +74,38 @@ void check_layers(const Plan& plan, const std::string& file) {
   }
 }
 
+// The expert layout (Stage::ep, expert_tp): only on a mixture-of-experts model, ep dividing its
+// experts and ep x expert_tp dividing the stage's devices.
+void check_expert_layout(const Plan& plan, int s, const std::string& file) {
+  const Stage& stage = plan.stages[s];
+  const int size = static_cast<int>(stage.devices.size());
+  if (stage.ep < 1) throw Error(file, stage_path(s, "ep"), "expected a positive ep, got " + std::to_string(stage.ep), "1: every device holds every expert");
+  if (stage.expert_tp < 0) throw Error(file, stage_path(s, "expert_tp"), "expected a positive expert_tp, got " + std::to_string(stage.expert_tp));
+  if (!plan.model.moe) {
+    if (stage.ep != 1) {
+      throw Error(file, stage_path(s, "ep"), "ep " + std::to_string(stage.ep) + " needs a mixture-of-experts model, and model '" + plan.model.name + "' has no moe",
+                  "leave ep out, or give the model a moe block (docs/moe.md)");
+    }
+    if (stage.expert_tp > 0) {
+      throw Error(file, stage_path(s, "expert_tp"), "expert_tp needs a mixture-of-experts model, and model '" + plan.model.name + "' has no moe",
+                  "leave expert_tp out");
+    }
+    return;
+  }
+  const int experts = plan.model.moe->experts;
+  if (experts % stage.ep != 0) {
+    throw Error(file, stage_path(s, "ep"), "ep " + std::to_string(stage.ep) + " does not divide the model's " + std::to_string(experts) + " experts",
+                "each ep rank holds experts / ep experts");
+  }
+  const int expert_group = stage.ep * stage.expert_tp_degree();
+  if (expert_group > size || size % expert_group != 0) {
+    throw Error(file, stage_path(s, stage.expert_tp > 0 ? "expert_tp" : "ep"),
+                "ep " + std::to_string(stage.ep) + " x expert_tp " + std::to_string(stage.expert_tp_degree()) + " = " + std::to_string(expert_group) +
+                    " does not divide the stage's " + std::to_string(size) + " devices",
+                "the experts run on the stage's devices as ep x expert_tp x expert_dp");
+  }
+}
+
 void check_degrees(const Plan& plan, int s, const std::string& file) {
   const Stage& stage = plan.stages[s];
   const int size = static_cast<int>(stage.devices.size());
@@ -104,6 +136,7 @@ void check_degrees(const Plan& plan, int s, const std::string& file) {
     throw Error(file, stage_path(s, "shard_gradients"), "shard_gradients needs shard_optimizer: true",
                 "ZeRO-2 shards the gradients on top of the optimizer state: set both");
   }
+  check_expert_layout(plan, s, file);
   if (static_cast<int>(stage.shares.size()) != stage.dp()) {
     throw Error(file, stage_path(s, "shares"), "expected " + std::to_string(stage.dp()) + " shares (one per replica), got " + std::to_string(stage.shares.size()));
   }
@@ -131,6 +164,12 @@ void check_same_layout(const Stage& first, int first_index, const Stage& stage, 
     throw Error(file, stage_path(s, "shares"),
                 "shares differ from those of stage " + std::to_string(first_index) + ", which runs on the same device group",
                 "stages that share a device group need the same tp and shares");
+  }
+  if (stage.ep != first.ep || stage.expert_tp_degree() != first.expert_tp_degree()) {
+    throw Error(file, stage_path(s, "ep"),
+                "the expert layout (ep " + std::to_string(stage.ep) + ", expert_tp " + std::to_string(stage.expert_tp_degree()) + ") differs from that of stage " +
+                    std::to_string(first_index) + ", which runs on the same device group",
+                "stages that share a device group need the same ep and expert_tp");
   }
 }
 

@@ -41,7 +41,7 @@ Schedule parse_schedule(const YamlField& field) {
 
 Stage parse_stage(const YamlField& field, int micro_batch_size, int64_t device_count) {
   field.expect_keys({"layers", "devices", "tp", "shares", "recompute", "shard_optimizer",
-                     "shard_gradients", "sequence_parallel"});
+                     "shard_gradients", "sequence_parallel", "ep", "expert_tp"});
   Stage stage;
   const YamlField layers = field.get("layers");
   const std::vector<YamlField> range = layers.elements();
@@ -80,6 +80,13 @@ Stage parse_stage(const YamlField& field, int micro_batch_size, int64_t device_c
   stage.shard_optimizer = field.boolean_or("shard_optimizer", false);
   stage.shard_gradients = field.boolean_or("shard_gradients", false);
   stage.sequence_parallel = field.boolean_or("sequence_parallel", false);
+  // Any integer here: validate_plan says what is wrong with it at this path.
+  if (field.has("ep")) stage.ep = field.get("ep").integer();
+  if (field.has("expert_tp")) {
+    const YamlField expert_tp = field.get("expert_tp");
+    stage.expert_tp = expert_tp.integer();
+    if (stage.expert_tp <= 0) expert_tp.fail("expected a positive expert_tp, got " + std::to_string(stage.expert_tp), "leave it out for the stage's tp");
+  }
   return stage;
 }
 
@@ -125,6 +132,8 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
     // Written only when set, so plans without the newer strategies read as before.
     if (stage.shard_gradients) out << YAML::Key << "shard_gradients" << YAML::Value << true;
     if (stage.sequence_parallel) out << YAML::Key << "sequence_parallel" << YAML::Value << true;
+    if (stage.ep != 1) emit_number_field(out, "ep", stage.ep);
+    if (stage.expert_tp > 0) emit_number_field(out, "expert_tp", stage.expert_tp);
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

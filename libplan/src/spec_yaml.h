@@ -34,6 +34,12 @@ bool is_hf_config(const YamlField& root, const std::string& path);
 Model parse_hf_config(const YamlField& root);
 /// Emits the model as one mapping.
 void emit_model(YAML::Emitter& out, const Model& model);
+/// A model's `moe:` mapping (moe_yaml.cpp), read after the family hyperparameters of `model`
+/// (expert_ffn_hidden defaults to its ffn_hidden; first_dense_layers is checked against its
+/// blocks). Throws whale::Error at the offending key.
+MoeSpec parse_moe(const YamlField& field, const Model& model);
+/// Emits `moe:` and every field of `spec`.
+void emit_moe(YAML::Emitter& out, const MoeSpec& spec);
 
 /// The framework's precision settings of `field` (a model's training section or a plan), from its
 /// optional keys allow_tf32, grad_reduce_precision and master_weights, each key absent taken

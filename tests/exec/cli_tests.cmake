@@ -27,7 +27,8 @@ foreach(entry ${WHALE_TINY_PLANS})
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
-# test:plan:ranks:reference:reference_ranks, plan and reference under configs/plans/: the tiny
+# test:plan:ranks:reference:reference_ranks[:steps] (steps 20 unless given), plan and reference
+# under configs/plans/: the tiny
 # Llama's plans against its single-device plans (the tied model's single.yaml, the untied
 # model's single-untied.yaml); bf16 plans against the bf16 plan they refine (equality.sh says
 # why not against single-bf16.yaml).
@@ -43,7 +44,15 @@ set(WHALE_REFERENCE_PLANS
     llama_tp2-sp:tiny-llama/tp2-sp:2:tiny-llama/single:1
     llama_tp2-pp2-zb-h1-sp:tiny-llama/tp2-pp2-zb-h1-sp:4:tiny-llama/single:1
     tp2-sp-bf16:tiny/tp2-sp-bf16:2:tiny/tp2-bf16:2
-    dp2-zero2-bf16:tiny/dp2-zero2-bf16:2:tiny/dp2-zero-bf16:2)
+    dp2-zero2-bf16:tiny/dp2-zero2-bf16:2:tiny/dp2-zero-bf16:2
+    # Mixture-of-experts plans (docs/moe.md, "whale-run"), 5 steps each, against the single-device
+    # plan whose micro-batches hold one replica's samples (capacity and the auxiliary loss
+    # count per micro-batch and replica).
+    moe_ep2:tiny-moe/ep2:2:tiny-moe/single-mb6:1:5
+    moe_ep2_dropless:tiny-moe/ep2-dropless:2:tiny-moe/single-dropless-mb6:1:5
+    moe_ep2_dp2_pp2:tiny-moe/ep2-dp2-pp2:8:tiny-moe/single-mb3:1:5
+    llama_moe_ep2:tiny-llama-moe/ep2:2:tiny-llama-moe/single-mb6:1:5
+    llama_moe_pp2-zb-h1-recompute:tiny-llama-moe/pp2-zb-h1-recompute:2:tiny-llama-moe/single-mb6:1:5)
 foreach(entry ${WHALE_REFERENCE_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
@@ -51,15 +60,20 @@ foreach(entry ${WHALE_REFERENCE_PLANS})
   list(GET parts 2 ranks)
   list(GET parts 3 reference)
   list(GET parts 4 reference_ranks)
+  set(steps 20)
+  list(LENGTH parts fields)
+  if(fields GREATER 5)
+    list(GET parts 5 steps)
+  endif()
   add_test(NAME equality_${name}
-    COMMAND bash scripts/equality.sh $<TARGET_FILE:whale-run> configs/plans/${plan}.yaml ${ranks} 20
+    COMMAND bash scripts/equality.sh $<TARGET_FILE:whale-run> configs/plans/${plan}.yaml ${ranks} ${steps}
             configs/plans/${reference}.yaml ${reference_ranks}
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})
   set_tests_properties(equality_${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "${WHALE_MPI_ENV}"
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
-foreach(check resume bad_input signal trace layer_times learning buckets split_ops compare)
+foreach(check resume bad_input signal trace layer_times learning buckets split_ops moe compare)
   add_test(NAME whale_run_${check}
     COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})

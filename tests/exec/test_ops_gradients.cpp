@@ -10,48 +10,21 @@
 #include <vector>
 
 #include "whale/exec/backend/backend.h"
+#include "finite_differences.h"
 #include "host_views.h"
 
 using namespace whale::exec;
+using whale::exec::test::gradient_error;
 using whale::exec::test::host_view;
+using whale::exec::test::random_vector;
 using whale::exec::test::make_cpu_backend;
 
 namespace {
-
-std::vector<float> random_vector(std::size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0.0;
   for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
   return s;
-}
-
-/// ||analytic - numeric|| / max(||analytic||, ||numeric||), numeric by central differences of
-/// `loss` in each element of `x` (x is restored).
-double gradient_error(std::vector<float>& x, const std::function<double()>& loss,
-                      const std::vector<float>& analytic, float eps = 1e-2f) {
-  double diff = 0.0, norm_a = 0.0, norm_n = 0.0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const float saved = x[i];
-    x[i] = saved + eps;
-    const double plus = loss();
-    x[i] = saved - eps;
-    const double minus = loss();
-    x[i] = saved;
-    const double numeric = (plus - minus) / (2.0 * eps);
-    diff += (analytic[i] - numeric) * (analytic[i] - numeric);
-    norm_a += static_cast<double>(analytic[i]) * analytic[i];
-    norm_n += numeric * numeric;
-  }
-  const double scale = std::sqrt(std::max(norm_a, norm_n));
-  REQUIRE(scale > 0.0);  // a zero gradient would make the check vacuous
-  return std::sqrt(diff) / scale;
 }
 
 /// The finite-difference bound of the Llama ops: their measured errors are below 1e-4.

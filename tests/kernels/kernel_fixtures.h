@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "../exec/finite_differences.h"  // random_vector
 #include "backend/cpu/cpu_backend.h"
 #include "backend/kernel_math/float_round.h"
 #include "whale/exec/backend/backend.h"
@@ -23,14 +24,6 @@ inline std::unique_ptr<Backend> make_reference() { return make_cpu_backend(DType
 inline TensorView view(std::vector<float>& x) { return {x.data(), x.size(), DType::fp32}; }
 inline ConstTensorView view(const std::vector<float>& x) { return {x.data(), x.size(), DType::fp32}; }
 inline ConstTensorView view(const std::vector<int32_t>& x) { return {x.data(), x.size(), DType::i32}; }
-
-inline std::vector<float> random_vector(std::size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 /// max |got - want| / max |want|: the error relative to the tensor's scale (an element near
 /// zero is judged against the tensor, not against itself).

@@ -15,7 +15,8 @@ import yaml
 
 SOURCE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
 SCHEMA_DIR = os.path.join(SOURCE, "docs", "schema")
-LOADERS = {"cluster": "cluster_yaml.cpp", "model": "model_yaml.cpp", "profile": "device_profile_yaml.cpp",
+# A kind's loader: its source file, or "a.cpp+b.cpp" when its keys are read in several.
+LOADERS = {"cluster": "cluster_yaml.cpp", "model": "model_yaml.cpp+moe_yaml.cpp", "profile": "device_profile_yaml.cpp",
            "plan": "plan_yaml.cpp", "hints": "hints.cpp"}
 HINT_KEYS = {"layers", "stage_boundaries", "schedules", "max_pipeline_depth", "exclude_devices"}
 failures = []
@@ -91,8 +92,10 @@ def schema_keys(node):
 def loader_keys(source_file):
     """The keys a loader accepts: its expect_keys and `allowed` lists, its Layer number table and
     the size keys of its efficiency curves."""
-    with open(os.path.join(SOURCE, "libplan", "src", source_file)) as f:
-        text = f.read()
+    text = ""
+    for name in source_file.split("+"):
+        with open(os.path.join(SOURCE, "libplan", "src", name)) as f:
+            text += f.read()
     lists = re.findall(r"expect_keys\(\{(.*?)\}\)", text, re.S)
     lists += re.findall(r"allowed = \{(.*?)\};", text, re.S)
     keys = set()

@@ -88,6 +88,30 @@ class SlowedBackend : public Backend {
                        ConstTensorView d, std::size_t n) override {
     slowed([&] { inner_->swiglu_backward(dg, du, g, u, d, n); });
   }
+  void moe_router_forward(TensorView p, TensorView c, TensorView g, ConstTensorView l, int r,
+                          int e, int k) override {
+    slowed([&] { inner_->moe_router_forward(p, c, g, l, r, e, k); });
+  }
+  void moe_router_backward(TensorView dl, ConstTensorView p, ConstTensorView c, ConstTensorView g,
+                           ConstTensorView dg, ConstTensorView a, int r, int e, int k) override {
+    slowed([&] { inner_->moe_router_backward(dl, p, c, g, dg, a, r, e, k); });
+  }
+  void moe_dispatch_forward(TensorView o, ConstTensorView i, ConstTensorView s, int m,
+                            int c) override {
+    slowed([&] { inner_->moe_dispatch_forward(o, i, s, m, c); });
+  }
+  void moe_dispatch_backward(TensorView di, ConstTensorView d, ConstTensorView s, int r, int k,
+                             int c) override {
+    slowed([&] { inner_->moe_dispatch_backward(di, d, s, r, k, c); });
+  }
+  void moe_combine_forward(TensorView o, ConstTensorView y, ConstTensorView g, ConstTensorView s,
+                           int r, int k, int c) override {
+    slowed([&] { inner_->moe_combine_forward(o, y, g, s, r, k, c); });
+  }
+  void moe_combine_backward(TensorView dy, TensorView dg, ConstTensorView d, ConstTensorView y,
+                            ConstTensorView g, ConstTensorView s, int r, int k, int c) override {
+    slowed([&] { inner_->moe_combine_backward(dy, dg, d, y, g, s, r, k, c); });
+  }
   using Backend::attention_forward;
   using Backend::attention_backward;
   std::size_t attention_saved_count(int b, int t, int h, int hs, DType act) const override {

@@ -9,7 +9,8 @@
 //   static Dims dims(const plan::Model&)   (validates the hyperparameters, throws whale::Error);
 //   static void validate_tp(const plan::Model&, const Dims&, int tp_size);
 //   static std::vector<ParameterSpec> layer_parameters(const Dims&, int layer);
-//   static BlockParams block_params(const Dims&, const std::vector<Param>& in_spec_order);
+//   static BlockParams block_params(const Dims&, int layer, const std::vector<Param>& held);
+//   static constexpr ExpertKind kExpertKind (the MLP of its experts, mixture-of-experts models);
 //   Ends: bind(dims, find-parameter-by-name), embedding_forward/backward,
 //         head_norm_forward/backward, head_weight().
 #pragma once
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "model/gpt_parameters.h"
+#include "model/moe_layer.h"
 #include "model/tensor_parallel_ops.h"
 #include "model/tensor_parallel_region.h"
 #include "model/weight_gradients.h"
@@ -71,6 +73,13 @@ class BlockStage : public StageModule {
         region_(backend, options.tp_size > 1 ? tp : nullptr, options.sequence_parallel),
         weight_gradients_(backend) {
     validate(model);
+    if (dims_.moe) {
+      moe_context_.spec = *dims_.moe;
+      moe_context_.kind = Family::kExpertKind;
+      moe_context_.ep_rank = options.ep_rank;
+      moe_context_.ep_size = options.ep_size;
+      moe_context_.ep = options.ep_size > 1 ? options.ep : nullptr;
+    }
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
     first_block_ = std::max(options.first_layer, 1);
@@ -78,7 +87,9 @@ class BlockStage : public StageModule {
     create_parameters();
     for (int layer = first_block_; layer < end_block_; ++layer)
       blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, region_,
-                           block_scratch_, weight_gradients_);
+                           block_scratch_, weight_gradients_,
+                           dims_.moe && dims_.moe->is_moe_block(layer - 1) ? &moe_context_
+                                                                             : nullptr);
   }
 
   std::size_t input_floats_per_sample() const override {
@@ -171,6 +182,7 @@ class BlockStage : public StageModule {
                                             std::to_string(micro_batch) +
                                             " has no forward in flight");
     State& s = it->second;
+    moe_context_.loss_scale = loss_scale;  // the auxiliary loss's gradient scales with it
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
     Tensor dx(*backend_, held(s), act_);
     const TensorView dx_all = region_.all_rows(dx, border_, nc);
@@ -212,7 +224,7 @@ class BlockStage : public StageModule {
 
   /// Runs `run`, one pass of model layer `layer`; with layer timing asked for and `wanted`,
   /// between two synchronizations of the compute stream, and reports its seconds less those
-  /// of the tensor group's collectives inside it.
+  /// of the tensor group's collectives and the expert group's exchanges inside it.
   template <class Run>
   void timed_layer(int layer, bool backward, bool wanted, Run run) {
     if (!wanted || !layer_timing()) {
@@ -220,12 +232,13 @@ class BlockStage : public StageModule {
       return;
     }
     backend_->synchronize(Stream::compute);
-    const double communication_s = region_.communication_s();
+    const double communication_s = region_.communication_s() + moe_context_.exchange_s;
     const auto start = std::chrono::steady_clock::now();
     run();
     backend_->synchronize(Stream::compute);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    report_layer_time(layer, backward, seconds - (region_.communication_s() - communication_s));
+    report_layer_time(layer, backward, seconds - (region_.communication_s() +
+                                                  moe_context_.exchange_s - communication_s));
   }
 
   /// dst (i32) = the host indices, uploaded (and waited for: `host` may change after).
@@ -284,12 +297,38 @@ class BlockStage : public StageModule {
       throw Error(file, "tp", "tp rank " + std::to_string(o.tp_rank) + " of " +
                                   std::to_string(o.tp_size) + " is not a valid shard");
     Family::validate_tp(model, dims_, o.tp_size);
+    if (dims_.moe) validate_experts(file);
     if (o.sequence_parallel && dims_.sequence % o.tp_size != 0)
       throw Error(file, "sequence",
                   "a sequence divisible by the tensor-parallel degree " +
                       std::to_string(o.tp_size) + " under sequence parallelism, got " +
                       std::to_string(dims_.sequence),
                   "choose a tp degree that divides the sequence, or turn sequence_parallel off");
+  }
+
+  /// whale-run's mixture-of-experts stages: tp 1, and ep dividing the experts.
+  void validate_experts(const std::string& file) const {
+    const auto& o = options_;
+    if (o.tp_size > 1)
+      throw Error(file, "moe",
+                  "tp 1 in a stage of a mixture-of-experts model for whale-run, got tp " +
+                      std::to_string(o.tp_size),
+                  "give the stage tp: 1 and scale it by dp and ep (whale-sim models expert_tp)");
+    if (o.ep_size < 1 || o.ep_rank < 0 || o.ep_rank >= o.ep_size ||
+        dims_.moe->experts % o.ep_size != 0)
+      throw Error(file, "ep",
+                  "an expert-parallel degree dividing experts " +
+                      std::to_string(dims_.moe->experts) + ", got ep " + std::to_string(o.ep_size));
+    if (o.ep_size > 1 && o.ep == nullptr)
+      throw std::invalid_argument("BlockStage: ep " + std::to_string(o.ep_size) +
+                                  " needs an expert-parallel communicator");
+  }
+
+  /// Whether this expert-parallel member holds routed expert `expert` (-1: not an expert's).
+  bool holds_expert(int expert) const {
+    if (expert < 0) return true;
+    const int local = moe_context_.local_experts();
+    return expert / local == options_.ep_rank;
   }
 
   /// One flat fp32 value (master) tensor, one flat fp32 gradient tensor and, for a 16-bit
@@ -309,6 +348,7 @@ class BlockStage : public StageModule {
         if (std::any_of(shards.begin(), shards.end(),
                         [&](const Shard& held) { return held.spec.name == spec.name; }))
           continue;
+        if (!holds_expert(spec.expert)) continue;  // another ep member's routed expert
         shards.push_back({spec, gpt::shard_layout(spec, options_.tp_rank, options_.tp_size), layer});
         total += shards.back().layout.shard_count();
       }
@@ -326,7 +366,7 @@ class BlockStage : public StageModule {
       backend_->synchronize(Stream::compute);  // `shard` is refilled next
       views_.push_back({spec.name, values_.slice(offset, shard.size()),
                         gradients_.slice(offset, shard.size()), shard.size(),
-                        layout.replicated(), layer});
+                        layout.replicated(), layer, spec.expert >= 0});
       offset += shard.size();
     }
     parameters_updated();
@@ -351,7 +391,7 @@ class BlockStage : public StageModule {
     for (const ParameterSpec& spec : Family::layer_parameters(dims_, layer))
       for (const ParameterView& v : views_)
         if (v.name == spec.name) p.push_back(param(v));
-    return Family::block_params(dims_, p);
+    return Family::block_params(dims_, layer, p);
   }
 
   /// Final norm, LM head, summed cross-entropy of the micro-batch.
@@ -402,6 +442,7 @@ class BlockStage : public StageModule {
   std::vector<State> spare_;
   BlockActivations dropped_;
   Tensor recomputed_output_, dx_spare_;
+  MoeContext moe_context_;  // the experts' layout; its loss_scale set by each backward
   BlockScratch block_scratch_;  // shared by blocks_ (they run one at a time)
   WeightGradients weight_gradients_;  // the linears' weight gradients, shared by blocks_ and head
 };

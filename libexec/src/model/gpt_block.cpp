@@ -11,7 +11,7 @@ namespace whale::exec::gpt {
 
 Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
              TensorParallelRegion& region, BlockScratch& scratch,
-             WeightGradients& weight_gradients)
+             WeightGradients& weight_gradients, const MoeContext* moe)
     : dims_(dims),
       channels_local_(dims.channels / tp_size),
       heads_local_(dims.heads / tp_size),
@@ -20,7 +20,9 @@ Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& 
       be_(backend),
       scratch_(&scratch),
       act_(backend.compute_dtype()),
-      tp_ops_(backend, region, weight_gradients) {}
+      tp_ops_(backend, region, weight_gradients) {
+  if (moe) moe_.emplace(dims.channels, params.moe, backend, *moe, scratch.moe, tp_ops_);
+}
 
 void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActivations& a,
                     bool keep_probs) {
@@ -58,6 +60,11 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
   reuse_or_allocate(a.ln2_rstd, be_, Nh, DType::fp32);
   be_.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid,
                         p_.ln2_w.value, p_.ln2_b.value, Nh, C);
+  if (moe_) {  // tp 1: no region borders
+    moe_->forward(N, a.ln2, x_out, a.moe);
+    be_.add_forward(x_out, x_out, a.x_mid, NhC);
+    return;
+  }
   const std::size_t NF = static_cast<std::size_t>(N) * Fl;
   reuse_or_allocate(a.fc1, be_, NF, act_);
   be_.linear_forward(a.fc1, region.enter(a.ln2, g.gathered), p_.fc1_w.value, p_.fc1_b.value,
@@ -76,18 +83,40 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
   const int T = dims_.sequence, C = dims_.channels, Cl = channels_local_, Fl = ffn_local_;
   TensorParallelRegion& region = tp_ops_.region();
   const int N = batch * T, Nh = region.held_rows(N);
-  const std::size_t NC = static_cast<std::size_t>(N) * C, NhC = static_cast<std::size_t>(Nh) * C;
+  const std::size_t NhC = static_cast<std::size_t>(Nh) * C;
   const std::size_t NF = static_cast<std::size_t>(N) * Fl;
 
   BlockScratch& g = *scratch_;
-  for (Tensor* b : {&g.dgelu, &g.dfc1}) reuse_or_allocate(*b, be_, NF, act_);
+  if (!moe_)
+    for (Tensor* b : {&g.dgelu, &g.dfc1}) reuse_or_allocate(*b, be_, NF, act_);
   for (Tensor* b : {&g.dln2, &g.dx_mid, &g.dln1}) reuse_or_allocate(*b, be_, NhC, act_);
   reuse_or_allocate(g.datty, be_, static_cast<std::size_t>(N) * Cl, act_);
   reuse_or_allocate(g.dqkv, be_, static_cast<std::size_t>(N) * 3 * Cl, act_);
-  const std::vector<TensorView> held_row_gradients = {
-      p_.ln1_w.grad, p_.ln1_b.grad, p_.proj_b.grad, p_.ln2_w.grad, p_.ln2_b.grad, p_.fc2_b.grad};
+  std::vector<TensorView> held_row_gradients = {p_.ln1_w.grad, p_.ln1_b.grad, p_.proj_b.grad,
+                                                p_.ln2_w.grad, p_.ln2_b.grad};
+  if (!moe_) held_row_gradients.push_back(p_.fc2_b.grad);
   region.begin_held_row_gradients(held_row_gradients);
 
+  if (moe_) {  // x_out = x_mid + moe(ln2(x_mid)); tp 1
+    moe_->backward(N, a.ln2, dx_out, g.dln2, a.moe);
+  } else {
+    mlp_backward(batch, dx_out, a);
+  }
+  be_.copy(g.dx_mid, dx_out, Stream::compute);  // the residual path
+  be_.layernorm_backward(g.dx_mid, p_.ln2_w.grad, p_.ln2_b.grad, g.dln2,
+                         a.x_mid, p_.ln2_w.value, a.ln2_mean, a.ln2_rstd,
+                         Nh, C);
+  attention_backward(batch, x_in, dx_in, a);
+  region.end_held_row_gradients(held_row_gradients);
+}
+
+void Block::mlp_backward(int batch, ConstTensorView dx_out, const BlockActivations& a) {
+  const int T = dims_.sequence, C = dims_.channels, Fl = ffn_local_;
+  TensorParallelRegion& region = tp_ops_.region();
+  const int N = batch * T, Nh = region.held_rows(N);
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  const std::size_t NF = static_cast<std::size_t>(N) * Fl;
+  BlockScratch& g = *scratch_;
   // MLP: x_out = x_mid + fc2(gelu(fc1(ln2(x_mid)))).
   tp_ops_.linear_gradients(g.dgelu, p_.fc2_w, TensorView{}, region.enter(dx_out, g.gathered),
                            a.gelu, N, Fl, C);
@@ -98,11 +127,15 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
   tp_ops_.linear_gradients(dln2_sum, p_.fc1_w, p_.fc1_b.grad, g.dfc1,
                            region.enter(a.ln2, g.gathered), N, C, Fl);
   region.leave(dln2_sum, g.dln2);
-  be_.copy(g.dx_mid, dx_out, Stream::compute);  // the residual path
-  be_.layernorm_backward(g.dx_mid, p_.ln2_w.grad, p_.ln2_b.grad, g.dln2,
-                         a.x_mid, p_.ln2_w.value, a.ln2_mean, a.ln2_rstd,
-                         Nh, C);
+}
 
+void Block::attention_backward(int batch, ConstTensorView x_in, TensorView dx_in,
+                               const BlockActivations& a) {
+  const int T = dims_.sequence, C = dims_.channels, Cl = channels_local_;
+  TensorParallelRegion& region = tp_ops_.region();
+  const int N = batch * T, Nh = region.held_rows(N);
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  BlockScratch& g = *scratch_;
   // Attention: x_mid = x_in + proj(attention(qkv(ln1(x_in)))).
   tp_ops_.linear_gradients(g.datty, p_.proj_w, TensorView{},
                            region.enter(g.dx_mid, g.gathered), a.atty, N, Cl, C);
@@ -126,7 +159,6 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
   be_.copy(dx_in, g.dx_mid, Stream::compute);  // the residual path
   be_.layernorm_backward(dx_in, p_.ln1_w.grad, p_.ln1_b.grad, g.dln1, x_in,
                          p_.ln1_w.value, a.ln1_mean, a.ln1_rstd, Nh, C);
-  region.end_held_row_gradients(held_row_gradients);
 }
 
 }  // namespace whale::exec::gpt

@@ -5,7 +5,10 @@
 // reduce-scatters), and the activations it keeps.
 #pragma once
 
+#include <optional>
+
 #include "model/gpt_parameters.h"
+#include "model/moe_layer.h"
 #include "model/tensor_parallel_ops.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/backend/tensor.h"
@@ -17,6 +20,7 @@ using exec::Param;
 /// In layer_parameters order.
 struct BlockParams {
   Param ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc1_w, fc1_b, fc2_w, fc2_b;
+  MoeParams moe;  // a mixture-of-experts block's (its fc1/fc2 stay empty)
 };
 
 /// What backward needs of one block and one micro-batch, in the compute dtype ("act"; layernorm
@@ -33,6 +37,7 @@ struct BlockActivations {
   Tensor ln2, ln2_mean, ln2_rstd;  // (Nh, C), (Nh), (Nh)
   Tensor fc1;                      // (N, Fl): before GELU
   Tensor gelu;                     // (N, Fl)
+  MoeActivations moe;              // a mixture-of-experts block's, instead of fc1 and gelu
 };
 
 /// Scratch memory of the blocks of one stage (they run one at a time): backward's gradients
@@ -42,14 +47,17 @@ struct BlockScratch {
   Tensor dgelu, dfc1, dln2, dx_mid, datty, dqkv, dln1;  // backward
   Tensor probs, atty;  // dropped attention probabilities (selective recompute), their output
   Tensor gathered, partial;  // (N, C) at the region borders under sequence parallelism
+  MoeScratch moe;
 };
 
 class Block {
  public:
   /// `region` (the stage's tensor group), scratch and weight_gradients (the stage's, which
   /// defers the linears' weight gradients in a split backward) must outlive the block.
+  /// `moe` (the stage's; null for a dense block) makes the MLP a MoeLayer of params.moe.
   Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
-        TensorParallelRegion& region, BlockScratch& scratch, WeightGradients& weight_gradients);
+        TensorParallelRegion& region, BlockScratch& scratch, WeightGradients& weight_gradients,
+        const MoeContext* moe);
 
   /// x_out (Nh, C) = block(x_in (Nh, C)), overwritten; fills acts (overwriting what they
   /// held), keeping the attention probabilities only when keep_probs.
@@ -63,6 +71,12 @@ class Block {
                 const BlockActivations& acts);
 
  private:
+  /// The dense MLP's part of backward: g.dln2 = d loss / d ln2 output, given dx_out.
+  void mlp_backward(int batch, ConstTensorView dx_out, const BlockActivations& acts);
+  /// The attention's part: dx_in from g.dx_mid (the gradient of x_mid).
+  void attention_backward(int batch, ConstTensorView x_in, TensorView dx_in,
+                          const BlockActivations& acts);
+
   Dims dims_;
   int channels_local_, heads_local_, ffn_local_;
   BlockParams p_;
@@ -70,6 +84,7 @@ class Block {
   BlockScratch* scratch_;
   DType act_;                 // the backend's compute dtype
   TensorParallelOps tp_ops_;  // shared with the other block families
+  std::optional<MoeLayer> moe_;  // set for a mixture-of-experts block
 };
 
 }  // namespace whale::exec::gpt

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "model/moe_parameters.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec::gpt {
@@ -43,6 +44,8 @@ Dims gpt_dims(const plan::Model& model) {
   d.ffn = model.ffn_hidden > 0 ? model.ffn_hidden : 4 * model.hidden;
   d.sequence = model.sequence;
   d.vocabulary = model.vocabulary;
+  validate_moe(model);
+  d.moe = model.moe;
   return d;
 }
 
@@ -66,6 +69,11 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
     specs.push_back({p + "attn.proj.weight", C, C, Split::cols, Init::normal, residual_stddev, {}});
     specs.push_back({p + "attn.proj.bias", C, 1, Split::none, Init::zeros, 0.0, {}});
     for (auto& s : norm(p + "ln2", C)) specs.push_back(s);
+    if (d.moe && d.moe->is_moe_block(layer - 1)) {
+      for (auto& s : moe_parameters(p, *d.moe, ExpertKind::gelu, C, stddev, residual_stddev))
+        specs.push_back(s);
+      return specs;
+    }
     specs.push_back({p + "mlp.fc1.weight", F, C, Split::rows, Init::normal, stddev, {}});
     specs.push_back({p + "mlp.fc1.bias", F, 1, Split::rows, Init::zeros, 0.0, {}});
     specs.push_back({p + "mlp.fc2.weight", C, F, Split::cols, Init::normal, residual_stddev, {}});

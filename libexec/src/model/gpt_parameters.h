@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct Dims {
   int ffn = 0;       // F (4C unless the model says otherwise)
   int sequence = 0;  // T
   int vocabulary = 0;
+  std::optional<plan::MoeSpec> moe;  // the model's experts (moe_layer.h); unset when dense
   int head_size() const { return channels / heads; }
 };
 Dims gpt_dims(const plan::Model& model);
@@ -43,6 +45,7 @@ struct ParameterSpec {
   Init init = Init::zeros;
   double stddev = 0.0;  // for Init::normal
   std::vector<std::size_t> parts;  // for Split::part_rows: row extents, summing to rows
+  int expert = -1;  // a routed expert's parameter: that expert's index; -1 for every other
 };
 
 /// The parameters of model layer `layer` (0 = embedding, 1..L = blocks, L+1 = head), in

@@ -38,8 +38,18 @@ struct GptFamily {
     return gpt::layer_parameters(d, layer);
   }
 
-  static BlockParams block_params(const Dims&, const std::vector<Param>& p) {
-    return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11]};
+  static constexpr ExpertKind kExpertKind = ExpertKind::gelu;
+
+  /// `p`: the held parameters of model layer `layer` in layer_parameters order.
+  static BlockParams block_params(const Dims& d, int layer, const std::vector<Param>& p) {
+    if (d.moe && d.moe->is_moe_block(layer - 1)) {
+      constexpr std::size_t first = 8;  // the MoE part follows ln2
+      BlockParams b{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], {}, {}, {}, {}, {}};
+      b.moe = moe_params(p, first, kExpertKind, d.moe->shared_experts,
+                         routed_held(p.size() - first, d.moe->shared_experts, kExpertKind));
+      return b;
+    }
+    return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], {}};
   }
 
   /// Token + position embedding; final LayerNorm and LM head.

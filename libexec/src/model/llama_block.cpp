@@ -10,7 +10,7 @@ namespace whale::exec::llama {
 
 Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
              TensorParallelRegion& region, BlockScratch& scratch,
-             WeightGradients& weight_gradients)
+             WeightGradients& weight_gradients, const MoeContext* moe)
     : dims_(dims),
       heads_local_(dims.heads / tp_size),
       kv_heads_local_(dims.kv_heads / tp_size),
@@ -20,7 +20,9 @@ Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& 
       be_(backend),
       scratch_(&scratch),
       act_(backend.compute_dtype()),
-      tp_ops_(backend, region, weight_gradients) {}
+      tp_ops_(backend, region, weight_gradients) {
+  if (moe) moe_.emplace(dims.channels, params.moe, backend, *moe, scratch.moe, tp_ops_);
+}
 
 void Block::attend(int batch, ConstTensorView qkv, TensorView out, TensorView probs) {
   be_.attention_forward(out, probs, qkv, batch, dims_.sequence, heads_local_, kv_heads_local_,
@@ -61,6 +63,11 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
   reuse_or_allocate(a.norm2, be_, NhC, act_);
   reuse_or_allocate(a.rstd2, be_, Nh, DType::fp32);
   be_.rmsnorm_forward(a.norm2, a.rstd2, a.x_mid, p_.mlp_norm.value, Nh, C);
+  if (moe_) {  // tp 1: no region borders
+    moe_->forward(N, a.norm2, x_out, a.moe);
+    be_.add_forward(x_out, x_out, a.x_mid, NhC);
+    return;
+  }
   for (Tensor* t : {&a.gate, &a.up, &a.swiglu}) reuse_or_allocate(*t, be_, NF, act_);
   const ConstTensorView norm2_all = region.enter(a.norm2, g.gathered);
   be_.linear_forward(a.gate, norm2_all, p_.gate_w.value, TensorView{}, N, C, F);
@@ -81,25 +88,30 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
   const std::size_t NC = static_cast<std::size_t>(N) * C, NF = static_cast<std::size_t>(N) * F;
   const std::size_t NhC = static_cast<std::size_t>(Nh) * C;
   BlockScratch& g = *scratch_;
-  for (Tensor* t : {&g.dswiglu, &g.dgate, &g.dup}) reuse_or_allocate(*t, be_, NF, act_);
+  if (!moe_)
+    for (Tensor* t : {&g.dswiglu, &g.dgate, &g.dup}) reuse_or_allocate(*t, be_, NF, act_);
   for (Tensor* t : {&g.dnorm2, &g.dx_mid, &g.dnorm1}) reuse_or_allocate(*t, be_, NhC, act_);
   reuse_or_allocate(g.datty, be_, static_cast<std::size_t>(N) * A, act_);
   reuse_or_allocate(g.dqkv, be_, static_cast<std::size_t>(N) * W, act_);
   const std::vector<TensorView> held_row_gradients = {p_.attn_norm.grad, p_.mlp_norm.grad};
   region.begin_held_row_gradients(held_row_gradients);
 
-  // MLP: x_out = x_mid + down(silu(gate(norm2)) * up(norm2)).
-  tp_ops_.linear_gradients(g.dswiglu, p_.down_w, TensorView{}, region.enter(dx_out, g.gathered),
-                           a.swiglu, N, F, C);
-  be_.fill_zero(g.dgate, Stream::compute);
-  be_.fill_zero(g.dup, Stream::compute);
-  be_.swiglu_backward(g.dgate, g.dup, a.gate, a.up, g.dswiglu, NF);
-  const TensorView dnorm2_sum = region.all_rows(g.dnorm2, g.partial, NC);
-  const ConstTensorView norm2_all = region.enter(a.norm2, g.gathered);
-  tp_ops_.linear_gradients(dnorm2_sum, p_.gate_w, TensorView{}, g.dgate, norm2_all, N, C, F);
-  tp_ops_.linear_gradients(dnorm2_sum, p_.up_w, TensorView{}, g.dup, norm2_all, N, C, F,
-                           /*accumulate_input=*/true);  // adds the up projection's share
-  region.leave(dnorm2_sum, g.dnorm2);
+  if (moe_) {  // x_out = x_mid + moe(norm2); tp 1
+    moe_->backward(N, a.norm2, dx_out, g.dnorm2, a.moe);
+  } else {
+    // MLP: x_out = x_mid + down(silu(gate(norm2)) * up(norm2)).
+    tp_ops_.linear_gradients(g.dswiglu, p_.down_w, TensorView{},
+                             region.enter(dx_out, g.gathered), a.swiglu, N, F, C);
+    be_.fill_zero(g.dgate, Stream::compute);
+    be_.fill_zero(g.dup, Stream::compute);
+    be_.swiglu_backward(g.dgate, g.dup, a.gate, a.up, g.dswiglu, NF);
+    const TensorView dnorm2_sum = region.all_rows(g.dnorm2, g.partial, NC);
+    const ConstTensorView norm2_all = region.enter(a.norm2, g.gathered);
+    tp_ops_.linear_gradients(dnorm2_sum, p_.gate_w, TensorView{}, g.dgate, norm2_all, N, C, F);
+    tp_ops_.linear_gradients(dnorm2_sum, p_.up_w, TensorView{}, g.dup, norm2_all, N, C, F,
+                             /*accumulate_input=*/true);  // adds the up projection's share
+    region.leave(dnorm2_sum, g.dnorm2);
+  }
   be_.copy(g.dx_mid, dx_out, Stream::compute);  // the residual path
   be_.rmsnorm_backward(g.dx_mid, p_.mlp_norm.grad, g.dnorm2, a.x_mid, p_.mlp_norm.value,
                        a.rstd2, Nh, C);

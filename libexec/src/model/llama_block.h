@@ -7,7 +7,10 @@
 // sequence parallelism all-gathers and reduce-scatters).
 #pragma once
 
+#include <optional>
+
 #include "model/llama_parameters.h"
+#include "model/moe_layer.h"
 #include "model/tensor_parallel_ops.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/backend/tensor.h"
@@ -17,6 +20,7 @@ namespace whale::exec::llama {
 /// In layer_parameters order; qkv_b is empty without qkv biases.
 struct BlockParams {
   Param attn_norm, qkv_w, qkv_b, proj_w, mlp_norm, gate_w, up_w, down_w;
+  MoeParams moe;  // a mixture-of-experts block's (its gate, up and down stay empty)
 };
 
 /// What backward needs of one block and one micro-batch, in the compute dtype (rstd fp32).
@@ -32,6 +36,7 @@ struct BlockActivations {
   Tensor norm2, rstd2;      // (Nh, C), (Nh)
   Tensor gate, up;          // (N, Fl) each
   Tensor swiglu;            // (N, Fl)
+  MoeActivations moe;       // a mixture-of-experts block's, instead of gate, up and swiglu
 };
 
 /// Backward's gradients and the attention outputs that are not kept, shared by the blocks of
@@ -40,14 +45,17 @@ struct BlockScratch {
   Tensor dswiglu, dgate, dup, dnorm2, dx_mid, datty, dqkv, dnorm1;
   Tensor probs, atty;  // recomputed attention (selective recomputation)
   Tensor gathered, partial;  // (N, C) at the region borders under sequence parallelism
+  MoeScratch moe;
 };
 
 class Block {
  public:
+  /// `moe` (the stage's; null for a dense block) makes the MLP a MoeLayer of params.moe.
   /// `region` (the stage's tensor group), scratch and weight_gradients (the stage's, which
   /// defers the linears' weight gradients in a split backward) must outlive the block.
   Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
-        TensorParallelRegion& region, BlockScratch& scratch, WeightGradients& weight_gradients);
+        TensorParallelRegion& region, BlockScratch& scratch, WeightGradients& weight_gradients,
+        const MoeContext* moe);
 
   /// x_out (Nh, C) = block(x_in (Nh, C)), overwritten; fills acts, keeping the attention
   /// probabilities only when keep_probs.
@@ -70,6 +78,7 @@ class Block {
   BlockScratch* scratch_;
   DType act_;
   TensorParallelOps tp_ops_;
+  std::optional<MoeLayer> moe_;  // set for a mixture-of-experts block
 };
 
 }  // namespace whale::exec::llama

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "model/moe_parameters.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec::llama {
@@ -26,6 +27,8 @@ Dims llama_dims(const plan::Model& model) {
   d.qkv_bias = model.qkv_bias;
   d.tie_embeddings = model.tie_embeddings;
   if (model.rope_theta > 0) d.rope_theta = model.rope_theta;
+  validate_moe(model);
+  d.moe = model.moe;
   if (d.head_size() % 2 != 0)
     throw Error(model.source_file, "heads",
                 "an even head size hidden / heads for rotary embeddings, got " +
@@ -60,6 +63,11 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
                        {Q, KV, KV}});
     specs.push_back({p + "attn.proj.weight", C, Q, Split::cols, Init::normal, residual_stddev, {}});
     specs.push_back(norm(p + "mlp_norm.weight"));
+    if (d.moe && d.moe->is_moe_block(layer - 1)) {
+      for (auto& s : moe_parameters(p, *d.moe, ExpertKind::swiglu, C, stddev, residual_stddev))
+        specs.push_back(s);
+      return specs;
+    }
     specs.push_back({p + "mlp.gate.weight", F, C, Split::rows, Init::normal, stddev, {}});
     specs.push_back({p + "mlp.up.weight", F, C, Split::rows, Init::normal, stddev, {}});
     specs.push_back({p + "mlp.down.weight", C, F, Split::cols, Init::normal, residual_stddev, {}});

@@ -27,6 +27,7 @@ struct Dims {
   bool qkv_bias = false;
   bool tie_embeddings = false;  // the LM head is the token table
   double rope_theta = 10000.0;
+  std::optional<plan::MoeSpec> moe;  // the model's experts (moe_layer.h); unset when dense
   int head_size() const { return channels / heads; }
   /// Rows of the fused [Q | K | V] weight: (NH + 2 KV) HS.
   int qkv_rows() const { return (heads + 2 * kv_heads) * head_size(); }

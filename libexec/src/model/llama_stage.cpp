@@ -40,9 +40,20 @@ struct LlamaFamily {
     return llama::layer_parameters(d, layer);
   }
 
-  static BlockParams block_params(const Dims& d, const std::vector<Param>& p) {
-    if (d.qkv_bias) return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
-    return {p[0], p[1], Param{}, p[2], p[3], p[4], p[5], p[6]};
+  static constexpr ExpertKind kExpertKind = ExpertKind::swiglu;
+
+  /// `p`: the held parameters of model layer `layer` in layer_parameters order.
+  static BlockParams block_params(const Dims& d, int layer, const std::vector<Param>& p) {
+    if (d.moe && d.moe->is_moe_block(layer - 1)) {
+      const std::size_t first = d.qkv_bias ? 5 : 4;  // the MoE part follows mlp_norm
+      BlockParams b{p[0], p[1], d.qkv_bias ? p[2] : Param{}, p[first - 2], p[first - 1],
+                    Param{}, Param{}, Param{}, {}};
+      b.moe = moe_params(p, first, kExpertKind, d.moe->shared_experts,
+                         routed_held(p.size() - first, d.moe->shared_experts, kExpertKind));
+      return b;
+    }
+    if (d.qkv_bias) return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], {}};
+    return {p[0], p[1], Param{}, p[2], p[3], p[4], p[5], p[6], {}};
   }
 
   /// Token embedding (the position table of the embedding op is zero and not trained); final

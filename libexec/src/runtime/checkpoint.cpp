@@ -56,7 +56,13 @@ uint64_t plan_fingerprint(const plan::Plan& plan) {
   if (m.family == "llama")  // the hyperparameters that shape a Llama's parameters
     text += " kv" + std::to_string(m.kv_heads) + " qb" + std::to_string(m.qkv_bias) + " tie" +
             std::to_string(m.tie_embeddings);
+  if (m.moe)  // the experts' shapes and their routing
+    text += " moe" + std::to_string(m.moe->experts) + "k" + std::to_string(m.moe->top_k) + "s" +
+            std::to_string(m.moe->shared_experts) + "f" + std::to_string(m.moe->expert_ffn_hidden) +
+            "c" + std::to_string(m.moe->capacity_factor) + "d" +
+            std::to_string(m.moe->first_dense_layers) + "i" + std::to_string(m.moe->layer_interval);
   for (const plan::Stage& s : plan.stages) {
+    if (s.ep > 1) text += " ep" + std::to_string(s.ep);
     text += " [" + std::to_string(s.first_layer) + "," + std::to_string(s.end_layer) + ") d" +
             plan::format_device_list(s.devices) + " tp" + std::to_string(s.tp) + " z" +
             std::to_string(s.shard_optimizer) + " sh";

@@ -8,6 +8,7 @@
 
 #include "runtime/executor_impl.h"
 #include "runtime/executor_optimizer.h"
+#include "runtime/expert_groups.h"
 #include "whale/exec/backend/backend_factory.h"
 #include "whale/exec/runtime/rank_communicators.h"
 #include "whale/plan/error.h"
@@ -62,6 +63,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
                    PeerTransport& transport, const ExecutorOptions& options)
     : impl_(std::make_unique<Impl>(plan, layout, world, transport, options)) {
   check_local_boundaries(plan);
+  validate_expert_layout(plan);
   Impl& im = *impl_;
   im.rank = world.rank();
   im.device = layout.device_of_rank(im.rank);
@@ -111,6 +113,14 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.recompute = stage.recompute;
       module_options.sequence_parallel = stage.sequence_parallel;
       module_options.seed = options.seed;
+      if (stage.ep > 1) {  // validate_expert_layout: dp > 1, tp 1
+        ExpertGroups expert = make_expert_groups(*state.dp, stage.ep);
+        state.ep = std::move(expert.ep);
+        state.expert_dp = std::move(expert.expert_dp);
+        module_options.ep_rank = role.replica % stage.ep;
+        module_options.ep_size = stage.ep;
+        module_options.ep = state.ep.get();
+      }
       state.module = make_stage_module(plan.model, module_options, *im.backend, state.tp);
       if (options.record_layer_times) {
         state.module->set_layer_timed([&im, s](int layer, bool backward, double seconds) {
@@ -129,7 +139,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       if (state.dp)
         state.reducer = std::make_unique<GradientReducer>(
             state.module->parameters(), plan::gradient_buckets(plan, s), state.dp,
-            stage.shard_gradients);
+            stage.shard_gradients, stage.ep > 1 ? state.expert_dp.get() : state.dp);
     }
   }
   // This rank's copy of the tied token table, summed over the tied group made above.

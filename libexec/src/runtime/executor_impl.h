@@ -32,6 +32,9 @@ struct StageState {
   std::size_t output_floats = 0;   // per sample
   std::unique_ptr<StageOptimizer> optimizer;
   std::unique_ptr<GradientReducer> reducer;  // null when dp = 1
+  /// Under expert parallelism (ep > 1): the replica's expert-parallel group and the replicas
+  /// holding its experts (expert_groups.h); both null otherwise.
+  std::unique_ptr<Communicator> ep, expert_dp;
   int last_backward_mb = -1;  // the backward (or weight pass) that reduce_bucket follows
 };
 

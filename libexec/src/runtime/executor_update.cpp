@@ -91,16 +91,19 @@ void Executor::load_state(const std::vector<float>& state) {
 }
 
 std::vector<FullParameter> Executor::gather_parameters() {
-  // Each rank of replica 0 writes its shards as text, "name tp_rank tp_size count" then the
+  // Each rank of replica 0 writes its shards as text (and, under expert parallelism, the
+  // other members of replica 0's expert-parallel group their routed experts), "name tp_rank tp_size count" then the
   // values (%.9g: floats round-trip exactly); rank 0 puts each shard into its full tensor.
   std::string text;
   char number[32];
   for (auto& entry : impl_->stages) {
     const StageState& st = entry.second;
-    if (st.role.replica != 0) continue;
-    const int tp_size = impl_->plan.stages.at(entry.first).tp;
+    const plan::Stage& stage = impl_->plan.stages.at(entry.first);
+    if (st.role.replica >= stage.ep) continue;
+    const int tp_size = stage.tp;
     for (const ParameterView& p : st.module->parameters()) {
       if (p.tp_replicated && st.role.tp_rank != 0) continue;
+      if (st.role.replica != 0 && !p.expert_parallel) continue;
       text += p.name + ' ' + std::to_string(st.role.tp_rank) + ' ' + std::to_string(tp_size) +
               ' ' + std::to_string(p.count);
       std::vector<float> values(p.count);

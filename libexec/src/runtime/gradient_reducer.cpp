@@ -12,8 +12,10 @@ namespace whale::exec {
 
 GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
                                  std::vector<plan::GradientBucket> buckets, Communicator* dp,
-                                 bool shard_gradients)
+                                 bool shard_gradients, Communicator* expert_dp)
     : buckets_(std::move(buckets)), dp_(dp) {
+  if (shard_gradients && expert_dp != dp)
+    throw std::logic_error("GradientReducer: sharded gradients with a separate expert group");
   const std::size_t n = buckets_.size();
   begin_.assign(n, nullptr);
   count_.assign(n, 0);
@@ -35,6 +37,14 @@ GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
         throw std::logic_error("GradientReducer: bucket " + std::to_string(b) +
                                " is not one range of the flat gradient buffer");
       count_[b] += p.count;
+      if (expert_dp == dp) continue;
+      runs_.resize(n);
+      Communicator* group = p.expert_parallel ? expert_dp : dp;
+      if (!runs_[b].empty() && runs_[b].back().group == group &&
+          runs_[b].back().begin + runs_[b].back().count == gradient)
+        runs_[b].back().count += p.count;
+      else
+        runs_[b].push_back({gradient, p.count, group});
     }
   }
   if (!shard_gradients) return;
@@ -51,9 +61,15 @@ void GradientReducer::start_through(int b) {
   for (; next_ <= b && next_ < buckets(); ++next_) {
     started_[next_] = Clock::now();
     done_[next_] = false;
-    requests_[next_] = blocks_.empty()
-                           ? dp_->start_all_reduce_sum(begin_[next_], count_[next_])
-                           : dp_->start_reduce_scatter_sum(begin_[next_], blocks_[next_]);
+    std::vector<std::unique_ptr<CommRequest>>& requests = requests_[next_];
+    if (!runs_.empty()) {
+      for (const Run& run : runs_[next_])
+        if (run.group) requests.push_back(run.group->start_all_reduce_sum(run.begin, run.count));
+    } else {
+      requests.push_back(blocks_.empty()
+                             ? dp_->start_all_reduce_sum(begin_[next_], count_[next_])
+                             : dp_->start_reduce_scatter_sum(begin_[next_], blocks_[next_]));
+    }
   }
 }
 
@@ -66,7 +82,10 @@ void GradientReducer::layer_done(int layer) {
 
 void GradientReducer::progress() {
   for (int b = 0; b < next_; ++b) {
-    if (done_[b] || !requests_[b]->test()) continue;
+    if (done_[b]) continue;
+    bool complete = true;
+    for (auto& request : requests_[b]) complete = request->test() && complete;
+    if (!complete) continue;
     done_[b] = true;
     completed_[b] = Clock::now();
   }
@@ -78,10 +97,10 @@ void GradientReducer::wait_all() {
                            " of " + std::to_string(buckets()) + " never started");
   for (int b = 0; b < buckets(); ++b) {
     if (!done_[b]) {
-      requests_[b]->wait();
+      for (auto& request : requests_[b]) request->wait();
       completed_[b] = Clock::now();
     }
-    requests_[b].reset();
+    requests_[b].clear();
   }
   next_ = 0;  // ready for the next step
 }

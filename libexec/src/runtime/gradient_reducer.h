@@ -27,10 +27,13 @@ class GradientReducer {
   /// by 1 / global tokens, so the sum over the group is the global-batch gradient, weighted by
   /// samples. With `shard_gradients`, after wait_all() only this replica's ZeRO shard of the
   /// flat gradient buffer holds the sum; the rest holds unspecified values. `dp` must outlive
-  /// this.
+  /// this. Expert-parallel parameters (ParameterView::expert_parallel) are summed over
+  /// `expert_dp` instead (the replicas holding the same experts; null when this replica alone
+  /// holds them) when it is not `dp` itself; each bucket then reduces its runs of dense and
+  /// expert parameters separately. Sharded gradients take expert_dp == dp.
   GradientReducer(const std::vector<ParameterView>& parameters,
                   std::vector<plan::GradientBucket> buckets, Communicator* dp,
-                  bool shard_gradients);
+                  bool shard_gradients, Communicator* expert_dp);
 
   int buckets() const { return static_cast<int>(buckets_.size()); }
 
@@ -57,7 +60,15 @@ class GradientReducer {
   std::vector<float*> begin_;         // per bucket: its first gradient
   std::vector<std::size_t> count_;    // per bucket: its gradients
   std::vector<std::vector<std::size_t>> blocks_;  // per bucket under ZeRO-2: each replica's part
-  std::vector<std::unique_ptr<CommRequest>> requests_;  // per bucket; null before its start
+  /// A bucket's parameters of one kind, back to back: summed over `group` (null: not at all).
+  struct Run {
+    float* begin = nullptr;
+    std::size_t count = 0;
+    Communicator* group = nullptr;
+  };
+  std::vector<std::vector<Run>> runs_;  // per bucket when expert parameters reduce apart
+  /// Per bucket its collectives in flight; empty before its start.
+  std::vector<std::vector<std::unique_ptr<CommRequest>>> requests_;
   std::vector<bool> done_;
   std::vector<Clock::time_point> started_, completed_;
   int next_ = 0;                      // the next bucket to start

@@ -209,6 +209,23 @@ class CpuBackend : public Backend {
                       std::size_t count) override;
   void swiglu_backward(TensorView dgate, TensorView dup, ConstTensorView gate,
                        ConstTensorView up, ConstTensorView dout, std::size_t count) override;
+  void moe_router_forward(TensorView probs, TensorView chosen, TensorView gates,
+                          ConstTensorView logits, int rows, int experts, int top_k) override;
+  void moe_router_backward(TensorView dlogits, ConstTensorView probs, ConstTensorView chosen,
+                           ConstTensorView gates, ConstTensorView dgates,
+                           ConstTensorView aux_dprobs, int rows, int experts,
+                           int top_k) override;
+  void moe_dispatch_forward(TensorView out, ConstTensorView inp, ConstTensorView source_rows,
+                            int routed_rows, int channels) override;
+  void moe_dispatch_backward(TensorView dinp, ConstTensorView dout, ConstTensorView slot_rows,
+                             int rows, int top_k, int channels) override;
+  void moe_combine_forward(TensorView out, ConstTensorView expert_out, ConstTensorView gates,
+                           ConstTensorView slot_rows, int rows, int top_k,
+                           int channels) override;
+  void moe_combine_backward(TensorView dexpert_out, TensorView dgates, ConstTensorView dout,
+                            ConstTensorView expert_out, ConstTensorView gates,
+                            ConstTensorView slot_rows, int rows, int top_k,
+                            int channels) override;
 
   using Backend::attention_forward;
   using Backend::attention_backward;

@@ -460,4 +460,81 @@ bool CudaBackend::has_non_finite(ConstTensorView data_view) {
   return host != 0;
 }
 
+// Mixture of experts: the routing plan (slot rows, source rows) is i32 data made on the host.
+void CudaBackend::moe_router_forward(TensorView probs, TensorView chosen, TensorView gates,
+                                     ConstTensorView logits, int rows, int experts, int top_k) {
+  expect_dtype(probs, DType::fp32, "router probs");
+  expect_dtype(chosen, DType::i32, "router choices");
+  expect_dtype(gates, DType::fp32, "router gates");
+  by_dtype(logits.dtype, "moe_router_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::moe_router_forward(compute(), data<float>(probs), data<int32_t>(chosen),
+                             data<float>(gates), data<T>(logits), rows, experts, top_k);
+  });
+}
+
+void CudaBackend::moe_router_backward(TensorView dlogits, ConstTensorView probs,
+                                      ConstTensorView chosen, ConstTensorView gates,
+                                      ConstTensorView dgates, ConstTensorView aux_dprobs,
+                                      int rows, int experts, int top_k) {
+  expect_dtype(chosen, DType::i32, "router choices");
+  for (ConstTensorView v : {probs, gates, dgates, aux_dprobs})
+    expect_dtype(v, DType::fp32, "moe_router_backward");
+  by_dtype(dlogits.dtype, "moe_router_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::moe_router_backward(compute(), data<T>(dlogits), data<float>(probs),
+                              data<int32_t>(chosen), data<float>(gates), data<float>(dgates),
+                              data<float>(aux_dprobs), rows, experts, top_k);
+  });
+}
+
+void CudaBackend::moe_dispatch_forward(TensorView out, ConstTensorView inp,
+                                       ConstTensorView source_rows, int routed_rows,
+                                       int channels) {
+  expect_dtype(source_rows, DType::i32, "dispatch source rows");
+  by_dtype(out.dtype, "moe_dispatch_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::moe_dispatch_forward(compute(), data<T>(out), data<T>(inp),
+                               data<int32_t>(source_rows), routed_rows, channels);
+  });
+}
+
+void CudaBackend::moe_dispatch_backward(TensorView dinp, ConstTensorView dout,
+                                        ConstTensorView slot_rows, int rows, int top_k,
+                                        int channels) {
+  expect_dtype(slot_rows, DType::i32, "combine slot rows");
+  by_dtype(dinp.dtype, "moe_dispatch_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::moe_dispatch_backward(compute(), data<T>(dinp), data<T>(dout),
+                                data<int32_t>(slot_rows), rows, top_k, channels);
+  });
+}
+
+void CudaBackend::moe_combine_forward(TensorView out, ConstTensorView expert_out,
+                                      ConstTensorView gates, ConstTensorView slot_rows, int rows,
+                                      int top_k, int channels) {
+  expect_dtype(gates, DType::fp32, "router gates");
+  expect_dtype(slot_rows, DType::i32, "combine slot rows");
+  by_dtype(out.dtype, "moe_combine_forward", [&](auto t) {
+    using T = decltype(t);
+    cuda::moe_combine_forward(compute(), data<T>(out), data<T>(expert_out), data<float>(gates),
+                              data<int32_t>(slot_rows), rows, top_k, channels);
+  });
+}
+
+void CudaBackend::moe_combine_backward(TensorView dexpert_out, TensorView dgates,
+                                       ConstTensorView dout, ConstTensorView expert_out,
+                                       ConstTensorView gates, ConstTensorView slot_rows, int rows,
+                                       int top_k, int channels) {
+  expect_dtype(dgates, DType::fp32, "router gate gradients");
+  expect_dtype(gates, DType::fp32, "router gates");
+  expect_dtype(slot_rows, DType::i32, "combine slot rows");
+  by_dtype(dexpert_out.dtype, "moe_combine_backward", [&](auto t) {
+    using T = decltype(t);
+    cuda::moe_combine_backward(compute(), data<T>(dexpert_out), data<float>(dgates),
+                               data<T>(dout), data<T>(expert_out), data<float>(gates),
+                               data<int32_t>(slot_rows), rows, top_k, channels);
+  });
+}
+
 }  // namespace whale::exec::cuda

@@ -129,4 +129,32 @@ template <class T>
 void adamw_multi_tensor(cudaStream_t stream, const AdamwTensor<T>* tensors, const void* chunks,
                         int chunk_count, const kmath::AdamwScalars& scalars);
 
+// ---- mixture of experts (cuda_moe_kernels.cu; per-row arithmetic of kernel_math/moe_math.h) --
+/// One thread per row: probs (N, E), chosen (N, K), gates (N, K) of logits (N, E).
+template <class T>
+void moe_router_forward(cudaStream_t stream, float* probs, int32_t* chosen, float* gates,
+                        const T* logits, int rows, int experts, int top_k);
+/// One thread per row: dlogits (N, E) += the router's gradient.
+template <class T>
+void moe_router_backward(cudaStream_t stream, T* dlogits, const float* probs,
+                         const int32_t* chosen, const float* gates, const float* dgates,
+                         const float* aux_dprobs, int rows, int experts, int top_k);
+/// One thread per element of out (M, C) = inp rows source_rows.
+template <class T>
+void moe_dispatch_forward(cudaStream_t stream, T* out, const T* inp, const int32_t* source_rows,
+                          int routed_rows, int channels);
+/// One thread per element of dinp (N, C) += its slots' rows of dout, in slot order.
+template <class T>
+void moe_dispatch_backward(cudaStream_t stream, T* dinp, const T* dout, const int32_t* slot_rows,
+                           int rows, int top_k, int channels);
+/// One thread per element of out (N, C) += the gated sum of its slots' expert rows.
+template <class T>
+void moe_combine_forward(cudaStream_t stream, T* out, const T* expert_out, const float* gates,
+                         const int32_t* slot_rows, int rows, int top_k, int channels);
+/// One thread per (slot, channel) for dexpert_out, one per slot for dgates.
+template <class T>
+void moe_combine_backward(cudaStream_t stream, T* dexpert_out, float* dgates, const T* dout,
+                          const T* expert_out, const float* gates, const int32_t* slot_rows,
+                          int rows, int top_k, int channels);
+
 }  // namespace whale::exec::cuda

@@ -5,6 +5,7 @@
 // whale-run read the same fields.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace whale::plan {
@@ -41,5 +42,19 @@ struct MoeSpec {
     return block >= first_dense_layers && (block - first_dense_layers) % layer_interval == 0;
   }
 };
+
+/// A rule that a MoeSpec breaks: the field (as the model YAML names it under `moe:`), what was
+/// expected, and a hint.
+struct MoeProblem {
+  std::string field;
+  std::string expected;
+  std::string hint;
+};
+/// The first rule `spec` breaks for a model of `blocks` transformer blocks, or nothing when it is
+/// valid: experts >= 2, 1 <= top_k <= experts, shared_experts >= 0, expert_ffn_hidden >= 1,
+/// capacity_factor >= 0, aux_loss_coeff >= 0, 0 <= first_dense_layers < blocks,
+/// layer_interval >= 1, 1 <= load_imbalance <= experts / top_k (the busiest expert cannot take
+/// more than every token). The model YAML and the Hugging Face reader both report it.
+std::optional<MoeProblem> find_moe_problem(const MoeSpec& spec, int blocks);
 
 }  // namespace whale::plan

@@ -45,10 +45,21 @@ struct Stage {
   /// its MoE blocks' experts run on the same devices as ep x expert_tp x expert_dp, apart from
   /// attention's dp x tp, with ep * expert_tp * expert_dp = dp * tp. An expert-parallel group
   /// holds experts / ep experts on each member. Dense models keep ep 1 and expert_tp 0.
+  /// The expert ranks are expert-tp-major, as Megatron-Core orders them: device
+  /// devices[(d * ep + e) * expert_tp + t] is expert-dp replica d, ep rank e, expert-tp rank t.
+  /// YAML: ep, expert_tp (optional; validate_plan checks that ep divides the experts and
+  /// ep * expert_tp the stage's devices).
   int ep = 1;
   int expert_tp = 0;            // 0: the stage's tp
 
   int dp() const { return static_cast<int>(devices.size()) / tp; }
+  /// The expert tensor-parallel degree in effect: expert_tp, or tp when it is 0.
+  int expert_tp_degree() const { return expert_tp > 0 ? expert_tp : tp; }
+  /// Expert data-parallel replicas: devices / (ep * expert_tp_degree()).
+  int expert_dp() const { return static_cast<int>(devices.size()) / (ep * expert_tp_degree()); }
+  /// The ep devices of expert-dp replica d and expert-tp rank t, in ep-rank order: the group
+  /// among which the MoE blocks' all-to-alls dispatch and combine tokens.
+  std::vector<int> expert_parallel_group(int d, int t) const;
   /// Devices of replica r, in tp-rank order.
   std::vector<int> replica_devices(int r) const;
   /// First sample (within a micro-batch) of replica r: the sum of shares before r.

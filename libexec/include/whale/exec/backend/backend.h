@@ -208,6 +208,45 @@ class Backend {
                                       ConstTensorView targets, int rows, int vocabulary,
                                       double scale) = 0;
 
+  // ---- mixture of experts -------------------------------------------------------------
+  /// E experts, K chosen per token, M routed rows (token copies grouped by expert). The
+  /// routing plan (which routed row serves which slot) is host data uploaded as i32:
+  /// source_rows (M) is the token of each routed row; slot_rows (N, K) is the routed row of
+  /// each token's j-th choice, or -1 where capacity dropped it.
+  /// softmax_topk router: probs (N, E) fp32 = softmax of logits (N, E) act over all experts;
+  /// chosen (N, K) i32 = the K largest logits' experts, largest first, ties to the lower
+  /// index; gates (N, K) fp32 = the softmax over the chosen logits (kernel_math/moe_math.h).
+  virtual void moe_router_forward(TensorView probs, TensorView chosen, TensorView gates,
+                                  ConstTensorView logits, int rows, int experts, int top_k) = 0;
+  /// dlogits (N, E) act += the gradient through the gates' softmax of dgates (N, K) fp32 plus
+  /// that through the full softmax of aux_dprobs (E) fp32, d loss / d probs[n, e] (the same
+  /// for every row n; the auxiliary loss's).
+  virtual void moe_router_backward(TensorView dlogits, ConstTensorView probs,
+                                   ConstTensorView chosen, ConstTensorView gates,
+                                   ConstTensorView dgates, ConstTensorView aux_dprobs, int rows,
+                                   int experts, int top_k) = 0;
+  /// out (M, C) act = inp (N, C) act's row source_rows[m], for each routed row m (dispatch).
+  virtual void moe_dispatch_forward(TensorView out, ConstTensorView inp,
+                                    ConstTensorView source_rows, int routed_rows,
+                                    int channels) = 0;
+  /// dinp (N, C) act += for each token n the sum over its slots j (in slot order) of dout
+  /// (M, C) act's row slot_rows[n, j]; dropped slots add nothing.
+  virtual void moe_dispatch_backward(TensorView dinp, ConstTensorView dout,
+                                     ConstTensorView slot_rows, int rows, int top_k,
+                                     int channels) = 0;
+  /// out (N, C) act += for each token n the sum over its kept slots j of gates[n, j] (fp32)
+  /// * expert_out (M, C) act's row slot_rows[n, j] (combine).
+  virtual void moe_combine_forward(TensorView out, ConstTensorView expert_out,
+                                   ConstTensorView gates, ConstTensorView slot_rows, int rows,
+                                   int top_k, int channels) = 0;
+  /// For each kept slot (n, j) with routed row m = slot_rows[n, j]: dexpert_out (M, C) act row
+  /// m += gates[n, j] * dout (N, C) act row n; dgates (N, K) fp32 [n, j] += dot(dout row n,
+  /// expert_out row m). Dropped slots leave both alone.
+  virtual void moe_combine_backward(TensorView dexpert_out, TensorView dgates,
+                                    ConstTensorView dout, ConstTensorView expert_out,
+                                    ConstTensorView gates, ConstTensorView slot_rows, int rows,
+                                    int top_k, int channels) = 0;
+
   // ---- optimizer and mixed precision --------------------------------------------------
   /// One AdamW step (decoupled weight decay, bias-corrected moments) on `count` fp32 elements:
   /// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; p -= lr (m^ / (sqrt(v^) + eps) + wd p),

@@ -36,6 +36,10 @@ struct ParameterView {
   std::size_t count = 0;
   bool tp_replicated = false;  // identical on every tp rank (layernorm, row-parallel bias)
   int layer = 0;               // the model layer (plan::Model::layers index) it belongs to
+  /// A routed expert's parameter under expert parallelism: held by one member of the expert-
+  /// parallel group, its gradient summed over the expert-data-parallel group (the replicas
+  /// holding the same experts) instead of the whole data-parallel group.
+  bool expert_parallel = false;
 };
 
 class StageModule {
@@ -121,6 +125,13 @@ struct StageModuleOptions {
   /// residual stream) each tp rank holds 1/tp_size of the rows; needs tp_size dividing the
   /// sequence.
   bool sequence_parallel = false;
+  /// Expert parallelism (a mixture-of-experts model, tp 1): this replica is member ep_rank of
+  /// an expert-parallel group of ep_size consecutive replicas, holds routed experts
+  /// [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size) and exchanges tokens over `ep` (null
+  /// when ep_size is 1). `ep` must outlive the module.
+  int ep_rank = 0;
+  int ep_size = 1;
+  Communicator* ep = nullptr;
   uint64_t seed = 0;        // initial parameters depend on (seed, layer, name) only, never on
                             // tp/pp/dp, so every plan starts from the same model
 };

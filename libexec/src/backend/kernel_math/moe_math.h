@@ -1,0 +1,91 @@
+// File: moe_math.h
+// The per-row arithmetic of the mixture-of-experts ops (backend.h, "mixture of experts"): the
+// softmax_topk router, its backward, and the gated combination of the experts' outputs. The
+// CPU backend runs these functions row by row; the CUDA kernels run the same functions, one
+// thread per row, so the host tests of the CPU backend check the GPU's arithmetic too.
+#pragma once
+
+#include "backend/kernel_math/host_device.h"
+
+namespace whale::exec::kmath {
+
+/// The top_k experts of one router row in descending logit order, ties to the lower expert
+/// index: chosen[j] is the expert with the j-th largest logit(e), e in [0, experts).
+template <class Logit>
+WHALE_HOST_DEVICE void moe_top_k(Logit logit, int experts, int top_k, int* chosen) {
+  for (int j = 0; j < top_k; ++j) {
+    int best = -1;
+    for (int e = 0; e < experts; ++e) {
+      bool taken = false;
+      for (int i = 0; i < j; ++i) taken = taken || chosen[i] == e;
+      if (!taken && (best < 0 || logit(e) > logit(best))) best = e;  // strict: lower index wins
+    }
+    chosen[j] = best;
+  }
+}
+
+/// One router row of softmax_topk (Mixtral): probs (experts) = the softmax over all logits (the
+/// auxiliary loss's P), chosen (top_k) = moe_top_k, gates (top_k) = the softmax over the chosen
+/// logits. Exponentials and sums in fp32, summed in expert order.
+template <class Logit>
+WHALE_HOST_DEVICE void moe_router_row(Logit logit, int experts, int top_k, float* probs,
+                                      int* chosen, float* gates) {
+  float max_logit = logit(0);
+  for (int e = 1; e < experts; ++e) max_logit = logit(e) > max_logit ? logit(e) : max_logit;
+  float sum = 0.0f;
+  for (int e = 0; e < experts; ++e) {
+    probs[e] = expf(logit(e) - max_logit);
+    sum += probs[e];
+  }
+  for (int e = 0; e < experts; ++e) probs[e] /= sum;
+  moe_top_k(logit, experts, top_k, chosen);
+  const float top = logit(chosen[0]);  // the largest chosen logit
+  float gate_sum = 0.0f;
+  for (int j = 0; j < top_k; ++j) {
+    gates[j] = expf(logit(chosen[j]) - top);
+    gate_sum += gates[j];
+  }
+  for (int j = 0; j < top_k; ++j) gates[j] /= gate_sum;
+}
+
+/// The gradient of one router row's logits: through the full softmax from aux_dprobs (experts;
+/// d loss / d probs[e], the same for every row) and through the gates' softmax from dgates
+/// (top_k). add(e, value) receives expert e's whole gradient once, in expert order.
+template <class Add>
+WHALE_HOST_DEVICE void moe_router_backward_row(const float* probs, const int* chosen,
+                                               const float* gates, const float* dgates,
+                                               const float* aux_dprobs, int experts, int top_k,
+                                               Add add) {
+  float aux_dot = 0.0f, gate_dot = 0.0f;
+  for (int e = 0; e < experts; ++e) aux_dot += probs[e] * aux_dprobs[e];
+  for (int j = 0; j < top_k; ++j) gate_dot += gates[j] * dgates[j];
+  for (int e = 0; e < experts; ++e) {
+    float value = probs[e] * (aux_dprobs[e] - aux_dot);
+    for (int j = 0; j < top_k; ++j)
+      if (chosen[j] == e) value += gates[j] * (dgates[j] - gate_dot);
+    add(e, value);
+  }
+}
+
+/// Channel c of one token's combined expert output: the sum over its top_k slots, in slot
+/// order, of gate * expert_out(slot's routed row, c); a slot whose row is negative (dropped
+/// by capacity) adds nothing.
+template <class ExpertOut>
+WHALE_HOST_DEVICE float moe_combine_value(ExpertOut expert_out, const float* gates,
+                                          const int* slot_rows, int top_k, int c) {
+  float sum = 0.0f;
+  for (int j = 0; j < top_k; ++j)
+    if (slot_rows[j] >= 0) sum += gates[j] * expert_out(slot_rows[j], c);
+  return sum;
+}
+
+/// d loss / d gate of one slot: the dot product of the token's output gradient with the slot's
+/// expert output over `channels`, in channel order.
+template <class Dout, class ExpertOut>
+WHALE_HOST_DEVICE float moe_gate_gradient(Dout dout, ExpertOut expert_out, int channels) {
+  float dot = 0.0f;
+  for (int c = 0; c < channels; ++c) dot += dout(c) * expert_out(c);
+  return dot;
+}
+
+}  // namespace whale::exec::kmath

@@ -1,0 +1,96 @@
+// File: moe_exchange.cpp
+// exchange_rows and exchange_counts: pairwise blocking exchanges in rank order.
+#include "model/moe_exchange.h"
+
+#include "whale/plan/check.h"
+
+namespace whale::exec {
+namespace {
+
+constexpr int kRowsTag = 7301;    // the expert group carries nothing else
+constexpr int kCountsTag = 7302;
+
+/// For each peer q != me in ascending order: the lower rank sends then receives, the higher
+/// receives then sends.
+template <class Send, class Recv>
+void pairwise(Communicator& group, Send send, Recv recv) {
+  const int me = group.rank();
+  for (int q = 0; q < group.size(); ++q) {
+    if (q == me) continue;
+    if (me < q) {
+      send(q);
+      recv(q);
+    } else {
+      recv(q);
+      send(q);
+    }
+  }
+}
+
+}  // namespace
+
+void exchange_rows(Backend& backend, Communicator& group, ConstTensorView send,
+                   const std::vector<int>& send_rows, TensorView recv,
+                   const std::vector<int>& recv_rows, int channels) {
+  const int members = group.size();
+  WHALE_CHECK(static_cast<int>(send_rows.size()) == members &&
+                  static_cast<int>(recv_rows.size()) == members,
+              "exchange_rows: row counts for " + std::to_string(members) + " members");
+  const std::size_t row_bytes = static_cast<std::size_t>(channels) * element_bytes(send.dtype);
+  WHALE_CHECK(row_bytes % sizeof(float) == 0,
+              "exchange_rows: a row of " + std::to_string(row_bytes) + " bytes is no whole floats");
+  std::vector<std::size_t> send_at(members + 1, 0), recv_at(members + 1, 0);  // in rows
+  for (int q = 0; q < members; ++q) {
+    send_at[q + 1] = send_at[q] + send_rows[q];
+    recv_at[q + 1] = recv_at[q] + recv_rows[q];
+  }
+  const std::size_t floats_per_row = row_bytes / sizeof(float);
+  const char* send_bytes = static_cast<const char*>(send.data);
+  char* recv_bytes = static_cast<char*>(recv.data);
+  const int me = group.rank();
+  WHALE_CHECK(send_rows[me] == recv_rows[me], "exchange_rows: this member keeps " +
+                                                  std::to_string(send_rows[me]) + " rows, receives " +
+                                                  std::to_string(recv_rows[me]));
+  const std::size_t C = channels;
+  backend.copy(recv.slice(recv_at[me] * C, recv_rows[me] * C),
+               send.slice(send_at[me] * C, send_rows[me] * C), Stream::compute);
+  backend.synchronize(Stream::compute);  // the sends read what the compute stream wrote
+  pairwise(
+      group,
+      [&](int q) {
+        if (send_rows[q] > 0)
+          group.send(reinterpret_cast<const float*>(send_bytes + send_at[q] * row_bytes),
+                     send_rows[q] * floats_per_row, q, kRowsTag);
+      },
+      [&](int q) {
+        if (recv_rows[q] > 0)
+          group.recv(reinterpret_cast<float*>(recv_bytes + recv_at[q] * row_bytes),
+                     recv_rows[q] * floats_per_row, q, kRowsTag);
+      });
+}
+
+std::vector<int> exchange_counts(Backend& backend, Communicator& group,
+                                 const std::vector<int>& values, int per_member) {
+  const int members = group.size(), me = group.rank();
+  WHALE_CHECK(values.size() == static_cast<std::size_t>(members) * per_member,
+              "exchange_counts: " + std::to_string(values.size()) + " values for " +
+                  std::to_string(members) + " members");
+  // Counts travel as floats: exact below 2^24.
+  const std::vector<float> host(values.begin(), values.end());
+  Tensor out(backend, host.size(), DType::fp32), in(backend, host.size(), DType::fp32);
+  backend.upload(out, host.data(), Stream::compute);
+  const std::size_t own = static_cast<std::size_t>(me) * per_member;
+  backend.copy(in.slice(own, per_member), out.slice(own, per_member), Stream::compute);
+  backend.synchronize(Stream::compute);
+  float* sent = out.view().as<float>();
+  float* received = in.view().as<float>();
+  pairwise(
+      group, [&](int q) { group.send(sent + q * per_member, per_member, q, kCountsTag); },
+      [&](int q) { group.recv(received + q * per_member, per_member, q, kCountsTag); });
+  std::vector<float> result(host.size());
+  backend.download(result.data(), in, Stream::compute);
+  backend.synchronize(Stream::compute);
+  return std::vector<int>(result.begin(), result.end());
+}
+
+}  // namespace whale::exec

@@ -1,0 +1,30 @@
+// File: moe_exchange.h
+// Private: the all-to-all(v) of expert parallelism, tokens to the members holding their experts
+// and back, over the expert-parallel group's point-to-point calls.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "whale/exec/backend/backend.h"
+#include "whale/exec/comm/communicator.h"
+
+namespace whale::exec {
+
+/// Every member calls it together: block q of `send` (send_rows[q] rows of `channels`
+/// elements, blocks back to back in member order) goes to member q; recv gets recv_rows[q]
+/// rows from each member q, back to back in member order. This member's own block is copied
+/// on the backend. Pairs exchange with blocking send/recv in rank order (the lower rank sends
+/// first), which cannot deadlock. Rows travel as raw bytes (their dtype's), so a row's bytes
+/// must be a multiple of 4.
+void exchange_rows(Backend& backend, Communicator& group, ConstTensorView send,
+                   const std::vector<int>& send_rows, TensorView recv,
+                   const std::vector<int>& recv_rows, int channels);
+
+/// Every member calls it together: returns what each member q sent this member, counts[q] of
+/// the `values` member q passed (values holds size() blocks of `per_member` ints; block q goes
+/// to member q). The counts travel through `backend` memory (the group's calls take it).
+std::vector<int> exchange_counts(Backend& backend, Communicator& group,
+                                 const std::vector<int>& values, int per_member);
+
+}  // namespace whale::exec

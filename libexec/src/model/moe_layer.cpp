@@ -1,0 +1,261 @@
+// File: moe_layer.cpp
+// MoeLayer: router -> routing plan (host) -> dispatch -> [exchange] -> experts over their rows
+// -> [exchange back] -> gated combine, plus the shared experts; backward the other way, with
+// the auxiliary loss's gradient added at the router.
+#include "model/moe_layer.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "model/moe_exchange.h"
+#include "whale/plan/check.h"
+
+namespace whale::exec {
+
+MoeParams moe_params(const std::vector<Param>& p, std::size_t first, ExpertKind kind, int shared,
+                     int routed) {
+  const std::size_t per = static_cast<std::size_t>(expert_parameter_count(kind));
+  WHALE_CHECK(p.size() == first + 1 + per * (shared + routed),
+              "moe_params: " + std::to_string(p.size() - first) + " MoE parameters for " +
+                  std::to_string(shared) + " shared and " + std::to_string(routed) + " routed experts");
+  MoeParams m;
+  m.router = p[first];
+  std::size_t i = first + 1;
+  auto expert = [&] {
+    ExpertParams e;
+    if (kind == ExpertKind::gelu) {
+      e = {p[i], p[i + 1], Param{}, p[i + 2], p[i + 3]};
+    } else {
+      e = {p[i], Param{}, p[i + 1], p[i + 2], Param{}};
+    }
+    i += per;
+    return e;
+  };
+  for (int s = 0; s < shared; ++s) m.shared.push_back(expert());
+  for (int e = 0; e < routed; ++e) m.routed.push_back(expert());
+  return m;
+}
+
+int routed_held(std::size_t moe_count, int shared, ExpertKind kind) {
+  const int per = expert_parameter_count(kind);
+  return (static_cast<int>(moe_count) - 1 - per * shared) / per;
+}
+
+MoeLayer::MoeLayer(int channels, const MoeParams& params, Backend& backend,
+                   const MoeContext& context, MoeScratch& scratch, TensorParallelOps& ops)
+    : channels_(channels),
+      ffn_(context.spec.expert_ffn_hidden),
+      p_(params),
+      be_(backend),
+      context_(&context),
+      scratch_(&scratch),
+      ops_(ops),
+      act_(backend.compute_dtype()) {}
+
+void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
+  const MoeContext& ctx = *context_;
+  const int E = ctx.spec.experts, K = ctx.spec.top_k, C = channels_;
+  const std::size_t N = static_cast<std::size_t>(rows);
+  reuse_or_allocate(a.logits, be_, N * E, act_);
+  reuse_or_allocate(a.probs, be_, N * E, DType::fp32);
+  reuse_or_allocate(a.chosen, be_, N * K, DType::i32);
+  reuse_or_allocate(a.gates, be_, N * K, DType::fp32);
+  be_.linear_forward(a.logits, x, p_.router.value, ConstTensorView{}, rows, C, E);
+  be_.moe_router_forward(a.probs, a.chosen, a.gates, a.logits, rows, E, K);
+  std::vector<int32_t> chosen(N * K);
+  be_.download(chosen.data(), a.chosen, Stream::compute);
+  be_.synchronize(Stream::compute);
+  a.routing = make_moe_routing(chosen, rows, K, E, ctx.spec.capacity_factor);
+  reuse_or_allocate(a.slot_rows, be_, N * K, DType::i32);
+  be_.upload(a.slot_rows, a.routing.slot_rows.data(), Stream::compute);
+  const int M = a.routing.routed_rows();
+  reuse_or_allocate(a.source_rows, be_, std::max(M, 1), DType::i32);
+  if (M > 0) be_.upload(a.source_rows.slice(0, M), a.routing.source_rows.data(), Stream::compute);
+  be_.synchronize(Stream::compute);  // the host vectors may change after
+
+  // Rows to each member (its experts' rows, in expert order) and from each member.
+  const int members = ctx.ep_size, local = ctx.local_experts();
+  a.send_rows.assign(members, 0);
+  for (int e = 0; e < E; ++e) a.send_rows[e / local] += a.routing.expert_rows[e];
+  std::vector<int> incoming = a.routing.expert_rows;  // [q * local + l]: member q's rows of l
+  if (members > 1) {
+    const auto start = std::chrono::steady_clock::now();
+    incoming = exchange_counts(be_, *ctx.ep, a.routing.expert_rows, local);
+    ctx.exchange_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  a.recv_rows.assign(members, 0);
+  a.segment_expert.clear();
+  a.segment_rows.clear();
+  for (int q = 0; q < members; ++q)
+    for (int l = 0; l < local; ++l) {
+      const int n = incoming[q * local + l];
+      a.recv_rows[q] += n;
+      if (n == 0) continue;
+      a.segment_expert.push_back(l);
+      a.segment_rows.push_back(n);
+    }
+}
+
+void MoeLayer::exchange(ConstTensorView from, const std::vector<int>& send, TensorView to,
+                        const std::vector<int>& recv) {
+  const auto start = std::chrono::steady_clock::now();
+  exchange_rows(be_, *context_->ep, from, send, to, recv, channels_);
+  context_->exchange_s +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivations& a) {
+  const MoeContext& ctx = *context_;
+  const int C = channels_, F = ffn_, K = ctx.spec.top_k;
+  const std::size_t N = static_cast<std::size_t>(rows);
+  route(rows, x, a);
+  const int M = a.routing.routed_rows();
+  int R = 0;
+  for (int n : a.recv_rows) R += n;
+  const bool parallel = ctx.ep_size > 1;
+  // At least one row each, so that every view is a real one.
+  reuse_or_allocate(a.expert_in, be_, std::max(R, 1) * static_cast<std::size_t>(C), act_);
+  reuse_or_allocate(a.expert_out, be_, std::max(R, 1) * static_cast<std::size_t>(C), act_);
+  MoeScratch& g = *scratch_;
+  if (parallel) {
+    reuse_or_allocate(g.routed_in, be_, std::max(M, 1) * static_cast<std::size_t>(C), act_);
+    if (M > 0) be_.moe_dispatch_forward(g.routed_in, x, a.source_rows, M, C);
+    exchange(g.routed_in, a.send_rows, a.expert_in, a.recv_rows);
+  } else if (M > 0) {
+    be_.moe_dispatch_forward(a.expert_in, x, a.source_rows, M, C);
+  }
+  for (Tensor* t : {&a.routed.h1, &a.routed.h3, &a.routed.act})
+    reuse_or_allocate(*t, be_, std::max(R, 1) * static_cast<std::size_t>(F), act_);
+  std::size_t at = 0;
+  for (std::size_t s = 0; s < a.segment_expert.size(); ++s) {
+    expert_forward(p_.routed[a.segment_expert[s]], a.expert_in, a.segment_rows[s], a.routed, at,
+                   a.expert_out);
+    at += a.segment_rows[s];
+  }
+  ConstTensorView routed_out = a.expert_out;
+  if (parallel) {
+    reuse_or_allocate(a.routed_out, be_, std::max(M, 1) * static_cast<std::size_t>(C), act_);
+    exchange(a.expert_out, a.recv_rows, a.routed_out, a.send_rows);
+    routed_out = a.routed_out;
+  }
+  be_.fill_zero(out.slice(0, N * C), Stream::compute);
+  a.shared.resize(p_.shared.size());
+  for (std::size_t s = 0; s < p_.shared.size(); ++s) {
+    for (Tensor* t : {&a.shared[s].h1, &a.shared[s].h3, &a.shared[s].act})
+      reuse_or_allocate(*t, be_, N * F, act_);
+    reuse_or_allocate(g.shared_out, be_, N * C, act_);
+    expert_forward(p_.shared[s], x, rows, a.shared[s], 0, g.shared_out);
+    be_.add_forward(out, out, g.shared_out, N * C);
+  }
+  if (M > 0) be_.moe_combine_forward(out, routed_out, a.gates, a.slot_rows, rows, K, C);
+}
+
+void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, TensorView dx,
+                        const MoeActivations& a) {
+  const MoeContext& ctx = *context_;
+  const int C = channels_, F = ffn_, E = ctx.spec.experts, K = ctx.spec.top_k;
+  const std::size_t N = static_cast<std::size_t>(rows);
+  const int M = a.routing.routed_rows();
+  int R = 0;
+  for (int n : a.recv_rows) R += n;
+  const bool parallel = ctx.ep_size > 1;
+  MoeScratch& g = *scratch_;
+  const std::size_t MC = std::max(M, 1) * static_cast<std::size_t>(C);
+  const std::size_t RC = std::max(R, 1) * static_cast<std::size_t>(C);
+  reuse_or_allocate(g.dgates, be_, N * K, DType::fp32);
+  be_.fill_zero(g.dgates, Stream::compute);
+  reuse_or_allocate(g.d_routed, be_, MC, act_);
+  be_.fill_zero(g.d_routed, Stream::compute);
+  const ConstTensorView routed_out = parallel ? ConstTensorView(a.routed_out) : a.expert_out;
+  if (M > 0)
+    be_.moe_combine_backward(g.d_routed, g.dgates, dout, routed_out, a.gates, a.slot_rows, rows,
+                             K, C);
+  ConstTensorView d_expert_out = g.d_routed;
+  if (parallel) {
+    reuse_or_allocate(g.d_expert_out, be_, RC, act_);
+    exchange(g.d_routed, a.send_rows, g.d_expert_out, a.recv_rows);
+    d_expert_out = g.d_expert_out;
+  }
+  reuse_or_allocate(g.d_expert_in, be_, RC, act_);
+  const std::size_t scratch_rows = std::max<std::size_t>(std::max(R, 1), N);
+  for (Tensor* t : {&g.dh1, &g.dh3, &g.dact})
+    reuse_or_allocate(*t, be_, scratch_rows * F, act_);
+  std::size_t at = 0;
+  for (std::size_t s = 0; s < a.segment_expert.size(); ++s) {
+    expert_backward(p_.routed[a.segment_expert[s]], a.expert_in, a.segment_rows[s], a.routed, at,
+                    d_expert_out, g.d_expert_in);
+    at += a.segment_rows[s];
+  }
+  ConstTensorView d_routed_in = g.d_expert_in;
+  if (parallel) {
+    reuse_or_allocate(g.d_routed_in, be_, MC, act_);
+    exchange(g.d_expert_in, a.recv_rows, g.d_routed_in, a.send_rows);
+    d_routed_in = g.d_routed_in;
+  }
+  be_.fill_zero(dx.slice(0, N * C), Stream::compute);
+  if (M > 0) be_.moe_dispatch_backward(dx, d_routed_in, a.slot_rows, rows, K, C);
+  for (std::size_t s = 0; s < p_.shared.size(); ++s) {
+    reuse_or_allocate(g.dshared, be_, N * C, act_);
+    expert_backward(p_.shared[s], x, rows, a.shared[s], 0, dout, g.dshared);
+    be_.add_forward(dx, dx, g.dshared, N * C);
+  }
+  // The auxiliary loss, counted as coeff * E * sum_e f_e P_e per token of the micro-batch
+  // (its summed-loss share, like the cross-entropy's): d / d probs[n, e] = coeff * E * f_e.
+  std::vector<float> aux(E, 0.0f);
+  for (int e = 0; e < E; ++e)
+    aux[e] = static_cast<float>(ctx.loss_scale * ctx.spec.aux_loss_coeff * E *
+                                a.routing.load_fraction[e]);
+  reuse_or_allocate(g.aux_dprobs, be_, E, DType::fp32);
+  be_.upload(g.aux_dprobs, aux.data(), Stream::compute);
+  reuse_or_allocate(g.dlogits, be_, N * E, act_);
+  be_.fill_zero(g.dlogits, Stream::compute);
+  be_.moe_router_backward(g.dlogits, a.probs, a.chosen, a.gates, g.dgates, g.aux_dprobs, rows, E,
+                          K);
+  ops_.linear_gradients(dx, p_.router, TensorView{}, g.dlogits, x, rows, C, E, true);
+  be_.synchronize(Stream::compute);  // `aux` (host) was uploaded from
+}
+
+void MoeLayer::expert_forward(const ExpertParams& p, ConstTensorView x, int rows,
+                              ExpertActivations& a, std::size_t at, TensorView y) {
+  const int C = channels_, F = ffn_;
+  const std::size_t RF = static_cast<std::size_t>(rows) * F, RC = static_cast<std::size_t>(rows) * C;
+  const ConstTensorView xs = x.slice(at * C, RC);
+  const TensorView h1 = a.h1.slice(at * F, RF), act = a.act.slice(at * F, RF);
+  be_.linear_forward(h1, xs, p.w1.value, p.b1.value, rows, C, F);
+  if (p.w3.value.empty()) {
+    be_.gelu_forward(act, h1, RF);
+  } else {
+    const TensorView h3 = a.h3.slice(at * F, RF);
+    be_.linear_forward(h3, xs, p.w3.value, ConstTensorView{}, rows, C, F);
+    be_.swiglu_forward(act, h1, h3, RF);
+  }
+  be_.linear_forward(y.slice(at * C, RC), act, p.w2.value, p.b2.value, rows, F, C);
+}
+
+void MoeLayer::expert_backward(const ExpertParams& p, ConstTensorView x, int rows,
+                               const ExpertActivations& a, std::size_t at, ConstTensorView dy,
+                               TensorView dx) {
+  const int C = channels_, F = ffn_;
+  const std::size_t RF = static_cast<std::size_t>(rows) * F, RC = static_cast<std::size_t>(rows) * C;
+  MoeScratch& g = *scratch_;
+  const ConstTensorView xs = x.slice(at * C, RC);
+  const TensorView dxs = dx.slice(at * C, RC);
+  const TensorView dact = g.dact.slice(0, RF), dh1 = g.dh1.slice(0, RF);
+  ops_.linear_gradients(dact, p.w2, p.b2.grad, dy.slice(at * C, RC),
+                         ConstTensorView(a.act).slice(at * F, RF), rows, F, C);
+  be_.fill_zero(dh1, Stream::compute);
+  const ConstTensorView h1 = ConstTensorView(a.h1).slice(at * F, RF);
+  if (p.w3.value.empty()) {
+    be_.gelu_backward(dh1, h1, dact, RF);
+    ops_.linear_gradients(dxs, p.w1, p.b1.grad, dh1, xs, rows, C, F);
+    return;
+  }
+  const TensorView dh3 = g.dh3.slice(0, RF);
+  be_.fill_zero(dh3, Stream::compute);
+  be_.swiglu_backward(dh1, dh3, h1, ConstTensorView(a.h3).slice(at * F, RF), dact, RF);
+  ops_.linear_gradients(dxs, p.w1, TensorView{}, dh1, xs, rows, C, F);
+  ops_.linear_gradients(dxs, p.w3, TensorView{}, dh3, xs, rows, C, F, true);
+}
+
+}  // namespace whale::exec

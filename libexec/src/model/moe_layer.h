@@ -1,0 +1,121 @@
+// File: moe_layer.h
+// Private: the feed-forward part of a mixture-of-experts block (Mixtral, Switch Transformer):
+// a router, each token's top_k routed experts (capacity dropping as moe_routing.h), shared
+// experts every token passes through, the Switch Transformer's auxiliary loss, and expert
+// parallelism (tokens exchanged with the expert-parallel group's members, moe_exchange.h).
+// Replaces the MLP of GPT and Llama blocks: input the normed residual stream (N, C), output
+// sum_j gate_j * expert_j(x) + sum_s shared_s(x) (N, C), the residual added by the block.
+#pragma once
+
+#include <vector>
+
+#include "model/moe_parameters.h"
+#include "model/moe_routing.h"
+#include "model/tensor_parallel_ops.h"
+#include "whale/exec/backend/backend.h"
+#include "whale/exec/comm/communicator.h"
+#include "whale/plan/moe.h"
+
+namespace whale::exec {
+
+/// One expert MLP: gelu uses w1 = fc1 (F, C), b1, w2 = fc2 (C, F), b2; swiglu uses
+/// w1 = gate (F, C), w3 = up (F, C), w2 = down (C, F); the others are empty.
+struct ExpertParams {
+  Param w1, b1, w3, w2, b2;
+};
+
+struct MoeParams {
+  Param router;                      // (E, C)
+  std::vector<ExpertParams> shared;  // every shared expert
+  std::vector<ExpertParams> routed;  // this member's routed experts, first_expert onwards
+};
+
+/// Reads MoeParams from a block's parameters in moe_parameters order, starting at `p[first]`,
+/// holding `routed` routed experts.
+MoeParams moe_params(const std::vector<Param>& p, std::size_t first, ExpertKind kind,
+                     int shared, int routed);
+/// The routed experts whose parameters a block holds, given its `moe_count` MoE parameters
+/// (the router, the shared experts and the held routed experts).
+int routed_held(std::size_t moe_count, int shared, ExpertKind kind);
+
+/// How the block's stage holds the experts and what backward scales the auxiliary loss by.
+/// One per stage, shared by its blocks; the stage sets loss_scale before each backward.
+struct MoeContext {
+  plan::MoeSpec spec;
+  ExpertKind kind = ExpertKind::gelu;
+  int ep_rank = 0, ep_size = 1;
+  Communicator* ep = nullptr;  // null when ep_size is 1
+  double loss_scale = 1.0;     // the backward's (StageModule::backward)
+  /// Seconds the layers spent in the expert group's exchanges so far (counts included), so
+  /// that layer timing leaves them out as it does the tensor group's collectives.
+  mutable double exchange_s = 0;
+  int local_experts() const { return spec.experts / ep_size; }
+  int first_expert() const { return ep_rank * local_experts(); }
+};
+
+/// The activations of one expert MLP over some rows: h1 (rows, F) before the activation (fc1
+/// or gate), h3 (rows, F) the up projection (swiglu), act (rows, F) the activation.
+struct ExpertActivations {
+  Tensor h1, h3, act;
+};
+
+/// What backward needs of one MoE layer and one micro-batch. N tokens, E experts, K top_k,
+/// M routed rows sent, R rows received (this member's experts' rows).
+struct MoeActivations {
+  Tensor logits;                      // (N, E) act
+  Tensor probs, gates;                // (N, E), (N, K) fp32
+  Tensor chosen;                      // (N, K) i32
+  Tensor slot_rows, source_rows;      // (N, K), (M) i32
+  MoeRoutingPlan routing;             // host copy of the plan
+  std::vector<int> send_rows, recv_rows;  // per ep member
+  std::vector<int> segment_expert, segment_rows;  // received rows: (local expert, rows) runs
+  Tensor expert_in, expert_out;       // (R, C) act
+  ExpertActivations routed;           // (R, F) each
+  Tensor routed_out;                  // (M, C) act: the experts' outputs back at this member
+  std::vector<ExpertActivations> shared;  // (N, F) each
+};
+
+/// Scratch shared by the MoE layers of a stage (they run one at a time).
+struct MoeScratch {
+  Tensor routed_in, d_routed, d_expert_out, d_expert_in, d_routed_in;  // (M or R, C)
+  Tensor dh1, dh3, dact;               // (rows, F)
+  Tensor shared_out, dshared;          // (N, C)
+  Tensor dgates, dlogits, aux_dprobs;  // (N, K), (N, E), (E)
+};
+
+class MoeLayer {
+ public:
+  /// context, scratch and what `ops` refers to (the region, and the WeightGradients that runs
+  /// or defers the linears' weight gradients) must outlive the layer; `ops` is copied, so the
+  /// layer may move with its block.
+  MoeLayer(int channels, const MoeParams& params, Backend& backend, const MoeContext& context,
+           MoeScratch& scratch, TensorParallelOps& ops);
+
+  /// out (N, C) = the layer of x (N, C), overwritten; fills acts.
+  void forward(int rows, ConstTensorView x, TensorView out, MoeActivations& acts);
+  /// dx (N, C) = d loss / d x, overwritten, given dout (N, C); accumulates the parameter
+  /// gradients, the auxiliary loss's included (scaled by the context's loss_scale).
+  void backward(int rows, ConstTensorView x, ConstTensorView dout, TensorView dx,
+                const MoeActivations& acts);
+
+ private:
+  void route(int rows, ConstTensorView x, MoeActivations& a);
+  void expert_forward(const ExpertParams& p, ConstTensorView x, int rows, ExpertActivations& a,
+                      std::size_t at, TensorView y);
+  void expert_backward(const ExpertParams& p, ConstTensorView x, int rows,
+                       const ExpertActivations& a, std::size_t at, ConstTensorView dy,
+                       TensorView dx);
+  /// Sends `from` (rows grouped by destination, counts `send`) and receives into `to`.
+  void exchange(ConstTensorView from, const std::vector<int>& send, TensorView to,
+                const std::vector<int>& recv);
+
+  int channels_, ffn_;
+  MoeParams p_;
+  Backend& be_;
+  const MoeContext* context_;
+  MoeScratch* scratch_;
+  TensorParallelOps ops_;
+  DType act_;
+};
+
+}  // namespace whale::exec

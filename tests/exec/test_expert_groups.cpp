@@ -1,0 +1,54 @@
+// File: test_expert_groups.cpp
+// validate_expert_layout: the expert layouts whale-run runs and the one error naming the field
+// for each it refuses.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "runtime/expert_groups.h"
+#include "whale/plan/error.h"
+
+using whale::Error;
+using whale::exec::validate_expert_layout;
+using whale::plan::load_plan;
+using whale::plan::Plan;
+
+namespace {
+
+/// The field of the error validate_expert_layout throws for `plan`, "" when it accepts it.
+std::string refused_field(const Plan& plan) {
+  try {
+    validate_expert_layout(plan);
+  } catch (const Error& e) {
+    return e.yaml_path();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("validate_expert_layout: shipped MoE plans pass; tp, expert_tp, ep and ZeRO are refused") {
+  const Plan ep2 = load_plan("configs/plans/tiny-moe/ep2.yaml");
+  CHECK(refused_field(ep2) == "");
+  CHECK(refused_field(load_plan("configs/plans/tiny-moe/ep2-dp2-pp2.yaml")) == "");
+  CHECK(refused_field(load_plan("configs/plans/tiny/dp2.yaml")) == "");
+
+  Plan zero = ep2;
+  zero.stages[0].shard_optimizer = true;
+  CHECK(refused_field(zero) == "stages[0].shard_optimizer");
+  Plan tp = ep2;
+  tp.stages[0].tp = 2;
+  tp.stages[0].ep = 1;
+  CHECK(refused_field(tp) == "stages[0].tp");
+  Plan expert_tp = ep2;
+  expert_tp.stages[0].expert_tp = 2;
+  CHECK(refused_field(expert_tp) == "stages[0].expert_tp");
+  Plan uneven = load_plan("configs/plans/tiny-moe/ep2-dp2-pp2.yaml");
+  uneven.stages[1].ep = 4;
+  CHECK(refused_field(uneven) == "");  // 4 divides dp 4 and the 4 experts
+  uneven.stages[1].ep = 3;
+  CHECK(refused_field(uneven) == "stages[1].ep");
+  Plan dense = load_plan("configs/plans/tiny/dp2.yaml");
+  dense.stages[0].ep = 2;
+  CHECK(refused_field(dense) == "stages[0].ep");
+}
