@@ -64,7 +64,8 @@ void check_prices(const Cluster& cluster, const std::vector<int>& devices, bool 
   for (int id : devices) {
     const Device& d = cluster.devices.at(id);
     if (d.price_per_hour_usd) continue;
-    throw Error(cluster.source_file, "nodes[" + std::to_string(d.node) + "].devices",
+    // The node's name, not an index: nodes with a count are expanded from one entry.
+    throw Error(cluster.source_file, "",
                 needed_by + " needs a price for every usable device: device " + std::to_string(id) + " (" + d.model +
                     " on node " + cluster.nodes.at(d.node).name + ") has no price_per_hour_usd",
                 "add price_per_hour_usd to its device entry (USD per device-hour, docs/cluster.md#prices), or "

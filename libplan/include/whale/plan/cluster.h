@@ -30,7 +30,7 @@ struct Device {
   std::string model;    // profile name
   /// What one hour of this device costs, in US dollars; YAML: price_per_hour_usd of its
   /// device entry (optional). Absent: unpriced (cost_objective.h says what needs a price).
-  std::optional<double> price_per_hour_usd;
+  std::optional<double> price_per_hour_usd = std::nullopt;
 };
 
 struct Node {
