@@ -14,6 +14,7 @@
 #include "whale/plan/export.h"
 #include "whale/plan/launch.h"
 #include "whale/plan/planner.h"
+#include "whale/plan/precision_advice.h"
 #include "whale/plan/timeline.h"
 #include "whale/sim/report.h"
 #include "whale/sim/simulator.h"
@@ -43,6 +44,19 @@ int main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "simulator threads")->check(whale::app::number_in(1, 1024));
   app.add_option("--max-evaluations", options.max_evaluations,
                  "analytic layouts per search at most (0: no cap)")->check(whale::app::number_in(0, 1e15));
+  std::string objective = "throughput";
+  app.add_option("--objective", objective,
+                 "throughput (the fastest plan) or cost (the fewest USD per 1M tokens; docs/plan.md#cost)")
+      ->check(CLI::IsMember({"throughput", "cost"}));
+  double budget_usd_per_hour = -1;
+  app.add_option("--budget-usd-per-hour", budget_usd_per_hour,
+                 "reject plans whose used devices cost more per hour (needs price_per_hour_usd)")
+      ->check(whale::app::number_in(0, whale::plan::kMaxPricePerHourUsd));
+  std::string precision;
+  app.add_option("--precision", precision,
+                 "auto (the better of the model's precision and the frameworks' substitute), bf16, fp16 or fp32 "
+                 "(default: the model's, with advice)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp16", "fp32"}));
   bool runnable = false, progress = false;
   app.add_flag("--runnable", runnable,
                "only strategies whale-run executes (today: every one the search knows)");
@@ -72,11 +86,15 @@ int main(int argc, char** argv) {
                                         {"--export-megatron", megatron_path}, {"--export-deepspeed", deepspeed_path}});
     for (const auto& entry : launches) whale::plan::parse_launcher(entry.first, "--export-launch");  // before the search
     if (runnable) options.strategies = whale::plan::runnable_strategies();
+    whale::plan::parse_objective(objective, &options.objective);   // checked by CLI11
+    if (budget_usd_per_hour >= 0) options.budget_usd_per_hour = budget_usd_per_hour;
     const whale::plan::Cluster cluster = whale::plan::load_cluster(cluster_path, profiles_dir);
     const whale::plan::HostMap hosts =
         hosts_text.empty() ? whale::plan::HostMap{} : whale::plan::parse_host_map(hosts_text, cluster, "--hosts");
     whale::plan::Model model = whale::plan::load_model(model_path);
     if (allow_tf32) model.training.framework_precision.allow_tf32 = true;
+    whale::plan::PrecisionRequest precision_request;
+    if (!precision.empty()) whale::plan::parse_precision_request(precision, &precision_request);  // checked by CLI11
     if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);
     if (progress || isatty(STDERR_FILENO)) {
       options.progress = [](const whale::plan::Progress& p) {
@@ -86,11 +104,17 @@ int main(int argc, char** argv) {
       };
     }
     const whale::sim::Simulator simulator;
-    whale::plan::PlanResult result = whale::plan::search_plans(cluster, model, simulator, options);
+    std::string precision_note;
+    whale::plan::PlanResult result =
+        whale::plan::search_with_precision(cluster, model, simulator, options, precision_request, &precision_note);
     if (options.progress) std::fprintf(stderr, "\r%-60s\r", "");
+    std::cerr << precision_note;
     constexpr double kAdviceTarget = 0.9;  // of the upper bound
     const int batch = result.best().plan.global_batch();
-    if (result.has_comparison && result.fraction_of_upper_bound < kAdviceTarget &&
+    // The batch advice measures throughput against the upper bound: under the cost objective or
+    // a budget the best plan may leave devices out on purpose.
+    if (options.objective == whale::plan::Objective::throughput && !options.budget_usd_per_hour &&
+        result.has_comparison && result.fraction_of_upper_bound < kAdviceTarget &&
         whale::plan::batch_too_small(result, static_cast<int>(whale::plan::usable_devices(options.hints, cluster).size()),
                                     kAdviceTarget)) {
       whale::plan::PlannerOptions quiet = options;

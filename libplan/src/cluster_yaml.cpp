@@ -1,5 +1,6 @@
 // File: cluster_yaml.cpp
 // Reads and writes configs/clusters/<name>.yaml (schema: docs/cluster.md).
+#include <optional>
 #include <set>
 
 #include "spec_yaml.h"
@@ -40,6 +41,23 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// A device's hourly price: a finite number in [0, kMaxPricePerHourUsd].
+double parse_price(const YamlField& field) {
+  const std::string hint = "the price of one device for one hour in US dollars, e.g. 4.10 (docs/cluster.md#prices)";
+  double price = 0;
+  try {
+    price = field.number();
+  } catch (const Error& e) {
+    throw Error(e.file(), e.yaml_path(), e.expected(), hint);
+  }
+  if (price < 0 || price > kMaxPricePerHourUsd) {
+    field.fail("expected a price in USD per device-hour in [0, " + std::to_string(static_cast<long>(kMaxPricePerHourUsd)) +
+                   "], got '" + field.text() + "'",
+               hint);
+  }
+  return price;
+}
+
 // Loads the profile of `model` once; an unknown model fails at `field` listing what exists.
 void ensure_profile(Cluster& cluster, const YamlField& field, const std::string& model,
                     const std::string& profiles_dir) {
@@ -67,19 +85,26 @@ void parse_node(Cluster& cluster, const YamlField& entry, const Link* default_ne
     entry.get("network");  // fails: "missing field"
   }
   const Link network = entry.has("network") ? parse_link(entry.get("network")) : *default_network;
-  std::vector<std::pair<std::string, int>> groups;  // (model, count) in order
+  struct DeviceEntry {
+    std::string model;
+    int count = 1;
+    std::optional<double> price_per_hour_usd;
+  };
+  std::vector<DeviceEntry> groups;  // in order
   const YamlField devices = entry.get("devices");
   if (devices.elements().empty()) devices.fail("expected at least one device entry");
   for (const YamlField& group : devices.elements()) {
-    group.expect_keys({"model", "count"});
+    group.expect_keys({"model", "count", "price_per_hour_usd"});
     const YamlField model = group.get("model");
     ensure_profile(cluster, model, model.text(), profiles_dir);
-    const int count = group.has("count") ? static_cast<int>(group.get("count").count(kMaxDevices, "devices")) : 1;
-    groups.emplace_back(model.text(), count);
+    DeviceEntry e{model.text(), 1, std::nullopt};
+    if (group.has("count")) e.count = static_cast<int>(group.get("count").count(kMaxDevices, "devices"));
+    if (group.has("price_per_hour_usd")) e.price_per_hour_usd = parse_price(group.get("price_per_hour_usd"));
+    groups.push_back(e);
   }
   // Checked before expanding, so that a huge count fails at once instead of filling memory.
   int64_t per_node = 0;
-  for (const auto& group : groups) per_node += group.second;
+  for (const DeviceEntry& group : groups) per_node += group.count;
   const int64_t total = static_cast<int64_t>(cluster.devices.size()) + per_node * copies;
   if (total > kMaxDevices) {
     entry.fail("expected at most " + std::to_string(kMaxDevices) + " devices in the cluster, got " +
@@ -95,13 +120,14 @@ void parse_node(Cluster& cluster, const YamlField& entry, const Link* default_ne
     node.intra_link = intra;
     node.network = network;
     const int node_index = static_cast<int>(cluster.nodes.size());
-    for (const auto& [model, count] : groups) {
-      for (int i = 0; i < count; ++i) {
+    for (const DeviceEntry& group : groups) {
+      for (int i = 0; i < group.count; ++i) {
         Device device;
         device.id = static_cast<int>(cluster.devices.size());
         device.node = node_index;
         device.local_index = static_cast<int>(node.device_ids.size());
-        device.model = model;
+        device.model = group.model;
+        device.price_per_hour_usd = group.price_per_hour_usd;
         node.device_ids.push_back(device.id);
         cluster.devices.push_back(device);
       }
@@ -144,14 +170,17 @@ void emit_cluster(YAML::Emitter& out, const Cluster& cluster) {
     out << YAML::BeginMap;
     emit_text_field(out, "name", node.name);
     out << YAML::Key << "devices" << YAML::Value << YAML::BeginSeq;
-    // Consecutive devices of one model form one {model, count} entry.
+    // Consecutive devices of one model and price form one {model, count, price} entry.
     for (std::size_t i = 0; i < node.device_ids.size();) {
-      const std::string& model = cluster.devices[node.device_ids[i]].model;
+      const Device& first = cluster.devices[node.device_ids[i]];
       std::size_t j = i;
-      while (j < node.device_ids.size() && cluster.devices[node.device_ids[j]].model == model) ++j;
+      while (j < node.device_ids.size() && cluster.devices[node.device_ids[j]].model == first.model &&
+             cluster.devices[node.device_ids[j]].price_per_hour_usd == first.price_per_hour_usd)
+        ++j;
       out << YAML::Flow << YAML::BeginMap;
-      emit_text_field(out, "model", model);
+      emit_text_field(out, "model", first.model);
       emit_number_field(out, "count", static_cast<double>(j - i));
+      if (first.price_per_hour_usd) emit_number_field(out, "price_per_hour_usd", *first.price_per_hour_usd);
       out << YAML::EndMap;
       i = j;
     }

@@ -6,6 +6,7 @@
 
 #include "whale/plan/error.h"
 #include "whale/plan/export.h"
+#include "whale/plan/framework_precision.h"
 
 namespace whale::plan {
 
@@ -49,18 +50,10 @@ void throw_if_limited(const Plan& plan, Framework framework) {
 ExportLayout export_layout(const Plan& plan) {
   ExportLayout layout;
   layout.precision = plan.precision;
-  if (plan.precision == Precision::bf16) {
-    std::set<std::string> without;
-    for (const Stage& stage : plan.stages) {
-      for (int id : stage.devices) {
-        const std::string& model = plan.cluster.devices.at(id).model;
-        const auto& peaks = plan.cluster.profiles.at(model).peak_flops_per_s;
-        if (!peaks.count(Precision::bf16) && peaks.count(Precision::fp16)) without.insert(model);
-      }
-    }
-    layout.models_without_bf16.assign(without.begin(), without.end());
-    if (!without.empty()) layout.precision = Precision::fp16;
-  }
+  std::vector<int> used;
+  for (const Stage& stage : plan.stages) used.insert(used.end(), stage.devices.begin(), stage.devices.end());
+  layout.models_without_bf16 = models_trained_otherwise(plan.precision, plan.cluster, used);
+  if (!layout.models_without_bf16.empty()) layout.precision = Precision::fp16;
   const Stage& first = plan.stages.front();
   layout.pipeline = plan.pipeline_groups();
   layout.virtual_stages = plan.schedule.chunks;

@@ -78,6 +78,25 @@ Precision effective_gemm_precision(Precision training, const FrameworkPrecision&
   return requested;
 }
 
+Precision framework_training_precision(Precision training, const DeviceProfile& profile) {
+  // Megatron-LM and DeepSpeed refuse bf16 where torch.cuda.is_bf16_supported() is false and
+  // their users train fp16 with loss scaling there, as Megatron-LM's and DeepSpeed's V100
+  // recipes do (--fp16; "fp16": {"enabled": true}).
+  if (training == Precision::bf16 && !has_peak(profile, Precision::bf16) && has_peak(profile, Precision::fp16))
+    return Precision::fp16;
+  return training;
+}
+
+std::vector<std::string> models_trained_otherwise(Precision training, const Cluster& cluster,
+                                                  const std::vector<int>& device_ids) {
+  std::set<std::string> models;
+  for (int id : device_ids) {
+    const std::string& model = cluster.devices.at(id).model;
+    if (framework_training_precision(training, cluster.profiles.at(model)) != training) models.insert(model);
+  }
+  return {models.begin(), models.end()};
+}
+
 std::vector<std::string> gemm_precision_notes(const Plan& plan) {
   std::set<std::string> models;
   for (const Stage& stage : plan.stages) {

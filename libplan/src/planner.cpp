@@ -74,6 +74,7 @@ struct Comparison {
 PlannerOptions comparison_options(const PlannerOptions& options, Clock::time_point start) {
   PlannerOptions sub = options;
   sub.compare = false;
+  sub.budget_usd_per_hour.reset();   // the budget applies to the merged candidates
   if (options.time_limit_s > 0) {
     const double left = options.time_limit_s - std::chrono::duration<double>(planner_now(options) - start).count();
     sub.time_limit_s = std::max(1e-3, left);
@@ -108,10 +109,12 @@ Hints exclusions_only(const Hints& hints) {
   return out;
 }
 
-// The usable devices `best` leaves out, by device model, with the reason: the fastest plan
-// found on every usable device (`all_devices`, null when none fits) is slower.
+// The usable devices `best` leaves out, by device model, with the reason: the best plan found
+// on every usable device (`all_devices`, null when none fits) is slower, dearer per token
+// under the cost objective, or above the budget.
 std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<int>& usable,
-                                      const RankedPlan& best, const RankedPlan* all_devices) {
+                                      const RankedPlan& best, const RankedPlan* all_devices,
+                                      const PlannerOptions& options) {
   std::set<int> used;
   for (const Stage& s : best.plan.stages) used.insert(s.devices.begin(), s.devices.end());
   std::vector<IdleDevices> out;
@@ -123,7 +126,17 @@ std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<
     it->devices.push_back(d);
   }
   char reason[256];
-  if (all_devices) {
+  const PlanCost all_cost = all_devices ? plan_cost(all_devices->plan, all_devices->estimate) : PlanCost{};
+  if (all_devices && options.budget_usd_per_hour && all_cost.usd_per_hour > *options.budget_usd_per_hour) {
+    std::snprintf(reason, sizeof reason, "every usable device together costs %s per hour, above the budget of %s",
+                  format_usd(all_cost.usd_per_hour).c_str(), format_usd(*options.budget_usd_per_hour).c_str());
+  } else if (all_devices && options.objective == Objective::cost) {
+    const double best_cost = plan_cost(best.plan, best.estimate).usd_per_million_tokens;
+    std::snprintf(reason, sizeof reason,
+                  "using every device, the best plan found (%s) costs %s per 1M tokens, %.1f%% more",
+                  all_devices->label.c_str(), format_usd(all_cost.usd_per_million_tokens).c_str(),
+                  100.0 * (all_cost.usd_per_million_tokens / best_cost - 1.0));
+  } else if (all_devices) {
     std::snprintf(reason, sizeof reason,
                   "using every device, the best plan found (%s) reaches %.4g samples/s, %.1f%% slower",
                   all_devices->label.c_str(), all_devices->estimate.samples_per_s,
@@ -133,6 +146,32 @@ std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<
   }
   for (IdleDevices& e : out) e.reason = reason;
   return out;
+}
+
+// Drops the plans whose used devices cost more per hour than the budget; throws when none is
+// left, naming the cheapest plan found.
+void keep_within_budget(std::vector<RankedPlan>& plans, double budget_usd_per_hour) {
+  const RankedPlan* cheapest = nullptr;
+  double cheapest_usd = 0;
+  for (const RankedPlan& p : plans) {
+    const double usd = plan_cost(p.plan, p.estimate).usd_per_hour;
+    if (!cheapest || usd < cheapest_usd) {
+      cheapest = &p;
+      cheapest_usd = usd;
+    }
+  }
+  if (cheapest && cheapest_usd > budget_usd_per_hour) {
+    throw Error("", "--budget-usd-per-hour",
+                "no plan found costs at most " + format_usd(budget_usd_per_hour) + " per hour",
+                "the cheapest plan found (" + cheapest->label + ", " + std::to_string(cheapest->plan.stages.size()) +
+                    " stage(s)) costs " + format_usd(cheapest_usd) +
+                    " per hour: raise the budget to that, or exclude devices with a hints file (docs/hints.md)");
+  }
+  plans.erase(std::remove_if(plans.begin(), plans.end(),
+                             [&](const RankedPlan& p) {
+                               return plan_cost(p.plan, p.estimate).usd_per_hour > budget_usd_per_hour;
+                             }),
+              plans.end());
 }
 
 }  // namespace
@@ -157,6 +196,8 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   }
   SpaceLimits limits;
   limits.devices = usable_devices(hints, cluster);
+  check_prices(cluster, limits.devices, options.objective == Objective::cost || options.budget_usd_per_hour,
+               options.objective == Objective::cost ? "--objective cost" : "--budget-usd-per-hour");
   limits.max_pipeline_depth = hints.max_pipeline_depth;
   limits.fixed_stages = static_cast<int>(hints.stage_boundaries.size());
   limits.schedules = hints.schedules;
@@ -248,6 +289,8 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   }
 
   PlanResult result;
+  result.objective = options.objective;
+  result.budget_usd_per_hour = options.budget_usd_per_hour;
   const bool main_found = !eo.ranked.empty();
   RankedPlan all_devices_best = main_found ? eo.ranked.front() : RankedPlan{};
   bool all_devices_found = main_found;
@@ -258,11 +301,13 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   }
   result.ranked = std::move(eo.ranked);
   for (RankedPlan& o : others) result.ranked.push_back(std::move(o));
-  std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const RankedPlan& a, const RankedPlan& b) {
-    return a.estimate.step_time_s < b.estimate.step_time_s;
+  if (options.budget_usd_per_hour) keep_within_budget(result.ranked, *options.budget_usd_per_hour);
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), [&](const RankedPlan& a, const RankedPlan& b) {
+    return ranks_before(options.objective, a.plan, a.estimate, b.plan, b.estimate);
   });
   if (static_cast<int>(result.ranked.size()) > in.keep) result.ranked.resize(in.keep);
-  result.idle = idle_devices(cluster, limits.devices, result.best(), all_devices_found ? &all_devices_best : nullptr);
+  result.idle = idle_devices(cluster, limits.devices, result.best(), all_devices_found ? &all_devices_best : nullptr,
+                             options);
   result.stats = eo.stats;
   result.stats.max_evaluations = options.max_evaluations;
   if (options.compare) {

@@ -41,13 +41,23 @@ std::string schedule_text(const Plan& plan) {
   return s;
 }
 
+// ", $X/h, $Y per 1M tokens" where the plan's devices have prices, else "".
+std::string cost_text(const RankedPlan& r) {
+  const PlanCost c = plan_cost(r.plan, r.estimate);
+  if (!c.priced) return "";
+  return ", " + format_usd(c.usd_per_hour) + "/h, " + format_usd(c.usd_per_million_tokens) + " per 1M tokens";
+}
+
 std::string plan_json(const RankedPlan& r) {
   const Plan& p = r.plan;
+  const PlanCost c = plan_cost(p, r.estimate);
   std::ostringstream o;
   o << "{\"label\": " << json_quote(r.label) << ", \"schedule\": " << json_quote(to_string(p.schedule.kind))
     << ", \"chunks\": " << p.schedule.chunks << ", \"micro_batch_size\": " << p.micro_batch_size
     << ", \"micro_batches\": " << p.micro_batches << ", \"step_time_s\": " << num(r.estimate.step_time_s)
     << ", \"samples_per_s\": " << num(r.estimate.samples_per_s) << ", \"tokens_per_s\": " << num(r.estimate.tokens_per_s)
+    << ", \"usd_per_hour\": " << (c.priced ? num(c.usd_per_hour) : "null")
+    << ", \"usd_per_million_tokens\": " << (c.priced ? num(c.usd_per_million_tokens) : "null")
     << ", \"mfu\": " << num(r.estimate.mfu) << ", \"analytic_step_time_s\": " << num(r.analytic_s) << ", \"stages\": [";
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const Stage& s = p.stages[i];
@@ -84,6 +94,12 @@ std::string describe_plan(const Plan& plan) {
 
 std::string format_planner_text(const PlanResult& r) {
   std::ostringstream o;
+  if (r.objective == Objective::cost || r.budget_usd_per_hour) {
+    o << "objective: " << to_string(r.objective);
+    if (r.objective == Objective::cost) o << " (USD per 1M tokens, counting the devices each plan uses)";
+    if (r.budget_usd_per_hour) o << ", budget " << format_usd(*r.budget_usd_per_hour) << " per hour";
+    o << "\n";
+  }
   for (const IdleDevices& idle : r.idle) {
     o << "idle: devices " << format_device_list(idle.devices) << " (" << idle.device_model << "): " << idle.reason
       << "\n";
@@ -93,7 +109,7 @@ std::string format_planner_text(const PlanResult& r) {
     for (size_t i = 1; i < r.ranked.size(); ++i) {
       const RankedPlan& a = r.ranked[i];
       o << "  #" << i + 1 << " " << num(a.estimate.samples_per_s, "%.4g") << " samples/s, step "
-        << num(a.estimate.step_time_s, "%.4g") << " s: " << a.label << ", " << schedule_text(a.plan) << ", "
+        << num(a.estimate.step_time_s, "%.4g") << " s" << cost_text(a) << ": " << a.label << ", " << schedule_text(a.plan) << ", "
         << a.plan.micro_batches << " x " << a.plan.micro_batch_size << ", " << a.plan.stages.size() << " stage(s)\n";
     }
   }
@@ -104,8 +120,14 @@ std::string format_planner_text(const PlanResult& r) {
     if (r.baseline_found) {
       o << "  baseline (heterogeneity-unaware " << r.baseline.label << " on " << baseline_devices << ", "
         << r.baseline.plan.micro_batches << " x " << r.baseline.plan.micro_batch_size
-        << "): " << num(r.baseline.estimate.samples_per_s, "%.4g") << " samples/s; best plan is "
-        << num(r.speedup_vs_baseline, "%.3f") << "x faster\n";
+        << "): " << num(r.baseline.estimate.samples_per_s, "%.4g") << " samples/s" << cost_text(r.baseline)
+        << "; best plan is " << num(r.speedup_vs_baseline, "%.3f") << "x faster";
+      const PlanCost base = plan_cost(r.baseline.plan, r.baseline.estimate);
+      const PlanCost best_cost = plan_cost(r.best().plan, r.best().estimate);
+      if (base.priced && best_cost.priced) {
+        o << ", " << num(best_cost.usd_per_million_tokens / base.usd_per_million_tokens, "%.3f") << "x the cost per token";
+      }
+      o << "\n";
     } else {
       o << "  baseline: no uniform plan on " << baseline_devices << " fits in memory\n";
     }
@@ -140,13 +162,15 @@ std::string format_planner_text(const PlanResult& r) {
 
 std::string format_planner_json(const PlanResult& r) {
   std::ostringstream o;
-  o << "{\"best\": " << plan_json(r.best()) << ", \"alternatives\": [";
+  o << "{\"objective\": " << json_quote(to_string(r.objective)) << ", \"budget_usd_per_hour\": "
+    << (r.budget_usd_per_hour ? num(*r.budget_usd_per_hour) : "null");
+  o << ", \"best\": " << plan_json(r.best()) << ", \"alternatives\": [";
   for (size_t i = 1; i < r.ranked.size(); ++i) o << (i > 1 ? ", " : "") << plan_json(r.ranked[i]);
   o << "], \"baseline\": ";
   if (r.baseline_found) {
     o << plan_json(r.baseline);
   } else {
-    o << "{\"samples_per_s\": 0, \"found\": false}";
+    o << "{\"samples_per_s\": 0, \"usd_per_hour\": null, \"usd_per_million_tokens\": null, \"found\": false}";
   }
   o << ", \"idle\": [";
   for (size_t i = 0; i < r.idle.size(); ++i) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "whale/plan/json_text.h"
+#include "whale/plan/objective.h"
 #include "whale/sim/report.h"
 
 namespace whale::sim {
@@ -43,7 +44,11 @@ std::string format_json_report(const plan::Plan& plan, const plan::Estimate& est
       << "  \"gemm_precision_notes\": " << plan::json_string_list(plan::gemm_precision_notes(plan)) << ",\n"
       << "  \"step_time_s\": " << format_number(est.step_time_s) << ",\n"
       << "  \"samples_per_s\": " << format_number(est.samples_per_s) << ",\n"
-      << "  \"tokens_per_s\": " << format_number(est.tokens_per_s) << ",\n"
+      << "  \"tokens_per_s\": " << format_number(est.tokens_per_s) << ",\n";
+  const plan::PlanCost cost = plan::plan_cost(plan, est);   // null where the cluster has no prices
+  out << "  \"usd_per_hour\": " << (cost.priced ? format_number(cost.usd_per_hour) : "null") << ",\n"
+      << "  \"usd_per_million_tokens\": " << (cost.priced ? format_number(cost.usd_per_million_tokens) : "null")
+      << ",\n"
       << "  \"mfu\": " << format_number(est.mfu) << ",\n"
       << "  \"bubble_fraction\": " << format_number(est.bubble_fraction) << ",\n"
       << "  \"fits\": " << (est.fits ? "true" : "false") << ",\n"

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "whale/plan/objective.h"
 #include "whale/plan/units.h"
 #include "whale/sim/measured_layer_time.h"
 #include "whale/sim/report.h"
@@ -78,6 +79,11 @@ std::string format_text_report(const plan::Plan& plan, const plan::Estimate& est
   out += printf_string("step time        %12.6f s\n", est.step_time_s);
   out += printf_string("samples/s        %12.3f\n", est.samples_per_s);
   out += printf_string("tokens/s         %12.1f\n", est.tokens_per_s);
+  const plan::PlanCost cost = plan::plan_cost(plan, est);   // where the cluster has prices
+  if (cost.priced) {
+    out += printf_string("USD per hour     %12.2f  (the devices the plan uses)\n", cost.usd_per_hour);
+    out += printf_string("USD per 1M tokens%12.4f\n", cost.usd_per_million_tokens);
+  }
   out += printf_string("MFU              %12.2f %%\n", 100.0 * est.mfu);
   out += printf_string("bubble fraction  %12.2f %%\n", 100.0 * est.bubble_fraction);
   out += printf_string("fits in memory   %12s\n\n", est.fits ? "yes" : "NO");

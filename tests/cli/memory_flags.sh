@@ -76,7 +76,7 @@ grep -q "framework reserve 2.00 GiB + allocator slack 0% (memory_flags.sh)" \
   "$work/$(echo "$plan" | tr '/' '_').txt" || fail "the flag does not name the reserve and its source"
 
 # whale-plan on the tight profiles only chooses a plan that fits them.
-"$apps/whale-plan" --cluster configs/clusters/a100-v100.yaml --model configs/models/gpt3-1.3b.yaml \
+"$apps/whale-plan" --cluster configs/clusters/a100-v100.yaml --model configs/models/gpt3-1.3b.yaml --precision bf16 \
   --profiles "$work/reserve" --out "$work/tight-plan.yaml" >"$work/tight-plan.txt" 2>&1 ||
   fail "whale-plan on the tight profiles: $(tail -2 "$work/tight-plan.txt")"
 [ "$(check "$work/tight-plan.yaml" "$work/reserve")" = fits ] || fail "whale-plan chose a plan that does not fit"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct Device {
   int node = 0;         // index into Cluster::nodes
   int local_index = 0;  // index within its node
   std::string model;    // profile name
+  /// What one hour of this device costs, in US dollars; YAML: price_per_hour_usd of its
+  /// device entry (optional). Absent: unpriced (cost_objective.h says what needs a price).
+  std::optional<double> price_per_hour_usd = std::nullopt;
 };
 
 struct Node {

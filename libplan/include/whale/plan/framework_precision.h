@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "whale/plan/cluster.h"
 #include "whale/plan/device_profile.h"
 #include "whale/plan/precision.h"
 
@@ -61,6 +62,16 @@ Precision requested_gemm_precision(Precision training, const FrameworkPrecision&
 /// when the profile has neither.
 Precision effective_gemm_precision(Precision training, const FrameworkPrecision& framework,
                                    const DeviceProfile& profile);
+
+/// The precision Megatron-LM and DeepSpeed train in on `profile` when the plan asks for
+/// `training`: fp16 with dynamic loss scaling for bf16 where the device has fp16 units but no
+/// bf16 ones (Volta, Turing: V100, T4), else `training` itself.
+Precision framework_training_precision(Precision training, const DeviceProfile& profile);
+
+/// The device models among `device_ids` of `cluster` (sorted by name) on which the frameworks
+/// train `training` in another precision (framework_training_precision).
+std::vector<std::string> models_trained_otherwise(Precision training, const Cluster& cluster,
+                                                  const std::vector<int>& device_ids);
 
 /// One line for each device model that runs a stage of `plan` (sorted by name) whose effective
 /// GEMM precision differs from the plan's precision, e.g.

@@ -30,6 +30,9 @@ inline constexpr double kMaxMemoryGib = 1 << 20;
 /// A data-parallel gradient bucket in MiB (1 TiB): larger than any device's memory, so more is
 /// a typo (frameworks use tens of MiB).
 inline constexpr double kMaxGradientBucketMib = 1 << 20;
+/// A device's price in USD per hour (the dearest cloud GPU lists at tens of dollars an hour):
+/// more is a typo.
+inline constexpr double kMaxPricePerHourUsd = 10000;
 /// Training steps of one whale-run.
 inline constexpr int64_t kMaxSteps = int64_t{1} << 40;
 

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "whale/plan/cost_model.h"
 #include "whale/plan/hints.h"
+#include "whale/plan/objective.h"
 #include "whale/plan/plan.h"
 #include "whale/plan/search_estimate.h"
 
@@ -50,6 +52,11 @@ struct PlannerOptions {
   bool prune_with_bound = true;
   int threads = 1;             // simulator calls in parallel (the CostModel must be const-safe)
   bool compare = true;         // also find the baseline and the upper bound
+  /// What the best plan is best at (objective.h). Under cost every usable device needs a price.
+  Objective objective = Objective::throughput;
+  /// When set, plans whose used devices cost more per hour (USD) are rejected; every usable
+  /// device needs a price.
+  std::optional<double> budget_usd_per_hour;
   /// Strategies beyond what whale-run executes (sequence parallelism, ZeRO-2); whale-plan's
   /// --runnable turns them off (runnable_strategies()).
   SearchStrategies strategies;
@@ -95,6 +102,8 @@ struct IdleDevices {
 };
 
 struct PlanResult {
+  Objective objective = Objective::throughput;   // what `ranked` is ordered by (PlannerOptions)
+  std::optional<double> budget_usd_per_hour;     // the budget the plans were held to, if any
   std::vector<RankedPlan> ranked;     // best first: the best plan, then up to top_k alternatives
   SearchStats stats;                  // of the main search
   bool has_comparison = false;
@@ -112,13 +121,18 @@ struct PlanResult {
   const RankedPlan& best() const { return ranked.front(); }
 };
 
-/// Searches for the best plan; with options.compare, the baseline's plan and each device
-/// model's plan alone are candidates too, so the best is never slower than the baseline and
-/// may leave devices idle (PlanResult::idle). Deterministic for the same inputs and options (threads and
+/// Searches for the best plan by options.objective; with options.compare, the baseline's plan
+/// and each device model's plan alone are candidates too, so the best is never slower (under
+/// cost: never dearer per token) than the baseline and may leave devices idle (PlanResult::idle).
+/// The main search's plans all use every usable device, so they cost the same per hour and
+/// their throughput order is their cost order: the objective ranks the candidates of
+/// different device sets, after the searches. Deterministic for the same inputs and options (threads and
 /// time limits aside: a time limit may stop it early). Throws whale::Error when: the cluster
 /// has no usable device; the global batch is not a positive number that some micro-batching
-/// can divide; the hints contradict each other or cannot be met (naming the hint); or no plan
-/// fits in memory (saying by how much at the closest plan and what would help).
+/// can divide; the hints contradict each other or cannot be met (naming the hint); no plan
+/// fits in memory (saying by how much at the closest plan and what would help); the cost
+/// objective or a budget lacks a device's price; or no plan found fits the budget (naming the
+/// cheapest plan's price).
 PlanResult search_plans(const Cluster& cluster, const Model& model, const CostModel& cost,
                         const PlannerOptions& options);
 
@@ -151,8 +165,10 @@ std::string describe_plan(const Plan& plan);
 /// best plan's own report is printed by the caller before it). Ends with a newline.
 std::string format_planner_text(const PlanResult& result);
 
-/// The planner's JSON object: best {label, schedule, chunks, micro_batch_size, micro_batches,
-/// step_time_s, samples_per_s, tokens_per_s, mfu, stages[...]}, alternatives[...], baseline,
+/// The planner's JSON object: objective, budget_usd_per_hour (null: none), best {label,
+/// schedule, chunks, micro_batch_size, micro_batches, step_time_s, samples_per_s, tokens_per_s,
+/// usd_per_hour, usd_per_million_tokens (null without prices), mfu, stages[...]},
+/// alternatives[...], baseline,
 /// upper_bound, speedup_vs_baseline, fraction_of_upper_bound, device_models,
 /// search {candidates_evaluated, candidates_bounded, candidates_simulated, structures, wall_s,
 /// timed_out}.

@@ -10,7 +10,8 @@
 
 namespace whale::sim {
 
-/// A readable summary (step time, throughput, MFU, bubble, breakdown, memory) followed by a
+/// A readable summary (step time, throughput, its price where the cluster has prices for the
+/// plan's devices, MFU, bubble, breakdown, memory) followed by a
 /// per-stage table: layers, devices, dp x tp, shares, recomputation, peak memory / capacity
 /// of the stage's fullest device, and out_of_memory_text. Ends with a newline.
 std::string format_text_report(const plan::Plan& plan, const plan::Estimate& estimate);
@@ -21,7 +22,8 @@ std::string format_text_report(const plan::Plan& plan, const plan::Estimate& est
 /// with their source. Each line ends with a newline.
 std::string out_of_memory_text(const plan::Plan& plan, const plan::Estimate& estimate);
 
-/// One JSON object: step_time_s, samples_per_s, tokens_per_s, mfu, bubble_fraction, fits,
+/// One JSON object: step_time_s, samples_per_s, tokens_per_s, usd_per_hour and
+/// usd_per_million_tokens (null without prices, objective.h), mfu, bubble_fraction, fits,
 /// model_flops_per_step, breakdown{...}, stages[...], devices[{id, model, peak_memory_bytes,
 /// tensor_memory_bytes, capacity_bytes, busy_s, achieved_tflops}], then `more_members` when
 /// given (JSON object members without a leading comma, e.g. "\"compare\": {...}"). Ends with a

@@ -1,0 +1,128 @@
+// File: precision_advice.cpp
+// advise_precision: the planner run again in the precision the frameworks train in where a
+// usable device lacks the model's; and the lines whale-plan prints about it.
+#include "whale/plan/precision_advice.h"
+
+#include <cstdio>
+
+#include "whale/plan/error.h"
+#include "whale/plan/framework_precision.h"
+
+namespace whale::plan {
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// "fp16 with dynamic loss scaling (Megatron-LM --fp16, DeepSpeed fp16)" for fp16, else the name.
+std::string substitute_text(Precision p) {
+  if (p == Precision::fp16) return "fp16 with dynamic loss scaling (Megatron-LM --fp16, DeepSpeed \"fp16\")";
+  return to_string(p);
+}
+
+// ", at 0.42x bf16's USD per 1M tokens" where both best plans are priced, else "".
+std::string cost_ratio_text(const PrecisionAdvice& advice, const PlanResult& planned) {
+  const RankedPlan& a = advice.substitute_result.best();
+  const RankedPlan& b = planned.best();
+  const PlanCost ca = plan_cost(a.plan, a.estimate), cb = plan_cost(b.plan, b.estimate);
+  if (!ca.priced || !cb.priced || cb.usd_per_million_tokens <= 0) return "";
+  char text[96];
+  std::snprintf(text, sizeof text, ", at %.3gx %s's USD per 1M tokens", ca.usd_per_million_tokens / cb.usd_per_million_tokens,
+                to_string(advice.planned));
+  return text;
+}
+
+}  // namespace
+
+bool parse_precision_request(const std::string& text, PrecisionRequest* out) {
+  if (text == "auto") {
+    *out = PrecisionRequest{PrecisionRequest::Mode::automatic, Precision::fp32};
+    return true;
+  }
+  Precision p;
+  if (text == "tf32" || !parse_precision(text, &p)) return false;   // tf32 is --allow-tf32 under fp32
+  *out = PrecisionRequest{PrecisionRequest::Mode::forced, p};
+  return true;
+}
+
+PrecisionAdvice advise_precision(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                 const PlannerOptions& options, const PlanResult& planned) {
+  PrecisionAdvice advice;
+  advice.planned = model.training.precision;
+  const std::vector<int> usable = usable_devices(options.hints, cluster);
+  advice.device_models = models_trained_otherwise(advice.planned, cluster, usable);
+  if (advice.device_models.empty()) return advice;
+  advice.applies = true;
+  advice.substitute = framework_training_precision(advice.planned, cluster.profiles.at(advice.device_models.front()));
+  Model other = model;
+  other.training.precision = advice.substitute;
+  PlannerOptions quiet = options;
+  quiet.progress = nullptr;
+  try {
+    advice.substitute_result = search_plans(cluster, other, cost, quiet);
+    advice.substitute_found = true;
+  } catch (const Error&) {
+    return advice;   // no plan in the substitute (its own search would say why)
+  }
+  const RankedPlan& a = advice.substitute_result.best();
+  const RankedPlan& b = planned.best();
+  advice.speedup = a.estimate.samples_per_s / b.estimate.samples_per_s;
+  advice.substitute_better = ranks_before(options.objective, a.plan, a.estimate, b.plan, b.estimate);
+  return advice;
+}
+
+std::string format_precision_warning(const PrecisionAdvice& advice, const PlanResult& planned) {
+  if (!advice.applies || !advice.substitute_found || !advice.substitute_better) return "";
+  const char* from = to_string(advice.planned);
+  char line[1024];
+  std::snprintf(line, sizeof line,
+                "warning: %s %s no %s units (%s GEMMs are priced at fp32 there); the frameworks train %s there, and "
+                "the best plan in %s is %.3gx as fast (%.4g samples/s against %.4g)%s; pass --precision %s or "
+                "--precision auto\n",
+                join(advice.device_models).c_str(), advice.device_models.size() == 1 ? "has" : "have", from, from,
+                substitute_text(advice.substitute).c_str(), to_string(advice.substitute), advice.speedup,
+                advice.substitute_result.best().estimate.samples_per_s, planned.best().estimate.samples_per_s,
+                cost_ratio_text(advice, planned).c_str(), to_string(advice.substitute));
+  return line;
+}
+
+std::string format_precision_choice(const PrecisionAdvice& advice, const PlanResult& planned) {
+  const char* from = to_string(advice.planned);
+  char line[1024];
+  if (!advice.applies) {
+    std::snprintf(line, sizeof line, "precision auto: %s (every usable device has %s units)\n", from, from);
+  } else if (!advice.substitute_found) {
+    std::snprintf(line, sizeof line, "precision auto: %s (no plan fits in %s)\n", from, to_string(advice.substitute));
+  } else {
+    const bool took = advice.substitute_better;
+    std::snprintf(line, sizeof line,
+                  "precision auto: %s (%s %s no %s units; the best plan in %s is %.3gx as fast as in %s%s; "
+                  "ranked by %s)\n",
+                  to_string(took ? advice.substitute : advice.planned), join(advice.device_models).c_str(),
+                  advice.device_models.size() == 1 ? "has" : "have", from, to_string(advice.substitute),
+                  advice.speedup, from, cost_ratio_text(advice, planned).c_str(), to_string(planned.objective));
+  }
+  return line;
+}
+
+PlanResult search_with_precision(const Cluster& cluster, Model& model, const CostModel& cost,
+                                 const PlannerOptions& options, const PrecisionRequest& request, std::string* note) {
+  note->clear();
+  if (request.mode == PrecisionRequest::Mode::forced) model.training.precision = request.forced;
+  PlanResult result = search_plans(cluster, model, cost, options);
+  if (request.mode == PrecisionRequest::Mode::forced) return result;
+  PrecisionAdvice advice = advise_precision(cluster, model, cost, options, result);
+  if (request.mode == PrecisionRequest::Mode::model) {
+    *note = format_precision_warning(advice, result);
+    return result;
+  }
+  *note = format_precision_choice(advice, result);
+  if (!advice.substitute_better) return result;
+  model.training.precision = advice.substitute;
+  return std::move(advice.substitute_result);
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,147 @@
+// File: test_cost_objective.cpp
+// The cost objective and the budget on a toy cluster of 2 A100-80GB ($4/h each) and 2
+// V100-32GB ($3/h each), gpt2-124m in fp16 at global batch 32: throughput takes all four devices
+// ($14/h), cost takes the A100s alone ($8/h), and the budget cap rejects dearer plans.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "planner_fixtures.h"
+#include "whale/plan/error.h"
+#include "whale/plan/objective.h"
+#include "whale/sim/report.h"
+
+using namespace whale;
+
+namespace {
+
+constexpr const char* kToy = R"(name: toy-priced
+nodes:
+  - name: a
+    devices: [{model: a100-sxm4-80gb, count: 2, price_per_hour_usd: 4}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 4800, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 200, latency_us: 5}
+  - name: v
+    devices: [{model: v100-sxm2-32gb, count: 2, price_per_hour_usd: 3}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
+)";
+
+plan::Model toy_model() {
+  plan::Model model = test::shipped_model("gpt2-124m");
+  model.training.precision = plan::Precision::fp16;
+  return model;
+}
+
+plan::PlanResult plan_toy(plan::Objective objective, std::optional<double> budget = std::nullopt,
+                          const char* cluster_text = kToy) {
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("cost_toy.yaml", cluster_text));
+  const sim::Simulator simulator;
+  plan::PlannerOptions options;
+  options.global_batch = 32;
+  options.objective = objective;
+  options.budget_usd_per_hour = budget;
+  return plan::search_plans(cluster, toy_model(), simulator, options);
+}
+
+std::set<int> used_devices(const plan::Plan& plan) {
+  std::set<int> used;
+  for (const plan::Stage& s : plan.stages) used.insert(s.devices.begin(), s.devices.end());
+  return used;
+}
+
+}  // namespace
+
+TEST_CASE("cost picks the cheaper plan per token where throughput picks the faster one") {
+  const plan::PlanResult fast = plan_toy(plan::Objective::throughput);
+  const plan::PlanResult cheap = plan_toy(plan::Objective::cost);
+  CHECK(used_devices(fast.best().plan) == std::set<int>{0, 1, 2, 3});
+  CHECK(used_devices(cheap.best().plan) == std::set<int>{0, 1});
+  const plan::PlanCost fast_cost = plan::plan_cost(fast.best().plan, fast.best().estimate);
+  const plan::PlanCost cheap_cost = plan::plan_cost(cheap.best().plan, cheap.best().estimate);
+  CHECK(fast_cost.usd_per_hour == 14.0);
+  CHECK(cheap_cost.usd_per_hour == 8.0);
+  // By hand: $8/h over (samples/s x 1024 tokens x 3600 s) tokens an hour, per million.
+  const double cheap_tokens_per_hour = cheap.best().estimate.samples_per_s * 1024 * 3600;
+  CHECK(cheap_cost.usd_per_million_tokens == doctest::Approx(8.0 / (cheap_tokens_per_hour / 1e6)).epsilon(1e-12));
+  // The trade: the four-device plan is faster, the A100s alone cheaper per token.
+  CHECK(fast.best().estimate.samples_per_s > cheap.best().estimate.samples_per_s);
+  CHECK(cheap_cost.usd_per_million_tokens < fast_cost.usd_per_million_tokens);
+  // The cost objective's best is the A100s' plan alone of the throughput search's comparison.
+  CHECK(cheap.best().estimate.samples_per_s == doctest::Approx(fast.upper_bound.per_model[0].second));
+  // Its V100s idle, with the price of using them as the reason; alternatives go by cost.
+  REQUIRE(cheap.idle.size() == 1);
+  CHECK(cheap.idle[0].devices == std::vector<int>{2, 3});
+  CHECK(cheap.idle[0].reason.find("per 1M tokens") != std::string::npos);
+  for (std::size_t i = 1; i < cheap.ranked.size(); ++i) {
+    const plan::RankedPlan& a = cheap.ranked[i - 1];
+    const plan::RankedPlan& b = cheap.ranked[i];
+    CHECK_FALSE(plan::ranks_before(plan::Objective::cost, b.plan, b.estimate, a.plan, a.estimate));
+  }
+  // The reports carry the prices, the baseline's too.
+  const std::string text = plan::format_planner_text(cheap);
+  CHECK(text.find("objective: cost") != std::string::npos);
+  CHECK(text.find("$14/h") != std::string::npos);   // the baseline on all four devices
+  const std::string json = plan::format_planner_json(cheap);
+  CHECK(json.find("\"objective\": \"cost\"") != std::string::npos);
+  CHECK(json.find("\"usd_per_hour\": 8,") != std::string::npos);
+  CHECK(json.find("\"usd_per_hour\": 14,") != std::string::npos);
+}
+
+TEST_CASE("a saved plan carries its cluster's prices into whale-sim's reports") {
+  const plan::PlanResult cheap = plan_toy(plan::Objective::cost);
+  const std::string path = test::temp_file("cost_toy_plan.yaml", "");
+  plan::save_plan(cheap.best().plan, path, /*embed=*/true);
+  const plan::Plan loaded = plan::load_plan(path);
+  REQUIRE(loaded.cluster.devices.size() == 4);
+  CHECK(loaded.cluster.devices[0].price_per_hour_usd == 4.0);
+  CHECK(loaded.cluster.devices[3].price_per_hour_usd == 3.0);
+  const sim::Simulator simulator;
+  const plan::Estimate e = simulator.evaluate(loaded, plan::EvaluateOptions{});
+  CHECK(e.samples_per_s == doctest::Approx(cheap.best().estimate.samples_per_s));
+  const std::string text = sim::format_text_report(loaded, e);
+  CHECK(text.find("USD per hour             8.00  (the devices the plan uses)\n") != std::string::npos);
+  char per_million[64];
+  std::snprintf(per_million, sizeof per_million, "USD per 1M tokens%12.4f\n",
+                8.0 * 1e6 / (3600 * e.samples_per_s * 1024));
+  CHECK(text.find(per_million) != std::string::npos);
+  CHECK(sim::format_json_report(loaded, e).find("\"usd_per_hour\": 8,\n") != std::string::npos);
+}
+
+TEST_CASE("the budget rejects plans whose used devices cost more per hour") {
+  // $10/h: the four-device plans ($14/h) are out, so even throughput takes the A100s alone.
+  const plan::PlanResult capped = plan_toy(plan::Objective::throughput, 10.0);
+  CHECK(used_devices(capped.best().plan) == std::set<int>{0, 1});
+  for (const plan::RankedPlan& r : capped.ranked) CHECK(plan::plan_cost(r.plan, r.estimate).usd_per_hour <= 10.0);
+  REQUIRE(capped.idle.size() == 1);
+  CHECK(capped.idle[0].reason.find("above the budget of $10") != std::string::npos);
+  // Exactly at a plan's price is within the budget.
+  CHECK(used_devices(plan_toy(plan::Objective::throughput, 14.0).best().plan) == std::set<int>{0, 1, 2, 3});
+  // Below the cheapest plan found (the V100s alone, $6/h): one error naming its price.
+  try {
+    plan_toy(plan::Objective::cost, 5.0);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "--budget-usd-per-hour: no plan found costs at most $5 per hour (hint: the cheapest plan found (p1 "
+          "tp[v100-sxm2-32gb:1], 1 stage(s)) costs $6 per hour: raise the budget to that, or exclude devices with a "
+          "hints file (docs/hints.md))");
+  }
+}
+
+TEST_CASE("the cost objective needs a price on every usable device") {
+  std::string unpriced = kToy;
+  unpriced.replace(unpriced.find(", price_per_hour_usd: 3"), 23, "");
+  try {
+    plan_toy(plan::Objective::cost, std::nullopt, unpriced.c_str());
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("cost_toy.yaml: --objective cost needs a price for every usable device: "
+                    "device 2 (v100-sxm2-32gb on node v) has no price_per_hour_usd") != std::string::npos);
+  }
+  // Throughput without a budget needs none and reports no price.
+  const plan::PlanResult r = plan_toy(plan::Objective::throughput, std::nullopt, unpriced.c_str());
+  CHECK_FALSE(plan::plan_cost(r.best().plan, r.best().estimate).priced);
+  CHECK(plan::format_planner_json(r).find("\"usd_per_hour\": null") != std::string::npos);
+}
