@@ -226,13 +226,17 @@ void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
   out << YAML::EndMap;
 }
 
-// The optional `layer_times` block (docs/profile.md): a source and at least one measurement,
+// The optional `layer_times` block (docs/profile.md): a source, an optional measured optimizer
+// step per parameter (> 0 seconds) and at least one measurement,
 // each of a known layer kind, tp >= 1, micro_batch > 0 and times > 0; one per (kind, tp,
 // micro_batch).
 LayerTimes parse_layer_times(const YamlField& block) {
-  block.expect_keys({"source", "measurements"});
+  block.expect_keys({"source", "measurements", "optimizer_s_per_parameter"});
   LayerTimes times;
   times.source = block.get("source").text();
+  if (block.has("optimizer_s_per_parameter")) {
+    times.optimizer_s_per_parameter = block.get("optimizer_s_per_parameter").positive_number();
+  }
   const YamlField list = block.get("measurements");
   for (const YamlField& item : list.elements()) {
     item.expect_keys({"layer_kind", "tp", "micro_batch", "forward_s", "backward_s"});
@@ -260,6 +264,9 @@ LayerTimes parse_layer_times(const YamlField& block) {
 void emit_layer_times(YAML::Emitter& out, const LayerTimes& times) {
   out << YAML::Key << "layer_times" << YAML::Value << YAML::BeginMap;
   emit_text_field(out, "source", times.source);
+  if (times.optimizer_s_per_parameter > 0) {
+    emit_number_field(out, "optimizer_s_per_parameter", times.optimizer_s_per_parameter);
+  }
   out << YAML::Key << "measurements" << YAML::Value << YAML::BeginSeq;
   for (const MeasuredLayerTime& m : times.measurements) {
     out << YAML::Flow << YAML::BeginMap;
