@@ -119,6 +119,23 @@ struct LayerSamples {
   std::vector<double> range_backward_us;
 };
 
+/// The annotated layers must be 0..n-1, n >= 3, as a family model's (layer_times.h).
+void check_layer_indices(const std::string& path, const std::map<std::string, LayerSamples>& samples) {
+  const int n = static_cast<int>(samples.size());
+  if (n < 3) {
+    throw Error(path, "traceEvents", "ranges of at least three layers (layer.0 the embedding, the last the head), "
+                "got " + std::to_string(n), "number the layers as the model's: the embedding 0, the blocks 1..L, "
+                "the head L+1");
+  }
+  for (int i = 0; i < n; ++i) {
+    if (samples.count(std::to_string(i)) == 0) {
+      throw Error(path, "layer." + std::to_string(i), "ranges layer.0 .. layer." + std::to_string(n - 1) + " for " +
+                  std::to_string(n) + " layers, got none for layer." + std::to_string(i),
+                  "number the layers as the model's: the embedding 0, the blocks 1..L, the head L+1");
+    }
+  }
+}
+
 Seconds median_us_as_seconds(const std::vector<double>& us) { return median_seconds(us) * kSecondsPerUs; }
 
 }  // namespace
@@ -150,6 +167,7 @@ LayerTimes load_torch_trace_layer_times(const std::string& path, double micro_ba
     const double linked = linked_backward_us(trace, e, backward);
     if (linked > 0) s.linked_backward_us.push_back(linked);
   }
+  if (annotated) check_layer_indices(path, samples);
   std::map<std::string, std::pair<Seconds, Seconds>> times;  // forward_s, backward_s by layer key
   for (const auto& [key, s] : samples) {
     const std::string layer = annotated ? "layer." + key : kModulePrefix + key;
@@ -175,22 +193,10 @@ LayerTimes load_torch_trace_layer_times(const std::string& path, double micro_ba
   out.source = path;
   if (annotated) {
     const int n = static_cast<int>(times.size());
-    if (n < 3) {
-      throw Error(path, "traceEvents", "ranges of at least three layers (layer.0 the embedding, the last the head), "
-                  "got " + std::to_string(n), "number the layers as the model's: the embedding 0, the blocks 1..L, "
-                  "the head L+1");
-    }
-    std::vector<Seconds> forward(static_cast<std::size_t>(n)), back(static_cast<std::size_t>(n));
+    std::vector<Seconds> forward, back;
     for (int i = 0; i < n; ++i) {
-      const auto it = times.find(std::to_string(i));
-      if (it == times.end()) {
-        throw Error(path, "layer." + std::to_string(i),
-                    "ranges layer.0 .. layer." + std::to_string(n - 1) + " for " + std::to_string(n) +
-                    " layers, got none for layer." + std::to_string(i),
-                    "number the layers as the model's: the embedding 0, the blocks 1..L, the head L+1");
-      }
-      forward[static_cast<std::size_t>(i)] = it->second.first;
-      back[static_cast<std::size_t>(i)] = it->second.second;
+      forward.push_back(times.at(std::to_string(i)).first);
+      back.push_back(times.at(std::to_string(i)).second);
     }
     add_indexed_layer_times(forward, back, micro_batch, tp, &out);
     return out;
