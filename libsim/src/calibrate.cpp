@@ -138,7 +138,7 @@ std::vector<CalibrationParameter> named_parameters(const std::vector<std::string
     if (!p) {
       throw Error("--parameters", name, "a calibration parameter, got '" + name + "'",
                   "choose among gemm_efficiency_scale, step_overhead_us, memory_op_time_scale, "
-                  "kernel_overhead_us, layer_overhead_us, memory_reserve_gib, gemm_shape_scale:{small,medium,large}, "
+                  "kernel_overhead_us, layer_overhead_us, micro_batch_overhead_us, memory_reserve_gib, gemm_shape_scale:{small,medium,large}, "
                   "link_bandwidth_scale:KIND, link_latency_us:KIND (KIND: a link kind of the cluster)");
     }
     if (exercised(runs, timed, setup, {*p}).empty()) {
@@ -427,7 +427,8 @@ std::vector<CalibrationParameter> calibration_parameters(Seconds shortest_step_s
           {"step_overhead_us", 0.0, shortest_step_s, false, &C::step_overhead_s, "", nullptr},
           {"memory_op_time_scale", 1.0 / kMaxScale, kMaxScale, true, &C::memory_op_time_scale, "", nullptr},
           {"kernel_overhead_us", 0.0, 1e-3, false, &C::kernel_overhead_s, "", nullptr},
-          {"layer_overhead_us", 0.0, 0.1, false, &C::layer_overhead_s, "", nullptr}};
+          {"layer_overhead_us", 0.0, 0.1, false, &C::layer_overhead_s, "", nullptr},
+          {"micro_batch_overhead_us", 0.0, 1.0, false, &C::micro_batch_overhead_s, "", nullptr}};
 }
 
 Seconds calibrated_step_time_s(plan::Plan plan, const Calibrations& calibrations) {

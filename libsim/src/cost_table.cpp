@@ -99,6 +99,12 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
     out.bucket_tp_s[bucket] += tp_backward_s;
     out.bucket_weight_s[bucket] += cost.backward_weight_s;
   }
+  // The fitted fixed cost per micro-batch of the stage, once forward and once backward; the
+  // backward runs its buckets from the last layer, so bucket 0 starts it.
+  const Seconds overhead_s = profile.calibration.micro_batch_overhead_s;
+  out.forward_s += overhead_s;
+  out.backward_s += overhead_s;
+  if (!out.bucket_backward_s.empty()) out.bucket_backward_s.front() += overhead_s;
   return out;
 }
 
