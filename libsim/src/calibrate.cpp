@@ -410,6 +410,9 @@ std::optional<CalibrationParameter> calibration_parameter(const std::string& nam
   std::vector<CalibrationParameter> all = calibration_parameters(shortest_step_s);
   const std::vector<CalibrationParameter> shape = gemm_shape_parameters();
   all.insert(all.end(), shape.begin(), shape.end());
+  // Fitted only when named: the automatic choice keeps to the figures above.
+  all.push_back({"micro_batch_overhead_us", 0.0, 1.0, false, &plan::ProfileCalibration::micro_batch_overhead_s, "",
+                 nullptr});
   const std::size_t colon = name.find(':');
   if (colon != std::string::npos && colon + 1 < name.size() && name.compare(0, colon, "gemm_shape_scale") != 0) {
     const std::vector<CalibrationParameter> link = link_parameters(name.substr(colon + 1));
@@ -427,8 +430,7 @@ std::vector<CalibrationParameter> calibration_parameters(Seconds shortest_step_s
           {"step_overhead_us", 0.0, shortest_step_s, false, &C::step_overhead_s, "", nullptr},
           {"memory_op_time_scale", 1.0 / kMaxScale, kMaxScale, true, &C::memory_op_time_scale, "", nullptr},
           {"kernel_overhead_us", 0.0, 1e-3, false, &C::kernel_overhead_s, "", nullptr},
-          {"layer_overhead_us", 0.0, 0.1, false, &C::layer_overhead_s, "", nullptr},
-          {"micro_batch_overhead_us", 0.0, 1.0, false, &C::micro_batch_overhead_s, "", nullptr}};
+          {"layer_overhead_us", 0.0, 0.1, false, &C::layer_overhead_s, "", nullptr}};
 }
 
 Seconds calibrated_step_time_s(plan::Plan plan, const Calibrations& calibrations) {

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "whale/plan/error.h"
 #include "whale/plan/layer_times_import.h"
@@ -26,6 +27,12 @@ std::string head_of(const std::string& path) {
   in.read(&head[0], static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));
   return head;
+}
+
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
 }
 
 const char* format_name(LayerTimesFormat format) {
@@ -58,7 +65,7 @@ void check_shape_flags(const std::string& path, LayerTimesFormat format, const L
   if (format == LayerTimesFormat::torch_trace) {
     if (!(options.micro_batch > 0) || options.micro_batch > plan::kMaxGlobalBatch) {
       throw Error(path, "--layer-times-micro-batch", "the samples per device per micro-batch of the traced run "
-                  "(> 0 and <= " + std::to_string(plan::kMaxGlobalBatch) + "), got " + std::to_string(options.micro_batch),
+                  "(> 0 and <= " + std::to_string(plan::kMaxGlobalBatch) + "), got " + number_text(options.micro_batch),
                   "a trace does not say its batch: add --layer-times-micro-batch N");
     }
     if (options.tp < 0 || options.tp > plan::kMaxDevices) {
