@@ -107,3 +107,15 @@ TEST_CASE("the per-micro-batch overhead adds to every stage's forward and backwa
     CHECK(pipeline_step_s() == doctest::Approx(plain_s + 10 * 1e-5));
   }
 }
+
+TEST_CASE("a measured optimizer step per parameter prices the optimizer step") {
+  // The one-layer plan with 1e6 parameters on its one device: 6.2e-5 s of compute, then the
+  // optimizer: 1e6 x 1e-9 s.
+  plan::DeviceProfile profile = test::flat_profile(1e14, 1e12);
+  profile.layer_times.source = "megatron.log";
+  profile.layer_times.optimizer_s_per_parameter = 1e-9;
+  const plan::Cluster cluster = test::make_cluster(1, 1, profile, test::link(1e11, 0), test::link(1e10, 0));
+  const plan::Plan p = test::pipeline_plan(cluster, {test::gemm_layer(1000, 1000, 1000, 1e6, 1e6)},
+                                           plan::ScheduleKind::one_f_one_b, 1);
+  CHECK(Simulator().evaluate(p, {}).step_time_s == doctest::Approx(6.2e-5 + 1e-3));
+}
