@@ -20,32 +20,31 @@ from torch.profiler import ProfilerActivity, profile, record_function
 _open_ranges = {}
 
 
-class _OpenBackwardRange(torch.autograd.Function):
-    """Identity on a layer's output: its backward runs first in the layer's backward."""
+class _BackwardRangeEdge(torch.autograd.Function):
+    """Identity whose backward opens (on a layer's output: it runs before anything of the layer's
+    backward) or closes (on a layer's input: it runs once every path through the layer is done)
+    the range `name`."""
 
     @staticmethod
-    def forward(ctx, x, name):
-        ctx.name = name
+    def forward(ctx, x, name, opens):
+        ctx.name, ctx.opens = name, opens
         return x.view_as(x)
 
     @staticmethod
     def backward(ctx, grad):
-        _open_ranges[ctx.name] = torch.ops.profiler._record_function_enter(ctx.name, None)
-        return grad, None
+        if ctx.opens:
+            _open_ranges[ctx.name] = torch.ops.profiler._record_function_enter(ctx.name, None)
+        else:
+            torch.ops.profiler._record_function_exit(_open_ranges.pop(ctx.name))
+        return grad, None, None
 
 
-class _CloseBackwardRange(torch.autograd.Function):
-    """Identity on a layer's input: its backward runs once every path through the layer is done."""
+def _opens(x, name):
+    return _BackwardRangeEdge.apply(x, name, True)
 
-    @staticmethod
-    def forward(ctx, x, name):
-        ctx.name = name
-        return x.view_as(x)
 
-    @staticmethod
-    def backward(ctx, grad):
-        torch.ops.profiler._record_function_exit(_open_ranges.pop(ctx.name))
-        return grad, None
+def _closes(x, name):
+    return _BackwardRangeEdge.apply(x, name, False)
 
 
 class Block(nn.Module):
@@ -75,15 +74,15 @@ class GPT(nn.Module):
         last = len(self.blocks) + 1
         with record_function("layer.0.forward"):
             x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
-            x = _OpenBackwardRange.apply(x, "layer.0.backward")
+            x = _opens(x, "layer.0.backward")
         for i, block in enumerate(self.blocks, start=1):
             with record_function(f"layer.{i}.forward"):
-                x = _CloseBackwardRange.apply(x, f"layer.{i}.backward")
-                x = _OpenBackwardRange.apply(block(x), f"layer.{i}.backward")
+                x = _closes(x, f"layer.{i}.backward")
+                x = _opens(block(x), f"layer.{i}.backward")
         with record_function(f"layer.{last}.forward"):
-            x = _CloseBackwardRange.apply(x, f"layer.{last}.backward")
+            x = _closes(x, f"layer.{last}.backward")
             loss = nn.functional.cross_entropy(self.head(self.ln(x)).flatten(0, 1), targets.flatten())
-            return _OpenBackwardRange.apply(loss, f"layer.{last}.backward")
+            return _opens(loss, f"layer.{last}.backward")
 
 
 def main():

@@ -4,9 +4,8 @@
 // index, medians over the transformer blocks, and the errors; whale-calibrate's choice of reader.
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <fstream>
 
+#include "calibrate_scratch.h"
 #include "whale/plan/error.h"
 #include "whale/plan/model.h"
 #include "whale/sim/layer_times_file.h"
@@ -16,11 +15,7 @@ using namespace whale;
 namespace {
 
 std::string scratch(const std::string& name, const std::string& text) {
-  const std::string folder = std::string(WHALE_BINARY_DIR) + "/calibrate-scratch/layer-json";
-  std::filesystem::create_directories(folder);
-  const std::string path = folder + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return test::calibrate_scratch("layer-json", name, text);
 }
 
 const std::string kProfiles = std::string(WHALE_SOURCE_DIR) + "/profiles";

@@ -5,9 +5,8 @@
 // hand-checked; the optimizer step per parameter; and the errors.
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <fstream>
 
+#include "calibrate_scratch.h"
 #include "whale/plan/error.h"
 #include "whale/plan/layer_times_import.h"
 #include "whale/plan/model.h"
@@ -18,11 +17,7 @@ using namespace whale;
 namespace {
 
 std::string scratch(const std::string& name, const std::string& text) {
-  const std::string folder = std::string(WHALE_BINARY_DIR) + "/calibrate-scratch/megatron-log";
-  std::filesystem::create_directories(folder);
-  const std::string path = folder + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return test::calibrate_scratch("megatron-log", name, text);
 }
 
 // A 4-block gpt (h 64, 4 heads, ffn 256, s 32, vocabulary padded to 1024). Per sample forward

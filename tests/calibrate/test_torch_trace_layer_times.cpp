@@ -5,11 +5,10 @@
 // GPU kernels, nn.Module ranges, backward ranges as the fallback, and the errors.
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "calibrate_scratch.h"
 #include "whale/plan/error.h"
 #include "whale/plan/layer_times_import.h"
 #include "whale/plan/model.h"
@@ -20,11 +19,7 @@ using namespace whale;
 namespace {
 
 std::string scratch(const std::string& name, const std::string& text) {
-  const std::string folder = std::string(WHALE_BINARY_DIR) + "/calibrate-scratch/torch-trace";
-  std::filesystem::create_directories(folder);
-  const std::string path = folder + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return test::calibrate_scratch("torch-trace", name, text);
 }
 
 /// One complete event as the profiler writes it; `args` is the inside of its args object.
