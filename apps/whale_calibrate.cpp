@@ -12,13 +12,14 @@
 #include "whale/plan/version.h"
 #include "whale/sim/calibrate.h"
 #include "whale/sim/calibration_report.h"
-#include "whale/sim/layer_times_csv.h"
+#include "whale/sim/layer_times_file.h"
 #include "whale/sim/runs_csv.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"whale-calibrate: fit device profiles to measured runs"};
   app.set_version_flag("--version", whale::plan::version_text("whale-calibrate"));
-  std::string runs_path, profiles_dir, layer_times_path, layer_times_device, out_dir;
+  std::string runs_path, profiles_dir, layer_times_path, out_dir;
+  whale::sim::LayerTimesOptions layer_times_options;
   whale::sim::CalibrationOptions options;
   app.add_option("--runs", runs_path, "CSV of measured runs: plan,step_time_s,peak_memory_gib,failed")->required();
   app.add_option("--profiles", profiles_dir, "folder of device profiles to calibrate (default: shipped)");
@@ -26,17 +27,21 @@ int main(int argc, char** argv) {
                  "parameters to fit, comma-separated (default: as many as the runs support)")
       ->delimiter(',');
   app.add_option("--layer-times", layer_times_path,
-                 "CSV of measured layer times: device_model,layer_kind,tp,micro_batch,forward_s,backward_s; "
-                 "or a per-layer profile JSON (micro-batch -> tp -> layer index -> [forward_s, backward_s])");
-  app.add_option("--layer-times-device", layer_times_device,
-                 "the device model a --layer-times JSON profile measured");
+                 "measured layer times, by content: whale's CSV (device_model,layer_kind,tp,micro_batch,forward_s,"
+                 "backward_s), a per-layer profile JSON, a PyTorch profiler trace or a Megatron-LM log");
+  app.add_option("--layer-times-device", layer_times_options.device_model,
+                 "the device model that measured a --layer-times file other than a CSV");
+  app.add_option("--layer-times-micro-batch", layer_times_options.micro_batch,
+                 "a --layer-times PyTorch trace's samples per device per micro-batch");
+  app.add_option("--layer-times-tp", layer_times_options.tp,
+                 "a --layer-times PyTorch trace's tensor-parallel degree (default 1)");
   app.add_option("--out", out_dir, "folder to write the calibrated profiles into")->required();
   return whale::app::run_tool("whale-calibrate", app, argc, argv, [&] {
     options.runs_file = runs_path;
     const std::string profiles = profiles_dir.empty() ? whale::plan::default_profiles_dir() : profiles_dir;
     const whale::sim::LayerTimesByModel layer_times =
         layer_times_path.empty() ? whale::sim::LayerTimesByModel{}
-                                 : whale::sim::load_layer_times(layer_times_path, layer_times_device, profiles);
+                                 : whale::sim::load_layer_times(layer_times_path, layer_times_options, profiles);
     std::vector<whale::sim::CalibrationRun> runs;
     for (const whale::sim::MeasuredRun& measured : whale::sim::load_runs_csv(runs_path)) {
       whale::sim::CalibrationRun run;

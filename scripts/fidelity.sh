@@ -21,6 +21,9 @@
 #                     the calibration runs also write whale-run --layer-times, and a second fit
 #                     with those measured layer times in place (whale-calibrate --layer-times)
 #                     is reported the same way: `fidelity calibrated with layer times on LIST: ...`
+#   --calibrate-parameters LIST  with --calibrate-on: one more fit of the figures LIST (whale-calibrate
+#                     --parameters, e.g. gemm_efficiency_scale,step_overhead_us,micro_batch_overhead_us),
+#                     reported as `fidelity calibrated with LIST on ...`
 # Writes only into the work folder: generated/profiles/cpu-measured.yaml,
 # generated/clusters/cpu-measured.yaml, the plans pointed at them (generated/plans/), the logs,
 # metrics and fidelity.tsv. The tracked profiles/ and configs/ are never rewritten.
@@ -33,6 +36,7 @@ ROUNDS=3
 REUSE=0
 ONLY=""
 CALIBRATE_ON=""
+CALIBRATE_PARAMETERS=""
 WORK=${WHALE_FIDELITY_DIR:-}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
     --reuse-profile) REUSE=1; shift ;;
     --plans) ONLY=$2; shift 2 ;;
     --calibrate-on) CALIBRATE_ON=$2; shift 2 ;;
+    --calibrate-parameters) CALIBRATE_PARAMETERS=$2; shift 2 ;;
     *) echo "fidelity.sh: error: unknown argument '$1' (see the usage at the top of the script)" >&2; exit 2 ;;
   esac
 done
@@ -304,18 +309,21 @@ with open(sys.argv[1], "w") as out:
         out.write(",".join(key) + f",{forward!r},{backward!r}\n")
 EOF
   calibrate "$round" calibrated-layers --layer-times "$WORK/round-$round/layers.csv"
+  if [ -n "$CALIBRATE_PARAMETERS" ]; then calibrate "$round" calibrated-named --parameters "$CALIBRATE_PARAMETERS"; fi
 done
 prediction() {  # PLAN_NAME ROUND PROFILES: whale-sim's step time with round-R/PROFILES
   "$BUILD/apps/whale-sim" "$GENERATED/plans/$1.yaml" --profiles "$WORK/round-$2/$3" --format json |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])'
 }
-for table in held-out calibrated calibrated-layers; do
+TABLES="calibrated calibrated-layers"
+[ -n "$CALIBRATE_PARAMETERS" ] && TABLES="$TABLES calibrated-named"
+for table in held-out $TABLES; do
   head -1 "$WORK/fidelity.tsv" > "$WORK/fidelity-$table.tsv"
 done
 tail -n +2 "$WORK/fidelity.tsv" | while IFS=$'\t' read -r name round ranks predicted measured; do
   if [[ ",$CALIBRATE_ON," == *",$name,"* ]]; then continue; fi
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$ranks" "$predicted" "$measured" >> "$WORK/fidelity-held-out.tsv"
-  for table in calibrated calibrated-layers; do
+  for table in $TABLES; do
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$ranks" "$(prediction "$name" "$round" "$table")" "$measured" \
       >> "$WORK/fidelity-$table.tsv"
   done
@@ -323,4 +331,7 @@ done
 report "$WORK/fidelity-held-out.tsv" "fidelity uncalibrated, held out from $CALIBRATE_ON"
 report "$WORK/fidelity-calibrated.tsv" "fidelity calibrated on $CALIBRATE_ON"
 report "$WORK/fidelity-calibrated-layers.tsv" "fidelity calibrated with layer times on $CALIBRATE_ON"
+if [ -n "$CALIBRATE_PARAMETERS" ]; then
+  report "$WORK/fidelity-calibrated-named.tsv" "fidelity calibrated with $CALIBRATE_PARAMETERS on $CALIBRATE_ON"
+fi
 

@@ -92,7 +92,7 @@ std::map<std::string, LinkCalibration> parse_link_calibrations(const YamlField& 
 // The optional `calibration` block (docs/calibrate.md): scales > 0, overheads and reserve >= 0.
 ProfileCalibration parse_calibration(const YamlField& block) {
   block.expect_keys({"source", "gemm_efficiency_scale", "memory_op_time_scale", "kernel_overhead_us",
-                     "layer_overhead_us", "step_overhead_us", "memory_reserve_gib", "activation_memory_scale",
+                     "layer_overhead_us", "step_overhead_us", "micro_batch_overhead_us", "memory_reserve_gib", "activation_memory_scale",
                      "gemm_shape_scale", "links"});
   ProfileCalibration c;
   if (block.has("gemm_shape_scale")) parse_gemm_shape_scale(block.get("gemm_shape_scale"), &c);
@@ -106,6 +106,7 @@ ProfileCalibration parse_calibration(const YamlField& block) {
   c.kernel_overhead_s = seconds("kernel_overhead_us");
   c.layer_overhead_s = seconds("layer_overhead_us");
   c.step_overhead_s = seconds("step_overhead_us");
+  c.micro_batch_overhead_s = seconds("micro_batch_overhead_us");
   if (block.has("memory_reserve_gib")) {
     c.memory_reserve_bytes = block.get("memory_reserve_gib").non_negative_number() * kBytesPerGiB;
   }
@@ -121,6 +122,9 @@ void emit_calibration(YAML::Emitter& out, const ProfileCalibration& c) {
   emit_number_field(out, "kernel_overhead_us", c.kernel_overhead_s / kSecondsPerUs);
   emit_number_field(out, "layer_overhead_us", c.layer_overhead_s / kSecondsPerUs);
   emit_number_field(out, "step_overhead_us", c.step_overhead_s / kSecondsPerUs);
+  if (c.micro_batch_overhead_s > 0) {
+    emit_number_field(out, "micro_batch_overhead_us", c.micro_batch_overhead_s / kSecondsPerUs);
+  }
   emit_number_field(out, "memory_reserve_gib", c.memory_reserve_bytes / kBytesPerGiB);
   emit_number_field(out, "activation_memory_scale", c.activation_memory_scale);
   out << YAML::Key << "gemm_shape_scale" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -226,13 +230,17 @@ void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
   out << YAML::EndMap;
 }
 
-// The optional `layer_times` block (docs/profile.md): a source and at least one measurement,
+// The optional `layer_times` block (docs/profile.md): a source, an optional measured optimizer
+// step per parameter (> 0 seconds) and at least one measurement,
 // each of a known layer kind, tp >= 1, micro_batch > 0 and times > 0; one per (kind, tp,
 // micro_batch).
 LayerTimes parse_layer_times(const YamlField& block) {
-  block.expect_keys({"source", "measurements"});
+  block.expect_keys({"source", "measurements", "optimizer_s_per_parameter"});
   LayerTimes times;
   times.source = block.get("source").text();
+  if (block.has("optimizer_s_per_parameter")) {
+    times.optimizer_s_per_parameter = block.get("optimizer_s_per_parameter").positive_number();
+  }
   const YamlField list = block.get("measurements");
   for (const YamlField& item : list.elements()) {
     item.expect_keys({"layer_kind", "tp", "micro_batch", "forward_s", "backward_s"});
@@ -260,6 +268,9 @@ LayerTimes parse_layer_times(const YamlField& block) {
 void emit_layer_times(YAML::Emitter& out, const LayerTimes& times) {
   out << YAML::Key << "layer_times" << YAML::Value << YAML::BeginMap;
   emit_text_field(out, "source", times.source);
+  if (times.optimizer_s_per_parameter > 0) {
+    emit_number_field(out, "optimizer_s_per_parameter", times.optimizer_s_per_parameter);
+  }
   out << YAML::Key << "measurements" << YAML::Value << YAML::BeginSeq;
   for (const MeasuredLayerTime& m : times.measurements) {
     out << YAML::Flow << YAML::BeginMap;

@@ -1,7 +1,6 @@
 // File: layer_times_json.cpp
 // load_layer_profile_json: a per-layer profile JSON (micro-batch -> tp -> layer index ->
 // [forward_s, backward_s, ...]) as measured layer times by layer kind (layer_times.h).
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -28,12 +27,6 @@ double key_number(const YamlField& field, const std::string& key, const std::str
   return value;
 }
 
-Seconds median(std::vector<Seconds> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 /// The measurements of one (micro-batch, tp): one per layer kind.
 void read_layers(const YamlField& layers, double micro_batch, int tp, LayerTimes* out) {
   const std::vector<std::string> keys = layers.keys();
@@ -52,18 +45,7 @@ void read_layers(const YamlField& layers, double micro_batch, int tp, LayerTimes
     forward[i] = times[0].positive_number();
     backward[i] = times[1].positive_number();
   }
-  const auto add = [&](LayerKind kind, int first, int end) {
-    MeasuredLayerTime m;
-    m.kind = kind;
-    m.tp = tp;
-    m.micro_batch = micro_batch;
-    m.forward_s = median({forward.begin() + first, forward.begin() + end});
-    m.backward_s = median({backward.begin() + first, backward.begin() + end});
-    out->measurements.push_back(m);
-  };
-  add(LayerKind::embedding, 0, 1);
-  add(LayerKind::transformer, 1, n - 1);
-  add(LayerKind::head, n - 1, n);
+  add_indexed_layer_times(forward, backward, micro_batch, tp, out);
 }
 
 }  // namespace

@@ -99,12 +99,19 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
     out.bucket_tp_s[bucket] += tp_backward_s;
     out.bucket_weight_s[bucket] += cost.backward_weight_s;
   }
+  // The fitted fixed cost per micro-batch of the stage, once forward and once backward; the
+  // backward runs its buckets from the last layer, so bucket 0 starts it.
+  const Seconds overhead_s = profile.calibration.micro_batch_overhead_s;
+  out.forward_s += overhead_s;
+  out.backward_s += overhead_s;
+  if (!out.bucket_backward_s.empty()) out.bucket_backward_s.front() += overhead_s;
   return out;
 }
 
 /// Optimizer step of one device: a memory-bound pass reading the gradients and reading and
 /// writing the optimizer state and the weights, over the parameters it updates (or the
-/// profile's measured op bandwidth of the optimizer, on devices where it is compute-bound).
+/// profile's measured op bandwidth of the optimizer, on devices where it is compute-bound), or
+/// the measured step per parameter of the profile's layer times.
 Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replica) {
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
@@ -113,9 +120,11 @@ Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replic
     parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
   }
   if (stage.shard_optimizer) parameters /= stage.dp();
+  const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(replica)[0]);
+  // A measured step per parameter (a Megatron-LM log's optimizer timer) is the framework's own.
+  if (profile.layer_times.optimizer_s_per_parameter > 0) return parameters * profile.layer_times.optimizer_s_per_parameter;
   const Bytes bytes = parameters * (state.gradients + 2.0 * state.optimizer + 2.0 * state.weights);
   if (bytes <= 0) return 0;
-  const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(replica)[0]);
   // A profile that measured the optimizer (a CPU core: compute-bound) gives its own figure.
   const BytesPerSecond measured = profile.op_bandwidth(plan.model.training.optimizer);
   if (measured > 0) return calibrated_memory_op_s(bytes / measured, profile);

@@ -1,6 +1,6 @@
 // File: layer_times_csv.cpp
-// Reads and checks the CSV of measured layer times, and picks the reader of a layer-times
-// file by its name (layer_times_csv.h).
+// Reads and checks the CSV of measured layer times, and hands them to the plans and the
+// calibrated profiles (layer_times_csv.h).
 #include "whale/sim/layer_times_csv.h"
 
 #include <cerrno>
@@ -79,24 +79,6 @@ LayerTimesByModel load_layer_times_csv(const std::string& path, const std::strin
     times.measurements.push_back(m);
   }
   return out;
-}
-
-LayerTimesByModel load_layer_times(const std::string& path, const std::string& device_model,
-                                   const std::string& profiles_dir) {
-  const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  if (!json) {
-    if (!device_model.empty()) {
-      throw Error(path, "--layer-times-device", "no device model for a CSV, got '" + device_model + "'",
-                  "the CSV names the device model on each row; --layer-times-device goes with a .json profile");
-    }
-    return load_layer_times_csv(path, profiles_dir);
-  }
-  if (device_model.empty() || !std::filesystem::is_regular_file(profiles_dir + "/" + device_model + ".yaml")) {
-    throw Error(path, "--layer-times-device", "the device model the JSON profile measured, with a profile in " +
-                profiles_dir + ", got '" + device_model + "'",
-                "a per-layer profile JSON does not name its device: add --layer-times-device MODEL");
-  }
-  return {{device_model, plan::load_layer_profile_json(path)}};
 }
 
 void apply_layer_times(const LayerTimesByModel& times, plan::Plan* plan) {

@@ -283,3 +283,20 @@ TEST_CASE("the fit recovers GEMM shape-class scales, and prefers the single scal
   uniform.gemm_efficiency_scale = 0.8;
   CHECK(calibrate(synthetic_runs(6, uniform)).fitted == std::vector<std::string>{"gemm_efficiency_scale"});
 }
+
+TEST_CASE("the fit recovers a per-micro-batch overhead, named, next to the GEMM scale and the step overhead") {
+  // The fidelity plans run different numbers of stage passes per step (a pipeline's stages each
+  // take every micro-batch), so the overhead is told apart from the per-step one.
+  plan::ProfileCalibration measured_with = truth();
+  measured_with.memory_op_time_scale = 1;
+  measured_with.micro_batch_overhead_s = 0.004;
+  const std::vector<CalibrationRun> runs = synthetic_runs(6, measured_with);
+  CalibrationOptions options;
+  options.parameters = {"gemm_efficiency_scale", "step_overhead_us", "micro_batch_overhead_us"};
+  const CalibrationResult result = calibrate(runs, options);
+  const plan::ProfileCalibration& fitted = result.calibrations.at("cpu-measured");
+  CHECK(fitted.gemm_efficiency_scale == doctest::Approx(0.8).epsilon(1e-6));
+  CHECK(fitted.step_overhead_s == doctest::Approx(0.03).epsilon(1e-6));
+  CHECK(fitted.micro_batch_overhead_s == doctest::Approx(0.004).epsilon(1e-6));
+  CHECK(result.calibrated_mape < 1e-7);
+}

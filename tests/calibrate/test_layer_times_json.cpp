@@ -4,23 +4,18 @@
 // index, medians over the transformer blocks, and the errors; whale-calibrate's choice of reader.
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <fstream>
 
+#include "calibrate_scratch.h"
 #include "whale/plan/error.h"
 #include "whale/plan/model.h"
-#include "whale/sim/layer_times_csv.h"
+#include "whale/sim/layer_times_file.h"
 
 using namespace whale;
 
 namespace {
 
 std::string scratch(const std::string& name, const std::string& text) {
-  const std::string folder = std::string(WHALE_BINARY_DIR) + "/calibrate-scratch/layer-json";
-  std::filesystem::create_directories(folder);
-  const std::string path = folder + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return test::calibrate_scratch("layer-json", name, text);
 }
 
 const std::string kProfiles = std::string(WHALE_SOURCE_DIR) + "/profiles";
@@ -56,15 +51,15 @@ TEST_CASE("a per-layer profile JSON gives one measurement per layer kind, the bl
   check(times.measurements[1], K::transformer, 1, 0.011, 0.022);  // medians of 10/12/11 and 20/22/30 ms
   check(times.measurements[2], K::head, 1, 0.004, 0.005);
   check(times.measurements[4], K::transformer, 2, 0.006, 0.012);
-  // whale-calibrate --layer-times picks the reader by the name; the JSON needs its device model.
-  const sim::LayerTimesByModel by_model = sim::load_layer_times(path, "a100-sxm4-80gb", kProfiles);
+  // whale-calibrate --layer-times picks the reader by the content; the JSON needs its device model.
+  const sim::LayerTimesByModel by_model = sim::load_layer_times(path, {"a100-sxm4-80gb"}, kProfiles);
   REQUIRE(by_model.count("a100-sxm4-80gb"));
   CHECK(by_model.at("a100-sxm4-80gb").measurements.size() == 6);
-  CHECK_THROWS_WITH_AS(sim::load_layer_times(path, "", kProfiles), doctest::Contains("--layer-times-device"), Error);
+  CHECK_THROWS_WITH_AS(sim::load_layer_times(path, {}, kProfiles), doctest::Contains("--layer-times-device"), Error);
   const std::string csv = scratch("times.csv", "device_model,layer_kind,tp,micro_batch,forward_s,backward_s\n"
                                                "a100-sxm4-80gb,transformer,1,2,0.011,0.022\n");
-  CHECK(sim::load_layer_times(csv, "", kProfiles).at("a100-sxm4-80gb").measurements.size() == 1);
-  CHECK_THROWS_WITH_AS(sim::load_layer_times(csv, "a100-sxm4-80gb", kProfiles),
+  CHECK(sim::load_layer_times(csv, {}, kProfiles).at("a100-sxm4-80gb").measurements.size() == 1);
+  CHECK_THROWS_WITH_AS(sim::load_layer_times(csv, {"a100-sxm4-80gb"}, kProfiles),
                        doctest::Contains("--layer-times-device"), Error);
 }
 

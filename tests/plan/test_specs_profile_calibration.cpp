@@ -17,13 +17,14 @@ TEST_CASE("a calibration block loads in SI units; without it every figure is the
       "calibration/core.yaml",
       kCoreProfile + "calibration: {source: fitted, gemm_efficiency_scale: 1.25, memory_op_time_scale: 0.5,\n"
                      "  kernel_overhead_us: 2, layer_overhead_us: 30, step_overhead_us: 4000,\n"
-                     "  memory_reserve_gib: 0.5}\n"));
+                     "  micro_batch_overhead_us: 250, memory_reserve_gib: 0.5}\n"));
   CHECK(p.calibration.source == "fitted");
   CHECK(p.calibration.gemm_efficiency_scale == 1.25);
   CHECK(p.calibration.memory_op_time_scale == 0.5);
   CHECK(p.calibration.kernel_overhead_s == doctest::Approx(2e-6));
   CHECK(p.calibration.layer_overhead_s == doctest::Approx(30e-6));
   CHECK(p.calibration.step_overhead_s == doctest::Approx(4e-3));
+  CHECK(p.calibration.micro_batch_overhead_s == doctest::Approx(250e-6));
   CHECK(p.calibration.memory_reserve_bytes == 0.5 * 1024.0 * 1024.0 * 1024.0);
   CHECK_FALSE(p.calibration.is_default());
   const DeviceProfile plain = load_device_profile(scratch_file("calibration-none/core.yaml", kCoreProfile));
@@ -40,12 +41,14 @@ TEST_CASE("a calibration survives save and load; a default one is not written") 
   p.calibration.source = "fitted from a, b";
   p.calibration.gemm_efficiency_scale = 0.75;
   p.calibration.step_overhead_s = 0.125;
+  p.calibration.micro_batch_overhead_s = 0.0625;
   p.calibration.memory_reserve_bytes = 1024.0 * 1024.0 * 1024.0;
   save_device_profile(p, folder + "/core.yaml");
   const ProfileCalibration back = load_device_profile(folder + "/core.yaml").calibration;
   CHECK(back.source == "fitted from a, b");
   CHECK(back.gemm_efficiency_scale == 0.75);
   CHECK(back.step_overhead_s == doctest::Approx(0.125));
+  CHECK(back.micro_batch_overhead_s == doctest::Approx(0.0625));
   CHECK(back.memory_reserve_bytes == doctest::Approx(1024.0 * 1024.0 * 1024.0));
   CHECK(back.memory_op_time_scale == 1.0);
 }
@@ -103,4 +106,21 @@ TEST_CASE("a bad link or shape-class figure names the file and the field") {
         "positive");
   check("shape-key", "calibration: {gemm_shape_scale: {huge: 2}}\n", "calibration.gemm_shape_scale.huge",
         "unknown key");
+}
+
+TEST_CASE("a measured optimizer step per parameter in the layer_times block survives save and load") {
+  DeviceProfile p = load_device_profile(scratch_file(
+      "layer-times-optimizer/core.yaml",
+      kCoreProfile + "layer_times: {source: run.log, optimizer_s_per_parameter: 2.5e-8, measurements: [\n"
+                     "  {layer_kind: transformer, tp: 1, micro_batch: 2, forward_s: 0.01, backward_s: 0.02}]}\n"));
+  CHECK(p.layer_times.optimizer_s_per_parameter == 2.5e-8);
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/layer-times-optimizer-saved";
+  std::filesystem::create_directories(folder);
+  save_device_profile(p, folder + "/core.yaml");
+  CHECK(load_device_profile(folder + "/core.yaml").layer_times.optimizer_s_per_parameter == 2.5e-8);
+  const std::string zero = scratch_file(
+      "layer-times-optimizer-zero/core.yaml",
+      kCoreProfile + "layer_times: {source: run.log, optimizer_s_per_parameter: 0, measurements: [\n"
+                     "  {layer_kind: transformer, tp: 1, micro_batch: 2, forward_s: 0.01, backward_s: 0.02}]}\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(zero); }, zero, "layer_times.optimizer_s_per_parameter", "positive");
 }

@@ -47,6 +47,8 @@ TEST_CASE("each fitted figure changes the step by exactly its share") {
   CHECK(step_s(c) == doctest::Approx(6.1e-5));
   c.step_overhead_s = 1e-3;
   CHECK(step_s(c) == doctest::Approx(1.061e-3));
+  c.micro_batch_overhead_s = 2e-5;  // the one micro-batch: once forward, once backward
+  CHECK(step_s(c) == doctest::Approx(1.101e-3));
 }
 
 TEST_CASE("the memory reserve adds to every device's predicted peak memory") {
@@ -85,4 +87,35 @@ TEST_CASE("GEMM shape classes split at 1e8 and 1e10 flops of one kernel") {
   CHECK(gemm_shape_scale(1e8, c) == 3);
   CHECK(gemm_shape_scale(1e10 - 1, c) == 3);
   CHECK(gemm_shape_scale(1e10, c) == 5);
+}
+
+TEST_CASE("the per-micro-batch overhead adds to every stage's forward and backward of every micro-batch") {
+  // Two equal stages, no transfer time, 4 micro-batches: GPipe and 1F1B both take
+  // (m + p - 1) x (forward + backward), so o per pass adds (4 + 2 - 1) x 2o = 10o.
+  for (const plan::ScheduleKind kind : {plan::ScheduleKind::gpipe, plan::ScheduleKind::one_f_one_b}) {
+    plan::ProfileCalibration c;
+    const auto pipeline_step_s = [&] {
+      plan::DeviceProfile profile = test::flat_profile(1e14, 1e12);
+      profile.calibration = c;
+      const plan::Cluster cluster = test::make_cluster(1, 2, profile, test::link(1e11, 0), test::link(1e10, 0));
+      const plan::Layer layer = test::gemm_layer(1000, 1000, 1000, 1e6);
+      return Simulator().evaluate(test::pipeline_plan(cluster, {layer, layer}, kind, 4), {}).step_time_s;
+    };
+    const Seconds plain_s = pipeline_step_s();
+    CHECK(plain_s == doctest::Approx(5 * 6.2e-5));
+    c.micro_batch_overhead_s = 1e-5;
+    CHECK(pipeline_step_s() == doctest::Approx(plain_s + 10 * 1e-5));
+  }
+}
+
+TEST_CASE("a measured optimizer step per parameter prices the optimizer step") {
+  // The one-layer plan with 1e6 parameters on its one device: 6.2e-5 s of compute, then the
+  // optimizer: 1e6 x 1e-9 s.
+  plan::DeviceProfile profile = test::flat_profile(1e14, 1e12);
+  profile.layer_times.source = "megatron.log";
+  profile.layer_times.optimizer_s_per_parameter = 1e-9;
+  const plan::Cluster cluster = test::make_cluster(1, 1, profile, test::link(1e11, 0), test::link(1e10, 0));
+  const plan::Plan p = test::pipeline_plan(cluster, {test::gemm_layer(1000, 1000, 1000, 1e6, 1e6)},
+                                           plan::ScheduleKind::one_f_one_b, 1);
+  CHECK(Simulator().evaluate(p, {}).step_time_s == doctest::Approx(6.2e-5 + 1e-3));
 }

@@ -34,11 +34,25 @@ struct LayerTimes {
   std::string source;
   /// At most one per (kind, tp, micro_batch); in the order they were read.
   std::vector<MeasuredLayerTime> measurements;
+  /// The measured optimizer step per parameter a device updates (a Megatron-LM log's
+  /// `optimizer` timer over the parameters of its rank), in seconds; 0 when not measured, and
+  /// the simulator prices the step from memory bandwidth.
+  Seconds optimizer_s_per_parameter = 0;
 
   bool empty() const { return measurements.empty(); }
   /// The measurements of (kind, tp), sorted by micro_batch.
   std::vector<MeasuredLayerTime> of_shape(LayerKind kind, int tp) const;
 };
+
+/// The median of `values` (the mean of the middle two for an even count); `values` is not empty.
+Seconds median_seconds(std::vector<Seconds> values);
+
+/// Adds the measurements of one (micro_batch, tp) from times indexed like a family model's
+/// layers: index 0 the embedding, the last the head, those between transformer blocks (at least
+/// three layers, forward_s and backward_s of equal size). A kind's times are the median over its
+/// layers: the blocks of one model are the same shape, and the first often runs slower.
+void add_indexed_layer_times(const std::vector<Seconds>& forward_s, const std::vector<Seconds>& backward_s,
+                             double micro_batch, int tp, LayerTimes* out);
 
 /// Reads a per-layer profile JSON keyed by micro-batch, tp degree and layer index, as Sailor's
 /// planner stores its profiles (sailor_planner/profiles/<model>/<gpu>/profile.json):

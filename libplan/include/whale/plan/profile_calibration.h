@@ -46,6 +46,10 @@ struct ProfileCalibration {
   Seconds kernel_overhead_s = 0;  // added to every op's launch (YAML: kernel_overhead_us)
   Seconds layer_overhead_s = 0;   // added to each layer's forward and backward (YAML: layer_overhead_us)
   Seconds step_overhead_s = 0;    // added once to the step time (YAML: step_overhead_us)
+  /// Added once to each stage's forward and once to its backward of every micro-batch: the
+  /// framework's fixed cost per micro-batch and stage (dispatch, data, schedule bookkeeping;
+  /// YAML: micro_batch_overhead_us).
+  Seconds micro_batch_overhead_s = 0;
   Bytes memory_reserve_bytes = 0; // added to every device's peak memory (YAML: memory_reserve_gib)
   /// Multiplies the activations the memory model counts (kept and recomputed), fitted from
   /// measured peaks: < 1 when the framework keeps less than the formulas say (YAML:

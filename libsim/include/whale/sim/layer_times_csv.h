@@ -25,13 +25,6 @@ using LayerTimesByModel = std::map<std::string, plan::LayerTimes>;
 /// hint; also for a wrong header and for a file without rows.
 LayerTimesByModel load_layer_times_csv(const std::string& path, const std::string& profiles_dir);
 
-/// Loads measured layer times from `path` by its name: a CSV as load_layer_times_csv (its rows
-/// name their device models; `device_model` must be empty), or a per-layer profile JSON (.json,
-/// plan::load_layer_profile_json) of `device_model`, which must have a profile in
-/// `profiles_dir`. Throws whale::Error naming the file, or --layer-times-device.
-LayerTimesByModel load_layer_times(const std::string& path, const std::string& device_model,
-                                   const std::string& profiles_dir);
-
 /// Gives every profile of `plan`'s cluster whose model `times` holds those layer times.
 void apply_layer_times(const LayerTimesByModel& times, plan::Plan* plan);
 
