@@ -157,8 +157,11 @@ bench_plan() {
     "  - {layers: [0, $2], devices: \"0\"}" > "$work/plans/bench-$1.yaml"
   echo "$work/plans/bench-$1.yaml"
 }
-# The benchmarks: name, model, last layer (embedding, blocks, head), micro-batch, steps.
-benches=("gpt2 gpt2-124m 13 8 30" "gpt3 gpt3-1.3b 25 2 20")
+# The benchmarks: name, model, last layer (embedding, blocks, head), micro-batch, steps, and the
+# AdamW learning rate of the model's size in the GPT-3 paper (Brown et al. 2020, Table 2.1:
+# 6.0e-4 for 125M, 2.0e-4 for 1.3B; whale-run's default 1e-3 without warm-up makes 1.3B's loss
+# climb on the first steps).
+benches=("gpt2 gpt2-124m 13 8 30 6e-4" "gpt3 gpt3-1.3b 25 2 20 2e-4")
 # train PLAN NP TAG ARGS...: whale-run PLAN on NP ranks into work/TAG.{jsonl,params,log}.
 train() {
   local plan=$1 np=$2 tag=$3 launcher=(); shift 3
@@ -218,17 +221,21 @@ phase_memcheck() {
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
   [ -n "$sanitizer" ] || { echo "FAIL no compute-sanitizer on PATH or in /usr/local/cuda/bin"; return; }
   # The verdict counts memory errors. Failed CUDA API calls are counted apart, with the library
-  # that made each (the first frame of its host backtrace): the CUDA libraries probe kernels with
-  # calls that fail by design (cudaFuncGetAttributes answering 209, "no kernel image", on an
-  # H200), and whale's own calls are checked by its op tests (cuda_check throws on any error).
+  # that made each (the first frame of its host backtrace outside the driver): NCCL's
+  # ncclCommInitRank probes its kernels with cudaFuncGetAttributes, which answers 209 ("no kernel
+  # image") for those not built for the GPU (4 such calls on an H200, 2026-11-27); whale's own
+  # calls are checked by its op tests (cuda_check throws on any error).
   limited "$sanitizer" --tool memcheck --show-backtrace host "$kit/bin/test_cuda_backend" \
     > "$work/memcheck.log" 2>&1
   rc=$?
   errors=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$work/memcheck.log" | tail -1)
   api=$(grep -c '^========= Program hit' "$work/memcheck.log")
   memory=$(( ${errors//[^0-9]/} + 0 - api ))
-  callers=$(grep -A3 '^========= Program hit' "$work/memcheck.log" | grep -o 'in [^ ]*\.so[.0-9]*' |
-    sort | uniq -c | tr -s ' \n' ' ')
+  # Each failed call's first host frame outside the driver (libcuda) names its caller.
+  callers=$(awk '/^========= Program hit/ {want = 1; next}
+    want && /Host Frame/ && !/libcuda\.so/ {
+      if (match($0, /in [^ ]+$/)) { print substr($0, RSTART + 3); want = 0 } }' \
+    "$work/memcheck.log" | sort | uniq -c | tr -s ' \n' ' ')
   if [ $rc = 124 ]; then
     echo "FAIL cut at $1 s: $(grep -c '^========= [A-Z]' "$work/memcheck.log") sanitizer reports" \
       "so far, last test case: $(grep -o 'TEST CASE: .*' "$work/memcheck.log" | tail -1)"
@@ -270,7 +277,7 @@ phase_bf16_curve() {
   on_gpu "$work/curve-bf16.jsonl" || { echo "FAIL $no_gpu"; return; }
   python3 scripts/gpu_check_report.py curve "$work/curve-fp32.jsonl" "$work/curve-bf16.jsonl" $steps
 }
-# phase_bench NAME MODEL LAST MICRO_BATCH STEPS SECONDS: one of `benches`.
+# phase_bench NAME MODEL LAST MICRO_BATCH STEPS LR SECONDS: one of `benches`.
 phase_bench() {
   local name=$1 model=$2 plan; plan=$(bench_plan "$2" "$3" "$4")
   whale-sim "$plan" --profiles "$work/profiles" --format json > "$work/sim-datasheet-$model.json" \
@@ -279,8 +286,8 @@ phase_bench() {
   # Random tokens of the model's vocabulary (the text corpus has the byte tokenizer's 256).
   local vocabulary; vocabulary=$(sed -n 's/^vocabulary: *\([0-9]*\).*/\1/p' "configs/models/$model.yaml")
   python3 scripts/gpu_check_report.py tokens "$work/tokens-$model.bin" "$vocabulary" 1048576 7
-  limited whale-run "$plan" --data "$work/tokens-$model.bin" --log-every 0 --seed 7 --device gpu --steps "$5" \
-    --metrics "$work/bench-$model.jsonl" > "$work/bench-$model.log" 2>&1
+  limited whale-run "$plan" --data "$work/tokens-$model.bin" --log-every 0 --seed 7 --device gpu \
+    --steps "$5" --lr "$6" --metrics "$work/bench-$model.jsonl" > "$work/bench-$model.log" 2>&1
   local rc=$? facts partial
   # Killed inside a long step, whale-run leaves its metrics, flushed each step, in the
   # temporary file it would have renamed (AtomicFile).
@@ -299,7 +306,7 @@ phase_bench() {
   summary="$summary(MFU at $peak_bf16 TFLOP/s bf16, $datasheet)"
   if [ "$gpu" != 1 ]; then echo "FAIL not on a CUDA device: $summary"
   elif [ $rc = 0 ]; then echo "PASS $summary"
-  else echo "FAIL $([ $rc = 124 ] && echo "cut at $6 s" || echo "exit $rc"): $summary"; fi
+  else echo "FAIL $([ $rc = 124 ] && echo "cut at $7 s" || echo "exit $rc"): $summary"; fi
 }
 bench_spec() { local b; for b in "${benches[@]}"; do [ "${b%% *}" = "$1" ] && echo "$b"; done; }
 phase_bench_gpt2() { local spec; read -ra spec <<< "$(bench_spec gpt2)"; phase_bench "${spec[@]}" "$1"; }
