@@ -3,6 +3,7 @@
 // that live on both (the same host values uploaded to each backend).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -56,6 +57,14 @@ struct Backends {
       make_cuda_backend(CudaBackendOptions{0, DType::fp32, false, std::size_t{1} << 30});
   Twin tensor(const std::vector<float>& values) { return Twin(*cpu, *gpu, values); }
   Twin ints(const std::vector<int32_t>& values) { return Twin(*cpu, *gpu, values); }
+  /// An attention `probs` twin large enough for either backend's saved state (the CPU's
+  /// probabilities, the GPU's log-sum-exps and output copy).
+  Twin attention_state(int batch, int sequence, int heads, int head_size) {
+    const std::size_t n =
+        std::max(cpu->attention_saved_count(batch, sequence, heads, head_size, DType::fp32),
+                 gpu->attention_saved_count(batch, sequence, heads, head_size, DType::fp32));
+    return tensor(std::vector<float>(n));
+  }
 };
 
 }  // namespace whale::exec::test

@@ -61,7 +61,7 @@ TEST_CASE("grouped-query flash attention forward and backward, 8 query heads on 
   const Twin qkv = be.tensor(random_vector(static_cast<std::size_t>(B) * T * W, 231));
   const Twin dout = be.tensor(random_vector(static_cast<std::size_t>(B) * T * C, 232));
   Twin out = be.tensor(std::vector<float>(static_cast<std::size_t>(B) * T * C));
-  Twin probs = be.tensor(std::vector<float>(static_cast<std::size_t>(B) * NH * T * T));
+  Twin probs = be.attention_state(B, T, NH, HS);
   Twin dqkv = be.tensor(random_vector(qkv.count, 233));
   be.cpu->attention_forward(out.on_cpu, probs.on_cpu, qkv.on_cpu, B, T, NH, KV, HS);
   be.gpu->attention_forward(out.on_gpu, probs.on_gpu, qkv.on_gpu, B, T, NH, KV, HS);

@@ -1,5 +1,6 @@
 // File: test_cuda_low_precision.cpp
-// The kernels with bf16 and fp16 storage (fp32 arithmetic) against the CPU backend in fp32:
+// The kernels with bf16 and fp16 storage (fp32 arithmetic; the attention on tensor cores)
+// against the CPU backend in fp32:
 // normwise within kBf16Tolerance; the multi-tensor AdamW's compute copy is the round-to-nearest
 // of the fp32 master weight, bit for bit.
 #include <doctest/doctest.h>
@@ -7,9 +8,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <stdexcept>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_flash_attention_mma.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/gpu_host/adamw_chunks.h"
 #include "cuda_test_fixtures.h"
@@ -88,17 +91,105 @@ TEST_CASE("layernorm forward in bf16 storage") {
   CHECK(normwise_error(to_host(out), ref) <= kBf16Tolerance);
 }
 
-TEST_CASE("flash attention forward in bf16 storage") {
+namespace {
+
+/// Columns [first, first + width) of each row of a (rows, stride) matrix.
+std::vector<float> columns(const std::vector<float>& m, int stride, int first, int width) {
+  std::vector<float> out;
+  for (std::size_t r = 0; r < m.size() / stride; ++r)
+    out.insert(out.end(), m.begin() + r * stride + first, m.begin() + r * stride + first + width);
+  return out;
+}
+
+/// The tensor-core attention (T in bf16 or fp16; head size 64 or 128; grouped-query when
+/// KV < NH; 90 rows, not a multiple of the 64-row tile) forward and backward against the CPU
+/// backend in fp32: out, and dq, dk, dv each normwise within kBf16Tolerance.
+template <class T>
+void check_tensor_core_attention(int HS, int NH, int KV) {
+  CAPTURE(HS);
+  CAPTURE(NH);
+  CAPTURE(KV);
   auto cpu = make_reference();
-  const int B = 1, NH = 4, T = 90, HS = 64, C = NH * HS;
-  const auto qkv = random_vector(static_cast<std::size_t>(B) * T * 3 * C, 5);
-  std::vector<float> ref(static_cast<std::size_t>(B) * T * C), probs(static_cast<std::size_t>(B) * NH * T * T);
-  cpu->attention_forward(view(ref), view(probs), view(qkv), B, T, NH, HS);
-  const auto x = to_device<__nv_bfloat16>(qkv);
-  DeviceArray<__nv_bfloat16> out(ref.size());
-  DeviceArray<float> lse(static_cast<std::size_t>(B) * NH * T);
-  cuda::attention_forward(nullptr, out.data, lse.data, x->data, B, T, NH, NH, HS);
+  const int B = 2, S = 90, C = NH * HS, W = (NH + 2 * KV) * HS;
+  const std::size_t rows = static_cast<std::size_t>(B) * NH * S;
+  const auto qkv = random_vector(static_cast<std::size_t>(B) * S * W, 5);
+  const auto dout = random_vector(static_cast<std::size_t>(B) * S * C, 6);
+  std::vector<float> ref(static_cast<std::size_t>(B) * S * C), probs(rows * S), ref_dqkv(qkv.size(), 0.0f);
+  cpu->attention_forward(view(ref), view(probs), view(qkv), B, S, NH, KV, HS);
+  cpu->attention_backward(view(ref_dqkv), view(dout), view(qkv), view(probs), B, S, NH, KV, HS);
+  const auto x = to_device<T>(qkv), dy = to_device<T>(dout);
+  DeviceArray<T> out(ref.size()), dx(qkv.size());
+  DeviceArray<float> lse(rows), delta(rows);
+  REQUIRE(cuda::flash_mma_supports<T>(HS, x->data, dy->data, out.data));
+  cuda::attention_forward(nullptr, out.data, lse.data, x->data, B, S, NH, KV, HS);
+  cuda::attention_backward(nullptr, dx.data, dy->data, x->data, out.data, lse.data, delta.data, B, S,
+                           NH, KV, HS);
   CHECK(normwise_error(to_host(out), ref) <= kBf16Tolerance);
+  const auto got = to_host(dx);
+  CHECK(normwise_error(columns(got, W, 0, C), columns(ref_dqkv, W, 0, C)) <= kBf16Tolerance);
+  CHECK(normwise_error(columns(got, W, C, KV * HS), columns(ref_dqkv, W, C, KV * HS)) <= kBf16Tolerance);
+  CHECK(normwise_error(columns(got, W, C + KV * HS, KV * HS), columns(ref_dqkv, W, C + KV * HS, KV * HS)) <=
+        kBf16Tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("tensor-core flash attention in bf16: head sizes 64 and 128, multi-head and grouped-query") {
+  for (int HS : {64, 128}) {
+    check_tensor_core_attention<__nv_bfloat16>(HS, 4, 4);
+    check_tensor_core_attention<__nv_bfloat16>(HS, 4, 2);
+  }
+}
+
+TEST_CASE("tensor-core flash attention in fp16, head size 64") {
+  check_tensor_core_attention<__half>(64, 2, 2);
+}
+
+TEST_CASE("fp32 and head size 96 keep the scalar attention path") {
+  CHECK_FALSE(cuda::flash_mma_supports<float>(64, nullptr));
+  CHECK_FALSE(cuda::flash_mma_supports<__nv_bfloat16>(96, nullptr));
+  CHECK(cuda::flash_mma_supports<__nv_bfloat16>(128, nullptr));
+}
+
+TEST_CASE("the CUDA backend in bf16: attention through its saved state (no probabilities)") {
+  auto cpu = make_reference();
+  auto gpu = make_cuda_backend(CudaBackendOptions{0, DType::bf16, false, std::size_t{1} << 30});
+  REQUIRE(gpu->attention_recomputes_scores());
+  const int B = 1, S = 130, NH = 2, HS = 128, C = NH * HS;
+  const auto qkv = random_vector(static_cast<std::size_t>(B) * S * 3 * C, 9);
+  const auto dout = random_vector(static_cast<std::size_t>(B) * S * C, 10);
+  std::vector<float> ref(static_cast<std::size_t>(B) * S * C), probs(static_cast<std::size_t>(B) * NH * S * S),
+      ref_dqkv(qkv.size(), 0.0f);
+  cpu->attention_forward(view(ref), view(probs), view(qkv), B, S, NH, HS);
+  cpu->attention_backward(view(ref_dqkv), view(dout), view(qkv), view(probs), B, S, NH, HS);
+  // bf16 tensors of the backend, filled by casting fp32 uploads.
+  auto bf16_of = [&](const std::vector<float>& host) {
+    Tensor staging(*gpu, host.size(), DType::fp32), t(*gpu, host.size(), DType::bf16);
+    gpu->upload(staging.view(), host.data(), Stream::compute);
+    gpu->cast(t.view(), staging.view(), Stream::compute);
+    gpu->synchronize(Stream::compute);
+    return t;
+  };
+  auto fp32_of = [&](const Tensor& t) {
+    Tensor staging(*gpu, t.view().count, DType::fp32);
+    gpu->cast(staging.view(), t.view(), Stream::compute);
+    std::vector<float> host(t.view().count);
+    gpu->download(host.data(), staging.view(), Stream::compute);
+    gpu->synchronize(Stream::compute);
+    return host;
+  };
+  const Tensor x = bf16_of(qkv), dy = bf16_of(dout);
+  Tensor out = bf16_of(std::vector<float>(ref.size())), dx = bf16_of(std::vector<float>(qkv.size()));
+  const std::size_t saved = gpu->attention_saved_count(B, S, NH, HS, DType::bf16);
+  CHECK(saved < static_cast<std::size_t>(B) * NH * S * S);  // linear in T, not the probabilities
+  Tensor state(*gpu, saved, DType::bf16);
+  gpu->attention_forward(out.view(), state.view(), x.view(), B, S, NH, HS);
+  gpu->attention_backward(dx.view(), dy.view(), x.view(), state.view(), B, S, NH, HS);
+  CHECK(normwise_error(fp32_of(out), ref) <= kBf16Tolerance);
+  CHECK(normwise_error(fp32_of(dx), ref_dqkv) <= kBf16Tolerance);
+  Tensor small(*gpu, saved - 1, DType::bf16);
+  CHECK_THROWS_AS(gpu->attention_forward(out.view(), small.view(), x.view(), B, S, NH, HS),
+                  std::invalid_argument);
 }
 
 TEST_CASE("fused cross-entropy gradient written in bf16") {

@@ -131,7 +131,7 @@ TEST_CASE("flash attention forward and backward, head sizes 16, 64 and 128") {
     const Twin qkv = be.tensor(random_vector(static_cast<std::size_t>(B) * T * 3 * C, 51));
     const Twin dout = be.tensor(random_vector(static_cast<std::size_t>(B) * T * C, 52));
     Twin out = be.tensor(std::vector<float>(static_cast<std::size_t>(B) * T * C));
-    Twin probs = be.tensor(std::vector<float>(static_cast<std::size_t>(B) * NH * T * T));
+    Twin probs = be.attention_state(B, T, NH, HS);
     Twin dqkv = be.tensor(random_vector(qkv.count, 53));
     be.cpu->attention_forward(out.on_cpu, probs.on_cpu, qkv.on_cpu, B, T, NH, HS);
     be.gpu->attention_forward(out.on_gpu, probs.on_gpu, qkv.on_gpu, B, T, NH, HS);

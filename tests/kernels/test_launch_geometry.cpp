@@ -25,6 +25,13 @@ TEST_CASE("element-wise, warp-per-row, column and cross-entropy launches") {
   CHECK(warp_per_row_launch(9).grid_x == 2u);
   CHECK(column_launch(768).grid_x == 3u);
   CHECK(column_launch(769).grid_x == 4u);
+  // Column sums: 33 columns in blocks of 32, 513 rows in chunks of 256.
+  CHECK(column_chunks_launch(513, 33).grid_x == 2u);
+  CHECK(column_chunks_launch(513, 33).grid_y == 3u);
+  CHECK(column_chunks_launch(513, 33).block == 256u);
+  CHECK(column_partials_count(513, 33) == 99u);
+  CHECK(column_chunks_launch(0, 33).grid_x == 0u);
+  CHECK(column_partials_count(0, 33) == 0u);
   CHECK(cross_entropy_launch(12).grid_x == 12u);
   CHECK(cross_entropy_entries_per_thread(50257) == 197);
   CHECK(cross_entropy_entries_per_thread(256) == 1);

@@ -90,6 +90,10 @@ class SlowedBackend : public Backend {
   }
   using Backend::attention_forward;
   using Backend::attention_backward;
+  std::size_t attention_saved_count(int b, int t, int h, int hs, DType act) const override {
+    return inner_->attention_saved_count(b, t, h, hs, act);
+  }
+  bool attention_recomputes_scores() const override { return inner_->attention_recomputes_scores(); }
   void attention_forward(TensorView o, TensorView p, ConstTensorView q, int b, int t, int h,
                          int kv, int hs) override {
     slowed([&] { inner_->attention_forward(o, p, q, b, t, h, kv, hs); });

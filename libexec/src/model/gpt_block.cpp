@@ -38,11 +38,14 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
   be_.linear_forward(a.qkv, region.enter(a.ln1, g.gathered), p_.qkv_w.value, p_.qkv_b.value,
                      N, C, 3 * Cl);
   reuse_or_allocate(a.atty, be_, static_cast<std::size_t>(N) * Cl, act_);
-  Tensor& probs = keep_probs ? a.probs : scratch_->probs;
-  reuse_or_allocate(probs, be_, static_cast<std::size_t>(batch) * heads_local_ * T * T, act_);
+  // A backend that recomputes the scores saves a state linear in T: kept even under
+  // selective recomputation (dropping it would only re-run the forward in backward).
+  const bool keep_saved = keep_probs || be_.attention_recomputes_scores();
+  Tensor& probs = keep_saved ? a.probs : scratch_->probs;
+  reuse_or_allocate(probs, be_, be_.attention_saved_count(batch, T, heads_local_, dims_.head_size(), act_), act_);
   be_.attention_forward(a.atty, probs, a.qkv, batch, T, heads_local_,
                         dims_.head_size());
-  if (!keep_probs) a.probs.reset();  // backward recomputes them
+  if (!keep_saved) a.probs.reset();  // backward recomputes them
   reuse_or_allocate(a.x_mid, be_, NhC, act_);
   const TensorView attention_sum = region.all_rows(a.x_mid, g.partial, NC);
   be_.linear_forward(attention_sum, a.atty, p_.proj_w.value, TensorView{}, N, Cl, C);
@@ -106,7 +109,8 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
   be_.bias_add_backward(p_.proj_b.grad, g.dx_mid, Nh, C);
   ConstTensorView probs = a.probs;
   if (a.probs.empty()) {  // selective recomputation: the same op on the same qkv
-    reuse_or_allocate(g.probs, be_, static_cast<std::size_t>(batch) * heads_local_ * T * T, act_);
+    reuse_or_allocate(g.probs, be_, be_.attention_saved_count(batch, T, heads_local_, dims_.head_size(), act_),
+                      act_);
     reuse_or_allocate(g.atty, be_, static_cast<std::size_t>(N) * Cl, act_);
     be_.attention_forward(g.atty, g.probs, a.qkv, batch, T, heads_local_,
                           dims_.head_size());

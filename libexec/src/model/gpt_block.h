@@ -27,7 +27,7 @@ struct BlockParams {
 struct BlockActivations {
   Tensor ln1, ln1_mean, ln1_rstd;  // (Nh, C), (Nh), (Nh)
   Tensor qkv;                      // (N, 3*Cl): this shard's heads
-  Tensor probs;                    // (B, NHl, T, T); empty when dropped (selective recompute)
+  Tensor probs;  // attention_saved_count elements (CPU: (B, NHl, T, T)); empty when dropped
   Tensor atty;                     // (N, Cl)
   Tensor x_mid;                    // (Nh, C): x_in + attention
   Tensor ln2, ln2_mean, ln2_rstd;  // (Nh, C), (Nh), (Nh)

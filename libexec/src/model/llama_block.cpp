@@ -45,10 +45,13 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
   // Q and K are the first NHl + KVl heads of each row.
   be_.rope_forward(a.qkv, batch, T, W, heads_local_ + kv_heads_local_, HS, dims_.rope_theta);
   reuse_or_allocate(a.atty, be_, static_cast<std::size_t>(N) * A, act_);
-  Tensor& probs = keep_probs ? a.probs : scratch_->probs;
-  reuse_or_allocate(probs, be_, static_cast<std::size_t>(batch) * heads_local_ * T * T, act_);
+  // A backend that recomputes the scores saves a state linear in T: kept even under
+  // selective recomputation (dropping it would only re-run the forward in backward).
+  const bool keep_saved = keep_probs || be_.attention_recomputes_scores();
+  Tensor& probs = keep_saved ? a.probs : scratch_->probs;
+  reuse_or_allocate(probs, be_, be_.attention_saved_count(batch, T, heads_local_, HS, act_), act_);
   attend(batch, a.qkv, a.atty, probs);
-  if (!keep_probs) a.probs.reset();  // backward recomputes them
+  if (!keep_saved) a.probs.reset();  // backward recomputes them
   reuse_or_allocate(a.x_mid, be_, NhC, act_);
   const TensorView attention_sum = region.all_rows(a.x_mid, g.partial, NC);
   be_.linear_forward(attention_sum, a.atty, p_.proj_w.value, TensorView{}, N, A, C);
@@ -106,7 +109,8 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
                            region.enter(g.dx_mid, g.gathered), a.atty, N, A, C);
   ConstTensorView probs = a.probs;
   if (a.probs.empty()) {  // selective recomputation: the same op on the same qkv
-    reuse_or_allocate(g.probs, be_, static_cast<std::size_t>(batch) * heads_local_ * T * T, act_);
+    reuse_or_allocate(g.probs, be_, be_.attention_saved_count(batch, T, heads_local_, HS, act_),
+                      act_);
     reuse_or_allocate(g.atty, be_, static_cast<std::size_t>(N) * A, act_);
     attend(batch, a.qkv, g.atty, g.probs);
     probs = g.probs;

@@ -26,7 +26,7 @@ struct BlockParams {
 struct BlockActivations {
   Tensor norm1, rstd1;      // (Nh, C), (Nh)
   Tensor qkv;               // (N, Wl): this shard's heads, q and k rotated
-  Tensor probs;             // (B, NHl, T, T); empty when dropped (selective recompute)
+  Tensor probs;  // attention_saved_count elements (CPU: (B, NHl, T, T)); empty when dropped
   Tensor atty;              // (N, NHl*HS)
   Tensor x_mid;             // (Nh, C): x_in + attention
   Tensor norm2, rstd2;      // (Nh, C), (Nh)

@@ -1,43 +1,26 @@
 // File: cuda_attention_kernels.cu
-// Flash-style causal attention (multi-head or grouped-query): one thread per query (forward, dq)
+// The attention entry points: bf16/fp16 at head sizes 64 and 128 go to the tensor-core kernels
+// (cuda_flash_attention_mma.cu); everything else (fp32, other head sizes) to the scalar
+// flash-style causal attention here (multi-head or grouped-query): one thread per query (forward, dq)
 // or key (dk, dv, summed over the key/value head's query heads in head order) row, tiles of
 // kAttentionTile keys or queries staged in shared memory as fp32, the online-softmax recurrence
 // of kmath::flash_forward_tile. Forward saves only each row's log-sum-exp; backward recomputes
 // the scores (never a (B, NH, T, T) tensor) and writes dq and dk/dv from separate kernels, each
 // element by one thread in a fixed order: deterministic, no atomics.
+#include "backend/cuda/cuda_attention_head_view.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_dtype.h"
+#include "backend/cuda/cuda_flash_attention_mma.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/kernel_math/attention_math.h"
 #include "backend/kernel_math/launch_geometry.h"
+
+#include <type_traits>
 
 namespace whale::exec::cuda {
 namespace {
 using kmath::kAttentionTile;
 using kmath::kMaxHeadSize;
-
-/// Where one (sample b, query head h) lives: qkv rows are (NH + 2*KV)*HS apart, out rows NH*HS.
-struct HeadView {
-  std::size_t q, k, v, out, stats;  // row 0's query, key and value columns, out, lse
-  int qkv_stride, out_stride;
-};
-
-__device__ HeadView head_view(int b, int h, int sequence, int heads, int kv_heads, int head_size) {
-  const int channels = heads * head_size, kv_channels = kv_heads * head_size;
-  const int stride = channels + 2 * kv_channels;
-  const std::size_t base = static_cast<std::size_t>(b) * sequence * stride;
-  const std::size_t kv_col = static_cast<std::size_t>(kmath::kv_head_of(h, heads, kv_heads)) * head_size;
-  return {base + static_cast<std::size_t>(h) * head_size, base + channels + kv_col,
-          base + channels + kv_channels + kv_col,
-          static_cast<std::size_t>(b) * sequence * channels + static_cast<std::size_t>(h) * head_size,
-          (static_cast<std::size_t>(b) * heads + h) * sequence, stride, channels};
-}
-
-/// The query head's view of block row blockIdx.y = b * NH + h.
-__device__ HeadView query_head_view(int sequence, int heads, int kv_heads, int head_size) {
-  const int bh = static_cast<int>(blockIdx.y);
-  return head_view(bh / heads, bh % heads, sequence, heads, kv_heads, head_size);
-}
 
 /// Copies `rows` rows (head_size wide, `stride` apart in global memory) into a dense fp32 tile.
 template <class T>
@@ -195,6 +178,12 @@ float score_scale(int head_size) { return 1.0f / sqrtf(static_cast<float>(head_s
 template <class T>
 void attention_forward(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch,
                        int sequence, int heads, int kv_heads, int head_size) {
+  if constexpr (!std::is_same_v<T, float>) {
+    if (flash_mma_supports<T>(head_size, out, qkv)) {
+      flash_mma_forward(stream, out, lse, qkv, batch, sequence, heads, kv_heads, head_size);
+      return;
+    }
+  }
   const kmath::Launch l = kmath::attention_launch(batch, sequence, heads, head_size, false);
   if (l.grid_x == 0 || l.grid_y == 0) return;
   attention_forward_kernel<<<dim3(l.grid_x, l.grid_y), l.block, l.shared_bytes, stream>>>(
@@ -214,6 +203,13 @@ void attention_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qk
   attention_delta_kernel<<<d.grid_x, d.block, 0, stream>>>(delta, dout, out, sequence, heads,
                                                            head_size, rows);
   WHALE_CUDA_CHECK_LAUNCH();
+  if constexpr (!std::is_same_v<T, float>) {
+    if (flash_mma_supports<T>(head_size, qkv, dout)) {
+      flash_mma_backward(stream, dqkv, dout, qkv, lse, delta, batch, sequence, heads, kv_heads,
+                         head_size);
+      return;
+    }
+  }
   const float scale = score_scale(head_size);
   attention_dq_kernel<<<dim3(dq.grid_x, dq.grid_y), dq.block, dq.shared_bytes, stream>>>(
       dqkv, dout, qkv, lse, delta, sequence, heads, kv_heads, head_size, scale);

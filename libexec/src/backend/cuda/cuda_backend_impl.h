@@ -87,6 +87,9 @@ class CudaBackend : public Backend {
   void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                           ConstTensorView probs, int batch, int sequence, int heads,
                           int kv_heads, int head_size) override;
+  std::size_t attention_saved_count(int batch, int sequence, int heads, int head_size,
+                                    DType act) const override;
+  bool attention_recomputes_scores() const override { return true; }
   void rope_forward(TensorView data, int batch, int sequence, int row_channels, int heads,
                     int head_size, double theta) override;
   void rope_backward(TensorView grad, int batch, int sequence, int row_channels, int heads,

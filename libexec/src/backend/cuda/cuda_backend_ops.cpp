@@ -19,6 +19,8 @@
 #include "backend/gpu_host/adamw_chunks.h"
 #include "backend/gpu_host/gemm_layout.h"
 #include "backend/gpu_host/token_buckets.h"
+#include "backend/kernel_math/attention_saved_state.h"
+#include "backend/kernel_math/launch_geometry.h"
 
 namespace whale::exec::cuda {
 namespace {
@@ -145,9 +147,11 @@ void CudaBackend::bias_add_forward(TensorView out, ConstTensorView bias, int row
 
 void CudaBackend::bias_add_backward(TensorView dbias, ConstTensorView dout, int rows, int channels) {
   expect_dtype(dbias, DType::fp32, "bias gradient");
+  const Scratch partials(*arena_, kmath::column_partials_count(rows, channels) * sizeof(double));
   by_dtype(dout.dtype, "bias_add_backward", [&](auto t) {
     using T = decltype(t);
-    cuda::bias_add_backward(compute(), data<float>(dbias), data<T>(dout), rows, channels);
+    cuda::bias_add_backward(compute(), data<float>(dbias), data<T>(dout), rows, channels,
+                            partials.as<double>());
   });
 }
 
@@ -204,11 +208,12 @@ void CudaBackend::layernorm_backward(TensorView dinp, TensorView dweight, Tensor
                                      ConstTensorView rstd, int rows, int channels) {
   expect_dtype(dweight, DType::fp32, "layernorm weight gradient");
   expect_dtype(dbias, DType::fp32, "layernorm bias gradient");
+  const Scratch partials(*arena_, kmath::column_partials_count(rows, channels) * sizeof(double));
   by_dtype(dinp.dtype, "layernorm_backward", [&](auto t) {
     using T = decltype(t);
     cuda::layernorm_backward(compute(), data<T>(dinp), data<float>(dweight), data<float>(dbias),
                              data<T>(dout), data<T>(inp), data<T>(weight), data<float>(mean),
-                             data<float>(rstd), rows, channels);
+                             data<float>(rstd), rows, channels, partials.as<double>());
   });
 }
 
@@ -241,10 +246,12 @@ void CudaBackend::rmsnorm_backward(TensorView dinp, TensorView dweight, ConstTen
                                    ConstTensorView inp, ConstTensorView weight,
                                    ConstTensorView rstd, int rows, int channels) {
   expect_dtype(dweight, DType::fp32, "rmsnorm weight gradient");
+  const Scratch partials(*arena_, kmath::column_partials_count(rows, channels) * sizeof(double));
   by_dtype(dinp.dtype, "rmsnorm_backward", [&](auto t) {
     using T = decltype(t);
     cuda::rmsnorm_backward(compute(), data<T>(dinp), data<float>(dweight), data<T>(dout),
-                           data<T>(inp), data<T>(weight), data<float>(rstd), rows, channels);
+                           data<T>(inp), data<T>(weight), data<float>(rstd), rows, channels,
+                           partials.as<double>());
   });
 }
 
@@ -265,32 +272,59 @@ void CudaBackend::swiglu_backward(TensorView dgate, TensorView dup, ConstTensorV
   });
 }
 
-// Attention: the flash kernels never materialise the probabilities. Forward leaves `probs`
-// untouched; backward recomputes the output and each row's log-sum-exp (one more forward) and
-// then the gradients, so `probs` is not read either.
-void CudaBackend::attention_forward(TensorView out, TensorView /*probs*/, ConstTensorView qkv,
+// Attention: the flash kernels never materialise the probabilities. Forward saves in `probs`
+// each row's log-sum-exp and a copy of the output (kmath::attention_saved_state); backward
+// recomputes the scores from them, without re-running the forward.
+namespace {
+kmath::AttentionSavedState saved_state_of(ConstTensorView probs, DType act, int batch,
+                                          int sequence, int heads, int head_size,
+                                          const char* op) {
+  const kmath::AttentionSavedState state =
+      kmath::attention_saved_state(batch, sequence, heads, head_size, element_bytes(act));
+  if (probs.bytes() < state.bytes)
+    throw std::invalid_argument(std::string("CUDA ") + op + ": probs holds " +
+                                std::to_string(probs.bytes()) + " bytes, the saved state needs " +
+                                std::to_string(state.bytes) +
+                                " (size it with Backend::attention_saved_count)");
+  return state;
+}
+}  // namespace
+
+std::size_t CudaBackend::attention_saved_count(int batch, int sequence, int heads, int head_size,
+                                               DType act) const {
+  const std::size_t act_bytes = element_bytes(act);
+  return kmath::attention_saved_elements(
+      kmath::attention_saved_state(batch, sequence, heads, head_size, act_bytes), act_bytes);
+}
+
+void CudaBackend::attention_forward(TensorView out, TensorView probs, ConstTensorView qkv,
                                     int batch, int sequence, int heads, int kv_heads,
                                     int head_size) {
-  const Scratch lse(*arena_, static_cast<std::size_t>(batch) * heads * sequence * sizeof(float));
+  const kmath::AttentionSavedState state =
+      saved_state_of(probs, out.dtype, batch, sequence, heads, head_size, "attention_forward");
   by_dtype(out.dtype, "attention_forward", [&](auto t) {
     using T = decltype(t);
-    cuda::attention_forward(compute(), data<T>(out), lse.as<float>(), data<T>(qkv), batch,
+    cuda::attention_forward(compute(), data<T>(out), probs.as<float>(), data<T>(qkv), batch,
                             sequence, heads, kv_heads, head_size);
   });
+  const std::size_t out_count = static_cast<std::size_t>(batch) * sequence * heads * head_size;
+  copy(TensorView{static_cast<char*>(probs.data) + state.out_offset, out_count, out.dtype},
+       out.slice(0, out_count), Stream::compute);
 }
 
 void CudaBackend::attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
-                                     ConstTensorView /*probs*/, int batch, int sequence,
+                                     ConstTensorView probs, int batch, int sequence,
                                      int heads, int kv_heads, int head_size) {
+  const kmath::AttentionSavedState state =
+      saved_state_of(probs, dqkv.dtype, batch, sequence, heads, head_size, "attention_backward");
   const std::size_t rows = static_cast<std::size_t>(batch) * heads * sequence;
+  const Scratch delta(*arena_, rows * sizeof(float));
+  const char* saved = static_cast<const char*>(probs.data);
   by_dtype(dqkv.dtype, "attention_backward", [&](auto t) {
     using T = decltype(t);
-    const Scratch out(*arena_, rows * head_size * sizeof(T));
-    const Scratch lse(*arena_, rows * sizeof(float)), delta(*arena_, rows * sizeof(float));
-    cuda::attention_forward(compute(), out.as<T>(), lse.as<float>(), data<T>(qkv), batch,
-                            sequence, heads, kv_heads, head_size);
     cuda::attention_backward(compute(), data<T>(dqkv), data<T>(dout), data<T>(qkv),
-                             out.as<const T>(), lse.as<const float>(), delta.as<float>(), batch,
+                             reinterpret_cast<const T*>(saved + state.out_offset),
+                             reinterpret_cast<const float*>(saved), delta.as<float>(), batch,
                              sequence, heads, kv_heads, head_size);
   });
 }

@@ -37,9 +37,11 @@ void accumulate(cudaStream_t stream, T* dst, const T* src, std::size_t count);
 /// out (N, C) += bias (C).
 template <class T>
 void bias_add_forward(cudaStream_t stream, T* out, const T* bias, int rows, int channels);
-/// dbias (C, fp32) += column sums of dout (N, C), in double, rows in order.
+/// dbias (C, fp32) += column sums of dout (N, C) in double (cuda_column_sum.cuh's fixed order);
+/// partials: device scratch of kmath::column_partials_count(rows, channels) doubles.
 template <class T>
-void bias_add_backward(cudaStream_t stream, float* dbias, const T* dout, int rows, int channels);
+void bias_add_backward(cudaStream_t stream, float* dbias, const T* dout, int rows, int channels,
+                       double* partials);
 /// dst = src converted (round-to-nearest-even when narrowing).
 template <class Dst, class Src>
 void cast(cudaStream_t stream, Dst* dst, const Src* src, std::size_t count);
@@ -57,16 +59,18 @@ void layernorm_forward(cudaStream_t stream, T* out, float* mean, float* rstd, co
 template <class T>
 void layernorm_backward(cudaStream_t stream, T* dinp, float* dweight, float* dbias, const T* dout,
                         const T* inp, const T* weight, const float* mean, const float* rstd,
-                        int rows, int channels);
+                        int rows, int channels, double* partials);
 
 /// RMSNorm: out = inp * rstd * weight, rstd (N) saved.
 template <class T>
 void rmsnorm_forward(cudaStream_t stream, T* out, float* rstd, const T* inp, const T* weight,
                      int rows, int channels);
-/// dinp += the input gradient; dweight (C, fp32) += column sums in double, rows in order.
+/// dinp += the input gradient; dweight (C, fp32) += column sums in double (the column-sum
+/// order); layernorm and RMSNorm take partials as bias_add_backward does.
 template <class T>
 void rmsnorm_backward(cudaStream_t stream, T* dinp, float* dweight, const T* dout, const T* inp,
-                      const T* weight, const float* rstd, int rows, int channels);
+                      const T* weight, const float* rstd, int rows, int channels,
+                      double* partials);
 
 // ---- embedding (cuda_embedding_kernels.cu) -------------------------------------------
 /// tokens (B*T) in device memory.

@@ -1,7 +1,9 @@
 // File: cuda_norm_kernels.cu
-// Layernorm and RMSNorm CUDA kernels: one warp per row (lane-strided sums, butterfly), then one
-// thread per column for the weight (and bias) gradients (double sums in row order, no atomics).
+// Layernorm and RMSNorm CUDA kernels: one warp per row (lane-strided sums, butterfly); the weight
+// (and bias) gradients by the parallel column sum (cuda_column_sum.cuh: double partials over
+// row chunks, a fixed order, no atomics).
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_column_sum.cuh"
 #include "backend/cuda/cuda_dtype.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_warp.h"
@@ -71,22 +73,6 @@ __global__ void layernorm_dinp_kernel(T* dinp, const T* dout, const T* inp, cons
 }
 
 template <class T>
-__global__ void layernorm_params_kernel(float* dweight, float* dbias, const T* dout, const T* inp,
-                                        const float* mean, const float* rstd, int rows,
-                                        int channels) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  const auto at = [channels, c](int r) { return static_cast<std::size_t>(r) * channels + c; };
-  const float dw = kmath::ordered_row_sum(rows, [&](int r) {
-    return static_cast<double>(kmath::layernorm_norm(to_float(inp[at(r)]), mean[r], rstd[r]) *
-                               to_float(dout[at(r)]));
-  });
-  const float db = kmath::ordered_row_sum(rows, [&](int r) { return static_cast<double>(to_float(dout[at(r)])); });
-  dweight[c] += dw;
-  dbias[c] += db;
-}
-
-template <class T>
 __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp, const T* weight, int rows,
                                        int channels) {
   const int r = warp_row();
@@ -124,17 +110,6 @@ __global__ void rmsnorm_dinp_kernel(T* dinp, const T* dout, const T* inp, const 
                             to_float(inp[base + c]) * s, dnorm_norm_mean, s));
 }
 
-template <class T>
-__global__ void rmsnorm_weight_kernel(float* dweight, const T* dout, const T* inp,
-                                      const float* rstd, int rows, int channels) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  const auto at = [channels, c](int r) { return static_cast<std::size_t>(r) * channels + c; };
-  dweight[c] += kmath::ordered_row_sum(rows, [&](int r) {
-    return static_cast<double>(to_float(inp[at(r)]) * rstd[r] * to_float(dout[at(r)]));
-  });
-}
-
 }  // namespace
 
 template <class T>
@@ -148,16 +123,17 @@ void rmsnorm_forward(cudaStream_t stream, T* out, float* rstd, const T* inp, con
 
 template <class T>
 void rmsnorm_backward(cudaStream_t stream, T* dinp, float* dweight, const T* dout, const T* inp,
-                      const T* weight, const float* rstd, int rows, int channels) {
+                      const T* weight, const float* rstd, int rows, int channels,
+                      double* partials) {
   const kmath::Launch rows_launch = kmath::warp_per_row_launch(rows);
-  const kmath::Launch columns = kmath::column_launch(channels);
-  if (rows_launch.grid_x == 0 || columns.grid_x == 0) return;
+  if (rows_launch.grid_x == 0 || channels <= 0) return;
   rmsnorm_dinp_kernel<<<rows_launch.grid_x, rows_launch.block, 0, stream>>>(
       dinp, dout, inp, weight, rstd, rows, channels);
   WHALE_CUDA_CHECK_LAUNCH();
-  rmsnorm_weight_kernel<<<columns.grid_x, columns.block, 0, stream>>>(dweight, dout, inp, rstd,
-                                                                     rows, channels);
-  WHALE_CUDA_CHECK_LAUNCH();
+  column_sum(stream, dweight, partials, rows, channels, [=] __device__(int r, int c) {
+    const std::size_t at = static_cast<std::size_t>(r) * channels + c;
+    return static_cast<double>(to_float(inp[at]) * rstd[r] * to_float(dout[at]));
+  });
 }
 
 template <class T>
@@ -173,26 +149,31 @@ void layernorm_forward(cudaStream_t stream, T* out, float* mean, float* rstd, co
 template <class T>
 void layernorm_backward(cudaStream_t stream, T* dinp, float* dweight, float* dbias, const T* dout,
                         const T* inp, const T* weight, const float* mean, const float* rstd,
-                        int rows, int channels) {
+                        int rows, int channels, double* partials) {
   const kmath::Launch rows_launch = kmath::warp_per_row_launch(rows);
-  const kmath::Launch columns = kmath::column_launch(channels);
-  if (rows_launch.grid_x == 0 || columns.grid_x == 0) return;
+  if (rows_launch.grid_x == 0 || channels <= 0) return;
   layernorm_dinp_kernel<<<rows_launch.grid_x, rows_launch.block, 0, stream>>>(
       dinp, dout, inp, weight, mean, rstd, rows, channels);
   WHALE_CUDA_CHECK_LAUNCH();
-  layernorm_params_kernel<<<columns.grid_x, columns.block, 0, stream>>>(dweight, dbias, dout, inp,
-                                                                       mean, rstd, rows, channels);
-  WHALE_CUDA_CHECK_LAUNCH();
+  column_sum(stream, dweight, partials, rows, channels, [=] __device__(int r, int c) {
+    const std::size_t at = static_cast<std::size_t>(r) * channels + c;
+    return static_cast<double>(kmath::layernorm_norm(to_float(inp[at]), mean[r], rstd[r]) *
+                               to_float(dout[at]));
+  });
+  // The partials are reused: both sums run on the same stream, in order.
+  column_sum(stream, dbias, partials, rows, channels, [=] __device__(int r, int c) {
+    return static_cast<double>(to_float(dout[static_cast<std::size_t>(r) * channels + c]));
+  });
 }
 
 #define WHALE_INSTANTIATE_NORM(T)                                                               \
   template void layernorm_forward<T>(cudaStream_t, T*, float*, float*, const T*, const T*,     \
                                      const T*, int, int);                                      \
   template void layernorm_backward<T>(cudaStream_t, T*, float*, float*, const T*, const T*, const T*, \
-                                      const float*, const float*, int, int);                \
+                                      const float*, const float*, int, int, double*);       \
   template void rmsnorm_forward<T>(cudaStream_t, T*, float*, const T*, const T*, int, int);      \
   template void rmsnorm_backward<T>(cudaStream_t, T*, float*, const T*, const T*, const T*,     \
-                                    const float*, int, int);
+                                    const float*, int, int, double*);
 WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_NORM)
 
 }  // namespace whale::exec::cuda

@@ -2,6 +2,7 @@
 // Point-wise CUDA kernels: GELU and SwiGLU forward/backward, residual add, accumulate, bias add/grad and
 // dtype casts; grid-stride loops over kmath::elementwise_launch.
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_column_sum.cuh"
 #include "backend/cuda/cuda_dtype.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/kernel_math/elementwise_math.h"
@@ -25,17 +26,6 @@ void launch_elementwise(cudaStream_t stream, std::size_t count, Op op) {
   if (l.grid_x == 0) return;
   elementwise_kernel<<<l.grid_x, l.block, 0, stream>>>(count, op);
   WHALE_CUDA_CHECK_LAUNCH();
-}
-
-/// One thread per column c: dst[c] += the rows' values in double, in row order.
-template <class T>
-__global__ void column_sum_kernel(float* dst, const T* src, int rows, int channels) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  const float sum = kmath::ordered_row_sum(rows, [&](int r) {
-    return static_cast<double>(to_float(src[static_cast<std::size_t>(r) * channels + c]));
-  });
-  dst[c] += sum;
 }
 
 }  // namespace
@@ -95,11 +85,11 @@ void bias_add_forward(cudaStream_t stream, T* out, const T* bias, int rows, int 
 }
 
 template <class T>
-void bias_add_backward(cudaStream_t stream, float* dbias, const T* dout, int rows, int channels) {
-  const kmath::Launch l = kmath::column_launch(channels);
-  if (l.grid_x == 0) return;
-  column_sum_kernel<<<l.grid_x, l.block, 0, stream>>>(dbias, dout, rows, channels);
-  WHALE_CUDA_CHECK_LAUNCH();
+void bias_add_backward(cudaStream_t stream, float* dbias, const T* dout, int rows, int channels,
+                       double* partials) {
+  column_sum(stream, dbias, partials, rows, channels, [=] __device__(int r, int c) {
+    return static_cast<double>(to_float(dout[static_cast<std::size_t>(r) * channels + c]));
+  });
 }
 
 template <class Dst, class Src>
@@ -131,7 +121,7 @@ void find_non_finite(cudaStream_t stream, int* flag, const T* data, std::size_t 
   template void add_forward<T>(cudaStream_t, T*, const T*, const T*, std::size_t);         \
   template void accumulate<T>(cudaStream_t, T*, const T*, std::size_t);                    \
   template void bias_add_forward<T>(cudaStream_t, T*, const T*, int, int);                 \
-  template void bias_add_backward<T>(cudaStream_t, float*, const T*, int, int);                \
+  template void bias_add_backward<T>(cudaStream_t, float*, const T*, int, int, double*);                \
   template void scale<T>(cudaStream_t, T*, float, std::size_t);                            \
   template void find_non_finite<T>(cudaStream_t, int*, const T*, std::size_t);
 WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_POINTWISE)

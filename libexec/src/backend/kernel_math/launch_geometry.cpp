@@ -29,6 +29,17 @@ Launch column_launch(int channels) {
   return {ceil_div(static_cast<std::size_t>(channels), kBlockThreads), 1, kBlockThreads, 0};
 }
 
+Launch column_chunks_launch(int rows, int channels) {
+  if (rows <= 0 || channels <= 0) return {0, 0, kBlockThreads, 0};
+  return {ceil_div(static_cast<std::size_t>(channels), kColumnSumColumns),
+          ceil_div(static_cast<std::size_t>(rows), kColumnChunkRows), kColumnSumColumns * kColumnSumLanes, 0};
+}
+
+std::size_t column_partials_count(int rows, int channels) {
+  if (rows <= 0 || channels <= 0) return 0;
+  return ceil_div(static_cast<std::size_t>(rows), kColumnChunkRows) * static_cast<std::size_t>(channels);
+}
+
 Launch cross_entropy_launch(int rows) { return {static_cast<unsigned>(rows), 1, kBlockThreads, 0}; }
 
 int cross_entropy_entries_per_thread(int vocabulary) {

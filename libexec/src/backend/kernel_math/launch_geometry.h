@@ -24,8 +24,18 @@ constexpr unsigned kMaxElementBlocks = 65535;
 Launch elementwise_launch(std::size_t count);
 /// One warp per row (layernorm): 8 rows per 256-thread block.
 Launch warp_per_row_launch(int rows);
-/// One thread per column (bias and layernorm parameter gradients, summed over rows in order).
+/// One thread per column (the embedding's position gradient; the final pass of a column sum).
 Launch column_launch(int channels);
+/// Rows per chunk of a parallel column sum (parameter gradients of bias and norms).
+constexpr int kColumnChunkRows = 256;
+/// Threads of a chunk block: kColumnSumColumns adjacent columns (coalesced) x 8 row lanes.
+constexpr int kColumnSumColumns = 32;
+constexpr int kColumnSumLanes = 8;
+/// The partial pass of a column sum: grid (ceil(C / 32), ceil(N / 256)), 256 threads; block
+/// (x, y) writes the double partial sums of columns 32x.. over rows 256y.. (grid 0 when empty).
+Launch column_chunks_launch(int rows, int channels);
+/// The partial sums a column sum needs: chunks x channels doubles.
+std::size_t column_partials_count(int rows, int channels);
 /// One 256-thread block per row of the vocabulary (fused softmax + cross-entropy): thread t
 /// takes the vocabulary entries t, t + 256, ...; cross_entropy_entries_per_thread of them.
 Launch cross_entropy_launch(int rows);

@@ -145,7 +145,9 @@ class Backend {
   /// qkv (B, T, (NH + 2*KV)*HS) act holds [Q | K | V], each head-major (head h at columns
   /// h*HS..h*HS+HS of its part). probs (B, NH, T, T) act: the softmax (in fp32) of
   /// Q K^T / sqrt(HS) with the future masked (zeros above the diagonal), saved for backward.
-  /// out (B, T, NH*HS) act = probs * V per head.
+  /// out (B, T, NH*HS) act = probs * V per head. A backend that recomputes the scores in
+  /// backward (attention_recomputes_scores) saves its own state in `probs` instead, which then
+  /// holds attention_saved_count elements.
   virtual void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv,
                                  int batch, int sequence, int heads, int kv_heads,
                                  int head_size) = 0;
@@ -154,6 +156,17 @@ class Backend {
   virtual void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                                   ConstTensorView probs, int batch, int sequence, int heads,
                                   int kv_heads, int head_size) = 0;
+  /// The elements of dtype `act` attention_forward's `probs` must hold: by default the
+  /// (B, NH, T, T) probabilities.
+  virtual std::size_t attention_saved_count(int batch, int sequence, int heads, int head_size,
+                                            DType act) const {
+    (void)head_size, (void)act;
+    return static_cast<std::size_t>(batch) * heads * sequence * sequence;
+  }
+  /// True when attention_backward recomputes the scores from a saved state linear in T (no
+  /// probabilities): selective recomputation then keeps `probs` rather than re-running the
+  /// forward.
+  virtual bool attention_recomputes_scores() const { return false; }
   /// Multi-head attention: KV = NH, qkv (B, T, 3*NH*HS).
   void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
                          int sequence, int heads, int head_size) {

@@ -1,0 +1,499 @@
+// File: cuda_flash_attention_mma.cu
+// Tensor-core flash attention for bf16/fp16 (see cuda_flash_attention_mma.h). Each warp owns 16
+// rows of its block's tile; scores, probabilities and the output/gradient accumulators live in
+// mma.sync m16n8k16 fragments (registers, fp32), the tiles of q, k, v and dout in shared memory
+// as raw 16-bit values, rows padded by 8 elements so that the fragment loads hit 32 distinct
+// banks. The tile-level math (mask, online-softmax merge, dS) is kmath's (flash_tile_math.h).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "backend/cuda/cuda_attention_head_view.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_dtype.h"
+#include "backend/cuda/cuda_flash_attention_mma.h"
+#include "backend/kernel_math/flash_tile_math.h"
+
+namespace whale::exec::cuda {
+namespace {
+
+constexpr int kWarps = 4, kThreads = kWarps * 32;
+constexpr int kRowsPerWarp = 16;                    // the m of m16n8k16
+constexpr int kBlockRows = kWarps * kRowsPerWarp;   // queries (forward, dq) or keys (dk, dv) per block
+constexpr int kPad = 8;                             // elements added to each shared row
+
+/// Queries per inner tile of the dk/dv kernel: 32 at head size 128 keeps its two (16 x 128)
+/// accumulators and two (16 x 32) score tiles within the register file.
+template <int D>
+constexpr int kDkvQueryRows = D == 128 ? 32 : 64;
+
+// ---- mma.sync fragments ---------------------------------------------------------------
+// Per PTX ISA "mma.m16n8k16": lane = 4 * g + t. A (16x16, row): a0 (g, 2t..2t+1), a1 (g+8, 2t..),
+// a2 (g, 2t+8..), a3 (g+8, 2t+8..). B (16x8, col): b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g).
+// C (16x8): c0, c1 (g, 2t..2t+1), c2, c3 (g+8, 2t..2t+1). The lower column sits in the low half.
+
+__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], const uint32_t b[2], __nv_bfloat16) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void mma(float c[4], const uint32_t a[4], const uint32_t b[2], __half) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/// Two floats rounded to T and packed (lo in the low half).
+__device__ __forceinline__ uint32_t pack(float lo, float hi, __nv_bfloat16) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+__device__ __forceinline__ uint32_t pack(float lo, float hi, __half) {
+  const __half2 v = __floats2half2_rn(lo, hi);
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+__device__ __forceinline__ uint32_t load_pair(const uint16_t* at) {
+  return *reinterpret_cast<const uint32_t*>(at);
+}
+
+struct Lane {
+  int warp, g, t;
+};
+__device__ __forceinline__ Lane this_lane() {
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  return {static_cast<int>(threadIdx.x) / 32, lane / 4, lane % 4};
+}
+
+/// A fragment of rows r0..r0+15, columns k0..k0+15 of a row-major tile (ld elements a row).
+__device__ __forceinline__ void load_a(uint32_t a[4], const uint16_t* s, int ld, int r0, int k0, Lane l) {
+  const uint16_t* p = s + (r0 + l.g) * ld + k0 + 2 * l.t;
+  a[0] = load_pair(p);
+  a[1] = load_pair(p + 8 * ld);
+  a[2] = load_pair(p + 8);
+  a[3] = load_pair(p + 8 * ld + 8);
+}
+
+/// B fragment (k0..k0+15) x (n0..n0+7) of a tile stored [n][k] (k contiguous): B = tile^T.
+__device__ __forceinline__ void load_b_nk(uint32_t b[2], const uint16_t* s, int ld, int n0, int k0, Lane l) {
+  const uint16_t* p = s + (n0 + l.g) * ld + k0 + 2 * l.t;
+  b[0] = load_pair(p);
+  b[1] = load_pair(p + 8);
+}
+
+/// B fragment (k0..k0+15) x (n0..n0+7) of a tile stored [k][n] (n contiguous): B = tile.
+__device__ __forceinline__ void load_b_kn(uint32_t b[2], const uint16_t* s, int ld, int k0, int n0, Lane l) {
+  const uint16_t* p = s + (k0 + 2 * l.t) * ld + n0 + l.g;
+  b[0] = static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[ld]) << 16);
+  b[1] = static_cast<uint32_t>(p[8 * ld]) | (static_cast<uint32_t>(p[9 * ld]) << 16);
+}
+
+/// The A fragment (16 rows x keys 16*kk..16*kk+15) of a probability/gradient tile held as C
+/// fragments c[n-tile][4] (FlashAttention-2's register reuse: C's layout is A's).
+template <class T>
+__device__ __forceinline__ void c_to_a(uint32_t a[4], const float (*c)[4], int kk) {
+  a[0] = pack(c[2 * kk][0], c[2 * kk][1], T{});
+  a[1] = pack(c[2 * kk][2], c[2 * kk][3], T{});
+  a[2] = pack(c[2 * kk + 1][0], c[2 * kk + 1][1], T{});
+  a[3] = pack(c[2 * kk + 1][2], c[2 * kk + 1][3], T{});
+}
+
+/// The backward's two recomputed products for the warp's 16 rows r0.. (head size D, NT n-tiles
+/// of 8 columns): x += A1 B1^T and y += A2 B2^T, the A tiles stored [row][d], the B tiles
+/// [column][d], all padded to D + kPad.
+template <class T, int D, int NT>
+__device__ __forceinline__ void two_products(float (*x)[4], float (*y)[4], const uint16_t* a1,
+                                             const uint16_t* b1, const uint16_t* a2,
+                                             const uint16_t* b2, int r0, Lane l) {
+  constexpr int ld = D + kPad;
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    uint32_t f1[4], f2[4];
+    load_a(f1, a1, ld, r0, ks * 16, l);
+    load_a(f2, a2, ld, r0, ks * 16, l);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      uint32_t b[2];
+      load_b_nk(b, b1, ld, nt * 8, ks * 16, l);
+      mma(x[nt], f1, b, T{});
+      load_b_nk(b, b2, ld, nt * 8, ks * 16, l);
+      mma(y[nt], f2, b, T{});
+    }
+  }
+}
+
+/// Copies rows first..first+rows-1 (16-byte vectors; rows past the sequence are zeros) of a
+/// (T, stride)-strided matrix whose row 0 starts at src into a padded shared tile.
+template <int D>
+__device__ void load_tile(uint16_t* tile, const uint16_t* src, int stride, int first, int rows,
+                          int sequence) {
+  constexpr int chunks = D / 8;
+    for (int e = static_cast<int>(threadIdx.x); e < rows * chunks; e += kThreads) {
+    const int r = e / chunks, c = e % chunks;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (first + r < sequence)
+      v = *reinterpret_cast<const uint4*>(src + static_cast<std::size_t>(first + r) * stride + c * 8);
+    *reinterpret_cast<uint4*>(tile + r * (D + kPad) + c * 8) = v;
+  }
+}
+
+/// Rows first.. of lse (times log2 e) and delta into shared arrays (0 past the sequence).
+__device__ void load_row_stats(float* lse_log2, float* delta_s, const float* lse, const float* delta,
+                               int first, int rows, int sequence) {
+  for (int r = static_cast<int>(threadIdx.x); r < rows; r += kThreads) {
+    const bool exists = first + r < sequence;
+    lse_log2[r] = exists ? lse[first + r] * kmath::kLog2e : 0.0f;
+    delta_s[r] = exists ? delta[first + r] : 0.0f;
+  }
+}
+
+/// Adds scale * acc (a warp's 16 rows x D accumulator, rows first_row + r0..) into the T matrix
+/// at dst (row stride `stride`), skipping rows past the sequence.
+template <class T, int D>
+__device__ void add_rows(T* dst, int stride, const float (*acc)[4], int first_row, int sequence,
+                         float scale, Lane l) {
+  #pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int row = first_row + l.g + 8 * half;
+    if (row >= sequence) continue;
+    T* p = dst + static_cast<std::size_t>(row) * stride;
+    #pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt)
+      #pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = dt * 8 + 2 * l.t + e;
+        p[col] = from_float<T>(to_float(p[col]) + scale * acc[dt][2 * half + e]);
+      }
+  }
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* lse, const T* qkv,
+                                                                 int sequence, int heads,
+                                                                 int kv_heads, float scale_log2) {
+  constexpr int ld = D + kPad, key_tiles_n = kBlockRows / 8;
+  extern __shared__ uint4 shared_raw[];
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(shared_raw);
+  uint16_t* k_s = q_s + kBlockRows * ld;
+  uint16_t* v_s = k_s + kBlockRows * ld;
+  const HeadView hv = query_head_view(sequence, heads, kv_heads, D);
+  const uint16_t* base = reinterpret_cast<const uint16_t*>(qkv);
+  const int qt = static_cast<int>(blockIdx.x), q_first = qt * kBlockRows;
+  const Lane l = this_lane();
+  const int r0 = l.warp * kRowsPerWarp;
+  load_tile<D>(q_s, base + hv.q, hv.qkv_stride, q_first, kBlockRows, sequence);
+
+  float o[D / 8][4] = {};
+  kmath::SoftmaxRow row[2];  // rows g and g + 8 of the warp's 16 (this thread's partial sums)
+  const int key_tiles = kmath::causal_key_tiles(qt, kBlockRows, kBlockRows, sequence);
+  for (int kt = 0; kt < key_tiles; ++kt) {
+    __syncthreads();  // the previous tile is consumed
+    load_tile<D>(k_s, base + hv.k, hv.qkv_stride, kt * kBlockRows, kBlockRows, sequence);
+    load_tile<D>(v_s, base + hv.v, hv.qkv_stride, kt * kBlockRows, kBlockRows, sequence);
+    __syncthreads();
+    float s[key_tiles_n][4] = {};
+    #pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      uint32_t a[4];
+      load_a(a, q_s, ld, r0, ks * 16, l);
+      #pragma unroll
+      for (int nt = 0; nt < key_tiles_n; ++nt) {
+        uint32_t b[2];
+        load_b_nk(b, k_s, ld, nt * 8, ks * 16, l);
+        mma(s[nt], a, b, T{});
+      }
+    }
+    const bool masked = kmath::tile_needs_mask(qt, kBlockRows, kt, kBlockRows, sequence);
+    float tile_max[2] = {-INFINITY, -INFINITY};
+    #pragma unroll
+    for (int nt = 0; nt < key_tiles_n; ++nt)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int half = e / 2;
+        const int query = q_first + r0 + l.g + 8 * half, key = kt * kBlockRows + nt * 8 + 2 * l.t + (e & 1);
+        float x = s[nt][e] * scale_log2;
+        if (masked && !kmath::score_visible(query, key, sequence)) x = -INFINITY;
+        s[nt][e] = x;
+        tile_max[half] = fmaxf(tile_max[half], x);
+      }
+    float factor[2];
+    #pragma unroll
+    for (int half = 0; half < 2; ++half) {  // the 4 lanes of a row hold its 64 columns
+      tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 1));
+      tile_max[half] = fmaxf(tile_max[half], __shfl_xor_sync(0xffffffffu, tile_max[half], 2));
+      factor[half] = kmath::softmax_row_rescale(row[half], tile_max[half]);
+    }
+    #pragma unroll
+    for (int nt = 0; nt < key_tiles_n; ++nt)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = kmath::softmax_row_weight(row[e / 2], s[nt][e]);
+        s[nt][e] = p;
+        row[e / 2].sum += p;
+      }
+    #pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) o[dt][e] *= factor[e / 2];
+    #pragma unroll
+    for (int kk = 0; kk < kBlockRows / 16; ++kk) {
+      uint32_t a[4];
+      c_to_a<T>(a, s, kk);
+      #pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        uint32_t b[2];
+        load_b_kn(b, v_s, ld, kk * 16, dt * 8, l);
+        mma(o[dt], a, b, T{});
+      }
+    }
+  }
+  #pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    row[half].sum += __shfl_xor_sync(0xffffffffu, row[half].sum, 1);
+    row[half].sum += __shfl_xor_sync(0xffffffffu, row[half].sum, 2);
+    const int query = q_first + r0 + l.g + 8 * half;
+    if (query >= sequence) continue;
+    const float inverse = 1.0f / row[half].sum;
+    T* dst = out + hv.out + static_cast<std::size_t>(query) * hv.out_stride;
+    #pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt)
+      #pragma unroll
+      for (int e = 0; e < 2; ++e) dst[dt * 8 + 2 * l.t + e] = from_float<T>(o[dt][2 * half + e] * inverse);
+    if (l.t == 0) lse[hv.stats + query] = kmath::softmax_row_logsumexp(row[half]);
+  }
+}
+
+/// dq of a 64-query tile: for each visible key tile, S = Q K^T and dP = dout V^T recomputed,
+/// dS = P (dP - D), dq += dS K; dq is added (times the score scale) into dqkv's query columns.
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* dout, const T* qkv,
+                                                            const float* lse, const float* delta,
+                                                            int sequence, int heads, int kv_heads,
+                                                            float scale, float scale_log2) {
+  constexpr int ld = D + kPad, key_tiles_n = kBlockRows / 8;
+  extern __shared__ uint4 shared_raw[];
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(shared_raw);
+  uint16_t* do_s = q_s + kBlockRows * ld;
+  uint16_t* k_s = do_s + kBlockRows * ld;
+  uint16_t* v_s = k_s + kBlockRows * ld;
+  float* lse_s = reinterpret_cast<float*>(v_s + kBlockRows * ld);
+  float* delta_s = lse_s + kBlockRows;
+  const HeadView hv = query_head_view(sequence, heads, kv_heads, D);
+  const uint16_t* base = reinterpret_cast<const uint16_t*>(qkv);
+  const int qt = static_cast<int>(blockIdx.x), q_first = qt * kBlockRows;
+  const Lane l = this_lane();
+  const int r0 = l.warp * kRowsPerWarp;
+  load_tile<D>(q_s, base + hv.q, hv.qkv_stride, q_first, kBlockRows, sequence);
+  load_tile<D>(do_s, reinterpret_cast<const uint16_t*>(dout) + hv.out, hv.out_stride, q_first,
+               kBlockRows, sequence);
+  load_row_stats(lse_s, delta_s, lse + hv.stats, delta + hv.stats, q_first, kBlockRows, sequence);
+
+  float dq[D / 8][4] = {};
+  const int key_tiles = kmath::causal_key_tiles(qt, kBlockRows, kBlockRows, sequence);
+  for (int kt = 0; kt < key_tiles; ++kt) {
+    __syncthreads();
+    load_tile<D>(k_s, base + hv.k, hv.qkv_stride, kt * kBlockRows, kBlockRows, sequence);
+    load_tile<D>(v_s, base + hv.v, hv.qkv_stride, kt * kBlockRows, kBlockRows, sequence);
+    __syncthreads();
+    float s[key_tiles_n][4] = {}, dp[key_tiles_n][4] = {};
+    two_products<T, D, key_tiles_n>(s, dp, q_s, k_s, do_s, v_s, r0, l);  // S = Q K^T, dP = dO V^T
+    const bool masked = kmath::tile_needs_mask(qt, kBlockRows, kt, kBlockRows, sequence);
+    #pragma unroll
+    for (int nt = 0; nt < key_tiles_n; ++nt)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = r0 + l.g + 8 * (e / 2);
+        const int key = kt * kBlockRows + nt * 8 + 2 * l.t + (e & 1);
+        const bool visible = !masked || kmath::score_visible(q_first + r, key, sequence);
+        const float p = visible ? kmath::recomputed_probability(s[nt][e] * scale_log2, lse_s[r]) : 0.0f;
+        s[nt][e] = kmath::score_gradient(p, dp[nt][e], delta_s[r]);
+      }
+    #pragma unroll
+    for (int kk = 0; kk < kBlockRows / 16; ++kk) {
+      uint32_t a[4];
+      c_to_a<T>(a, s, kk);
+      #pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        uint32_t b[2];
+        load_b_kn(b, k_s, ld, kk * 16, dt * 8, l);
+        mma(dq[dt], a, b, T{});
+      }
+    }
+  }
+  add_rows<T, D>(dqkv + hv.q, hv.qkv_stride, dq, q_first + r0, sequence, scale, l);
+}
+
+/// dk, dv of a 64-key tile of key/value head blockIdx.y % KV: over its query heads in order and
+/// each head's query tiles at or after the key tile, S^T = K Q^T and dP^T = V dout^T recomputed,
+/// dv += P^T dout, dk += dS^T Q; added (dk times the score scale) into dqkv's key/value columns.
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* dout, const T* qkv,
+                                                             const float* lse, const float* delta,
+                                                             int sequence, int heads, int kv_heads,
+                                                             float scale, float scale_log2) {
+  constexpr int ld = D + kPad, bq = kDkvQueryRows<D>, query_tiles_n = bq / 8;
+  extern __shared__ uint4 shared_raw[];
+  uint16_t* k_s = reinterpret_cast<uint16_t*>(shared_raw);
+  uint16_t* v_s = k_s + kBlockRows * ld;
+  uint16_t* q_s = v_s + kBlockRows * ld;
+  uint16_t* do_s = q_s + bq * ld;
+  float* lse_s = reinterpret_cast<float*>(do_s + bq * ld);
+  float* delta_s = lse_s + bq;
+  const int b = static_cast<int>(blockIdx.y) / kv_heads, kv = static_cast<int>(blockIdx.y) % kv_heads;
+  const int group = heads / kv_heads;
+  const HeadView kv_view = head_view(b, kv * group, sequence, heads, kv_heads, D);
+  const uint16_t* base = reinterpret_cast<const uint16_t*>(qkv);
+  const uint16_t* dout_base = reinterpret_cast<const uint16_t*>(dout);
+  const int kt = static_cast<int>(blockIdx.x), k_first = kt * kBlockRows;
+  const Lane l = this_lane();
+  const int r0 = l.warp * kRowsPerWarp;
+  load_tile<D>(k_s, base + kv_view.k, kv_view.qkv_stride, k_first, kBlockRows, sequence);
+  load_tile<D>(v_s, base + kv_view.v, kv_view.qkv_stride, k_first, kBlockRows, sequence);
+
+  float dk[D / 8][4] = {}, dv[D / 8][4] = {};
+  const int query_tiles = (sequence + bq - 1) / bq;
+  for (int h = kv * group; h < (kv + 1) * group; ++h) {
+    const HeadView hv = head_view(b, h, sequence, heads, kv_heads, D);
+    for (int qt = kmath::causal_first_query_tile(kt, kBlockRows, bq); qt < query_tiles; ++qt) {
+      __syncthreads();
+      load_tile<D>(q_s, base + hv.q, hv.qkv_stride, qt * bq, bq, sequence);
+      load_tile<D>(do_s, dout_base + hv.out, hv.out_stride, qt * bq, bq, sequence);
+      load_row_stats(lse_s, delta_s, lse + hv.stats, delta + hv.stats, qt * bq, bq, sequence);
+      __syncthreads();
+      float s[query_tiles_n][4] = {}, dp[query_tiles_n][4] = {};
+      two_products<T, D, query_tiles_n>(s, dp, k_s, q_s, v_s, do_s, r0, l);  // S^T, dP^T
+      const bool masked = kmath::tile_needs_mask(qt, bq, kt, kBlockRows, sequence);
+      #pragma unroll
+      for (int nt = 0; nt < query_tiles_n; ++nt)
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = k_first + r0 + l.g + 8 * (e / 2);
+          const int c = nt * 8 + 2 * l.t + (e & 1);
+          const bool visible = !masked || kmath::score_visible(qt * bq + c, key, sequence);
+          const float p = visible ? kmath::recomputed_probability(s[nt][e] * scale_log2, lse_s[c]) : 0.0f;
+          s[nt][e] = p;
+          dp[nt][e] = kmath::score_gradient(p, dp[nt][e], delta_s[c]);
+        }
+      #pragma unroll
+      for (int kk = 0; kk < bq / 16; ++kk) {
+        uint32_t ap[4], ads[4];
+        c_to_a<T>(ap, s, kk);
+        c_to_a<T>(ads, dp, kk);
+        #pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+          uint32_t bf[2];
+          load_b_kn(bf, do_s, ld, kk * 16, dt * 8, l);
+          mma(dv[dt], ap, bf, T{});
+          load_b_kn(bf, q_s, ld, kk * 16, dt * 8, l);
+          mma(dk[dt], ads, bf, T{});
+        }
+      }
+    }
+  }
+  add_rows<T, D>(dqkv + kv_view.k, kv_view.qkv_stride, dk, k_first + r0, sequence, scale, l);
+  add_rows<T, D>(dqkv + kv_view.v, kv_view.qkv_stride, dv, k_first + r0, sequence, 1.0f, l);
+}
+
+template <int D>
+constexpr std::size_t forward_shared_bytes() { return 3u * kBlockRows * (D + kPad) * 2u; }
+template <int D>
+constexpr std::size_t dq_shared_bytes() { return 4u * kBlockRows * (D + kPad) * 2u + 2u * kBlockRows * 4u; }
+template <int D>
+constexpr std::size_t dkv_shared_bytes() {
+  return (2u * kBlockRows + 2u * kDkvQueryRows<D>) * (D + kPad) * 2u + 2u * kDkvQueryRows<D> * 4u;
+}
+
+/// Lets `kernel` take `bytes` of dynamic shared memory (past the 48 KiB default).
+template <class Kernel>
+void allow_shared(Kernel kernel, std::size_t bytes) {
+  WHALE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(bytes)));
+}
+
+float score_scale(int head_size) { return 1.0f / sqrtf(static_cast<float>(head_size)); }
+
+unsigned ceil_tiles(int sequence, int rows) { return static_cast<unsigned>((sequence + rows - 1) / rows); }
+
+template <class T, int D>
+void forward_at(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch, int sequence,
+                int heads, int kv_heads) {
+  constexpr std::size_t bytes = forward_shared_bytes<D>();
+  allow_shared(flash_forward_kernel<T, D>, bytes);
+  const dim3 grid(ceil_tiles(sequence, kBlockRows), static_cast<unsigned>(batch * heads));
+  flash_forward_kernel<T, D><<<grid, kThreads, bytes, stream>>>(out, lse, qkv, sequence, heads, kv_heads,
+                                                                score_scale(D) * kmath::kLog2e);
+  WHALE_CUDA_CHECK_LAUNCH();
+}
+
+template <class T, int D>
+void backward_at(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv, const float* lse,
+                 const float* delta, int batch, int sequence, int heads, int kv_heads) {
+  const float scale = score_scale(D), scale_log2 = scale * kmath::kLog2e;
+  constexpr std::size_t dq_bytes = dq_shared_bytes<D>(), dkv_bytes = dkv_shared_bytes<D>();
+  allow_shared(flash_dq_kernel<T, D>, dq_bytes);
+  allow_shared(flash_dkv_kernel<T, D>, dkv_bytes);
+  const dim3 dq_grid(ceil_tiles(sequence, kBlockRows), static_cast<unsigned>(batch * heads));
+  flash_dq_kernel<T, D><<<dq_grid, kThreads, dq_bytes, stream>>>(dqkv, dout, qkv, lse, delta, sequence,
+                                                                 heads, kv_heads, scale, scale_log2);
+  WHALE_CUDA_CHECK_LAUNCH();
+  const dim3 dkv_grid(ceil_tiles(sequence, kBlockRows), static_cast<unsigned>(batch * kv_heads));
+  flash_dkv_kernel<T, D><<<dkv_grid, kThreads, dkv_bytes, stream>>>(dqkv, dout, qkv, lse, delta, sequence,
+                                                                    heads, kv_heads, scale, scale_log2);
+  WHALE_CUDA_CHECK_LAUNCH();
+}
+
+bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+template <class T>
+bool flash_mma_supports(int head_size, const void* a, const void* b, const void* c) {
+  constexpr bool half_width = std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>;
+  return half_width && (head_size == 64 || head_size == 128) && aligned16(a) && aligned16(b) &&
+         aligned16(c);
+}
+
+template <class T>
+void flash_mma_forward(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch,
+                       int sequence, int heads, int kv_heads, int head_size) {
+  if (batch == 0 || sequence == 0 || heads == 0) return;
+  if (head_size == 64)
+    forward_at<T, 64>(stream, out, lse, qkv, batch, sequence, heads, kv_heads);
+  else
+    forward_at<T, 128>(stream, out, lse, qkv, batch, sequence, heads, kv_heads);
+}
+
+template <class T>
+void flash_mma_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv,
+                        const float* lse, const float* delta, int batch, int sequence, int heads,
+                        int kv_heads, int head_size) {
+  if (batch == 0 || sequence == 0 || heads == 0) return;
+  if (head_size == 64)
+    backward_at<T, 64>(stream, dqkv, dout, qkv, lse, delta, batch, sequence, heads, kv_heads);
+  else
+    backward_at<T, 128>(stream, dqkv, dout, qkv, lse, delta, batch, sequence, heads, kv_heads);
+}
+
+#define WHALE_INSTANTIATE_FLASH_MMA(T)                                                        \
+  template bool flash_mma_supports<T>(int, const void*, const void*, const void*);           \
+  template void flash_mma_forward<T>(cudaStream_t, T*, float*, const T*, int, int, int, int,  \
+                                     int);                                                     \
+  template void flash_mma_backward<T>(cudaStream_t, T*, const T*, const T*, const float*,     \
+                                      const float*, int, int, int, int, int);
+WHALE_INSTANTIATE_FLASH_MMA(__nv_bfloat16)
+WHALE_INSTANTIATE_FLASH_MMA(__half)
+template bool flash_mma_supports<float>(int, const void*, const void*, const void*);  // false
+
+}  // namespace whale::exec::cuda
