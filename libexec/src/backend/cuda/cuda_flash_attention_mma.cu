@@ -35,21 +35,19 @@ constexpr int kDkvQueryRows = D == 128 ? 32 : 64;
 // a2 (g, 2t+8..), a3 (g+8, 2t+8..). B (16x8, col): b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g).
 // C (16x8): c0, c1 (g, 2t..2t+1), c2, c3 (g+8, 2t..2t+1). The lower column sits in the low half.
 
+/// c += a b on the tensor cores, the operands' element type named in PTX ("bf16", "f16").
+#define WHALE_MMA_M16N8K16(TYPE)                                                            \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE                        \
+               ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                 \
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                              \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
 __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], const uint32_t b[2], __nv_bfloat16) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  WHALE_MMA_M16N8K16("bf16");
 }
-
 __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], const uint32_t b[2], __half) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  WHALE_MMA_M16N8K16("f16");
 }
+#undef WHALE_MMA_M16N8K16
 
 /// Two floats rounded to T and packed (lo in the low half).
 __device__ __forceinline__ uint32_t pack(float lo, float hi, __nv_bfloat16) {
@@ -110,26 +108,41 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float (*c)[4], int k
   a[3] = pack(c[2 * kk + 1][2], c[2 * kk + 1][3], T{});
 }
 
-/// The backward's two recomputed products for the warp's 16 rows r0.. (head size D, NT n-tiles
-/// of 8 columns): x += A1 B1^T and y += A2 B2^T, the A tiles stored [row][d], the B tiles
-/// [column][d], all padded to D + kPad.
+/// acc (16 rows x D, n-tiles of 8) += C (16 rows x K, held as C fragments c[K/8][4], used as
+/// A) times the [k][n] tile b (K rows of D, padded to D + kPad): P V, dS K, P^T dO, dS^T Q.
+template <class T, int D, int K>
+__device__ __forceinline__ void accumulate_product(float (*acc)[4], const float (*c)[4],
+                                                   const uint16_t* b, Lane l) {
+  constexpr int ld = D + kPad;
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    uint32_t a[4];
+    c_to_a<T>(a, c, kk);
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      uint32_t f[2];
+      load_b_kn(f, b, ld, kk * 16, dt * 8, l);
+      mma(acc[dt], a, f, T{});
+    }
+  }
+}
+
+/// x += A B^T for the warp's 16 rows r0.. (head size D, NT n-tiles of 8 columns): the A tile
+/// stored [row][d], the B tile [column][d], both padded to D + kPad (S = Q K^T, dP = dO V^T
+/// and their transposes).
 template <class T, int D, int NT>
-__device__ __forceinline__ void two_products(float (*x)[4], float (*y)[4], const uint16_t* a1,
-                                             const uint16_t* b1, const uint16_t* a2,
-                                             const uint16_t* b2, int r0, Lane l) {
+__device__ __forceinline__ void score_product(float (*x)[4], const uint16_t* a_tile,
+                                              const uint16_t* b_tile, int r0, Lane l) {
   constexpr int ld = D + kPad;
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
-    uint32_t f1[4], f2[4];
-    load_a(f1, a1, ld, r0, ks * 16, l);
-    load_a(f2, a2, ld, r0, ks * 16, l);
+    uint32_t a[4];
+    load_a(a, a_tile, ld, r0, ks * 16, l);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       uint32_t b[2];
-      load_b_nk(b, b1, ld, nt * 8, ks * 16, l);
-      mma(x[nt], f1, b, T{});
-      load_b_nk(b, b2, ld, nt * 8, ks * 16, l);
-      mma(y[nt], f2, b, T{});
+      load_b_nk(b, b_tile, ld, nt * 8, ks * 16, l);
+      mma(x[nt], a, b, T{});
     }
   }
 }
@@ -204,17 +217,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
     load_tile<D>(v_s, base + hv.v, hv.qkv_stride, kt * kBlockRows, kBlockRows, sequence);
     __syncthreads();
     float s[key_tiles_n][4] = {};
-    #pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      uint32_t a[4];
-      load_a(a, q_s, ld, r0, ks * 16, l);
-      #pragma unroll
-      for (int nt = 0; nt < key_tiles_n; ++nt) {
-        uint32_t b[2];
-        load_b_nk(b, k_s, ld, nt * 8, ks * 16, l);
-        mma(s[nt], a, b, T{});
-      }
-    }
+    score_product<T, D, key_tiles_n>(s, q_s, k_s, r0, l);  // S = Q K^T
     const bool masked = kmath::tile_needs_mask(qt, kBlockRows, kt, kBlockRows, sequence);
     float tile_max[2] = {-INFINITY, -INFINITY};
     #pragma unroll
@@ -247,17 +250,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
     for (int dt = 0; dt < D / 8; ++dt)
       #pragma unroll
       for (int e = 0; e < 4; ++e) o[dt][e] *= factor[e / 2];
-    #pragma unroll
-    for (int kk = 0; kk < kBlockRows / 16; ++kk) {
-      uint32_t a[4];
-      c_to_a<T>(a, s, kk);
-      #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        uint32_t b[2];
-        load_b_kn(b, v_s, ld, kk * 16, dt * 8, l);
-        mma(o[dt], a, b, T{});
-      }
-    }
+    accumulate_product<T, D, kBlockRows>(o, s, v_s, l);  // O += P V
   }
   #pragma unroll
   for (int half = 0; half < 2; ++half) {
@@ -275,6 +268,27 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
   }
 }
 
+/// The backward kernels' shared memory, in order: two tiles of the block's own `fixed` rows
+/// (loaded once), two of `streamed` rows (loaded per step), then `stats` lse and delta values.
+struct BackwardShared {
+  uint16_t *fixed1, *fixed2, *streamed1, *streamed2;
+  float *lse, *delta;
+};
+template <int D>
+__device__ __forceinline__ BackwardShared carve_backward_shared(uint4* raw, int fixed, int streamed,
+                                                                int stats) {
+  constexpr int ld = D + kPad;
+  uint16_t* fixed1 = reinterpret_cast<uint16_t*>(raw);
+  uint16_t* streamed1 = fixed1 + 2 * fixed * ld;
+  float* lse = reinterpret_cast<float*>(streamed1 + 2 * streamed * ld);
+  return {fixed1, fixed1 + fixed * ld, streamed1, streamed1 + streamed * ld, lse, lse + stats};
+}
+template <int D>
+constexpr std::size_t backward_shared_bytes(int fixed, int streamed, int stats) {
+  return static_cast<std::size_t>(2 * fixed + 2 * streamed) * (D + kPad) * 2u +
+         2u * static_cast<std::size_t>(stats) * sizeof(float);
+}
+
 /// dq of a 64-query tile: for each visible key tile, S = Q K^T and dP = dout V^T recomputed,
 /// dS = P (dP - D), dq += dS K; dq is added (times the score scale) into dqkv's query columns.
 template <class T, int D>
@@ -282,14 +296,11 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
                                                             const float* lse, const float* delta,
                                                             int sequence, int heads, int kv_heads,
                                                             float scale, float scale_log2) {
-  constexpr int ld = D + kPad, key_tiles_n = kBlockRows / 8;
+  constexpr int key_tiles_n = kBlockRows / 8;
   extern __shared__ uint4 shared_raw[];
-  uint16_t* q_s = reinterpret_cast<uint16_t*>(shared_raw);
-  uint16_t* do_s = q_s + kBlockRows * ld;
-  uint16_t* k_s = do_s + kBlockRows * ld;
-  uint16_t* v_s = k_s + kBlockRows * ld;
-  float* lse_s = reinterpret_cast<float*>(v_s + kBlockRows * ld);
-  float* delta_s = lse_s + kBlockRows;
+  const BackwardShared sh = carve_backward_shared<D>(shared_raw, kBlockRows, kBlockRows, kBlockRows);
+  uint16_t *q_s = sh.fixed1, *do_s = sh.fixed2, *k_s = sh.streamed1, *v_s = sh.streamed2;
+  float *lse_s = sh.lse, *delta_s = sh.delta;
   const HeadView hv = query_head_view(sequence, heads, kv_heads, D);
   const uint16_t* base = reinterpret_cast<const uint16_t*>(qkv);
   const int qt = static_cast<int>(blockIdx.x), q_first = qt * kBlockRows;
@@ -308,7 +319,8 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
     load_tile<D>(v_s, base + hv.v, hv.qkv_stride, kt * kBlockRows, kBlockRows, sequence);
     __syncthreads();
     float s[key_tiles_n][4] = {}, dp[key_tiles_n][4] = {};
-    two_products<T, D, key_tiles_n>(s, dp, q_s, k_s, do_s, v_s, r0, l);  // S = Q K^T, dP = dO V^T
+    score_product<T, D, key_tiles_n>(s, q_s, k_s, r0, l);    // S = Q K^T
+    score_product<T, D, key_tiles_n>(dp, do_s, v_s, r0, l);  // dP = dO V^T
     const bool masked = kmath::tile_needs_mask(qt, kBlockRows, kt, kBlockRows, sequence);
     #pragma unroll
     for (int nt = 0; nt < key_tiles_n; ++nt)
@@ -320,17 +332,7 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
         const float p = visible ? kmath::recomputed_probability(s[nt][e] * scale_log2, lse_s[r]) : 0.0f;
         s[nt][e] = kmath::score_gradient(p, dp[nt][e], delta_s[r]);
       }
-    #pragma unroll
-    for (int kk = 0; kk < kBlockRows / 16; ++kk) {
-      uint32_t a[4];
-      c_to_a<T>(a, s, kk);
-      #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        uint32_t b[2];
-        load_b_kn(b, k_s, ld, kk * 16, dt * 8, l);
-        mma(dq[dt], a, b, T{});
-      }
-    }
+    accumulate_product<T, D, kBlockRows>(dq, s, k_s, l);  // dq += dS K
   }
   add_rows<T, D>(dqkv + hv.q, hv.qkv_stride, dq, q_first + r0, sequence, scale, l);
 }
@@ -343,14 +345,11 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
                                                              const float* lse, const float* delta,
                                                              int sequence, int heads, int kv_heads,
                                                              float scale, float scale_log2) {
-  constexpr int ld = D + kPad, bq = kDkvQueryRows<D>, query_tiles_n = bq / 8;
+  constexpr int bq = kDkvQueryRows<D>, query_tiles_n = bq / 8;
   extern __shared__ uint4 shared_raw[];
-  uint16_t* k_s = reinterpret_cast<uint16_t*>(shared_raw);
-  uint16_t* v_s = k_s + kBlockRows * ld;
-  uint16_t* q_s = v_s + kBlockRows * ld;
-  uint16_t* do_s = q_s + bq * ld;
-  float* lse_s = reinterpret_cast<float*>(do_s + bq * ld);
-  float* delta_s = lse_s + bq;
+  const BackwardShared sh = carve_backward_shared<D>(shared_raw, kBlockRows, bq, bq);
+  uint16_t *k_s = sh.fixed1, *v_s = sh.fixed2, *q_s = sh.streamed1, *do_s = sh.streamed2;
+  float *lse_s = sh.lse, *delta_s = sh.delta;
   const int b = static_cast<int>(blockIdx.y) / kv_heads, kv = static_cast<int>(blockIdx.y) % kv_heads;
   const int group = heads / kv_heads;
   const HeadView kv_view = head_view(b, kv * group, sequence, heads, kv_heads, D);
@@ -373,7 +372,8 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
       load_row_stats(lse_s, delta_s, lse + hv.stats, delta + hv.stats, qt * bq, bq, sequence);
       __syncthreads();
       float s[query_tiles_n][4] = {}, dp[query_tiles_n][4] = {};
-      two_products<T, D, query_tiles_n>(s, dp, k_s, q_s, v_s, do_s, r0, l);  // S^T, dP^T
+      score_product<T, D, query_tiles_n>(s, k_s, q_s, r0, l);    // S^T = K Q^T
+      score_product<T, D, query_tiles_n>(dp, v_s, do_s, r0, l);  // dP^T = V dO^T
       const bool masked = kmath::tile_needs_mask(qt, bq, kt, kBlockRows, sequence);
       #pragma unroll
       for (int nt = 0; nt < query_tiles_n; ++nt)
@@ -386,20 +386,8 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
           s[nt][e] = p;
           dp[nt][e] = kmath::score_gradient(p, dp[nt][e], delta_s[c]);
         }
-      #pragma unroll
-      for (int kk = 0; kk < bq / 16; ++kk) {
-        uint32_t ap[4], ads[4];
-        c_to_a<T>(ap, s, kk);
-        c_to_a<T>(ads, dp, kk);
-        #pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          uint32_t bf[2];
-          load_b_kn(bf, do_s, ld, kk * 16, dt * 8, l);
-          mma(dv[dt], ap, bf, T{});
-          load_b_kn(bf, q_s, ld, kk * 16, dt * 8, l);
-          mma(dk[dt], ads, bf, T{});
-        }
-      }
+      accumulate_product<T, D, bq>(dv, s, do_s, l);  // dv += P^T dout
+      accumulate_product<T, D, bq>(dk, dp, q_s, l);  // dk += dS^T Q
     }
   }
   add_rows<T, D>(dqkv + kv_view.k, kv_view.qkv_stride, dk, k_first + r0, sequence, scale, l);
@@ -409,10 +397,10 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
 template <int D>
 constexpr std::size_t forward_shared_bytes() { return 3u * kBlockRows * (D + kPad) * 2u; }
 template <int D>
-constexpr std::size_t dq_shared_bytes() { return 4u * kBlockRows * (D + kPad) * 2u + 2u * kBlockRows * 4u; }
+constexpr std::size_t dq_shared_bytes() { return backward_shared_bytes<D>(kBlockRows, kBlockRows, kBlockRows); }
 template <int D>
 constexpr std::size_t dkv_shared_bytes() {
-  return (2u * kBlockRows + 2u * kDkvQueryRows<D>) * (D + kPad) * 2u + 2u * kDkvQueryRows<D> * 4u;
+  return backward_shared_bytes<D>(kBlockRows, kDkvQueryRows<D>, kDkvQueryRows<D>);
 }
 
 /// Lets `kernel` take `bytes` of dynamic shared memory (past the 48 KiB default).
