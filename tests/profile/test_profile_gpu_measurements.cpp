@@ -60,6 +60,10 @@ TEST_CASE("gpu_profile_from: peaks, curves, bandwidths from hand-checked times")
   CHECK(p.op_bandwidth("ln_f.layernorm") == same(1e12));
   CHECK(p.kernel_launch_s == 4e-6);
   CHECK(p.memory_bytes == 75.0 * whale::kBytesPerGiB);
+  // whale-run's CUDA backend: 2 GiB outside its arena, no slack, flash attention
+  CHECK(p.framework_memory.reserve_bytes == 2.0 * whale::kBytesPerGiB);
+  CHECK(p.framework_memory.allocator_slack_fraction == 0);
+  CHECK(p.framework_memory.attention == whale::plan::AttentionImplementation::flash);
 }
 
 TEST_CASE("the GPU profile written by whale-profile loads back in whale-plan unchanged") {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "backend/gpu_host/arena_size.h"
 #include "whale/exec/profile/profile_statistics.h"
 
 namespace whale::exec {
@@ -19,6 +20,18 @@ void throughputs(const std::vector<TimedSize>& samples, std::vector<double>* siz
 }
 
 }  // namespace
+
+plan::FrameworkMemory whale_run_cuda_memory() {
+  plan::FrameworkMemory memory;
+  memory.reserve_bytes = static_cast<double>(gpu::kDeviceReserveBytes);
+  memory.allocator_slack_fraction = 0;
+  memory.attention = plan::AttentionImplementation::flash;
+  memory.source =
+      "whale-run's CUDA backend: its arena holds every tensor (no caching allocator's slack), "
+      "its attention keeps one fp32 log-sum-exp per row (flash), and the CUDA context, NCCL, "
+      "cuBLAS and CUPTI keep the backend's device reserve outside the arena";
+  return memory;
+}
 
 plan::DeviceProfile gpu_profile_from(const GpuMeasurements& m) {
   plan::DeviceProfile profile;
@@ -43,6 +56,7 @@ plan::DeviceProfile gpu_profile_from(const GpuMeasurements& m) {
   profile.memory_efficiency = efficiency_curve(bytes, achieved, achieved.back());
   for (const auto& [name, timed] : m.op_classes)
     profile.op_bandwidth_bytes_per_s[name] = timed.size / timed.time_s;
+  profile.framework_memory = whale_run_cuda_memory();
   return profile;
 }
 

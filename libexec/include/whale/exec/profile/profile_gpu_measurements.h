@@ -35,7 +35,12 @@ struct GpuMeasurements {
 /// curve its efficiency at each size; the memory bandwidth is the largest copy's throughput
 /// (no cache holds it) and the memory curve each copy's fraction of it (capped at 1);
 /// op_bandwidth_bytes_per_s[c] = size / time of each op class.
-/// Precondition: at least one GEMM of one dtype and one copy, all times positive.
+/// Its framework_memory is whale_run_cuda_memory(): a measured profile describes the device for
+/// whale-run. Precondition: at least one GEMM of one dtype and one copy, all times positive.
 plan::DeviceProfile gpu_profile_from(const GpuMeasurements& m);
+
+/// What whale-run's CUDA backend holds beyond the model's tensors: the device reserve it leaves
+/// outside its arena (gpu::kDeviceReserveBytes), no allocator slack, flash attention.
+plan::FrameworkMemory whale_run_cuda_memory();
 
 }  // namespace whale::exec
