@@ -129,6 +129,10 @@ class SlowedBackend : public Backend {
                     double lr, double b1, double b2, double eps, double wd, int step) override {
     slowed([&] { inner_->adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, step); });
   }
+  void adamw_update_batch(const std::vector<AdamwSegment>& segments, double lr, double b1,
+                          double b2, double eps, double wd, int step) override {
+    slowed([&] { inner_->adamw_update_batch(segments, lr, b1, b2, eps, wd, step); });
+  }
   void scale(TensorView d, double f) override {
     slowed([&] { inner_->scale(d, f); });
   }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "whale/exec/backend/dtype.h"
 #include "whale/exec/backend/stream.h"
@@ -215,6 +216,22 @@ class Backend {
   virtual void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                             std::size_t count, double lr, double beta1, double beta2,
                             double eps, double weight_decay, int step) = 0;
+  /// One tensor of adamw_update_batch: param, grad, m, v fp32 of the same count.
+  struct AdamwSegment {
+    TensorView param;
+    ConstTensorView grad;
+    TensorView m;
+    TensorView v;
+  };
+  /// adamw_update on every segment with the same scalars: the whole optimizer step of a rank.
+  /// Results are those of the per-segment loop (this default); a backend may run them in one
+  /// launch, caching its tables while the segments' addresses and counts stay the same.
+  virtual void adamw_update_batch(const std::vector<AdamwSegment>& segments, double lr,
+                                  double beta1, double beta2, double eps, double weight_decay,
+                                  int step) {
+    for (const AdamwSegment& s : segments)
+      adamw_update(s.param, s.grad, s.m, s.v, s.param.count, lr, beta1, beta2, eps, weight_decay, step);
+  }
   /// data *= factor, element-wise (float dtypes): unscales loss-scaled gradients.
   virtual void scale(TensorView data, double factor) = 0;
   /// True when any element of `data` is inf or NaN (loss scaling's overflow check).
