@@ -175,6 +175,19 @@ TEST_CASE("fused softmax + cross-entropy: summed loss and gradient") {
   CHECK_THROWS_AS(be.gpu->cross_entropy_forward(logits.on_gpu, bad.on_gpu, N, V), std::out_of_range);
 }
 
+TEST_CASE("cross-entropy gradient in place over the logits: the out-of-place gradient, bit for bit") {
+  Backends be;
+  const int N = 5, V = 50257;  // the GPT-2 vocabulary: rows longer than a block's stride
+  const std::vector<float> values = random_vector(static_cast<std::size_t>(N) * V, 75, 5.0f);
+  const Twin logits = be.tensor(values), targets = be.ints({0, 50256, 17, 25000, 3});
+  Twin separate = be.tensor(std::vector<float>(values.size(), 0.0f)), in_place = be.tensor(values);
+  be.gpu->cross_entropy_backward(separate.on_gpu, logits.on_gpu, targets.on_gpu, N, V, 0.5);
+  be.gpu->cross_entropy_backward_in_place(in_place.on_gpu, targets.on_gpu, N, V, 0.5);
+  be.cpu->cross_entropy_backward_in_place(in_place.on_cpu, targets.on_cpu, N, V, 0.5);
+  CHECK(in_place.values(*be.gpu, in_place.on_gpu) == separate.values(*be.gpu, separate.on_gpu));
+  CHECK(in_place.error() <= kDeviceFp32Tolerance);
+}
+
 TEST_CASE("AdamW update over several chunks") {
   Backends be;
   const std::size_t n = 10000;

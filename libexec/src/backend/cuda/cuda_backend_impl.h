@@ -103,6 +103,8 @@ class CudaBackend : public Backend {
                                int vocabulary) override;
   void cross_entropy_backward(TensorView dlogits, ConstTensorView logits, ConstTensorView targets,
                               int rows, int vocabulary, double scale) override;
+  void cross_entropy_backward_in_place(TensorView logits, ConstTensorView targets, int rows,
+                                       int vocabulary, double scale) override;
 
   void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                     std::size_t count, double lr, double beta1, double beta2, double eps,

@@ -421,6 +421,20 @@ void CudaBackend::cross_entropy_backward(TensorView dlogits, ConstTensorView log
   });
 }
 
+// The kernel reads each row whole (and its target logit) before a barrier, then writes each
+// element from the thread that read it: the gradient can overwrite the logits.
+void CudaBackend::cross_entropy_backward_in_place(TensorView logits, ConstTensorView targets,
+                                                  int rows, int vocabulary, double scale) {
+  expect_dtype(targets, DType::i32, "cross-entropy targets");
+  const Scratch losses(*arena_, static_cast<std::size_t>(rows) * sizeof(float));
+  by_dtype(logits.dtype, "cross_entropy_backward_in_place", [&](auto t) {
+    using T = decltype(t);
+    cuda::cross_entropy<T>(compute(), losses.as<float>(), data<T>(logits), data<T>(logits),
+                           data<int32_t>(targets), rows, vocabulary, static_cast<float>(scale),
+                           false);
+  });
+}
+
 void CudaBackend::adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                                std::size_t count, double lr, double beta1, double beta2,
                                double eps, double weight_decay, int step) {

@@ -208,6 +208,16 @@ class Backend {
   virtual void cross_entropy_backward(TensorView dlogits, ConstTensorView logits,
                                       ConstTensorView targets, int rows, int vocabulary,
                                       double scale) = 0;
+  /// logits (N, V) act = scale * (softmax(logits) - onehot(target)): the gradient written over
+  /// the logits (their values are gone after), so the LM head holds one (N, V) tensor, not two.
+  /// Equal to cross_entropy_backward into a zero tensor; this default does exactly that
+  /// through a temporary, a backend whose kernel reads each row before writing it overrides it.
+  virtual void cross_entropy_backward_in_place(TensorView logits, ConstTensorView targets,
+                                               int rows, int vocabulary, double scale) {
+    Tensor dlogits(*this, logits.count, logits.dtype);  // zero-filled
+    cross_entropy_backward(dlogits.view(), logits, targets, rows, vocabulary, scale);
+    copy(logits, dlogits.view(), Stream::compute);
+  }
 
   // ---- optimizer and mixed precision --------------------------------------------------
   /// One AdamW step (decoupled weight decay, bias-corrected moments) on `count` fp32 elements:
