@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_flash_attention_mma.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/gpu_host/adamw_chunks.h"
+#include "backend/kernel_math/attention_saved_state.h"
 #include "cuda_test_fixtures.h"
 
 using namespace whale::exec;
@@ -184,7 +185,15 @@ TEST_CASE("the CUDA backend in bf16: attention through its saved state (no proba
   const Tensor x = bf16_of(qkv), dy = bf16_of(dout);
   Tensor out = bf16_of(std::vector<float>(ref.size())), dx = bf16_of(std::vector<float>(qkv.size()));
   const std::size_t saved = gpu->attention_saved_count(B, S, NH, HS, DType::bf16);
-  CHECK(saved < static_cast<std::size_t>(B) * NH * S * S);  // linear in T, not the probabilities
+  // The exact layout: B*NH*S fp32 log-sum-exps, then the (B, S, C) output copy at a 16-byte boundary.
+  CHECK(saved == kmath::attention_saved_elements(kmath::attention_saved_state(B, S, NH, HS, 2), 2));
+  CHECK(saved == (static_cast<std::size_t>(B) * NH * S * 4 + 15) / 16 * 16 / 2 +
+                     static_cast<std::size_t>(B) * S * C);
+  // Linear in T, not the (B, NH, T, T) probabilities: at S = 130 the two happen to be equal
+  // (2*S + HS == S), at a training length the state is a small fraction of them.
+  const int long_S = 1024;
+  CHECK(gpu->attention_saved_count(B, long_S, NH, HS, DType::bf16) <
+        static_cast<std::size_t>(B) * NH * long_S * long_S / 4);
   Tensor state(*gpu, saved, DType::bf16);
   gpu->attention_forward(out.view(), state.view(), x.view(), B, S, NH, HS);
   gpu->attention_backward(dx.view(), dy.view(), x.view(), state.view(), B, S, NH, HS);

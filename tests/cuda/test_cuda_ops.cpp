@@ -175,6 +175,19 @@ TEST_CASE("fused softmax + cross-entropy: summed loss and gradient") {
   CHECK_THROWS_AS(be.gpu->cross_entropy_forward(logits.on_gpu, bad.on_gpu, N, V), std::out_of_range);
 }
 
+TEST_CASE("cross-entropy gradient in place over the logits: the out-of-place gradient, bit for bit") {
+  Backends be;
+  const int N = 5, V = 50257;  // the GPT-2 vocabulary: rows longer than a block's stride
+  const std::vector<float> values = random_vector(static_cast<std::size_t>(N) * V, 75, 5.0f);
+  const Twin logits = be.tensor(values), targets = be.ints({0, 50256, 17, 25000, 3});
+  Twin separate = be.tensor(std::vector<float>(values.size(), 0.0f)), in_place = be.tensor(values);
+  be.gpu->cross_entropy_backward(separate.on_gpu, logits.on_gpu, targets.on_gpu, N, V, 0.5);
+  be.gpu->cross_entropy_backward_in_place(in_place.on_gpu, targets.on_gpu, N, V, 0.5);
+  be.cpu->cross_entropy_backward_in_place(in_place.on_cpu, targets.on_cpu, N, V, 0.5);
+  CHECK(in_place.values(*be.gpu, in_place.on_gpu) == separate.values(*be.gpu, separate.on_gpu));
+  CHECK(in_place.error() <= kDeviceFp32Tolerance);
+}
+
 TEST_CASE("AdamW update over several chunks") {
   Backends be;
   const std::size_t n = 10000;
@@ -189,6 +202,40 @@ TEST_CASE("AdamW update over several chunks") {
   CHECK(p.error() <= kDeviceFp32Tolerance);
   CHECK(m.error() <= kDeviceFp32Tolerance);
   CHECK(v.error() <= kDeviceFp32Tolerance);
+}
+
+TEST_CASE("AdamW batch: one launch over several tensors, tables kept until the segments change") {
+  Backends be;
+  const std::size_t n = 13001;  // cut into segments of 1, 4096, 5000 and 3904 elements
+  std::vector<float> v0 = random_vector(n, 94, 0.1f);
+  for (float& x : v0) x *= x;
+  Twin p = be.tensor(random_vector(n, 91)), m = be.tensor(random_vector(n, 93, 0.1f)), v = be.tensor(v0);
+  const Twin g = be.tensor(random_vector(n, 92));
+  auto segments = [](const std::vector<std::size_t>& cuts, TensorView pv, ConstTensorView gv,
+                     TensorView mv, TensorView vv) {
+    std::vector<Backend::AdamwSegment> out;
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const std::size_t at = cuts[i], len = cuts[i + 1] - cuts[i];
+      out.push_back({pv.slice(at, len), gv.slice(at, len), mv.slice(at, len), vv.slice(at, len)});
+    }
+    return out;
+  };
+  const std::vector<std::size_t> all = {0, 1, 4097, 9097, n}, part = {0, 4097, 9097};
+  for (int step = 1; step <= 4; ++step) {  // steps 1-2 build and reuse, 3 rebuilds, 4 returns
+    const auto& cuts = step == 3 ? part : all;
+    be.cpu->adamw_update_batch(segments(cuts, p.on_cpu, g.on_cpu, m.on_cpu, v.on_cpu), 1e-3, 0.9,
+                               0.95, 1e-8, 0.1, step);
+    be.gpu->adamw_update_batch(segments(cuts, p.on_gpu, g.on_gpu, m.on_gpu, v.on_gpu), 1e-3, 0.9,
+                               0.95, 1e-8, 0.1, step);
+  }
+  CHECK(p.error() <= kDeviceFp32Tolerance);
+  CHECK(m.error() <= kDeviceFp32Tolerance);
+  CHECK(v.error() <= kDeviceFp32Tolerance);
+  Tensor short_m(*be.gpu, 3, DType::fp32);
+  CHECK_THROWS_AS(be.gpu->adamw_update_batch({{p.on_gpu.slice(0, 4), g.on_gpu.slice(0, 4),
+                                               short_m.view(), v.on_gpu.slice(0, 4)}},
+                                             1e-3, 0.9, 0.95, 1e-8, 0.1, 5),
+                  std::invalid_argument);
 }
 
 TEST_CASE("the arena's peak covers the workspace and every live allocation") {

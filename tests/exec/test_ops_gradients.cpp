@@ -199,6 +199,23 @@ TEST_CASE("cross-entropy of a uniform distribution is ln V; gradient matches") {
                     doctest::Contains("target 5 outside vocabulary 0..4"));
 }
 
+TEST_CASE("cross-entropy gradient in place over the logits equals the gradient into zeros") {
+  auto be = make_cpu_backend();
+  const int N = 3, V = 7;
+  const std::vector<int32_t> targets = {6, 0, 3};
+  const auto logits = random_vector(N * V, 17, 3.0f);
+  std::vector<float> separate(N * V, 0.0f), in_place = logits;
+  be->cross_entropy_backward(host_view(separate), host_view(logits), host_view(targets), N, V, 0.25);
+  be->cross_entropy_backward_in_place(host_view(in_place), host_view(targets), N, V, 0.25);
+  CHECK(in_place == separate);
+  // Each row of the gradient sums to zero: softmax sums to 1, the one-hot to 1.
+  for (int r = 0; r < N; ++r) {
+    double row = 0.0;
+    for (int v = 0; v < V; ++v) row += in_place[static_cast<std::size_t>(r) * V + v];
+    CHECK(std::abs(row) <= 1e-6);
+  }
+}
+
 TEST_CASE("adamw: one hand-checked step with and without weight decay") {
   auto be = make_cpu_backend();
   // m = 0.05, v = 0.00025; corrected 0.5 and 0.25; update = 0.5 / 0.5 = 1 (+ wd * p).

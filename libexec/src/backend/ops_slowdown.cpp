@@ -149,9 +149,17 @@ class SlowedBackend : public Backend {
                               double scale) override {
     slowed([&] { inner_->cross_entropy_backward(dl, l, t, r, v, scale); });
   }
+  void cross_entropy_backward_in_place(TensorView l, ConstTensorView t, int r, int v,
+                                       double scale) override {
+    slowed([&] { inner_->cross_entropy_backward_in_place(l, t, r, v, scale); });
+  }
   void adamw_update(TensorView p, ConstTensorView g, TensorView m, TensorView v, std::size_t n,
                     double lr, double b1, double b2, double eps, double wd, int step) override {
     slowed([&] { inner_->adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, step); });
+  }
+  void adamw_update_batch(const std::vector<AdamwSegment>& segments, double lr, double b1,
+                          double b2, double eps, double wd, int step) override {
+    slowed([&] { inner_->adamw_update_batch(segments, lr, b1, b2, eps, wd, step); });
   }
   void scale(TensorView d, double f) override {
     slowed([&] { inner_->scale(d, f); });

@@ -1,6 +1,6 @@
 // File: adamw.cpp
-// AdamW::step: walks the parameters that overlap the slice and calls the backend's update on
-// each overlapping run, with the matching part of the moment buffers.
+// AdamW::step: walks the parameters that overlap the slice and hands the backend every
+// overlapping run, with the matching part of the moment buffers, as one batch.
 #include "whale/exec/model/adamw.h"
 
 #include <algorithm>
@@ -19,17 +19,20 @@ AdamW::AdamW(Backend& backend, std::vector<ParameterView> params, std::size_t be
 
 void AdamW::step(const AdamWConfig& c) {
   ++step_;
+  std::vector<Backend::AdamwSegment> segments;
+  segments.reserve(params_.size());
   std::size_t offset = 0;  // of the current parameter in the concatenation
   for (const ParameterView& p : params_) {
     const std::size_t lo = std::max(begin_, offset), hi = std::min(end_, offset + p.count);
     if (lo < hi) {
       const std::size_t in_param = lo - offset, in_state = lo - begin_;
-      backend_.adamw_update(p.value.slice(in_param, hi - lo), p.gradient.slice(in_param, hi - lo),
-                            m_.slice(in_state, hi - lo), v_.slice(in_state, hi - lo), hi - lo,
-                            c.learning_rate, c.beta1, c.beta2, c.eps, c.weight_decay, step_);
+      segments.push_back({p.value.slice(in_param, hi - lo), p.gradient.slice(in_param, hi - lo),
+                          m_.slice(in_state, hi - lo), v_.slice(in_state, hi - lo)});
     }
     offset += p.count;
   }
+  backend_.adamw_update_batch(segments, c.learning_rate, c.beta1, c.beta2, c.eps, c.weight_decay,
+                              step_);
 }
 
 }  // namespace whale::exec

@@ -414,10 +414,11 @@ class BlockStage : public StageModule {
   void head_backward(State& s, TensorView dx, double loss_scale) {
     if (s.logits.empty()) head_forward(s);  // full recomputation
     const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
-    Tensor dlogits(*backend_, rows(s) * V, act_), dnorm(*backend_, rows(s) * C, act_);
-    backend_->cross_entropy_backward(dlogits, s.logits, s.targets, n, V, loss_scale);
+    Tensor dnorm(*backend_, rows(s) * C, act_);
+    // The logits are not read after this: their gradient overwrites them (one (N, V) tensor).
+    backend_->cross_entropy_backward_in_place(s.logits, s.targets, n, V, loss_scale);
     const Param head = ends_.head_weight();
-    weight_gradients_.linear_backward(dnorm, head.value, head.grad, TensorView{}, dlogits,
+    weight_gradients_.linear_backward(dnorm, head.value, head.grad, TensorView{}, s.logits,
                                       s.head.norm, n, C, V);
     ends_.head_norm_backward(*backend_, dx, dnorm, head_input(s), s.head, n);
   }

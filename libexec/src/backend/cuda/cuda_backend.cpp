@@ -87,6 +87,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
 CudaBackend::~CudaBackend() {
   cudaDeviceSynchronize();  // destructors do not throw; errors were reported by the ops
   gemm_.reset();
+  if (adamw_tables_ != nullptr) arena_->release(adamw_tables_);
   arena_.reset();
   for (cudaEvent_t e : events_)
     if (e) cudaEventDestroy(e);

@@ -120,10 +120,14 @@ class CudaBackend : public Backend {
                                int vocabulary) override;
   void cross_entropy_backward(TensorView dlogits, ConstTensorView logits, ConstTensorView targets,
                               int rows, int vocabulary, double scale) override;
+  void cross_entropy_backward_in_place(TensorView logits, ConstTensorView targets, int rows,
+                                       int vocabulary, double scale) override;
 
   void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                     std::size_t count, double lr, double beta1, double beta2, double eps,
                     double weight_decay, int step) override;
+  void adamw_update_batch(const std::vector<AdamwSegment>& segments, double lr, double beta1,
+                          double beta2, double eps, double weight_decay, int step) override;
   void scale(TensorView data, double factor) override;
   bool has_non_finite(ConstTensorView data) override;
 
@@ -179,6 +183,12 @@ class CudaBackend : public Backend {
   std::unique_ptr<CudaArena> arena_;
   void* workspace_ = nullptr;  // cuBLASLt's, from the arena
   std::unique_ptr<LtGemmRunner> gemm_;
+  // adamw_update_batch's device tables: the AdamwTensor entries, then (at adamw_chunks_offset_)
+  // the chunk list; rebuilt only when the segments (addresses, counts) change.
+  std::vector<std::uintptr_t> adamw_key_;  // per segment: param, grad, m, v, count
+  void* adamw_tables_ = nullptr;           // from allocate
+  std::size_t adamw_chunks_offset_ = 0;    // bytes
+  int adamw_chunk_count_ = 0;
 };
 
 }  // namespace whale::exec::cuda

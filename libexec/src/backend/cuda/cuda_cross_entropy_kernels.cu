@@ -16,10 +16,14 @@ constexpr int kWarps = kmath::kBlockThreads / kmath::kWarpSize;
 template <class T>
 __global__ void __launch_bounds__(kmath::kBlockThreads)
     cross_entropy_kernel(float* losses, T* dlogits, const T* logits, const int32_t* targets,
-                         int vocabulary, float scale) {
+                         int vocabulary, float scale, bool accumulate) {
   __shared__ kmath::OnlineSoftmax warp_states[kWarps];
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * vocabulary;
   const T* x = logits + base;
+  const int target = targets[blockIdx.x];
+  const bool valid = kmath::target_in_vocabulary(target, vocabulary);  // else x[target] is unread
+  // Read before the barrier: in place, other threads overwrite the row after it.
+  const float target_logit = threadIdx.x == 0 && valid ? to_float(x[target]) : 0.0f;
   kmath::OnlineSoftmax state;
   for (int v = threadIdx.x; v < vocabulary; v += blockDim.x)
     state = kmath::online_softmax_update(state, to_float(x[v]));
@@ -29,29 +33,32 @@ __global__ void __launch_bounds__(kmath::kBlockThreads)
   kmath::OnlineSoftmax total = warp_states[0];  // every thread merges in the same order
   for (int w = 1; w < kWarps; ++w) total = kmath::online_softmax_merge(total, warp_states[w]);
   const float lse = kmath::online_softmax_logsumexp(total);
-  const int target = targets[blockIdx.x];
-  const bool valid = kmath::target_in_vocabulary(target, vocabulary);  // else x[target] is unread
-  if (threadIdx.x == 0) losses[blockIdx.x] = valid ? lse - to_float(x[target]) : NAN;
+  if (threadIdx.x == 0) losses[blockIdx.x] = valid ? lse - target_logit : NAN;
   if (dlogits == nullptr) return;
+  // In place (dlogits == logits, no accumulate): every thread's reads of the first pass
+  // finished before the barrier above, and here each element is read by the thread writing it.
   T* dx = dlogits + base;
-  for (int v = threadIdx.x; v < vocabulary; v += blockDim.x)
-    dx[v] = from_float<T>(to_float(dx[v]) + kmath::cross_entropy_grad(to_float(x[v]), lse, v == target, scale));
+  for (int v = threadIdx.x; v < vocabulary; v += blockDim.x) {
+    const float grad = kmath::cross_entropy_grad(to_float(x[v]), lse, v == target, scale);
+    dx[v] = from_float<T>(accumulate ? to_float(dx[v]) + grad : grad);
+  }
 }
 
 }  // namespace
 
 template <class T>
 void cross_entropy(cudaStream_t stream, float* losses, T* dlogits, const T* logits,
-                   const int32_t* targets, int rows, int vocabulary, float scale) {
+                   const int32_t* targets, int rows, int vocabulary, float scale,
+                   bool accumulate) {
   const kmath::Launch l = kmath::cross_entropy_launch(rows);
   if (l.grid_x == 0) return;
   cross_entropy_kernel<<<l.grid_x, l.block, 0, stream>>>(losses, dlogits, logits, targets,
-                                                         vocabulary, scale);
+                                                         vocabulary, scale, accumulate);
   WHALE_CUDA_CHECK_LAUNCH();
 }
 
 #define WHALE_INSTANTIATE_CROSS_ENTROPY(T) \
-  template void cross_entropy<T>(cudaStream_t, float*, T*, const T*, const int32_t*, int, int, float);
+  template void cross_entropy<T>(cudaStream_t, float*, T*, const T*, const int32_t*, int, int, float, bool);
 WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_CROSS_ENTROPY)
 
 }  // namespace whale::exec::cuda

@@ -87,11 +87,14 @@ void embedding_backward(cudaStream_t stream, float* dwte, float* dwpe, const T* 
 
 // ---- fused softmax + cross-entropy (cuda_cross_entropy_kernels.cu) -------------------
 /// losses (N, fp32) = logsumexp(row) - row[target]; when dlogits is not null, also
-/// dlogits += scale * (softmax - onehot), written in T without an fp32 probability tensor.
+/// dlogits += scale * (softmax - onehot) (accumulate) or = it (not), written in T without an
+/// fp32 probability tensor. Without accumulate dlogits may be logits itself: each row is read
+/// whole before any of it is written, each element read by the thread that writes it.
 /// targets (N) in device memory.
 template <class T>
 void cross_entropy(cudaStream_t stream, float* losses, T* dlogits, const T* logits,
-                   const int32_t* targets, int rows, int vocabulary, float scale);
+                   const int32_t* targets, int rows, int vocabulary, float scale,
+                   bool accumulate = true);
 
 // ---- flash attention (cuda_attention_kernels.cu) -------------------------------------
 /// out (B, T, NH*HS) and lse (B, NH, T, fp32): the only saved softmax statistics; qkv

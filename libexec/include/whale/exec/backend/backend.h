@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "whale/exec/backend/dtype.h"
 #include "whale/exec/backend/stream.h"
@@ -207,6 +208,16 @@ class Backend {
   virtual void cross_entropy_backward(TensorView dlogits, ConstTensorView logits,
                                       ConstTensorView targets, int rows, int vocabulary,
                                       double scale) = 0;
+  /// logits (N, V) act = scale * (softmax(logits) - onehot(target)): the gradient written over
+  /// the logits (their values are gone after), so the LM head holds one (N, V) tensor, not two.
+  /// Equal to cross_entropy_backward into a zero tensor; this default does exactly that
+  /// through a temporary, a backend whose kernel reads each row before writing it overrides it.
+  virtual void cross_entropy_backward_in_place(TensorView logits, ConstTensorView targets,
+                                               int rows, int vocabulary, double scale) {
+    Tensor dlogits(*this, logits.count, logits.dtype);  // zero-filled
+    cross_entropy_backward(dlogits.view(), logits, targets, rows, vocabulary, scale);
+    copy(logits, dlogits.view(), Stream::compute);
+  }
 
   // ---- mixture of experts -------------------------------------------------------------
   /// E experts, K chosen per token, M routed rows (token copies grouped by expert). The
@@ -254,6 +265,22 @@ class Backend {
   virtual void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                             std::size_t count, double lr, double beta1, double beta2,
                             double eps, double weight_decay, int step) = 0;
+  /// One tensor of adamw_update_batch: param, grad, m, v fp32 of the same count.
+  struct AdamwSegment {
+    TensorView param;
+    ConstTensorView grad;
+    TensorView m;
+    TensorView v;
+  };
+  /// adamw_update on every segment with the same scalars: the whole optimizer step of a rank.
+  /// Results are those of the per-segment loop (this default); a backend may run them in one
+  /// launch, caching its tables while the segments' addresses and counts stay the same.
+  virtual void adamw_update_batch(const std::vector<AdamwSegment>& segments, double lr,
+                                  double beta1, double beta2, double eps, double weight_decay,
+                                  int step) {
+    for (const AdamwSegment& s : segments)
+      adamw_update(s.param, s.grad, s.m, s.v, s.param.count, lr, beta1, beta2, eps, weight_decay, step);
+  }
   /// data *= factor, element-wise (float dtypes): unscales loss-scaled gradients.
   virtual void scale(TensorView data, double factor) = 0;
   /// True when any element of `data` is inf or NaN (loss scaling's overflow check).
