@@ -59,14 +59,18 @@ ExpertLayout choose_expert_layout(const Model& model, const Cluster& cluster, co
 
 int expert_shards(const Model& model, int tp, int dp, int node_devices) {
   if (!model.moe) return tp;
+  // expert_layouts' pairs, walked without building them: the planner's estimate asks this in
+  // its inner loop.
+  const int experts = model.moe->experts, devices = tp * dp;
   int best = tp;
-  bool found = false;
-  for (const ExpertLayout& layout : expert_layouts(*model.moe, tp * dp, tp)) {
-    // Consecutive groups of ep x expert_tp devices stay in a node when they divide its size.
-    const int span = layout.ep * layout.expert_tp;
-    if (layout.ep > 1 && (span > node_devices || node_devices % span != 0)) continue;
-    if (!found || span > best) best = span;
-    found = true;
+  for (int expert_tp = 1; expert_tp <= tp; expert_tp *= 2) {
+    for (int ep = 1; ep <= experts; ++ep) {
+      const int span = ep * expert_tp;
+      if (experts % ep != 0 || devices % span != 0) continue;
+      // Consecutive groups of ep x expert_tp devices stay in a node when they divide its size.
+      if (ep > 1 && (span > node_devices || node_devices % span != 0)) continue;
+      best = std::max(best, span);
+    }
   }
   return best;
 }

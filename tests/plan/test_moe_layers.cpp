@@ -5,9 +5,11 @@
 #include <doctest/doctest.h>
 
 #include "test_specs_util.h"
+#include "whale/plan/export.h"
 #include "whale/plan/gradient_buckets.h"
 #include "whale/plan/model.h"
 #include "whale/plan/moe_layer.h"
+#include "whale/plan/plan.h"
 #include "whale/plan/search_experts.h"
 
 using namespace whale::plan;
@@ -189,4 +191,18 @@ TEST_CASE("expert layouts: every valid (ep, expert_tp), and the planner's choice
   CHECK(expert_shards(model, 1, 4, 8) == 4);
   model.moe.reset();
   CHECK(choose_expert_layout(model, cluster, sixteen, 2).ep == 1);
+}
+
+TEST_CASE("moe export: Megatron-Core's MoE arguments, and DeepSpeed's limit") {
+  const Plan plan = load_plan("configs/validation/moe-folding-2025/mixtral-8x22b-128gpu.yaml");
+  const std::string megatron = export_text(plan, Framework::megatron);
+  for (const char* expected : {"--num-experts 8\n", "--moe-router-topk 2\n", "--moe-ffn-hidden-size 16384\n",
+                               "--expert-model-parallel-size 8\n", "--expert-tensor-parallel-size 1\n",
+                               "--moe-aux-loss-coeff 0.001\n", "--moe-token-dispatcher-type alltoall\n"}) {
+    CAPTURE(expected);
+    CHECK(megatron.find(expected) != std::string::npos);
+  }
+  CHECK(megatron.find("--moe-layer-freq") == std::string::npos);  // every block has experts
+  const whale::Error e = expect_error([&] { export_text(plan, Framework::deepspeed); });
+  CHECK(std::string(e.what()).find("a mixture-of-experts model") != std::string::npos);
 }
