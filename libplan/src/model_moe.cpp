@@ -4,6 +4,8 @@
 // sample (s tokens), forward, tp 1, as the other family builders.
 #include "model_families.h"
 
+#include <algorithm>
+
 namespace whale::plan {
 
 void add_moe_mlp(Layer& layer, const TransformerDims& d, bool swiglu) {
@@ -57,7 +59,9 @@ void add_moe_mlp(Layer& layer, const TransformerDims& d, bool swiglu) {
   layer.parameters_replicated += h * experts;  // the router
   layer.expert_parameters = expert_parameters;
   layer.experts = experts;
-  layer.expert_load_imbalance = moe.load_imbalance;
+  // A capacity caps the busiest expert's tokens at capacity_factor x the mean; the rest drop.
+  layer.expert_load_imbalance =
+      moe.capacity_factor > 0 ? std::min(moe.load_imbalance, std::max(1.0, moe.capacity_factor)) : moe.load_imbalance;
   // Kept for the backward: the router's fp32 probabilities (replicated), and per routed token
   // copy its input row and the expert's hidden activations (GELU input and fc2 input; gate,
   // up and the down input under SwiGLU), plus the gates.

@@ -68,6 +68,10 @@ TEST_CASE("moe layers: a tiny MoE block by hand") {
   CHECK(moe.all_to_all_bytes == 256);
   CHECK(moe.activation_bytes_expert == 8 * (8 + 18) * 4);
   CHECK(moe.expert_load_imbalance == 1.5);
+  // A capacity factor caps the busiest expert: 1.25 x the mean at most.
+  std::string capped = kTinyMoe;
+  capped.replace(capped.find("load_imbalance: 1.5"), 19, "load_imbalance: 1.5, capacity_factor: 1.25");
+  CHECK(load_model(scratch_file("moe-layers/capped.yaml", capped)).layers[2].expert_load_imbalance == 1.25);
   CHECK(model.parameter_count() == doctest::Approx(10 * 8 + dense.parameters + 1024 + 8 + 80));
 }
 

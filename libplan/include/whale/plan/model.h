@@ -89,7 +89,8 @@ struct Layer {
   Bytes all_to_all_bytes = 0;         // per sample at tp 1: the tokens one all-to-all moves,
                                       // s x hidden x top_k elements; a step of a micro-batch runs
                                       // four (dispatch and combine, forward and backward)
-  double expert_load_imbalance = 1;   // the busiest expert's tokens over the mean (MoeSpec)
+  double expert_load_imbalance = 1;   // the busiest expert's tokens over the mean: MoeSpec's
+                                      // load_imbalance, capped at its capacity_factor (>= 1)
 
   /// Forward flops for one sample at tp 1 (sum over gemms of 2*m*n*k*count).
   Flops forward_flops() const;
