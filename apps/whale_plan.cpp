@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
   app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");
   app.add_option("--global-batch", options.global_batch, "samples per step (default: the model's)")
       ->check(whale::app::number_in(1, whale::plan::kMaxGlobalBatch));
+  int sequence = 0;
+  app.add_option("--sequence", sequence, "tokens per sample (default: the model's; a config.json's max_position_embeddings)")
+      ->check(whale::app::number_in(1, whale::plan::kMaxModelDimension));
   app.add_option("--hints", hints_path, "planner hints YAML (docs/hints.md)");
   app.add_option("--out", out_path, "write the best plan here (self-contained YAML)")->check(whale::app::output_file());
   app.add_option("--top", options.top_k, "alternatives to show besides the best")->check(whale::app::number_in(0, 1000));
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
         hosts_text.empty() ? whale::plan::HostMap{} : whale::plan::parse_host_map(hosts_text, cluster, "--hosts");
     whale::plan::Model model = whale::plan::load_model(model_path);
     if (allow_tf32) model.training.framework_precision.allow_tf32 = true;
+    if (sequence > 0) whale::plan::set_sequence(model, sequence, model.training.precision, "--sequence");
     whale::plan::PrecisionRequest precision_request;
     if (!precision.empty()) whale::plan::parse_precision_request(precision, &precision_request);  // checked by CLI11
     if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);

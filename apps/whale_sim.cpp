@@ -14,6 +14,7 @@
 #include "whale/sim/simulator.h"
 #include "whale/sim/svg_timeline.h"
 #include "whale/sim/timeline_compare.h"
+#include "whale/plan/limits.h"
 #include "whale/plan/version.h"
 
 int main(int argc, char** argv) {
@@ -23,6 +24,9 @@ int main(int argc, char** argv) {
       compare_svg_path;
   app.add_option("plan", plan_path, "plan YAML file")->required();
   app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");
+  int sequence = 0;
+  app.add_option("--sequence", sequence, "tokens per sample (default: the plan's model's)")
+      ->check(whale::app::number_in(1, whale::plan::kMaxModelDimension));
   app.add_option("--format", format, "report format")->check(CLI::IsMember({"text", "json"}));
   app.add_option("--trace", trace_path, "write the predicted timeline as Chrome trace JSON")
       ->check(whale::app::output_file());
@@ -35,7 +39,11 @@ int main(int argc, char** argv) {
       ->check(whale::app::output_file());
   return whale::app::run_tool("whale-sim", app, argc, argv, [&] {
     whale::app::check_distinct_outputs({{"--trace", trace_path}, {"--svg", svg_path}, {"--compare-svg", compare_svg_path}});
-    const whale::plan::Plan plan = whale::plan::load_plan(plan_path, profiles_dir);
+    whale::plan::Plan plan = whale::plan::load_plan(plan_path, profiles_dir);
+    if (sequence > 0) {
+      whale::plan::set_sequence(plan.model, sequence, plan.precision, "--sequence");
+      whale::plan::validate_plan(plan);  // sequence parallelism needs tp to divide it
+    }
     whale::plan::EvaluateOptions options;
     options.timeline = !trace_path.empty() || !svg_path.empty() || !measured_path.empty();
     const whale::plan::Estimate estimate = whale::sim::Simulator().evaluate(plan, options);

@@ -123,6 +123,12 @@ std::string export_best(const PlanResult& result, const Cluster& cluster, const 
     return std::string(to_string(framework)) + " export of the best plan, " + throughput(best) + ": " + path + "\n" +
            export_precision_note(best.plan, framework);
   }
+  if (framework == Framework::deepspeed && model.moe) {
+    // No plan of an MoE model is a DeepSpeed config: searching for a uniform one is moot.
+    throw Error(path, export_option(framework),
+                std::string("a model ") + to_string(framework) + " can express, but " + joined(limits),
+                "export the plan with --export-megatron (Megatron-Core's MoE arguments)");
+  }
   RankedPlan chosen;
   if (!expressible_uniform_plan(result, cluster, model, cost, options, framework, &chosen)) {
     throw Error(path, export_option(framework),

@@ -12,6 +12,10 @@ namespace whale::plan {
 
 std::vector<std::string> deepspeed_limits(const Plan& plan, const ExportLayout& layout) {
   std::vector<std::string> limits = uniform_limits(plan, layout);
+  if (plan.model.moe) {
+    limits.push_back("a mixture-of-experts model: the DeepSpeed config describes dense layers (its MoE layers are "
+                     "built in the model code, deepspeed.moe)");
+  }
   if (layout.pipeline > 1 && plan.schedule.kind != ScheduleKind::one_f_one_b) {
     limits.push_back(std::string("schedule ") + to_string(plan.schedule.kind) +
                      ": DeepSpeed's pipeline engine runs its own 1f1b schedule");

@@ -122,6 +122,12 @@ std::vector<std::string> uniform_limits(const Plan& plan, const ExportLayout& la
     if (stage.sequence_parallel != layout.sequence_parallel) {
       limits.push_back(name + " uses sequence parallelism differently from stage 0: one setting for all stages");
     }
+    const Stage& first = plan.stages.front();
+    if (plan.model.moe && (stage.ep != first.ep || stage.expert_tp_degree() != first.expert_tp_degree())) {
+      limits.push_back(name + " has ep " + std::to_string(stage.ep) + " x expert_tp " + std::to_string(stage.expert_tp_degree()) +
+                       ", stage 0 ep " + std::to_string(first.ep) + " x expert_tp " + std::to_string(first.expert_tp_degree()) +
+                       ": one expert layout for all stages");
+    }
     if (stage.shard_optimizer != layout.shard_optimizer) {
       limits.push_back(name + " shards the optimizer differently from stage 0: one setting for all stages");
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "whale/plan/export.h"
@@ -40,6 +41,9 @@ std::vector<std::string> uniform_limits(const Plan& plan, const ExportLayout& la
 /// Whether every element equals the first.
 bool all_equal(const std::vector<int>& numbers);
 
+/// Megatron-Core's mixture-of-experts arguments (name, value; "" for a flag) of a plan whose
+/// model has experts, stage 0's ep and expert_tp among them; none for a dense model.
+std::vector<std::pair<std::string, std::string>> megatron_moe_arguments(const Plan& plan);
 /// DeepSpeed's own limits (export_deepspeed.cpp), besides uniform_limits.
 std::vector<std::string> deepspeed_limits(const Plan& plan, const ExportLayout& layout);
 

@@ -111,6 +111,7 @@ std::string megatron_arguments(const Plan& plan) {
     if (model.rope_theta > 0) number("--rotary-base", static_cast<long>(model.rope_theta));
   }
   if (!model.tie_embeddings) arg("--untie-embeddings-and-output-weights");
+  for (const auto& [name, value] : megatron_moe_arguments(plan)) arg(name, value);
   out << ")\n";
   return out.str();
 }

@@ -11,6 +11,12 @@ double parameters_per_device(const Layer& layer, int tp) {
   return (layer.parameters - layer.parameters_replicated) / tp + layer.parameters_replicated;
 }
 
+double parameters_per_device(const Layer& layer, const Stage& stage) {
+  const double experts = layer.expert_parameters;
+  return (layer.parameters - layer.parameters_replicated - experts) / stage.tp + layer.parameters_replicated +
+         experts / (stage.ep * stage.expert_tp_degree());
+}
+
 std::vector<GradientBucket> gradient_buckets(const Plan& plan, int stage) {
   const Stage& st = plan.stages.at(stage);
   const Bytes cap_bytes = plan.gradient_bucket_mib * 1024.0 * 1024.0;
@@ -19,7 +25,7 @@ std::vector<GradientBucket> gradient_buckets(const Plan& plan, int stage) {
   GradientBucket open{st.end_layer, st.end_layer, 0};
   for (int l = st.end_layer - 1; l >= st.first_layer; --l) {
     open.first_layer = l;
-    open.bytes += parameters_per_device(plan.model.layers.at(l), st.tp) * bytes_per_gradient;
+    open.bytes += parameters_per_device(plan.model.layers.at(l), st) * bytes_per_gradient;
     if (open.bytes >= cap_bytes || l == st.first_layer) {
       buckets.push_back(open);
       open = GradientBucket{l, l, 0};

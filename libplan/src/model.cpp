@@ -6,6 +6,7 @@
 
 #include "model_families.h"
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 
 namespace whale::plan {
 namespace {
@@ -63,6 +64,17 @@ double Model::parameter_count() const {
   double total = 0;
   for (const Layer& layer : layers) total += layer.parameters;
   return total;
+}
+
+void set_sequence(Model& model, int sequence, Precision precision, const std::string& option) {
+  if (model.family == "listed") {
+    throw Error("", option, "a family model, got the listed model '" + model.name + "'", "a listed model's layers fix their own sequence");
+  }
+  if (sequence < 1 || sequence > kMaxModelDimension) {
+    throw Error("", option, "a sequence in [1, " + std::to_string(kMaxModelDimension) + "] tokens, got " + std::to_string(sequence));
+  }
+  model.sequence = sequence;
+  generate_layers(model, precision);
 }
 
 void generate_layers(Model& model, Precision precision) {

@@ -43,6 +43,7 @@ TransformerDims transformer_dims(const Model& model, Precision precision) {
   d.tied = model.tie_embeddings;
   d.qkv_bias = model.qkv_bias;
   d.learned_positions = model.family != "llama" && model.rope_theta <= 0;
+  d.moe = model.moe;
   return d;
 }
 
@@ -92,21 +93,25 @@ Layer gpt_block(const TransformerDims& d, int index) {
   gemm(layer, "attention_scores", s, s, h / a, a);
   gemm(layer, "attention_context", s, h / a, s, a);
   gemm(layer, "attention_proj", s, h, h);
-  gemm(layer, "mlp_fc1", s, f, h);
-  gemm(layer, "mlp_fc2", s, h, f);
+  const bool moe = d.moe && d.moe->is_moe_block(index);
+  if (!moe) {
+    gemm(layer, "mlp_fc1", s, f, h);
+    gemm(layer, "mlp_fc2", s, h, f);
+  }
   memory_op(layer, "layernorm1", elementwise_bytes(s * h, b));
   memory_op(layer, "attention_softmax", elementwise_bytes(a * s * s, b), true);
   if (d.attention_dropout) memory_op(layer, "attention_dropout", dropout_bytes(a * s * s, b), true);
   if (d.hidden_dropout) memory_op(layer, "attention_proj_dropout", dropout_bytes(s * h, b));
   memory_op(layer, "residual1", 3 * s * h * b);
   memory_op(layer, "layernorm2", elementwise_bytes(s * h, b));
-  memory_op(layer, "mlp_gelu", elementwise_bytes(s * f, b), true);
+  if (!moe) memory_op(layer, "mlp_gelu", elementwise_bytes(s * f, b), true);
   if (d.hidden_dropout) memory_op(layer, "mlp_dropout", dropout_bytes(s * h, b));
   memory_op(layer, "residual2", 3 * s * h * b);
   // Weights 4h^2 + 2hf; biases 3h (qkv) + h (proj) + f (fc1) + h (fc2); two layernorms 4h.
-  layer.parameters = 4 * h * h + 2 * h * f + 3 * h + h + f + h + 4 * h;
+  // An MoE block's MLP (fc1, fc2 and their biases) is add_moe_mlp's.
+  layer.parameters = 4 * h * h + 3 * h + h + 4 * h + (moe ? 0 : 2 * h * f + f + h);
   // Every tp shard holds the layernorms and the biases of the row-parallel proj and fc2.
-  layer.parameters_replicated = 4 * h + h + h;
+  layer.parameters_replicated = 4 * h + h + (moe ? 0 : h);
   // Korthikanti: 10sh replicated (norm inputs 4sh, qkv and fc1 inputs 4sh, two dropout masks
   // 2sh, 1 byte each, none without hidden dropout); split 24sh = q,k 4sh + v 2sh + proj input
   // 2sh + fc2 input 2sf + gelu input 2sf, written 8sh + 4sf for any ffn width; attention 5as^2
@@ -115,7 +120,7 @@ Layer gpt_block(const TransformerDims& d, int index) {
   // prices the profile's implementation from the shape (attention_memory.h).
   const double scale = b / 2;
   layer.activation_bytes_replicated = 8 * s * h * scale + (d.hidden_dropout ? 2 * s * h : 0.0);
-  layer.activation_bytes_split = (8 * s * h + 4 * s * f) * scale;
+  layer.activation_bytes_split = (8 * s * h + (moe ? 0 : 4 * s * f)) * scale;
   layer.attention_score_elements = a * s * s;
   layer.attention_rows = a * s;
   layer.attention_dropout = d.attention_dropout;
@@ -124,6 +129,7 @@ Layer gpt_block(const TransformerDims& d, int index) {
   layer.input_bytes = s * h * b;
   layer.output_bytes = s * h * b;
   layer.tp_allreduce_bytes = 2 * s * h * b;  // after attention_proj and after mlp_fc2
+  if (moe) add_moe_mlp(layer, d, false);
   return layer;
 }
 
@@ -136,26 +142,29 @@ Layer llama_block(const TransformerDims& d, int index) {
   gemm(layer, "attention_scores", s, s, h / a, a);
   gemm(layer, "attention_context", s, h / a, s, a);
   gemm(layer, "attention_out", s, h, h);
-  gemm(layer, "mlp_gate", s, f, h);
-  gemm(layer, "mlp_up", s, f, h);
-  gemm(layer, "mlp_down", s, h, f);
+  const bool moe = d.moe && d.moe->is_moe_block(index);
+  if (!moe) {
+    gemm(layer, "mlp_gate", s, f, h);
+    gemm(layer, "mlp_up", s, f, h);
+    gemm(layer, "mlp_down", s, h, f);
+  }
   memory_op(layer, "rmsnorm1", elementwise_bytes(s * h, b));
   memory_op(layer, "rotary", elementwise_bytes(s * (h + kv), b), true);
   memory_op(layer, "attention_softmax", elementwise_bytes(a * s * s, b), true);
   if (d.attention_dropout) memory_op(layer, "attention_dropout", dropout_bytes(a * s * s, b), true);
   memory_op(layer, "residual1", 3 * s * h * b);
   memory_op(layer, "rmsnorm2", elementwise_bytes(s * h, b));
-  memory_op(layer, "mlp_swiglu", 3 * s * f * b, true);  // reads gate and up, writes one
+  if (!moe) memory_op(layer, "mlp_swiglu", 3 * s * f * b, true);  // reads gate and up, writes one
   memory_op(layer, "residual2", 3 * s * h * b);
   // No biases: q,k,v h(h + 2kv), out h^2, gate/up/down 3hf, two RMSNorm weights 2h.
-  layer.parameters = h * (h + 2 * kv) + h * h + 3 * h * f + 2 * h;
+  layer.parameters = h * (h + 2 * kv) + h * h + (moe ? 0 : 3 * h * f) + 2 * h;
   if (d.qkv_bias) layer.parameters += h + 2 * kv;  // column-parallel: split across tp
   layer.parameters_replicated = 2 * h;
   // As gpt without dropout masks: norm inputs 2sh, qkv and gate/up inputs 2sh (replicated);
   // q,k,v s(h + 2kv), out input sh, gate and up outputs 2sf, down input sf (split); softmax as^2
   // (plus the mask and the dropped-out probabilities under an attention dropout).
   layer.activation_bytes_replicated = 4 * s * h * b;
-  layer.activation_bytes_split = s * (2 * h + 2 * kv + 3 * f) * b;
+  layer.activation_bytes_split = s * (2 * h + 2 * kv + (moe ? 0 : 3 * f)) * b;
   layer.attention_score_elements = a * s * s;
   layer.attention_rows = a * s;
   layer.attention_dropout = d.attention_dropout;
@@ -164,6 +173,7 @@ Layer llama_block(const TransformerDims& d, int index) {
   layer.input_bytes = s * h * b;
   layer.output_bytes = s * h * b;
   layer.tp_allreduce_bytes = 2 * s * h * b;
+  if (moe) add_moe_mlp(layer, d, true);
   return layer;
 }
 

@@ -4,6 +4,7 @@
 // Private to libplan.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "whale/plan/model.h"
@@ -25,6 +26,7 @@ struct TransformerDims {
   bool tied = false;         // LM head shares the token table
   bool qkv_bias = false;     // llama: biases on q, k, v
   bool learned_positions = true;  // gpt/bert: a learned position table (false under rotary)
+  std::optional<MoeSpec> moe;     // the model's experts; blocks it names get an MoE MLP
 };
 
 TransformerDims transformer_dims(const Model& model, Precision precision);
@@ -35,6 +37,10 @@ Layer embedding_layer(const std::string& family, const TransformerDims& d);
 Layer gpt_block(const TransformerDims& d, int index);
 /// A llama block: RMSNorm, grouped-query attention with rotary embeddings, SwiGLU, no biases.
 Layer llama_block(const TransformerDims& d, int index);
+/// Adds the mixture-of-experts MLP of block `layer` (d.moe set): router, routed experts (GELU
+/// MLPs, or SwiGLU when `swiglu`), shared experts, their parameters, activations and
+/// all-to-all bytes (model_moe.cpp). The block's dense MLP is left out by its caller.
+void add_moe_mlp(Layer& layer, const TransformerDims& d, bool swiglu);
 /// gpt/llama: final norm + LM head (tied or not) + cross-entropy; bert: the MLM head.
 Layer head_layer(const std::string& family, const TransformerDims& d);
 

@@ -1,9 +1,11 @@
 // File: model_hf.cpp
 // Reads a Hugging Face transformers config.json (JSON is YAML 1.2 flow syntax, so yaml-cpp
 // parses it) into a family model: GPT-2, GPT-NeoX and the Llama/Mistral/Qwen2 dense decoders.
-// Fields that change the compute in ways whale does not model (mixture of experts, sliding
-// windows shorter than the sequence, MLP biases, a head_dim other than hidden/heads) fail
-// naming the field. Schema and mapping: docs/model.md.
+// Mixture-of-experts decoders (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE) get their moe block from
+// model_hf_moe.cpp. Fields that change the compute in ways whale does not model (experts on a
+// dense model type, multi-head latent attention, sliding windows shorter than the sequence, MLP
+// biases, a head_dim other than hidden/heads) fail naming the field. Schema and mapping:
+// docs/model.md, docs/moe.md.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -50,6 +52,12 @@ const HfRange kHfRanges[] = {
     {"rope_theta", 1e30, false, "the base of the rotary position angles"},
     {"rotary_emb_base", 1e30, false, "the base of the rotary position angles"},
     {"rotary_pct", 1, false, "the fraction of each head that rotary positions cover"},
+    {"num_local_experts", kDimension, true, "experts"},
+    {"num_experts", kDimension, true, "experts"},
+    {"num_experts_per_tok", kDimension, true, "experts"},
+    {"moe_intermediate_size", kDimension, true, "units of a model dimension"},
+    {"shared_expert_intermediate_size", kDimension, true, "units of a model dimension"},
+    {"decoder_sparse_step", kLayers, true, "layers"},
 };
 
 const HfRange& range_of(const std::string& key) {
@@ -167,13 +175,13 @@ void read_llama_style(const YamlField& root, const std::string& model_type, Mode
   model.tie_embeddings = root.boolean_or("tie_word_embeddings", false);
   model.rope_theta = is_null(root, "rope_theta") ? 10000 : hf_number(root, "rope_theta");
   // Qwen2 always has q, k, v biases; Llama has them when attention_bias is true.
-  model.qkv_bias = model_type == "qwen2" || root.boolean_or("attention_bias", false);
+  model.qkv_bias = model_type == "qwen2" || model_type == "qwen2_moe" || root.boolean_or("attention_bias", false);
   if (root.has("mlp_bias") && root.get("mlp_bias").boolean()) {
     root.get("mlp_bias").fail("mlp_bias false", "MLP biases are not part of whale's llama block");
   }
   // transformers' LlamaConfig, MistralConfig and Qwen2Config: attention_dropout (0.0).
   model.attention_dropout = dropout_of(root, "attention_dropout");
-  const bool window_used = model_type == "qwen2" ? root.boolean_or("use_sliding_window", false) : true;
+  const bool window_used = model_type.rfind("qwen", 0) == 0 ? root.boolean_or("use_sliding_window", false) : true;
   if (window_used && !is_null(root, "sliding_window")) {
     const YamlField window = root.get("sliding_window");
     if (hf_integer(root, "sliding_window") < model.sequence) {
@@ -216,6 +224,10 @@ void read_gpt_neox(const YamlField& root, Model& model) {
 
 }  // namespace
 
+int hf_config_integer(const YamlField& root, const std::string& key) { return hf_integer(root, key); }
+
+bool hf_config_is_null(const YamlField& root, const std::string& key) { return is_null(root, key); }
+
 bool is_hf_config(const YamlField& root, const std::string& path) {
   return is_json_file_name(path) || (root.is_map() && root.has("model_type"));
 }
@@ -225,20 +237,23 @@ Model parse_hf_config(const YamlField& file_root) {
   if (!root.is_map() || !root.has("model_type")) {
     root.fail("a Hugging Face config.json with a model_type", "or give a whale model YAML (docs/model.md)");
   }
-  reject_mixture_of_experts(root);
+  const YamlField type = root.get("model_type");
+  const std::string model_type = type.text();
+  const bool moe_type = is_hf_moe_type(model_type);
+  reject_latent_attention(root);  // DeepSeek's attention first: what whale lacks to read it
+  if (!moe_type) reject_mixture_of_experts(root);
   Model model;
   model.source_file = root.file();
   model.name = file_stem(root.file());
-  const YamlField type = root.get("model_type");
-  const std::string model_type = type.text();
-  if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2") {
+  if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2" || moe_type) {
     read_llama_style(root, model_type, model);
+    if (moe_type) model.moe = read_hf_moe(root, model_type, model);
   } else if (model_type == "gpt2") {
     read_gpt2(root, model);
   } else if (model_type == "gpt_neox") {
     read_gpt_neox(root, model);
   } else {
-    type.fail("model_type gpt2, gpt_neox, llama, mistral or qwen2, got '" + model_type + "'",
+    type.fail("model_type gpt2, gpt_neox, llama, mistral, qwen2, mixtral, qwen2_moe, qwen3_moe or olmoe, got '" + model_type + "'",
               "write a whale model YAML for other architectures (docs/model.md)");
   }
   model.training.precision = Precision::bf16;

@@ -87,7 +87,9 @@ std::string describe_plan(const Plan& plan) {
       << models_of(plan, s) << "), dp " << s.dp() << " x tp " << s.tp << ", shares [" << join_ints(s.shares)
       << "], recompute " << to_string(s.recompute) << ", optimizer "
       << (s.shard_gradients ? "and gradients sharded" : s.shard_optimizer ? "sharded" : "replicated")
-      << (s.sequence_parallel ? ", sequence-parallel" : "") << "\n";
+      << (s.sequence_parallel ? ", sequence-parallel" : "")
+      << (plan.model.moe ? ", experts ep " + std::to_string(s.ep) + " x expert_tp " + std::to_string(s.expert_tp_degree()) : "")
+      << "\n";
   }
   return o.str();
 }

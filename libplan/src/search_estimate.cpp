@@ -5,6 +5,7 @@
 
 #include "whale/plan/attention_memory.h"
 #include "whale/plan/model_state_bytes.h"
+#include "whale/plan/search_experts.h"
 
 #include <algorithm>
 
@@ -33,7 +34,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
                                             model.training.framework_precision)
                            .optimizer) {
   for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_replicated_,
-                  &act_split_, &act_input_}) {
+                  &act_split_, &act_input_, &params_expert_, &all_to_all_bytes_}) {
     v->assign(1, 0.0);
   }
   for (const Layer& l : model.layers) {
@@ -44,7 +45,18 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     push_prefix(act_replicated_, l.activation_bytes_replicated);
     push_prefix(act_split_, l.activation_bytes_split);
     push_prefix(act_input_, l.input_bytes);
+    push_prefix(params_expert_, l.expert_parameters);
+    push_prefix(all_to_all_bytes_, l.all_to_all_bytes * l.expert_load_imbalance);
+    // The routed experts' kept activations, per device 1/tp of the token copies (moe_layer.h,
+    // at expert_tp 1): a tp-split figure.
+    act_split_.back() += l.activation_bytes_expert * l.expert_load_imbalance;
   }
+  node_devices_ = 0;
+  for (const Node& node : cluster.nodes) {
+    const int n = static_cast<int>(node.device_ids.size());
+    node_devices_ = node_devices_ == 0 ? n : std::min(node_devices_, n);
+  }
+  node_devices_ = std::max(1, node_devices_);
   for (const Layer& l : model.layers) {
     gemm_attention_.emplace_back();
     for (const GemmOp& g : l.gemms) gemm_attention_.back().push_back(is_attention_core(g.name));
@@ -115,16 +127,20 @@ const ComputeTable& AnalyticModel::table(const std::string& device_model, int tp
     double forward = 0, backward = 0, attention = 0;
     for (size_t o = 0; o < l.gemms.size(); ++o) {
       const GemmOp& g = l.gemms[o];
-      const double flops = 2.0 * g.m * g.n * g.k * g.count * share / (g.tp_split ? tp : 1);
+      // A routed expert's grouped GEMM: 1/tp of the expert flops on every device, at the
+      // busiest device's load, each expert's product at the smallest shape (ep 1).
+      const double load = g.expert ? l.expert_load_imbalance : 1.0;
+      const double flops = 2.0 * g.m * g.n * g.k * g.count * share * load / (g.tp_split || g.expert ? tp : 1);
       if (flops <= 0) continue;
-      const double s = flops / (peak * std::max(1e-3, gemm.at(flops))) + prof.kernel_launch_s;
+      const double curve_flops = g.expert ? flops / g.count : flops;
+      const double s = flops / (peak * std::max(1e-3, gemm.at(curve_flops))) + prof.kernel_launch_s;
       forward += s;
       backward += 2.0 * s;
       if (gemm_attention_[i][o]) attention += s;
     }
     for (size_t o = 0; o < l.memory_ops.size(); ++o) {
       const MemoryOp& op = l.memory_ops[o];
-      const double bytes = op.bytes * share / (op.tp_split || sp ? tp : 1);
+      const double bytes = op.bytes * share * (op.expert ? l.expert_load_imbalance : 1.0) / (op.tp_split || sp ? tp : 1);
       const double eff = std::max(1e-3, prof.memory_efficiency.at(bytes));
       const double s = bytes / (prof.memory_bandwidth_bytes_per_s * eff) + prof.kernel_launch_s;
       forward += s;
@@ -154,21 +170,29 @@ Seconds AnalyticModel::recompute_s(const std::string& device_model, int tp, int 
 }
 
 Seconds AnalyticModel::tp_comm_s(const Link& link, int tp, int share, int first, int end) const {
-  if (tp <= 1) return 0.0;
+  // MoE: the dispatch and combine all-to-alls of 1/tp of the tokens, the expert-parallel group
+  // inside the node (search_experts.h), at the busiest receiver's bytes.
+  const Seconds all_to_all_s = 2.0 * range(all_to_all_bytes_, first, end) * share / tp / link.bandwidth_bytes_per_s;
+  if (tp <= 1) return all_to_all_s;
   const double ops = range(tp_ops_, first, end);
   const double bytes = range(tp_bytes_, first, end) * share;
-  return 2.0 * (tp - 1) * link.latency_s * ops + 2.0 * (tp - 1) / tp * bytes / link.bandwidth_bytes_per_s;
+  return 2.0 * (tp - 1) * link.latency_s * ops + 2.0 * (tp - 1) / tp * bytes / link.bandwidth_bytes_per_s + all_to_all_s;
+}
+
+double AnalyticModel::device_parameters(int first, int end, int tp, int dp, double* experts) const {
+  const double expert = range(params_expert_, first, end);
+  const double expert_per_device = expert > 0 ? expert / expert_shards(model_, tp, dp, node_devices_) : 0.0;
+  if (experts) *experts = expert_per_device;
+  return (range(params_split_, first, end) - expert) / tp + range(params_replicated_, first, end) + expert_per_device;
 }
 
 Seconds AnalyticModel::dp_comm_s(const Link& link, int tp, int dp, int first, int end) const {
-  const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
-  return ring_allreduce_s(link, dp, params * gradient_bytes_);
+  return ring_allreduce_s(link, dp, device_parameters(first, end, tp, dp) * gradient_bytes_);
 }
 
 Seconds AnalyticModel::dp_gather_s(const Link& link, int tp, int dp, int first, int end) const {
   // The all-gather of the updated weights: half an all-reduce, of weight (not gradient) bytes.
-  const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
-  return 0.5 * ring_allreduce_s(link, dp, params * element_bytes_);
+  return 0.5 * ring_allreduce_s(link, dp, device_parameters(first, end, tp, dp) * element_bytes_);
 }
 
 double AnalyticModel::act_max_range(const DeviceMemory& device, int first, int end) {
@@ -195,15 +219,20 @@ MemoryNeed AnalyticModel::memory(const std::string& device_model, int first, int
                                  int share, int in_flight, Recompute r, bool shard_optimizer,
                                  bool shard_gradients, int weight_passes) const {
   const DeviceMemory& device = device_memory(device_model);
-  const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
+  double experts = 0;
+  const double params = device_parameters(first, end, tp, dp, &experts);
   const double elt = element_bytes_;
   const double optimizer = device.optimizer_bytes / (shard_optimizer ? dp : 1);
   const double gradients = gradient_bytes_ / (shard_gradients ? dp : 1);
+  // The routed experts' state is sharded over expert dp = dp x tp / (ep x expert_tp).
+  const double expert_dp = experts > 0 ? dp * tp / std::max(1, expert_shards(model_, tp, dp, node_devices_)) : dp;
+  const double expert_state = experts * ((shard_optimizer ? device.optimizer_bytes / expert_dp : device.optimizer_bytes) +
+                                         (shard_gradients ? gradient_bytes_ / expert_dp : gradient_bytes_));
   // Korthikanti et al. 2022, Table 2: sequence parallelism shards the replicated activations
   // (and the full-recomputation checkpoint) along the sequence too.
   const double sp = sequence_parallel(tp) ? tp : 1;
   MemoryNeed need;
-  need.state_bytes = params * (elt + gradients + optimizer);
+  need.state_bytes = params * elt + (params - experts) * (gradients + optimizer) + expert_state;
   double per_sample = 0;
   switch (r) {
     case Recompute::none:
@@ -240,7 +269,7 @@ Bytes AnalyticModel::table_copy_bytes(const std::string& device_model, int tp, i
 
 Seconds AnalyticModel::optimizer_s(const std::string& device_model, int first, int end, int tp,
                                    int dp, bool shard_optimizer) const {
-  const double params = range(params_split_, first, end) / tp + range(params_replicated_, first, end);
+  const double params = device_parameters(first, end, tp, dp);
   const double bytes = params * (element_bytes_ + gradient_bytes_ + 2.0 * optimizer_bytes_) /
                        (shard_optimizer ? dp : 1);
   return bytes / cluster_.profiles.at(device_model).memory_bandwidth_bytes_per_s;

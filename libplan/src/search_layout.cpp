@@ -8,6 +8,7 @@
 #include <set>
 
 #include "whale/plan/layout_memo.h"
+#include "whale/plan/search_experts.h"
 #include "whale/plan/search_partition.h"
 
 namespace whale::plan {
@@ -265,6 +266,11 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       stage.shard_optimizer = rung_shards(rungs[s], gi[g].dp);
       stage.shard_gradients = rung_shards_gradients(rungs[s], gi[g].dp);
       stage.sequence_parallel = an.sequence_parallel(gi[g].tp);
+      if (an.model().moe) {
+        const ExpertLayout experts = choose_expert_layout(an.model(), an.cluster(), stage.devices, stage.tp);
+        stage.ep = experts.ep;
+        stage.expert_tp = experts.expert_tp;
+      }
       out.stages.push_back(stage);
       group_time[g] += time_at(s, b[s], b[s + 1], rungs[s]);
       group_dp[g] += an.dp_comm_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);

@@ -32,6 +32,17 @@ Model parse_model(const YamlField& root);
 bool is_hf_config(const YamlField& root, const std::string& path);
 /// A family model from a Hugging Face config.json (model_hf.cpp; mapping in docs/model.md).
 Model parse_hf_config(const YamlField& root);
+/// The mixture-of-experts decoders' model_type values: mixtral, qwen2_moe, qwen3_moe, olmoe.
+bool is_hf_moe_type(const std::string& model_type);
+/// The moe block of such a config (model_hf_moe.cpp), after the llama-style shape of `model`;
+/// a router or layer pattern whale cannot express fails at its key.
+MoeSpec read_hf_moe(const YamlField& root, const std::string& model_type, const Model& model);
+/// Fails on multi-head latent attention (DeepSeek-V2/V3's kv_lora_rank, q_lora_rank), naming it.
+void reject_latent_attention(const YamlField& root);
+/// The integer at a config.json key in its range (model_hf.cpp), and whether a key is absent
+/// or null.
+int hf_config_integer(const YamlField& root, const std::string& key);
+bool hf_config_is_null(const YamlField& root, const std::string& key);
 /// Emits the model as one mapping.
 void emit_model(YAML::Emitter& out, const Model& model);
 /// A model's `moe:` mapping (moe_yaml.cpp), read after the family hyperparameters of `model`

@@ -59,6 +59,25 @@ Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& d
          ring_reduce_scatter_s(bytes / local_ranks, nodes, network);
 }
 
+Seconds all_to_all_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes) {
+  const int n = static_cast<int>(devices.size());
+  if (n <= 1 || bytes <= 0) return 0;
+  std::map<int, int> members_per_node;
+  for (int d : devices) ++members_per_node[cluster.devices.at(d).node];
+  Seconds slowest_s = 0;
+  for (const auto& [node, members] : members_per_node) {
+    // Of its bytes a device keeps 1/n, sends (members - 1)/n to its own node's members and
+    // the rest over its network share; both links run at once, each message paying latency.
+    const plan::Link intra = calibrated_intra_link(cluster, node);
+    const plan::Link share = device_network_share(cluster, node);
+    const Seconds intra_s = (members - 1) * (bytes / n / intra.bandwidth_bytes_per_s + intra.latency_s);
+    const int remote = n - members;
+    const Seconds network_s = remote * (bytes / n / share.bandwidth_bytes_per_s + share.latency_s);
+    slowest_s = std::max(slowest_s, std::max(intra_s, network_s));
+  }
+  return slowest_s;
+}
+
 Seconds all_gather_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes) {
   // A ring all-gather moves what a ring reduce-scatter moves, in the other direction.
   return reduce_scatter_s(cluster, devices, bytes);

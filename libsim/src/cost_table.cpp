@@ -9,6 +9,7 @@
 
 #include "whale/plan/bridge.h"
 #include "whale/plan/gradient_buckets.h"
+#include "whale/plan/moe_layer.h"
 #include "whale/sim/calibration.h"
 #include "whale/sim/collective_cost.h"
 #include "whale/sim/link_calibration.h"
@@ -51,6 +52,37 @@ ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int rep
   return key;
 }
 
+/// Per-device forward GEMM flops of an MoE layer at the mean expert load (what model flops and
+/// MFU count: the imbalance costs time, not useful work).
+Flops mean_forward_flops(const plan::Layer& layer, const plan::Stage& stage, double samples) {
+  Flops flops = 0;
+  for (const plan::GemmOp& gemm : plan::layer_at_expert_layout(layer, stage, false).gemms)
+    flops += gemm_flops(gemm, stage.tp, samples);
+  return flops;
+}
+
+/// The token exchange of one forward of an MoE layer on the first device of `replica`: the
+/// dispatch and the combine all-to-alls among its ep group (its expert-dp replica and
+/// expert-tp rank, Stage::expert_parallel_group), at the busiest receiver's bytes; with
+/// expert_tp > 1, the dispatched tokens all-gathered over the expert-tp group and the expert
+/// outputs reduce-scattered back (Megatron-Core's all-to-all dispatcher). The backward moves
+/// the same bytes again.
+Seconds expert_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int replica,
+                          const plan::Layer& layer, double samples) {
+  const int etp = stage.expert_tp_degree();
+  const int index = replica * stage.tp;  // the replica's first device, in the stage's order
+  const int expert_replica = index / (stage.ep * etp);
+  const int expert_tp_rank = index % etp;
+  const Bytes bytes = plan::all_to_all_bytes_per_device(layer, stage, samples, true);
+  Seconds time_s = 2.0 * all_to_all_s(plan.cluster, stage.expert_parallel_group(expert_replica, expert_tp_rank), bytes);
+  if (etp > 1) {
+    const int first = index - expert_tp_rank;
+    const std::vector<int> group(stage.devices.begin() + first, stage.devices.begin() + first + etp);
+    time_s += all_gather_s(plan.cluster, group, bytes * etp) + reduce_scatter_s(plan.cluster, group, bytes * etp);
+  }
+  return time_s;
+}
+
 /// `buckets`: the stage's gradient buckets, empty when it has no dp reduction.
 ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int replica,
                          const std::vector<plan::GradientBucket>& buckets) {
@@ -66,7 +98,11 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
   const plan::Precision gemm_precision =
       plan::effective_gemm_precision(plan.precision, plan.framework_precision, profile);
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-    const plan::Layer& layer = plan.model.layers.at(l);
+    const plan::Layer& model_layer = plan.model.layers.at(l);
+    const bool moe = model_layer.experts > 0;
+    // An MoE layer as this device runs it: the busiest device's expert rows set the time.
+    const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true) : plan::Layer{};
+    const plan::Layer& layer = moe ? busiest : model_layer;
     const LayerCost cost =
         layer_cost(layer, profile, gemm_precision, stage.tp, samples, stage.recompute,
                    stage.sequence_parallel);
@@ -74,13 +110,14 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
     out.backward_s += cost.backward_s;
     out.backward_weight_s += cost.backward_weight_s;
     out.recompute_s += cost.recompute_s;
-    out.model_flops += 3.0 * cost.forward_flops;
+    out.model_flops += 3.0 * (moe ? mean_forward_flops(model_layer, stage, samples) : cost.forward_flops);
     // Sequence parallelism replaces each all-reduce by an all-gather and a reduce-scatter of
     // the same bytes (Korthikanti et al. 2022, Section 4.2.2).
     const Bytes tp_bytes = layer.tp_allreduce_bytes * samples;
-    const Seconds tp_s = stage.sequence_parallel ? all_gather_s(plan.cluster, devices, tp_bytes) +
-                                                       reduce_scatter_s(plan.cluster, devices, tp_bytes)
-                                                 : allreduce_s(plan.cluster, devices, tp_bytes);
+    const Seconds tp_s = (stage.sequence_parallel ? all_gather_s(plan.cluster, devices, tp_bytes) +
+                                                        reduce_scatter_s(plan.cluster, devices, tp_bytes)
+                                                  : allreduce_s(plan.cluster, devices, tp_bytes)) +
+                         (moe ? expert_exchange_s(plan, stage, replica, model_layer, samples) : 0.0);
     out.tp_forward_s += tp_s;
     // Under sequence parallelism a layer keeps only its shard of the inputs of the
     // column-parallel GEMMs (the QKV and the first MLP GEMM) and all-gathers them again in the
@@ -117,7 +154,7 @@ Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replic
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-    parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
+    parameters += parameters_per_device(plan.model.layers.at(l), stage);
   }
   if (stage.shard_optimizer) parameters /= stage.dp();
   const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(replica)[0]);
@@ -161,7 +198,7 @@ Seconds weight_gather_s(const plan::Plan& plan, const plan::Stage& stage) {
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-    parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
+    parameters += parameters_per_device(plan.model.layers.at(l), stage);
   }
   return all_gather_s(plan.cluster, dp_group(stage), parameters * state.weights);
 }

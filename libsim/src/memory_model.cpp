@@ -9,6 +9,7 @@
 
 #include "whale/plan/attention_memory.h"
 #include "whale/plan/error.h"
+#include "whale/plan/moe_layer.h"
 #include "whale/sim/op_cost.h"
 
 namespace whale::sim {
@@ -81,7 +82,7 @@ double stage_parameters_per_device(const plan::Plan& plan, int s) {
   const plan::Stage& stage = plan.stages.at(s);
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l)
-    parameters += parameters_per_device(plan.model.layers.at(l), stage.tp);
+    parameters += parameters_per_device(plan.model.layers.at(l), stage);
   // The tied LM head's copy of the token table, vocabulary-parallel like the table.
   if (s + 1 == static_cast<int>(plan.stages.size()) && plan.last_stage_holds_table_copy())
     parameters += static_cast<double>(plan.model.vocabulary) * plan.model.hidden / stage.tp;
@@ -106,9 +107,15 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     const plan::Stage& stage = plan.stages.at(s);
     const double samples = stage.shares.at(replica);
     const double parameters = stage_parameters_per_device(plan, s);
+    double expert_parameters = 0;  // the routed experts' part, sharded over expert dp
     Bytes kept = 0, weight_pass = 0;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-      const plan::Layer& layer = plan.model.layers.at(l);
+      const plan::Layer& model_layer = plan.model.layers.at(l);
+      const bool moe = model_layer.experts > 0;
+      // An MoE layer as the busiest device of the expert layout holds it.
+      const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true) : plan::Layer{};
+      const plan::Layer& layer = moe ? busiest : model_layer;
+      expert_parameters += plan::expert_parameters_per_device(model_layer, stage);
       const Bytes attention = plan::attention_kept_bytes(layer, framework.attention, plan.precision);
       weight_pass += weight_pass_bytes(layer, stage.tp, plan.precision) * samples;
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,
@@ -123,7 +130,10 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     weight_pass_per_micro_batch[s] = weight_pass;
     // Sharded state: this replica's piece of the flat buffer (ceil(n/dp) elements, the last
     // piece shorter), as whale-run's sharded optimizer splits it.
-    const double own = flat_shard_elements(parameters, stage.dp(), replica);
+    // Routed experts are sharded over their own replicas, expert dp (Megatron-LM's distributed
+    // optimizer: the expert-data-parallel group), the rest over dp.
+    const double own = flat_shard_elements(parameters - expert_parameters, stage.dp(), replica) +
+                       expert_parameters / stage.expert_dp();
     out.weights_bytes += parameters * state.weights;
     out.gradients_bytes += (stage.shard_gradients ? own : parameters) * state.gradients;
     if (framework.gradient_bucket_copy && stage.dp() > 1 && !stage.shard_gradients)

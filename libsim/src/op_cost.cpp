@@ -22,7 +22,8 @@ Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profi
                       plan::Precision precision, int tp, double samples) {
   const Flops flops = gemm_flops(gemm, tp, samples);
   if (flops <= 0) return 0;
-  const double efficiency = profile.gemm_curve(precision).at(flops);
+  // A grouped GEMM of experts runs `count` small products: each at its own shape's efficiency.
+  const double efficiency = profile.gemm_curve(precision).at(gemm.expert ? flops / gemm.count : flops);
   return calibrated_gemm_s(flops / (profile.peak(precision) * efficiency), flops, profile);
 }
 
@@ -86,7 +87,8 @@ Seconds scaled(Seconds part, Seconds target, Seconds whole) { return whole > 0 ?
 std::optional<OpSums> measured_op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
                                        plan::Precision precision, int tp, double samples,
                                        bool sequence_parallel) {
-  if (profile.layer_times.of_shape(layer.kind, tp).empty()) return std::nullopt;
+  // A measured dense block says nothing of an MoE block's experts and all-to-alls.
+  if (layer.experts > 0 || profile.layer_times.of_shape(layer.kind, tp).empty()) return std::nullopt;
   plan::DeviceProfile uncalibrated = profile;
   uncalibrated.calibration = plan::ProfileCalibration{};
   const auto modelled = [&](int degree, double micro_batch) {

@@ -39,18 +39,10 @@ sequence: 32
 vocabulary: 256
 training: {global_batch: 8, precision: fp32, optimizer: adamw}
 YAML
-cat >"$dir/moe.yaml" <<'YAML'
-name: tiny-moe
-family: gpt
-layers: 8
-hidden: 64
-heads: 4
-ffn_hidden: 256
-sequence: 32
-vocabulary: 256
-moe: {experts: 4, top_k: 2, router: softmax_topk, load_imbalance: 1.5}
-training: {global_batch: 8, precision: fp32, optimizer: adamw}
-YAML
+# moe.yaml: model.yaml with four experts in every block.
+sed -e 's/^name: tiny$/name: tiny-moe/' \
+  -e 's/^vocabulary: 256$/vocabulary: 256\nmoe: {experts: 4, top_k: 2, router: softmax_topk, load_imbalance: 1.5}/' \
+  "$dir/model.yaml" >"$dir/moe.yaml"
 cat >"$dir/plan.yaml" <<'YAML'
 cluster: cluster.yaml
 model: model.yaml

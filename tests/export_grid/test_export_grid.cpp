@@ -49,7 +49,7 @@ TEST_CASE("every shipped cluster x model pair with a plan exports constrained to
   const sim::Simulator simulator;
   plan::PlannerOptions options;
   options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int pairs = 0, written = 0, none_fits = 0, uneven_splits = 0;
+  int pairs = 0, written = 0, none_fits = 0, uneven_splits = 0, moe_limits = 0;
   for (const std::string& cluster_path : shipped("configs/clusters", ".yaml")) {
     const plan::Cluster cluster = plan::load_cluster(cluster_path);
     for (const std::string& model_path : models) {
@@ -90,7 +90,14 @@ TEST_CASE("every shipped cluster x model pair with a plan exports constrained to
           const bool uneven = framework == plan::Framework::deepspeed &&
                               what.find("still has: layers per stage ") != std::string::npos &&
                               e.hint().find("do not divide the ") != std::string::npos;
-          CHECK((none || uneven));
+          // A mixture-of-experts model: DeepSpeed's config has no MoE layers, whatever the plan.
+          const bool moe = framework == plan::Framework::deepspeed && model.moe &&
+                           what.find("a mixture-of-experts model") != std::string::npos;
+          CHECK((none || uneven || moe));
+          if (moe) {
+            ++moe_limits;
+            continue;
+          }
           CHECK(e.hint().find("--export-constrained exports") == std::string::npos);
           ++(none ? none_fits : uneven_splits);
         }
@@ -98,7 +105,8 @@ TEST_CASE("every shipped cluster x model pair with a plan exports constrained to
     }
   }
   MESSAGE(pairs << " pairs with a plan: " << written << " exports written, " << none_fits
-                << " with no uniform plan that fits, " << uneven_splits << " DeepSpeed exports of an uneven split");
+                << " with no uniform plan that fits, " << uneven_splits << " DeepSpeed exports of an uneven split, "
+                << moe_limits << " DeepSpeed exports of an MoE model");
   CHECK(pairs > 100);
   CHECK(written >= pairs);
 }

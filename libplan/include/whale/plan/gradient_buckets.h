@@ -20,6 +20,9 @@ struct GradientBucket {
 
 /// Parameters one tp shard holds of `layer`: the split part divided by tp plus the replicated.
 double parameters_per_device(const Layer& layer, int tp);
+/// Parameters one device of `stage` holds of `layer`: the dense split part divided by tp, the
+/// replicated part, and the routed experts divided by ep x expert_tp (moe_layer.h).
+double parameters_per_device(const Layer& layer, const Stage& stage);
 
 /// Splits stage `stage` of `plan` into buckets in reverse layer order, the order in which the
 /// backward produces gradients: bucket 0 holds the last layers. Walking from the stage's last

@@ -28,6 +28,11 @@ struct GemmOp {
   double m = 0, n = 0, k = 0;
   double count = 1;
   bool tp_split = true;
+  /// A routed expert's GEMM of an MoE block: `count` experts of m rows each (the mean tokens
+  /// per expert), run as one grouped GEMM whose products each read the efficiency curve at
+  /// their own small shape; split over the stage's ep (experts) and expert_tp (n or k)
+  /// instead of tp (moe_layer.h). tp_split is false on it.
+  bool expert = false;
 };
 
 /// Whether a named op (a GemmOp's or MemoryOp's name, as the family builders name them)
@@ -49,6 +54,7 @@ struct MemoryOp {
   std::string name;
   Bytes bytes = 0;
   bool tp_split = false;
+  bool expert = false;  // on the routed experts' tokens: split by expert_tp, not tp (moe_layer.h)
 };
 
 struct Layer {
@@ -74,6 +80,17 @@ struct Layer {
   Bytes output_bytes = 0;             // per sample: the tensor that crosses to the next layer
   Bytes tp_allreduce_bytes = 0;       // per sample: bytes all-reduced across tp per forward pass
                                       // (the same again in backward)
+  // Mixture of experts (docs/moe.md), all 0 on a dense layer:
+  double experts = 0;                 // routed experts of the block
+  double expert_parameters = 0;       // the routed experts' part of `parameters` (not of
+                                      // parameters_replicated): split over ep x expert_tp
+  Bytes activation_bytes_expert = 0;  // per sample: what the routed experts keep for the
+                                      // backward (tokens x top_k rows), divided by expert_tp
+  Bytes all_to_all_bytes = 0;         // per sample at tp 1: the tokens one all-to-all moves,
+                                      // s x hidden x top_k elements; a step of a micro-batch runs
+                                      // four (dispatch and combine, forward and backward)
+  double expert_load_imbalance = 1;   // the busiest expert's tokens over the mean: MoeSpec's
+                                      // load_imbalance, capped at its capacity_factor (>= 1)
 
   /// Forward flops for one sample at tp 1 (sum over gemms of 2*m*n*k*count).
   Flops forward_flops() const;
@@ -128,6 +145,12 @@ struct Model {
 /// Builds the layers of a family model from its hyperparameters at `precision`.
 /// Sets `model.layers`; throws whale::Error for an unknown family.
 void generate_layers(Model& model, Precision precision);
+
+/// Trains a family model on samples of `sequence` tokens (the tools' --sequence): sets
+/// model.sequence and generates its layers again at `precision`. Throws whale::Error naming
+/// `option` for a listed model (its layers are given, not generated) or a sequence outside
+/// [1, kMaxModelDimension].
+void set_sequence(Model& model, int sequence, Precision precision, const std::string& option);
 
 /// Loads and validates a model file: whale's model YAML, or a Hugging Face config.json
 /// (detected by the .json name or a model_type key; see docs/model.md). Throws whale::Error on

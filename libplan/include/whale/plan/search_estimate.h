@@ -125,6 +125,14 @@ class AnalyticModel {
   std::vector<std::vector<bool>> gemm_attention_, memory_attention_;
   // Model-only prefix sums over layers:
   std::vector<double> params_split_, params_replicated_, tp_bytes_, tp_ops_;
+  // Mixture of experts: the routed experts' parameters (also in params_split_) and the bytes of
+  // one all-to-all per sample at tp 1 times the load imbalance, prefix sums over layers; the
+  // devices of the cluster's smallest node, which bound an expert-parallel group.
+  std::vector<double> params_expert_, all_to_all_bytes_;
+  int node_devices_ = 1;
+  /// Parameters one device holds of layers [first, end) at (tp, dp): the dense split part / tp,
+  /// the replicated, the experts / ep x expert_tp (expert_shards), and that expert part alone.
+  double device_parameters(int first, int end, int tp, int dp, double* experts = nullptr) const;
   std::vector<double> act_replicated_, act_split_, act_input_;
   // The memory figures of one device model's profile (the simulator's memory model reads them
   // from the profile of a replica's devices).

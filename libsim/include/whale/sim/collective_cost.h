@@ -35,6 +35,11 @@ Seconds allreduce_s(const plan::Cluster& cluster, const std::vector<int>& device
 /// the network share (N ranks). allreduce_s == reduce_scatter_s + all_gather_s exactly.
 Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& devices,
                          Bytes bytes);
+/// All-to-all among `devices`, each sending `bytes` in total, bytes / n to every member (itself
+/// included, which costs nothing): per device, the members on its node over the intra link
+/// and the others over its network share at once, each message paying its link's latency;
+/// the slowest device bounds it. 0 when n <= 1 or bytes <= 0.
+Seconds all_to_all_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes);
 /// All-gather to `bytes` in total on every device: the same cost as reduce_scatter_s.
 Seconds all_gather_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes);
 

@@ -1,0 +1,36 @@
+// File: search_experts.h
+// The planner's choice of a mixture-of-experts stage's expert layout (ep, expert_tp), apart
+// from attention's dp x tp: expert-parallel groups inside fast links first.
+#pragma once
+
+#include <vector>
+
+#include "whale/plan/cluster.h"
+#include "whale/plan/model.h"
+
+namespace whale::plan {
+
+struct ExpertLayout {
+  int ep = 1;
+  int expert_tp = 1;
+};
+
+/// Every valid layout of a stage of `device_count` devices at tensor-parallel degree `tp` for
+/// `moe`: ep dividing the experts, expert_tp a power of two up to tp, ep x expert_tp dividing
+/// device_count. Ordered by ep x expert_tp, then ep, ascending.
+std::vector<ExpertLayout> expert_layouts(const MoeSpec& moe, int device_count, int tp);
+
+/// The layout the planner gives a stage on `devices` (replica-major, tp consecutive devices a
+/// replica): of expert_layouts, the one that shards the experts the most (the largest
+/// ep x expert_tp, so the least expert state per device) while every expert-parallel group lies
+/// inside one node (its all-to-alls on the intra link), preferring ep over expert_tp at the
+/// same sharding (Megatron-Core's MoE guidance: expert_tp 1, ep within the node). A dense model,
+/// or no layout with its groups inside nodes, gets ep 1 and expert_tp = tp.
+ExpertLayout choose_expert_layout(const Model& model, const Cluster& cluster, const std::vector<int>& devices, int tp);
+
+/// ep x expert_tp of choose_expert_layout for a stage of `dp` replicas of `tp` devices on a
+/// cluster whose smallest node holds `node_devices` devices, assuming its replicas fill nodes in
+/// order: what the planner's quick estimate shards the experts by.
+int expert_shards(const Model& model, int tp, int dp, int node_devices);
+
+}  // namespace whale::plan

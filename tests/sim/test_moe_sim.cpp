@@ -1,0 +1,89 @@
+// File: test_moe_sim.cpp
+// The simulator's mixture-of-experts costs: the all-to-all over a node's links and across
+// nodes by hand, expert weights sharded by ep x expert_tp and their optimizer state by expert dp,
+// and the busiest device's imbalance on an MoE step.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sim_fixtures.h"
+#include "whale/plan/model_state_bytes.h"
+#include "whale/plan/schedule_program.h"
+#include "whale/sim/collective_cost.h"
+#include "whale/sim/memory_model.h"
+#include "whale/sim/simulator.h"
+
+using namespace whale;
+using namespace whale::sim;
+
+namespace {
+
+/// Writes a file under <build>/moe-sim/ and returns its path.
+std::string scratch(const std::string& name, const std::string& text) {
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/moe-sim";
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder + "/" + name) << text;
+  return folder + "/" + name;
+}
+
+// A tiny llama of two MoE blocks (4 experts of width 6, top 2), fp32, on 4 CPUs of one node.
+void write_specs(double load_imbalance) {
+  scratch("cluster.yaml",
+          "name: four\nnetwork: {kind: shm, bandwidth_gbps: 40, latency_us: 1}\n"
+          "nodes:\n  - {name: n, devices: [{model: cpu, count: 4}], intra_link: {kind: shm, bandwidth_gbps: 40, latency_us: 1}}\n");
+  scratch("model.yaml",
+          "name: moe\nfamily: llama\nlayers: 2\nhidden: 8\nheads: 2\nffn_hidden: 16\nsequence: 4\nvocabulary: 10\n"
+          "moe: {experts: 4, top_k: 2, expert_ffn_hidden: 6, load_imbalance: " + std::to_string(load_imbalance) + "}\n"
+          "training: {global_batch: 8, precision: fp32}\n");
+}
+
+plan::Plan moe_plan(const std::string& name, const std::string& layout) {
+  return plan::load_plan(scratch(name, "cluster: cluster.yaml\nmodel: model.yaml\nmicro_batch_size: 4\nmicro_batches: 2\n"
+                                       "schedule: 1f1b\nstages:\n  - {layers: [0, 3], devices: \"0-3\", tp: 1, " + layout + "}\n"),
+                         std::string(WHALE_SOURCE_DIR) + "/profiles");
+}
+
+}  // namespace
+
+TEST_CASE("all-to-all: each device's bytes / n to every member, intra and network at once") {
+  // 2 nodes x 4 devices; the node NIC (4e10 B/s) shared by 4 devices: 1e10 each.
+  const plan::Cluster c = test::make_cluster(2, 4, test::flat_profile(1e14, 1e12),
+                                             test::link(1e11, 1e-6), test::link(4e10, 1e-5));
+  // One node: 3 messages of 8e8 / 4 over the intra link.
+  CHECK(all_to_all_s(c, {0, 1, 2, 3}, 8e8) == doctest::Approx(3 * (2e8 / 1e11 + 1e-6)));
+  // Two per node: 1 message in the node (2e-3 s), 2 over the network share (0.02 s each): the
+  // network bounds it.
+  CHECK(all_to_all_s(c, {0, 1, 4, 5}, 8e8) == doctest::Approx(2 * (2e8 / 1e10 + 1e-5)));
+  CHECK(all_to_all_s(c, {3}, 8e8) == 0);
+  CHECK(all_to_all_s(c, {0, 1}, 0) == 0);
+}
+
+TEST_CASE("moe memory: experts sharded by ep x expert_tp, their optimizer state by expert dp") {
+  write_specs(1.0);
+  const plan::Plan replicated = moe_plan("ep1.yaml", "ep: 1");
+  const plan::Plan split = moe_plan("ep4.yaml", "ep: 4, shard_optimizer: true");
+  // Per MoE block: experts 4 x 3 x 8 x 6 = 576 parameters; two blocks.
+  const double whole = stage_parameters_per_device(replicated, 0);
+  CHECK(whole == replicated.model.parameter_count());
+  CHECK(stage_parameters_per_device(split, 0) == whole - 2 * 576 * 3.0 / 4);
+  const MemoryBreakdown a = replica_memory(replicated, plan::generate_schedule(replicated).groups[0], 0);
+  const MemoryBreakdown b = replica_memory(split, plan::generate_schedule(split).groups[0], 1);
+  const plan::StateBytesPerParam state = plan::state_bytes_per_param(plan::Precision::fp32, "adamw", {});
+  CHECK(a.weights_bytes == doctest::Approx(whole * state.weights));
+  CHECK(b.weights_bytes == doctest::Approx((whole - 864) * state.weights));
+  // ep 4 on 4 devices: expert dp 1, so each device keeps all of its 288 expert parameters'
+  // state; the dense rest is a ZeRO-1 shard of four.
+  const double dense = whole - 1152;
+  CHECK(b.optimizer_bytes == doctest::Approx((flat_shard_elements(dense, 4, 1) + 288) * state.optimizer));
+}
+
+TEST_CASE("moe step: load imbalance slows the step and costs no model flops") {
+  write_specs(1.0);
+  const plan::Estimate balanced = Simulator().evaluate(moe_plan("bal.yaml", "ep: 2"), {});
+  write_specs(2.0);
+  const plan::Estimate skewed = Simulator().evaluate(moe_plan("skew.yaml", "ep: 2"), {});
+  CHECK(skewed.step_time_s > balanced.step_time_s);
+  CHECK(skewed.model_flops_per_step == balanced.model_flops_per_step);
+}
