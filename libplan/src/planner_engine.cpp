@@ -130,11 +130,13 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     long index;   // in enumeration order
     bool refined = false;   // bound is memory_bound_s's
   };
-  // Outside exhaustive spaces an item's bound is refined by the memory verdict and the
-  // memory-aware bound when it first reaches the front: an item whose refined bound is larger
-  // goes back into the queue, so items are still laid out in the order of their (refined)
-  // bounds, and most are never refined.
-  const bool refine = !exhaustive;
+  // In a complete search (no max_evaluations cap, outside exhaustive spaces) an item's bound
+  // is refined by the memory verdict and the memory-aware bound when it first reaches the
+  // front: an item whose refined bound is larger goes back into the queue, so items are still
+  // laid out in the order of their (refined) bounds, and most are never refined. Under a cap
+  // the order stays that of the plain bounds (refining every item reached costs more than the
+  // capped layouts it saves).
+  const bool refine = !exhaustive && options.max_evaluations == 0;
   // Items are made lazily: a structure's items only once its least bound is reached (most
   // structures never are), which yields them in the order of sorting them all.
   std::vector<long> first_item(n, 0);
@@ -217,16 +219,14 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         exhausted = true;
         return;
       }
-      // Branch and bound: an item whose bound reaches the best estimate so far cannot improve
-      // on it (nor can any item after it), whatever the cap.
-      if (!exhaustive && !top.empty() &&
-          (item.bound >= top.front().layout.estimate_s ||
-           (static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s))) {
+      // Branch and bound: an item whose bound reaches the budget-th best estimate cannot enter
+      // the kept candidates (nor can any item after it), whatever the cap.
+      if (!exhaustive && static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s) {
         held_item = item;
         return;
       }
       // By the memory verdict no layout of this item or any after it fits.
-      if (!exhaustive && std::isinf(item.bound) && !top.empty()) {
+      if (refine && std::isinf(item.bound) && !top.empty()) {
         held_item = item;
         return;
       }
