@@ -5,6 +5,7 @@
 #include "planner_engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <limits>
 #include <map>
@@ -77,10 +78,11 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   LayoutMemo memo;   // phase 1 runs on this thread; phase 2 lays out under analytic_mutex
   const int n = static_cast<int>(in.structures.size());
   // Choices depend on a structure only through its depth and largest dp (EngineInput): each
-  // list is asked for once, with its runs of one micro-batch size.
+  // list is asked for once, with its runs of one micro-batch size and either one stage per
+  // group or several (StructureFigures::memory_bound_s bounds each run).
   struct ChoiceList {
     std::vector<Choice> choices;
-    std::vector<std::pair<size_t, size_t>> runs;   // [first, end) of one micro-batch size
+    std::vector<std::pair<size_t, size_t>> runs;   // [first, end) of one micro-batch size and chunking
   };
   std::map<std::pair<int, int>, ChoiceList> lists;
   std::vector<const ChoiceList*> list_of(n);
@@ -93,7 +95,10 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       const auto& cs = list.choices;
       for (size_t a = 0; a < cs.size();) {
         size_t e = a;
-        while (e < cs.size() && cs[e].micro_batch_size == cs[a].micro_batch_size) ++e;
+        while (e < cs.size() && cs[e].micro_batch_size == cs[a].micro_batch_size &&
+               (cs[e].schedule.chunks == 1) == (cs[a].schedule.chunks == 1)) {
+          ++e;
+        }
         list.runs.push_back({a, e});
         a = e;
       }
@@ -123,7 +128,15 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     size_t first, end;
     double bound;
     long index;   // in enumeration order
+    bool refined = false;   // bound is memory_bound_s's
   };
+  // In a complete search (no max_evaluations cap, outside exhaustive spaces) an item's bound
+  // is refined by the memory verdict and the memory-aware bound when it first reaches the
+  // front: an item whose refined bound is larger goes back into the queue, so items are still
+  // laid out in the order of their (refined) bounds, and most are never refined. Under a cap
+  // the order stays that of the plain bounds (refining every item reached costs more than the
+  // capped layouts it saves).
+  const bool refine = !exhaustive && options.max_evaluations == 0;
   // Items are made lazily: a structure's items only once its least bound is reached (most
   // structures never are), which yields them in the order of sorting them all.
   std::vector<long> first_item(n, 0);
@@ -165,6 +178,25 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     ready.pop();
     return true;
   };
+  auto next_refined_item = [&](Item* item) {
+    while (next_item(item)) {
+      if (!refine || item->refined) return true;
+      item->refined = true;
+      const Choice& first = list_of[item->structure]->choices[item->first];
+      const int p = static_cast<int>(in.structures[item->structure].groups.size());
+      double bubble = 1.0;   // the least of build_layout's bubble share over its divisor
+      for (size_t ci = item->first; ci < item->end; ++ci) {
+        const Choice& c = list_of[item->structure]->choices[ci];
+        bubble = std::min(bubble, bubble_share(c.schedule.kind) / (c.micro_batches >= p ? c.schedule.chunks : 1));
+      }
+      const double b = figures.memory_bound_s(in.structures[item->structure], first.micro_batch_size, in.global_batch,
+                                              in.rules.even_shares, first.schedule.chunks == 1, bubble);
+      if (b <= item->bound) return true;
+      item->bound = b;
+      ready.push(*item);
+    }
+    return false;
+  };
   std::vector<Candidate> top;
   // Diversity: the analytic model can misjudge one pipeline depth against another, so the
   // best candidate of every depth within kDiversityWindow of the best estimate also reaches
@@ -183,11 +215,18 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       if (held_item) {
         item = *held_item;
         held_item.reset();
-      } else if (!next_item(&item)) {
+      } else if (!next_refined_item(&item)) {
         exhausted = true;
         return;
       }
+      // Branch and bound: an item whose bound reaches the budget-th best estimate cannot enter
+      // the kept candidates (nor can any item after it), whatever the cap.
       if (!exhaustive && static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s) {
+        held_item = item;
+        return;
+      }
+      // By the memory verdict no layout of this item or any after it fits.
+      if (refine && std::isinf(item.bound) && !top.empty()) {
         held_item = item;
         return;
       }

@@ -40,13 +40,6 @@ struct GroupInfo {
 // Share of a micro-batch's forward + backward time that is backward (GEMMs twice).
 constexpr double kBackwardShare = 2.0 / 3.0;
 
-// The pipeline's fill and drain, as a share of 1f1b's: zb-h1 shrinks (p-1)(F+B+W) to
-// (p-1)(F+B-W) (Qi et al. 2024), with W half the backward: (1/3 + 1/3 - 1/3) / 1 = 1/3.
-double bubble_share(ScheduleKind kind) {
-  const double weight_share = kBackwardShare / 2;
-  return kind == ScheduleKind::zb_h1 ? 1.0 - 2.0 * weight_share : 1.0;
-}
-
 int stage_group(const Schedule& schedule, int p, int s) {
   if (schedule.kind == ScheduleKind::wave && (s / p) % 2 == 1) return p - 1 - s % p;
   return s % p;
@@ -122,6 +115,13 @@ std::vector<int> even_boundaries(const Model& model, int stages) {
 }
 
 }  // namespace
+
+// zb-h1 shrinks (p-1)(F+B+W) to (p-1)(F+B-W) (Qi et al. 2024), with W half the backward:
+// (1/3 + 1/3 - 1/3) / 1 = 1/3.
+double bubble_share(ScheduleKind kind) {
+  const double weight_share = kBackwardShare / 2;
+  return kind == ScheduleKind::zb_h1 ? 1.0 - 2.0 * weight_share : 1.0;
+}
 
 Recompute rung_recompute(int rung) {
   return rung >= 3 ? Recompute::full : rung == 2 ? Recompute::selective : Recompute::none;
@@ -422,6 +422,205 @@ Seconds StructureFigures::least_bound_s(const Structure& st, int smallest_micro_
   const int p = static_cast<int>(st.groups.size());
   const double m = global_batch / smallest_micro_batch_size;  // the most micro-batches
   return global_batch / speed * (1.0 + (p - 1) / (4.0 * m)) * (1.0 - kRoundingMargin);
+}
+
+StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g, int micro_batch_size,
+                                                              bool even_shares) {
+  const auto key = std::make_tuple(&g, micro_batch_size, even_shares);
+  auto it = group_layers_.find(key);
+  if (it != group_layers_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  const int L = an.layers();
+  const int top = max_rung(an);
+  const Choice choice{micro_batch_size, 1, Schedule{ScheduleKind::one_f_one_b, 1}};
+  const GroupInfo info = group_info(an, g, choice, 0, 1, even_shares);
+  // The slowest replica class over the whole model: its layers' times bound the group's.
+  const ReplicaClass* slowest = nullptr;
+  double slowest_s = -1;
+  for (const ReplicaClass& rc : info.classes) {
+    const double t = rc.table->forward(0, L) + rc.table->backward(0, L) + 2.0 * an.tp_comm_s(rc.link, g.tp, rc.share, 0, L);
+    if (t > slowest_s) {
+      slowest_s = t;
+      slowest = &rc;
+    }
+  }
+  GroupLayers layers;
+  const auto time_key = std::make_tuple(slowest->model, g.tp, slowest->share, slowest->link.bandwidth_bytes_per_s,
+                                        slowest->link.latency_s);
+  auto rows = time_rows_.find(time_key);
+  if (rows == time_rows_.end()) {
+    std::vector<std::vector<double>> prefix;
+    std::vector<double> unsorted;
+    for (int r = 0; r <= top; ++r) {
+      std::vector<double> t;
+      std::vector<double> blocks;
+      for (int l = 0; l < L; ++l) {
+        t.push_back(slowest->table->forward(l, l + 1) + slowest->table->backward(l, l + 1) +
+                    slowest->table->recompute(l, l + 1, rung_recompute(r)) +
+                    2.0 * an.tp_comm_s(slowest->link, g.tp, slowest->share, l, l + 1));
+        if (!outer_layer(l)) blocks.push_back(t.back());
+      }
+      if (r == 0) unsorted = t;
+      t = std::move(blocks);
+      std::sort(t.begin(), t.end());
+      std::vector<double> row(1, 0.0);
+      for (double x : t) row.push_back(row.back() + x);
+      prefix.push_back(std::move(row));
+    }
+    prefix.push_back(std::move(unsorted));
+    rows = time_rows_.emplace(time_key, std::move(prefix)).first;
+  }
+  layers.time_prefix = &rows->second;
+  // A reduction costs a latency term plus a part linear in the layers' parameters.
+  const double latency_s = g.dp() > 1 ? 2.0 * (g.dp() - 1) * g.dp_link.latency_s : 0.0;
+  std::vector<double> linear;
+  for (int l = 0; l < L; ++l) linear.push_back(std::max(0.0, an.dp_comm_s(g.dp_link, g.tp, g.dp(), l, l + 1) - latency_s));
+  std::sort(linear.begin(), linear.end());
+  layers.reduction_prefix.assign(1, 0.0);
+  for (double x : linear) layers.reduction_prefix.push_back(layers.reduction_prefix.back() + x);
+  for (size_t k = 1; k < layers.reduction_prefix.size(); ++k) {
+    if (layers.reduction_prefix[k] > 0) layers.reduction_prefix[k] += latency_s;
+  }
+  for (const ModelShare& ms : info.model_max_share) {
+    const auto model_key = std::make_tuple(ms.model, g.tp, g.dp());
+    auto figures = per_model_.find(model_key);
+    if (figures == per_model_.end()) {
+      // Memory is additive over layers but for full recomputation's one rebuilt layer and
+      // zb-h1's weight passes (left out: the verdict stays a relaxation). The kept bytes per
+      // micro-batch in flight are the difference between two and one in flight.
+      std::vector<std::vector<double>> per_rung;
+      std::vector<double> least(2 * static_cast<size_t>(L), std::numeric_limits<double>::infinity());
+      for (int r = 0; r <= top; ++r) {
+        std::vector<double> row;
+        for (int l = 0; l < L; ++l) {
+          auto need = [&](int in_flight) {
+            return an.memory(ms.model, l, l + 1, g.tp, g.dp(), 1, in_flight, rung_recompute(r), rung_shards(r, g.dp()),
+                             rung_shards_gradients(r, g.dp()));
+          };
+          const MemoryNeed one = need(1);
+          row.push_back(one.state_bytes);
+          row.push_back(need(2).activation_bytes - one.activation_bytes);
+          least[2 * l] = std::min(least[2 * l], row[2 * l]);
+          least[2 * l + 1] = std::min(least[2 * l + 1], row[2 * l + 1]);
+        }
+        per_rung.push_back(std::move(row));
+      }
+      per_rung.push_back(std::move(least));
+      figures = per_model_.emplace(model_key, std::move(per_rung)).first;
+    }
+    layers.models.emplace_back(ms.share, ms.usable_bytes, &figures->second);
+  }
+  return group_layers_.emplace(key, std::move(layers)).first->second;
+}
+
+const std::vector<int>& StructureFigures::most_layers(const GroupSpec& g, GroupLayers& layers, int in_flight) {
+  auto it = layers.most_layers.find(in_flight);
+  if (it != layers.most_layers.end()) return it->second;
+  const int L = analytic_.layers();
+  const size_t rows = static_cast<size_t>(max_rung(analytic_)) + 2;
+  std::vector<int> most(rows, L);
+  std::vector<double> need;
+  for (const auto& [share, usable, figures] : layers.models) {
+    for (size_t r = 0; r < rows; ++r) {
+      const std::vector<double>& f = (*figures)[r];
+      need.clear();
+      for (int l = 0; l < L; ++l) {
+        if (!outer_layer(l)) need.push_back(f[2 * l] + f[2 * l + 1] * share * in_flight);
+      }
+      std::sort(need.begin(), need.end());
+      int k = 0;
+      for (double sum = 0; k < static_cast<int>(need.size()) && sum + need[k] <= usable; ++k) sum += need[k];
+      most[r] = std::min(most[r], k);
+    }
+  }
+  (void)g;
+  return layers.most_layers.emplace(in_flight, std::move(most)).first->second;
+}
+
+bool StructureFigures::outer_layer(int layer) const {
+  const LayerKind kind = analytic_.model().layers[layer].kind;
+  return kind == LayerKind::embedding || kind == LayerKind::head;
+}
+
+Seconds StructureFigures::memory_bound_s(const Structure& st, int micro_batch_size, int global_batch,
+                                         bool even_shares, bool one_chunk, double bubble_factor) {
+  // Summed in another order than build_layout sums: a relative margin far above the rounding.
+  constexpr double kRoundingMargin = 1e-9;
+  const double cheap = bound_s(st, micro_batch_size, global_batch);
+  AnalyticModel& an = analytic_;
+  const int p = static_cast<int>(st.groups.size());
+  const int m = global_batch / micro_batch_size;
+  const int L = an.layers();
+  const int top = max_rung(an);
+  struct Curve {
+    const std::vector<std::vector<double>>* time;
+    const std::vector<int>* most;
+  };
+  std::vector<Curve> curves;
+  double hi = 0;
+  // The outer layers (embedding, head) may go to any group free: each group counts only the
+  // blocks it takes (at their least time and memory), and the blocks and the outer layers
+  // together must make up the model.
+  int outer = 0;
+  for (int l = 0; l < L; ++l) outer += outer_layer(l);
+  long most_total = outer;
+  for (int g = 0; g < p; ++g) {
+    GroupLayers& layers = group_layers(*st.groups[g], micro_batch_size, even_shares);
+    const std::vector<int>& most = most_layers(*st.groups[g], layers, std::min(m, p - g));
+    curves.push_back(Curve{layers.time_prefix, &most});
+    most_total += one_chunk ? *std::max_element(most.begin(), most.begin() + top + 1) : most[top + 1];
+    for (int r = 0; r <= top; ++r) hi = std::max(hi, (*layers.time_prefix)[r].back());
+  }
+  if (most_total < L) return std::numeric_limits<double>::infinity();
+  // Whether the groups can take every layer within T seconds per micro-batch each.
+  auto within = [&](double T) {
+    long total = outer;
+    for (const Curve& c : curves) {
+      auto count = [&](int r, int cap) {
+        const std::vector<double>& row = (*c.time)[r];
+        const int k = static_cast<int>(std::upper_bound(row.begin(), row.end(), T) - row.begin()) - 1;
+        return std::min(k, cap);
+      };
+      int best = 0;
+      if (one_chunk) {
+        for (int r = 0; r <= top; ++r) best = std::max(best, count(r, (*c.most)[r]));
+      } else {
+        best = count(0, (*c.most)[top + 1]);   // recomputation only adds time
+      }
+      total += best;
+      if (total >= L) return true;
+    }
+    return false;
+  };
+  double lo = 0;
+  for (int i = 0; i < 40 && hi - lo > 1e-7 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (within(mid) ? hi : lo) = mid;
+  }
+  // The estimate is m S + bubble (total - S) + max over groups of (reduction - 2/3 time) + more
+  // terms >= 0, with S the slowest group's time (>= lo) and total the summed group times
+  // (>= each layer at its fastest group, and >= S); some group holds ceil(L / p) layers or
+  // more, so its reduction is at least the least such over the groups. A piecewise linear
+  // function of S: least at lo or at a break.
+  double total = 0;
+  for (int l = 0; l < L; ++l) {
+    double fastest = std::numeric_limits<double>::infinity();
+    for (const Curve& c : curves) fastest = std::min(fastest, (*c.time)[top + 1][l]);
+    total += fastest;
+  }
+  double reduction = std::numeric_limits<double>::infinity();
+  const int most_held = (L + p - 1) / p;
+  for (int g = 0; g < p; ++g) {
+    reduction = std::min(reduction, group_layers(*st.groups[g], micro_batch_size, even_shares).reduction_prefix[most_held]);
+  }
+  auto estimate_at = [&](double S) {
+    return m * S + bubble_factor * (std::max(total, S) - S) + std::max(0.0, reduction - kBackwardShare * S);
+  };
+  double least = estimate_at(lo);
+  for (double S : {total, reduction / kBackwardShare}) {
+    if (S > lo) least = std::min(least, estimate_at(S));
+  }
+  return std::max(cheap, least * (1.0 - kRoundingMargin));
 }
 
 double StructureFigures::group_hold_fraction(const GroupSpec& g) {

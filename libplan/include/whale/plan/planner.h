@@ -44,7 +44,9 @@ struct PlannerOptions {
   /// Layouts built per round of a search at most once one fits (the items with the lowest
   /// bounds first): keeps huge spaces (1024 devices of 3 models) within seconds. A round whose
   /// candidates all overflow in the simulator is followed by another over the next items, so
-  /// the cap never turns a space with a fitting plan into "no plan fits". 0 = no cap.
+  /// the cap never turns a space with a fitting plan into "no plan fits". 0 = no cap: the
+  /// complete search, which orders and prunes by the memory verdict and bounds of
+  /// StructureFigures::memory_bound_s.
   long max_evaluations = 5000;
   /// Skip the simulation of a candidate whose CostModel::bound exceeds the step time of the
   /// (top_k + 1)-th best plan simulated so far: the result stays that of simulating every

@@ -3,7 +3,9 @@
 // stage-aware recomputation and optimizer sharding, with the analytic step-time estimate.
 #pragma once
 
+#include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -24,6 +26,10 @@ bool rung_shards(int rung, int dp);
 bool rung_shards_gradients(int rung, int dp);
 /// The highest rung the analytic model's strategies allow (3 without ZeRO-2).
 int max_rung(const AnalyticModel& analytic);
+
+/// The pipeline's fill and drain in build_layout's estimate, as a share of 1f1b's (1/3 for
+/// zb-h1).
+double bubble_share(ScheduleKind kind);
 
 /// How the layers are split over the stages. With one stage per group the two agree.
 enum class Split {
@@ -96,8 +102,41 @@ class StructureFigures {
   /// in the order of their items' bounds. Each replica counts at its best speed over all such
   /// b, with the bubble of the smallest b.
   Seconds least_bound_s(const Structure& structure, int smallest_micro_batch_size, int global_batch);
+  /// The memory verdict and step-time lower bound of the choices of `structure` at one
+  /// micro-batch size, before any layout is built: +infinity when no layout of them can fit
+  /// (the verdict), else a lower bound of their build_layout(...).estimate_s at least
+  /// bound_s. `one_chunk`: the choices run one stage per group (1f1b, gpipe, zb-h1), so each
+  /// group's layers share one memory rung; otherwise (interleaved-1f1b, wave) each layer
+  /// counts at its cheapest time and its smallest memory over the rungs. Group g of p keeps at
+  /// least min(m, p - g) micro-batches of activations (1f1b's count, the least of every
+  /// schedule), can hold only the layers whose summed memory fits its usable memory and spends
+  /// at least their summed time per micro-batch at its slowest replica class; the bound is m
+  /// times the least per-micro-batch time of the slowest group over every assignment of the
+  /// layers (taking the cheapest layers of each group: a relaxation of contiguous ranges).
+  /// Beyond the slowest group it counts the pipeline's fill and drain, at least
+  /// `bubble_factor` (the least over the choices of build_layout's bubble share over its
+  /// divisor) times the summed time of the other groups (each layer at its fastest group), and
+  /// the exposed gradient reduction of a group holding ceil(layers / p) layers or more.
+  Seconds memory_bound_s(const Structure& structure, int micro_batch_size, int global_batch, bool even_shares,
+                         bool one_chunk, double bubble_factor);
 
  private:
+  // What memory_bound_s needs of one group at one micro-batch size, remembered.
+  struct GroupLayers {
+    // Per device model of the group: its largest share, usable bytes and index into per_model_.
+    std::vector<std::tuple<int, Bytes, const std::vector<std::vector<double>>*>> models;
+    // [rung][k]: seconds per micro-batch of the k cheapest blocks (layers but the outer ones,
+    // outer_layer) at the slowest class.
+    // Rows 0..top as above; row top + 1: each layer's seconds at rung 0, in layer order.
+    const std::vector<std::vector<double>>* time_prefix = nullptr;
+    // [k]: the least data-parallel gradient reduction seconds of any k layers of the group.
+    std::vector<double> reduction_prefix;
+    // By micro-batches in flight: [rung] the most blocks that fit (last: each at its least memory).
+    std::map<int, std::vector<int>> most_layers;
+  };
+  GroupLayers& group_layers(const GroupSpec& group, int micro_batch_size, bool even_shares);
+  bool outer_layer(int layer) const;   // the embedding or the head
+  const std::vector<int>& most_layers(const GroupSpec& group, GroupLayers& layers, int in_flight);
   struct KeyHash {
     size_t operator()(const std::pair<const GroupSpec*, int>& k) const {
       return std::hash<const void*>()(k.first) * 31 + static_cast<size_t>(k.second);
@@ -116,6 +155,13 @@ class StructureFigures {
   std::unordered_map<const GroupSpec*, double> best_speed_;   // at best_speed_batch_
   int best_speed_batch_ = 0;
   std::vector<int> batch_divisors_;   // of best_speed_batch_
+  std::map<std::tuple<const GroupSpec*, int, bool>, GroupLayers> group_layers_;
+  // By (device model, tp, dp): [rung][2 * layer] the layer's state bytes, [2 * layer + 1] its
+  // kept activation bytes per sample and micro-batch in flight (rungs 0..kMaxRung, then the
+  // smallest of each over the rungs).
+  std::map<std::tuple<std::string, int, int>, std::vector<std::vector<double>>> per_model_;
+  // By (device model, tp, share, link bandwidth, link latency): time rows as GroupLayers.
+  std::map<std::tuple<std::string, int, int, double, double>, std::vector<std::vector<double>>> time_rows_;
 };
 
 /// Writes `choice` and `layout` into `plan` (stages, micro-batching, schedule, precision);
