@@ -91,6 +91,32 @@ bool megatron_layer_split(RankedPlan* ranked, const CostModel& cost) {
   return ranked->estimate.fits;
 }
 
+// A framework sets one expert layout for all stages (Megatron-Core's --expert-model-parallel-size
+// and --expert-tensor-parallel-size): where a uniform plan's stages chose different (ep,
+// expert_tp) for their nodes, every stage takes the least sharded of them (its expert groups stay
+// inside the nodes where the others' did; every stage has the same dp x tp, so it is valid for
+// all); estimated again. True when the layout was one already or the new plan fits.
+bool uniform_expert_layout(RankedPlan* ranked, const CostModel& cost) {
+  Plan& plan = ranked->plan;
+  if (!plan.model.moe || plan.stages.empty()) return true;
+  const Stage* least = &plan.stages.front();
+  bool differ = false;
+  for (const Stage& stage : plan.stages) {
+    differ = differ || stage.ep != least->ep || stage.expert_tp_degree() != least->expert_tp_degree();
+    if (stage.ep * stage.expert_tp_degree() < least->ep * least->expert_tp_degree()) least = &stage;
+  }
+  if (!differ) return true;
+  const int ep = least->ep, expert_tp = least->expert_tp_degree();
+  for (Stage& stage : plan.stages) {
+    stage.ep = ep;
+    stage.expert_tp = expert_tp;
+  }
+  ranked->estimate = cost.evaluate(plan, EvaluateOptions{});
+  ranked->label += " with ep " + std::to_string(ep) + " x expert_tp " + std::to_string(expert_tp) +
+                   " in every stage";
+  return ranked->estimate.fits;
+}
+
 // The best uniform plan that `framework` can express; false when none fits.
 bool expressible_uniform_plan(const PlanResult& result, const Cluster& cluster, const Model& model,
                               const CostModel& cost, const PlannerOptions& options, Framework framework,
@@ -107,6 +133,8 @@ bool expressible_uniform_plan(const PlanResult& result, const Cluster& cluster, 
   if (framework == Framework::megatron && !export_limits(out->plan, framework).empty()) {
     RankedPlan split = *out;
     if (megatron_layer_split(&split, cost)) *out = split;
+    RankedPlan experts = *out;
+    if (uniform_expert_layout(&experts, cost)) *out = experts;
   }
   return framework != Framework::deepspeed || full_recomputation(out, cost);
 }
