@@ -3,7 +3,8 @@
 # scripts/gpu-check.sh --dry-run without a kit or a GPU: it prints its phases in the order that
 # says the most when a run is cut short, their budgets add up to at most the 360 s deadline (the
 # printed sum), every phase that needs a GPU or the kit is SKIP, nothing FAILs, and the report
-# (gpu-check.md, gpu-check.json with every phase, the archive of the logs) is written.
+# (gpu-check.md, gpu-check.json with every phase, the archive of the logs) is written. --only with
+# a phase that does not exist ends with exit 2 and one error line naming it, before any phase.
 # Usage (from the source root): tests/gpu/gpu_check_dry_run.sh SCRATCH_DIR
 set -uo pipefail
 scratch=$(realpath -m "$1")
@@ -33,5 +34,10 @@ phases=$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); print(le
 [ -s "$scratch/report/gpu-check.md" ] || fail "no gpu-check.md"
 archived=$(tar -tzf "$scratch/report/gpu-check-logs.tar.gz")
 grep -qx 'work/results.tsv' <<< "$archived" || fail "the archive lacks work/results.tsv"
+unknown=$(bash scripts/gpu-check.sh --kit "$scratch/no-kit" --out "$scratch/only" --dry-run --only ops,opz 2>&1)
+rc=$?
+[ $rc = 2 ] || fail "--only with an unknown phase: exit code $rc (expected 2)"
+[ "$unknown" = "gpu-check: error: --only: unknown phase 'opz' (the phases: ${want// /,})" ] ||
+  fail "--only with an unknown phase: expected one error line naming 'opz' and the phases, got '$unknown'"
 [ $status = 0 ] && echo "ok: 14 phases in order, budgets $sum s of 360, report written"
 exit $status

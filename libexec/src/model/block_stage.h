@@ -360,7 +360,7 @@ class BlockStage : public StageModule {
     for (const auto& [spec, layout, layer] : shards) {
       full.resize(layout.full_count());
       shard.resize(layout.shard_count());
-      gpt::initialize_full(spec, options_.seed, full.data());
+      gpt::initialize_full(spec, options_.seed, full.data(), options_.init_threads);
       extract_shard(layout, full.data(), shard.data());
       backend_->upload(values_.slice(offset, shard.size()), shard.data(), Stream::compute);
       backend_->synchronize(Stream::compute);  // `shard` is refilled next

@@ -5,8 +5,6 @@
 // filled by several threads over contiguous ranges: each element depends on its index alone, so
 // the values do not depend on the thread count (a 1.3B-parameter model took about 50 s on one
 // thread).
-#include <sched.h>
-
 #include <algorithm>
 #include <cmath>
 #include <thread>
@@ -24,20 +22,17 @@ double unit_interval(uint64_t bits) { return ((bits >> 11) + 0.5) * 0x1.0p-53; }
 /// Elements a thread fills at least: below this a thread costs more than it saves.
 constexpr std::size_t kElementsPerThread = std::size_t{1} << 20;
 
-/// The threads that fill `count` elements: the cores this process may run on, at most one per
+/// The threads that fill `count` elements: at most `available`, at most one per
 /// kElementsPerThread elements, at least 1.
-int fill_threads(std::size_t count) {
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  const int cores = sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : 1;
+int fill_threads(std::size_t count, int available) {
   const std::size_t useful = std::max<std::size_t>(1, count / kElementsPerThread);
-  return static_cast<int>(std::clamp<std::size_t>(useful, 1, std::max(cores, 1)));
+  return static_cast<int>(std::clamp<std::size_t>(useful, 1, std::max(available, 1)));
 }
 
 /// fill(begin, end) over [0, count) in `fill_threads` contiguous ranges, the first on the caller.
 template <class Fill>
-void parallel_fill(std::size_t count, const Fill& fill) {
-  const int threads = fill_threads(count);
+void parallel_fill(std::size_t count, int available, const Fill& fill) {
+  const int threads = fill_threads(count, available);
   std::vector<std::thread> workers;
   for (int t = 1; t < threads; ++t)
     workers.emplace_back([&, t] { fill(count * t / threads, count * (t + 1) / threads); });
@@ -47,7 +42,7 @@ void parallel_fill(std::size_t count, const Fill& fill) {
 
 }  // namespace
 
-void initialize_full(const ParameterSpec& spec, uint64_t seed, float* full) {
+void initialize_full(const ParameterSpec& spec, uint64_t seed, float* full, int threads) {
   const std::size_t count = spec.rows * spec.cols;
   if (spec.init != Init::normal) {
     const float value = spec.init == Init::ones ? 1.0f : 0.0f;
@@ -56,7 +51,7 @@ void initialize_full(const ParameterSpec& spec, uint64_t seed, float* full) {
   }
   const uint64_t stream = splitmix64(seed ^ splitmix64(fnv1a(spec.name)));
   const double two_pi = 6.283185307179586;
-  parallel_fill(count, [&](std::size_t begin, std::size_t end) {
+  parallel_fill(count, threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t e = begin; e < end; ++e) {
       const uint64_t h1 = splitmix64(stream + 2 * e);
       const uint64_t h2 = splitmix64(stream + 2 * e + 1);

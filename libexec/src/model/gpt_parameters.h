@@ -68,6 +68,8 @@ TensorShard find_shard_layout(const FamilyDims& dims, LayerParameters layer_para
 
 /// Fills full (spec.rows*spec.cols) with the initial values: element e of a normal parameter is
 /// stddev * N(0,1) drawn by a counter-based hash of (seed, name, e); zeros and ones are constant.
-void initialize_full(const ParameterSpec& spec, uint64_t seed, float* full);
+/// Up to `threads` threads (at least 1, at most one per million elements) fill contiguous ranges;
+/// the values do not depend on the thread count.
+void initialize_full(const ParameterSpec& spec, uint64_t seed, float* full, int threads = 1);
 
 }  // namespace whale::exec::gpt

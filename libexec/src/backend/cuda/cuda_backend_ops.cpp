@@ -52,6 +52,16 @@ GemmDtype gemm_dtype(DType dtype) {
   }
 }
 
+/// Copies `rows` rows of `row_bytes` bytes from `source` (rows `source_stride_bytes` apart) to
+/// `target` (rows `target_stride_bytes` apart), device to device, on `stream`.
+void copy_rows(void* target, std::size_t target_stride_bytes, const void* source,
+               std::size_t source_stride_bytes, std::size_t row_bytes, int rows,
+               cudaStream_t stream) {
+  WHALE_CUDA_CHECK(cudaMemcpy2DAsync(target, target_stride_bytes, source, source_stride_bytes,
+                                     row_bytes, static_cast<std::size_t>(rows),
+                                     cudaMemcpyDeviceToDevice, stream));
+}
+
 template <class T>
 T* data(TensorView v) { return v.as<T>(); }
 template <class T>
@@ -95,11 +105,10 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, ConstTen
                          std::optional<Scratch>& padded, int& stride) -> void* {
     stride = gpu::aligned_row_elements(row, bytes);
     padded.emplace(*arena_, static_cast<std::size_t>(rows) * stride * bytes);
+    const std::size_t row_bytes = static_cast<std::size_t>(row) * bytes;
     if (copy_in)
-      WHALE_CUDA_CHECK(cudaMemcpy2DAsync(padded->as<void>(), static_cast<std::size_t>(stride) * bytes,
-                                         data, static_cast<std::size_t>(row) * bytes,
-                                         static_cast<std::size_t>(row) * bytes, rows,
-                                         cudaMemcpyDeviceToDevice, compute()));
+      copy_rows(padded->as<void>(), static_cast<std::size_t>(stride) * bytes, data, row_bytes,
+                row_bytes, rows, compute());
     return padded->as<void>();
   };
   const int a_rows = trans_a ? k : m, a_row = trans_a ? m : k;
@@ -112,10 +121,9 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, ConstTen
     call.c = stage(c.data, m, n, out_bytes, accumulate, c_padded, call.strides.c);
   gemm_->run(compute(), call);
   if (c_padded)
-    WHALE_CUDA_CHECK(cudaMemcpy2DAsync(c.data, static_cast<std::size_t>(n) * out_bytes, call.c,
-                                       static_cast<std::size_t>(call.strides.c) * out_bytes,
-                                       static_cast<std::size_t>(n) * out_bytes, m,
-                                       cudaMemcpyDeviceToDevice, compute()));
+    copy_rows(c.data, static_cast<std::size_t>(n) * out_bytes, call.c,
+              static_cast<std::size_t>(call.strides.c) * out_bytes,
+              static_cast<std::size_t>(n) * out_bytes, m, compute());
 }
 
 void CudaBackend::matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,

@@ -134,6 +134,8 @@ struct StageModuleOptions {
   Communicator* ep = nullptr;
   uint64_t seed = 0;        // initial parameters depend on (seed, layer, name) only, never on
                             // tp/pp/dp, so every plan starts from the same model
+  int init_threads = 1;     // CPU threads that fill the initial parameters (the rank's share of
+                            // the node's cores); the values do not depend on it
 };
 
 /// Builds the stage of a gpt-family model (layer indices as plan::Model::layers:
