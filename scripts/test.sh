@@ -9,7 +9,8 @@ cmake --build build -j"$(nproc)"
 # OpenMPI refuses to run as root without these; CI runs as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Measurements of real run times (label `measurement`) are left out: a busy machine decides them.
-ctest --test-dir build --output-on-failure --timeout 900 -LE measurement
+# The tests run on every core at once; each one that writes files has a folder of its own.
+ctest --test-dir build --output-on-failure --timeout 900 -j"$(nproc)" -LE measurement
 bash scripts/sanitize.sh build-asan  # Clang ASan+UBSan+LSan unit tests, then 30 s of each fuzzer
 # Clang: the same tree builds warning-free (-Wall -Wextra -Werror) with Clang too; its fast unit
 # tests run there as well.
