@@ -85,6 +85,17 @@ class GPT(nn.Module):
             return _opens(loss, f"layer.{last}.backward")
 
 
+def train_step(model, optimizer, idx, targets):
+    """One training step: forward, backward, optimizer step. model may be wrapped in
+    DistributedDataParallel."""
+    loss = model(idx, targets)
+    optimizer.zero_grad()
+    loss.backward()
+    for name in list(_open_ranges):  # the embedding's range ends with the backward
+        torch.ops.profiler._record_function_exit(_open_ranges.pop(name))
+    optimizer.step()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("out")
@@ -104,12 +115,7 @@ def main():
     targets = torch.randint(0, args.vocabulary, (args.micro_batch, args.sequence))
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(args.steps):
-            loss = model(idx, targets)
-            optimizer.zero_grad()
-            loss.backward()
-            for name in list(_open_ranges):  # the embedding's range ends with the backward
-                torch.ops.profiler._record_function_exit(_open_ranges.pop(name))
-            optimizer.step()
+            train_step(model, optimizer, idx, targets)
     prof.export_chrome_trace(args.out)
 
 
