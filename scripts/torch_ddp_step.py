@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-from torch_gpt_trace import GPT, train_step  # noqa: E402
+from torch_gpt_trace import GPT, add_shape_arguments, train_step  # noqa: E402
 
 
 def step_times(args, model):
@@ -116,13 +116,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["single", "ddp", "allreduce"])
     parser.add_argument("--ranks", type=int, default=2)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--sequence", type=int, default=32)
-    parser.add_argument("--vocabulary", type=int, default=256)
-    parser.add_argument("--micro-batch", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=5)
+    add_shape_arguments(parser, steps=5)
     parser.add_argument("--warmup", type=int, default=2)
     args = parser.parse_args()
     if args.mode == "allreduce":

@@ -96,16 +96,21 @@ def train_step(model, optimizer, idx, targets):
     optimizer.step()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("out")
+def add_shape_arguments(parser, steps):
+    """The model's shape, the micro-batch and the step count, as every script here takes them."""
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--sequence", type=int, default=32)
     parser.add_argument("--vocabulary", type=int, default=256)
     parser.add_argument("--micro-batch", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=steps)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out")
+    add_shape_arguments(parser, steps=4)
     args = parser.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
