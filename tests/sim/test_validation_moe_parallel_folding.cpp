@@ -9,7 +9,8 @@
 // forward GEMM FLOPs, attention's scores counted in full (no causal halving), over the step time
 // and the devices' dense peak; whale counts the router's GEMM as well.
 // Mixtral: whale's MFU of that layout within 15% of 49.3%. Qwen2: whale's FLOPs equal the formula
-// exactly; its MFU misses the 15% band (47.9% against 39.0%), kept as an expected failure.
+// exactly; its MFU misses the 15% band (47.9% against 39.0%), kept as an expected failure, as is
+// Mixtral 8x22B at VPP 7 (57.3% against the 47.0% of its authors' benchmark script).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -72,4 +73,19 @@ TEST_CASE("MoE Parallel Folding: Qwen2-57B-A14B on 64 H100s, simulated MFU withi
   CAPTURE(est.step_time_s);
   CAPTURE(est.mfu);
   CHECK(std::abs(est.mfu - 0.390) / 0.390 < 0.15);
+}
+
+// The same model at VPP 7, the Megatron-MoE-ModelZoo layout from July 2025 on, whose script
+// states about 465 TFLOP/s per GPU with forced balance (47.0% MFU): whale-sim gives 57.3%, 22%
+// above, for the reason of the Qwen2 case (no cost per chunk call; docs/moe.md, "Published
+// runs"). An expected failure like it.
+TEST_CASE("Megatron-MoE-ModelZoo: Mixtral 8x22B at VPP 7 on 128 H100s, simulated MFU within 15% of 47.0%" *
+          doctest::should_fail()) {
+  const plan::Plan p = plan::load_plan(std::string(WHALE_SOURCE_DIR) +
+                                       "/configs/validation/moe-folding-2025/mixtral-8x22b-128gpu-vpp7.yaml");
+  REQUIRE(p.stages.size() == 56);  // PP 8 x VPP 7, one block per chunk
+  const plan::Estimate est = sim::Simulator().evaluate(p, {});
+  CAPTURE(est.step_time_s);
+  CAPTURE(est.mfu);
+  CHECK(std::abs(est.mfu - 0.470) / 0.470 < 0.15);
 }
