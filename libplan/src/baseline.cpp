@@ -1,6 +1,7 @@
 // File: baseline.cpp
 // The comparison printed with every plan: the best heterogeneity-unaware uniform plan
 // (Megatron-LM / DeepSpeed style) and HetHub's upper bound (each device model planned alone).
+#include <algorithm>
 #include <chrono>
 
 #include "planner_engine.h"
@@ -19,14 +20,15 @@ int batch_of(const Model& model, const PlannerOptions& options) {
   return options.global_batch > 0 ? options.global_batch : model.training.global_batch;
 }
 
-// The usable devices (only the hints' exclusion applies) of one device model.
+// The usable devices (only the hints' exclusion applies) of the given device models.
 std::vector<int> usable_devices_of(const Cluster& cluster, const PlannerOptions& options,
-                                   const std::string& device_model) {
+                                   const std::vector<std::string>& device_models) {
   Hints only_exclusion;
   only_exclusion.exclude_devices = options.hints.exclude_devices;
   std::vector<int> out;
   for (int d : usable_devices(only_exclusion, cluster)) {
-    if (cluster.devices[d].model == device_model) out.push_back(d);
+    const std::string& m = cluster.devices[d].model;
+    if (std::find(device_models.begin(), device_models.end(), m) != device_models.end()) out.push_back(d);
   }
   return out;
 }
@@ -63,7 +65,7 @@ RankedPlan search_baseline(const Cluster& cluster, const Model& model, const Cos
 std::vector<std::string> upper_bound_models(const Cluster& cluster, const PlannerOptions& options) {
   std::vector<std::string> out;
   for (const std::string& device_model : cluster.device_models()) {
-    if (!usable_devices_of(cluster, options, device_model).empty()) out.push_back(device_model);
+    if (!usable_devices_of(cluster, options, {device_model}).empty()) out.push_back(device_model);
   }
   return out;
 }
@@ -77,20 +79,41 @@ double search_model_alone(const Cluster& cluster, const Model& model, const Cost
 
 RankedPlan plan_model_alone(const Cluster& cluster, const Model& model, const CostModel& cost,
                             const PlannerOptions& options, const std::string& device_model, bool* found) {
+  return plan_models_together(cluster, model, cost, options, {device_model}, found);
+}
+
+RankedPlan plan_models_together(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                const PlannerOptions& options, const std::vector<std::string>& device_models,
+                                bool* found) {
   const int batch = batch_of(model, options);
   SpaceLimits limits;
-  limits.devices = usable_devices_of(cluster, options, device_model);
+  limits.devices = usable_devices_of(cluster, options, device_models);
   *found = false;
   if (limits.devices.empty()) return RankedPlan{};
   EngineInput in;
   in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
   in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
   in.global_batch = batch;
-  in.phase = "upper bound " + device_model;
+  in.phase = device_models.size() == 1 ? "upper bound " + device_models.front() : "without the weakest";
   in.keep = 1;
   EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline_of(options));
   *found = !eo.ranked.empty();
   return *found ? eo.ranked.front() : RankedPlan{};
+}
+
+std::vector<std::vector<std::string>> strongest_subsets(const std::vector<std::string>& device_models,
+                                                        const std::vector<double>& samples_per_s) {
+  std::vector<std::size_t> order(device_models.size());
+  for (std::size_t m = 0; m < order.size(); ++m) order[m] = m;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return samples_per_s[a] > samples_per_s[b]; });
+  std::vector<std::vector<std::string>> out;
+  for (std::size_t k = 2; k + 1 <= order.size(); ++k) {
+    std::vector<std::string> subset;
+    for (std::size_t i = 0; i < k; ++i) subset.push_back(device_models[order[i]]);
+    out.push_back(subset);
+  }
+  return out;
 }
 
 UpperBound upper_bound_of(const std::vector<std::string>& device_models, const std::vector<double>& samples_per_s) {

@@ -255,6 +255,36 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     });
   }
   run_tasks(tasks, !options.clock_s || options.threads > 1 ? 2 : 1);
+  // With three device models or more, the strongest few together (the weakest idle): a model
+  // that adds little compute can still cost a pipeline stage, a slow link or a fallback
+  // precision, and the main search uses every device. Under the throughput objective without a
+  // budget, a subset whose upper bound (its models' throughputs alone, summed; HetHub's bound)
+  // does not beat the fastest candidate so far is not searched.
+  const std::vector<std::vector<std::string>> subsets = strongest_subsets(alone_models, alone);
+  double fastest_so_far = eo.ranked.empty() ? 0.0 : eo.ranked.front().estimate.samples_per_s;
+  if (comparison.baseline_found) fastest_so_far = std::max(fastest_so_far, comparison.baseline.estimate.samples_per_s);
+  for (double a : alone) fastest_so_far = std::max(fastest_so_far, a);
+  const bool prune_subsets = options.objective == Objective::throughput && !options.budget_usd_per_hour;
+  std::vector<RankedPlan> subset_plans(subsets.size());
+  std::vector<char> subset_found(subsets.size(), 0);
+  tasks.clear();
+  for (std::size_t i = 0; i < subsets.size(); ++i) {
+    // A model with no plan alone (0) may still hold its part together with others: no bound.
+    double bound = 0;
+    bool bounded = true;
+    for (const std::string& m : subsets[i]) {
+      const double a = alone[std::find(alone_models.begin(), alone_models.end(), m) - alone_models.begin()];
+      bounded = bounded && a > 0;
+      bound += a;
+    }
+    if (prune_subsets && bounded && bound <= fastest_so_far) continue;
+    tasks.push_back([&, i] {
+      bool found = false;
+      subset_plans[i] = plan_models_together(cluster, model, cost, comparison_options(shared, start), subsets[i], &found);
+      subset_found[i] = found;
+    });
+  }
+  run_tasks(tasks, !options.clock_s || options.threads > 1 ? 2 : 1);
   comparison.searched_upper_bound = options.compare && search_upper_bound_too;
   if (comparison.searched_upper_bound) comparison.upper_bound = upper_bound_of(alone_models, alone);
   if (eo.choices_total == 0) {
@@ -278,6 +308,9 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   if (others_count && comparison.baseline_found) others.push_back(comparison.baseline);
   for (std::size_t m = 0; m < alone_models.size() && others_count; ++m) {
     if (alone[m] > 0) others.push_back(alone_plans[m]);
+  }
+  for (std::size_t i = 0; i < subsets.size() && others_count; ++i) {
+    if (subset_found[i]) others.push_back(subset_plans[i]);
   }
   if (eo.ranked.empty() && others.empty()) {
     bool hinted = false;

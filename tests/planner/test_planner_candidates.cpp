@@ -1,7 +1,7 @@
 // File: test_planner_candidates.cpp
-// What the planner weighs besides its own space: the baseline's plan and each device model's
-// plan alone are candidates (never slower than the baseline; devices may stay idle, with the
-// reason), the upper bound is absent when no device model alone holds the model, and the
+// What the planner weighs besides its own space: the baseline's plan, each device model's
+// plan alone and, with three models or more, the strongest models together are candidates
+// (never slower than the baseline; devices may stay idle, with the reason), the upper bound is absent when no device model alone holds the model, and the
 // quick estimate holds zb-h1's weight-pass tensors as the simulator does.
 #include <doctest/doctest.h>
 
@@ -28,7 +28,60 @@ nodes:
     network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 20}
 )";
 
+// Two A100-80GB (ids 0-1) and two H100 (ids 2-3), each pair on NVLink in its node and the two
+// nodes on InfiniBand, and one T4 (id 4) behind 10 Gb/s Ethernet.
+constexpr const char* kTwoFastOneSlow = R"(name: a100-h100-t4
+nodes:
+  - name: a
+    devices: [{model: a100-sxm4-80gb, count: 2}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 4800, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 1600, latency_us: 5}
+  - name: h
+    devices: [{model: h100-sxm-80gb, count: 2}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 7200, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 1600, latency_us: 5}
+  - name: t
+    devices: [{model: t4, count: 1}]
+    intra_link: {kind: pcie, bandwidth_gbps: 128, latency_us: 5}
+    network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 20}
+)";
+
 }  // namespace
+
+TEST_CASE("strongest_subsets: the k fastest models alone for k = 2 .. n - 1, models with no plan alone last") {
+  using Subsets = std::vector<std::vector<std::string>>;
+  CHECK(plan::strongest_subsets({"a", "b"}, {1.0, 2.0}).empty());
+  CHECK(plan::strongest_subsets({"a", "b", "c"}, {1.0, 5.0, 3.0}) == Subsets{{"b", "c"}});
+  // b has no plan alone (0): it ranks after every model with one; the tie of a and d keeps
+  // cluster order.
+  CHECK(plan::strongest_subsets({"a", "b", "c", "d"}, {2.0, 0.0, 5.0, 2.0}) ==
+        Subsets{{"c", "a"}, {"c", "a", "d"}});
+}
+
+TEST_CASE("a T4 behind Ethernet beside A100s and H100s stays idle: the A100s and H100s together beat every other candidate") {
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("two_fast_one_slow.yaml", kTwoFastOneSlow));
+  const plan::Model model = test::shipped_model("gpt2-124m");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 64;
+  const plan::PlanResult r = plan::search_plans(cluster, model, simulator, o);
+  std::set<int> used;
+  for (const plan::Stage& s : r.best().plan.stages) used.insert(s.devices.begin(), s.devices.end());
+  CHECK(used == std::set<int>{0, 1, 2, 3});
+  REQUIRE(r.idle.size() == 1);
+  CHECK(r.idle[0].device_model == "t4");
+  CHECK(r.idle[0].devices == std::vector<int>{4});
+  // Faster than either fast model alone (what the candidates held before the subsets) ...
+  REQUIRE(r.upper_bound.per_model.size() == 3);
+  CHECK(r.best().estimate.samples_per_s > r.upper_bound.per_model[0].second);
+  CHECK(r.best().estimate.samples_per_s > r.upper_bound.per_model[1].second);
+  // ... and equal to its twin: the same search with the T4 excluded by a hint.
+  plan::PlannerOptions twin = o;
+  twin.hints.exclude_devices = {4};
+  const plan::PlanResult without_t4 = plan::search_plans(cluster, model, simulator, twin);
+  CHECK(r.best().estimate.samples_per_s == without_t4.best().estimate.samples_per_s);
+  CHECK_NOTHROW(plan::validate_plan(r.best().plan));
+}
 
 TEST_CASE("cpu-local-slow with gpt3-1.3b: the best plan is never slower than the baseline, the upper bound absent") {
   const plan::Cluster cluster = test::shipped_cluster("cpu-local-slow");

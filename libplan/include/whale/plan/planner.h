@@ -117,14 +117,16 @@ struct PlanResult {
   std::vector<int> baseline_devices;  // the devices the baseline runs on (all usable ones)
   /// Usable devices the best plan leaves out. The best plan is the fastest of the main search's
   /// plans (every usable device), the baseline's and, with a comparison, each device model's
-  /// plan alone (the upper bound's searches), so it may leave devices idle.
+  /// plan alone (the upper bound's searches) and the strongest models' together, so it may
+  /// leave devices idle.
   std::vector<IdleDevices> idle;
 
   const RankedPlan& best() const { return ranked.front(); }
 };
 
-/// Searches for the best plan by options.objective; with options.compare, the baseline's plan
-/// and each device model's plan alone are candidates too, so the best is never slower (under
+/// Searches for the best plan by options.objective; with options.compare, the baseline's plan,
+/// each device model's plan alone and, with three device models or more, the plans of the
+/// strongest ones together (strongest_subsets) are candidates too, so the best is never slower (under
 /// cost: never dearer per token) than the baseline and may leave devices idle (PlanResult::idle).
 /// The main search's plans all use every usable device, so they cost the same per hour and
 /// their throughput order is their cost order: the objective ranks the candidates of
@@ -157,6 +159,18 @@ double search_model_alone(const Cluster& cluster, const Model& model, const Cost
 /// The best plan of one model's usable devices alone; `found` is false when none fits.
 RankedPlan plan_model_alone(const Cluster& cluster, const Model& model, const CostModel& cost,
                             const PlannerOptions& options, const std::string& device_model, bool* found);
+/// The best plan of the usable devices of `device_models` together (the others idle), searched
+/// like the main search with no hint beyond exclusions; `found` is false when none fits.
+RankedPlan plan_models_together(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                const PlannerOptions& options, const std::vector<std::string>& device_models,
+                                bool* found);
+/// The device-model subsets worth planning apart besides each model alone and all together:
+/// with the models ranked by their throughput alone (`samples_per_s`, in the order of
+/// `device_models`; ties and models with no plan alone keep cluster order, after those with
+/// one), the k strongest for k = 2 .. n - 1, so that a plan may leave the weakest models idle.
+/// Empty for fewer than 3 models.
+std::vector<std::vector<std::string>> strongest_subsets(const std::vector<std::string>& device_models,
+                                                        const std::vector<double>& samples_per_s);
 UpperBound upper_bound_of(const std::vector<std::string>& device_models, const std::vector<double>& samples_per_s);
 
 /// The plan in words, one line per stage: layers, devices and their model, dp x tp, shares,
