@@ -13,14 +13,16 @@
 namespace whale::exec {
 
 MoeParams moe_params(const std::vector<Param>& p, std::size_t first, ExpertKind kind, int shared,
-                     int routed) {
+                     int routed, bool router_bias) {
   const std::size_t per = static_cast<std::size_t>(expert_parameter_count(kind));
-  WHALE_CHECK(p.size() == first + 1 + per * (shared + routed),
+  const std::size_t router = router_bias ? 2 : 1;
+  WHALE_CHECK(p.size() == first + router + per * (shared + routed),
               "moe_params: " + std::to_string(p.size() - first) + " MoE parameters for " +
                   std::to_string(shared) + " shared and " + std::to_string(routed) + " routed experts");
   MoeParams m;
   m.router = p[first];
-  std::size_t i = first + 1;
+  if (router_bias) m.router_bias = p[first + 1];
+  std::size_t i = first + router;
   auto expert = [&] {
     ExpertParams e;
     if (kind == ExpertKind::gelu) {
@@ -36,9 +38,9 @@ MoeParams moe_params(const std::vector<Param>& p, std::size_t first, ExpertKind 
   return m;
 }
 
-int routed_held(std::size_t moe_count, int shared, ExpertKind kind) {
+int routed_held(std::size_t moe_count, int shared, ExpertKind kind, bool router_bias) {
   const int per = expert_parameter_count(kind);
-  return (static_cast<int>(moe_count) - 1 - per * shared) / per;
+  return (static_cast<int>(moe_count) - (router_bias ? 2 : 1) - per * shared) / per;
 }
 
 MoeLayer::MoeLayer(int channels, const MoeParams& params, Backend& backend,
@@ -61,7 +63,8 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
   reuse_or_allocate(a.chosen, be_, N * K, DType::i32);
   reuse_or_allocate(a.gates, be_, N * K, DType::fp32);
   be_.linear_forward(a.logits, x, p_.router.value, ConstTensorView{}, rows, C, E);
-  be_.moe_router_forward(a.probs, a.chosen, a.gates, a.logits, rows, E, K);
+  be_.moe_router_forward(ctx.spec.router, a.probs, a.chosen, a.gates, a.logits,
+                         p_.router_bias.value, rows, E, K);
   std::vector<int32_t> chosen(N * K);
   be_.download(chosen.data(), a.chosen, Stream::compute);
   be_.synchronize(Stream::compute);
@@ -210,8 +213,13 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   be_.upload(g.aux_dprobs, aux.data(), Stream::compute);
   reuse_or_allocate(g.dlogits, be_, N * E, act_);
   be_.fill_zero(g.dlogits, Stream::compute);
-  be_.moe_router_backward(g.dlogits, a.probs, a.chosen, a.gates, g.dgates, g.aux_dprobs, rows, E,
-                          K);
+  be_.moe_router_backward(ctx.spec.router, g.dlogits, a.probs, a.chosen, a.gates, g.dgates,
+                          g.aux_dprobs, rows, E, K);
+  if (ctx.spec.router == plan::MoeRouter::sigmoid_bias) {  // once per micro-batch: not in forward,
+    std::vector<double>& loads = ctx.step_loads[p_.router_bias.value.data];  // which recomputes
+    loads.resize(E, 0.0);
+    for (int e = 0; e < E; ++e) loads[e] += a.routing.expert_choices[e];
+  }
   ops_.linear_gradients(dx, p_.router, TensorView{}, g.dlogits, x, rows, C, E, true);
   be_.synchronize(Stream::compute);  // `aux` (host) was uploaded from
 }
