@@ -14,13 +14,8 @@ void twin_moe_router_forward(plan::MoeRouter router, float* probs, int32_t* chos
   const bool sigmoid = router == plan::MoeRouter::sigmoid_bias;
   for (std::size_t n = 0; n < static_cast<std::size_t>(rows); ++n) {  // a thread per row
     const float* row = logits + n * experts;
-    auto logit = [row](int e) { return row[e]; };
-    if (sigmoid)
-      kmath::moe_sigmoid_router_row(logit, bias, experts, top_k, probs + n * experts,
-                                    chosen + n * top_k, gates + n * top_k);
-    else
-      kmath::moe_router_row(logit, experts, top_k, probs + n * experts, chosen + n * top_k,
-                            gates + n * top_k);
+    kmath::moe_route_row(sigmoid, [row](int e) { return row[e]; }, bias, experts, top_k,
+                         probs + n * experts, chosen + n * top_k, gates + n * top_k);
   }
 }
 
@@ -31,13 +26,9 @@ void twin_moe_router_backward(plan::MoeRouter router, float* dlogits, const floa
   for (std::size_t n = 0; n < static_cast<std::size_t>(rows); ++n) {  // a thread per row
     float* row = dlogits + n * experts;
     const std::size_t k = n * top_k;
-    auto add = [row](int e, float value) { row[e] = row[e] + value; };
-    if (sigmoid)
-      kmath::moe_sigmoid_router_backward_row(probs + n * experts, chosen + k, gates + k,
-                                             dgates + k, aux_dprobs, experts, top_k, add);
-    else
-      kmath::moe_router_backward_row(probs + n * experts, chosen + k, gates + k, dgates + k,
-                                     aux_dprobs, experts, top_k, add);
+    kmath::moe_route_backward_row(sigmoid, probs + n * experts, chosen + k, gates + k,
+                                  dgates + k, aux_dprobs, experts, top_k,
+                                  [row](int e, float value) { row[e] = row[e] + value; });
   }
 }
 

@@ -50,11 +50,7 @@ void CpuBackend::moe_router_forward(plan::MoeRouter router, TensorView probs, Te
     float* pn = p + static_cast<std::size_t>(n) * experts;
     int32_t* cn = c + static_cast<std::size_t>(n) * top_k;
     float* gn = g + static_cast<std::size_t>(n) * top_k;
-    auto logit = [row](int e) { return row[e]; };
-    if (sigmoid)
-      kmath::moe_sigmoid_router_row(logit, b, experts, top_k, pn, cn, gn);
-    else
-      kmath::moe_router_row(logit, experts, top_k, pn, cn, gn);
+    kmath::moe_route_row(sigmoid, [row](int e) { return row[e]; }, b, experts, top_k, pn, cn, gn);
   }
 }
 
@@ -74,11 +70,9 @@ void CpuBackend::moe_router_backward(plan::MoeRouter router, TensorView dlogits,
     float* row = dl + static_cast<std::size_t>(n) * experts;
     const std::size_t k = static_cast<std::size_t>(n) * top_k;
     const float* pn = p + static_cast<std::size_t>(n) * experts;
-    auto add = [row](int e, float value) { row[e] += value; };
-    if (router == plan::MoeRouter::sigmoid_bias)
-      kmath::moe_sigmoid_router_backward_row(pn, c + k, g + k, dg + k, aux, experts, top_k, add);
-    else
-      kmath::moe_router_backward_row(pn, c + k, g + k, dg + k, aux, experts, top_k, add);
+    kmath::moe_route_backward_row(router == plan::MoeRouter::sigmoid_bias, pn, c + k, g + k,
+                                  dg + k, aux, experts, top_k,
+                                  [row](int e, float value) { row[e] += value; });
   }
 }
 

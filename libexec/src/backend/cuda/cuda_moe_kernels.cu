@@ -18,13 +18,8 @@ void moe_router_forward(cudaStream_t stream, plan::MoeRouter router, float* prob
   const bool sigmoid = router == plan::MoeRouter::sigmoid_bias;
   launch_elementwise(stream, static_cast<std::size_t>(rows), [=] __device__(std::size_t n) {
     const T* row = logits + n * experts;
-    auto logit = [row](int e) { return to_float(row[e]); };
-    if (sigmoid)
-      kmath::moe_sigmoid_router_row(logit, bias, experts, top_k, probs + n * experts,
-                                    chosen + n * top_k, gates + n * top_k);
-    else
-      kmath::moe_router_row(logit, experts, top_k, probs + n * experts, chosen + n * top_k,
-                            gates + n * top_k);
+    kmath::moe_route_row(sigmoid, [row](int e) { return to_float(row[e]); }, bias, experts,
+                         top_k, probs + n * experts, chosen + n * top_k, gates + n * top_k);
   });
 }
 
@@ -37,13 +32,9 @@ void moe_router_backward(cudaStream_t stream, plan::MoeRouter router, T* dlogits
   launch_elementwise(stream, static_cast<std::size_t>(rows), [=] __device__(std::size_t n) {
     T* row = dlogits + n * experts;
     const std::size_t k = n * top_k;
-    auto add = [row](int e, float value) { row[e] = from_float<T>(to_float(row[e]) + value); };
-    if (sigmoid)
-      kmath::moe_sigmoid_router_backward_row(probs + n * experts, chosen + k, gates + k,
-                                             dgates + k, aux_dprobs, experts, top_k, add);
-    else
-      kmath::moe_router_backward_row(probs + n * experts, chosen + k, gates + k, dgates + k,
-                                     aux_dprobs, experts, top_k, add);
+    kmath::moe_route_backward_row(
+        sigmoid, probs + n * experts, chosen + k, gates + k, dgates + k, aux_dprobs, experts,
+        top_k, [row](int e, float value) { row[e] = from_float<T>(to_float(row[e]) + value); });
   });
 }
 

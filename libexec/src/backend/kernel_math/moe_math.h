@@ -106,6 +106,29 @@ WHALE_HOST_DEVICE void moe_sigmoid_router_backward_row(const float* scores, cons
   }
 }
 
+/// One router row of either router: moe_sigmoid_router_row when `sigmoid` (sigmoid_bias), else
+/// moe_router_row (softmax_topk; `bias` unread).
+template <class Logit>
+WHALE_HOST_DEVICE void moe_route_row(bool sigmoid, Logit logit, const float* bias, int experts,
+                                     int top_k, float* probs, int* chosen, float* gates) {
+  if (sigmoid)
+    moe_sigmoid_router_row(logit, bias, experts, top_k, probs, chosen, gates);
+  else
+    moe_router_row(logit, experts, top_k, probs, chosen, gates);
+}
+
+/// The backward of moe_route_row.
+template <class Add>
+WHALE_HOST_DEVICE void moe_route_backward_row(bool sigmoid, const float* probs, const int* chosen,
+                                              const float* gates, const float* dgates,
+                                              const float* aux_dprobs, int experts, int top_k,
+                                              Add add) {
+  if (sigmoid)
+    moe_sigmoid_router_backward_row(probs, chosen, gates, dgates, aux_dprobs, experts, top_k, add);
+  else
+    moe_router_backward_row(probs, chosen, gates, dgates, aux_dprobs, experts, top_k, add);
+}
+
 /// Channel c of one token's combined expert output: the sum over its top_k slots, in slot
 /// order, of gate * expert_out(slot's routed row, c); a slot whose row is negative (dropped
 /// by capacity) adds nothing.
