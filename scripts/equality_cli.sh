@@ -11,7 +11,8 @@
 # under ZeRO-2 both also all-gather the weights on every device), split_ops (under zb-h1 both
 # traces list the same forward, input-gradient and weight-gradient passes on each device, in
 # the same order), moe (an expert-parallel plan and a sigmoid_bias plan, its expert biases in the
-# checkpoint, resume bit for bit; tp > 1 with experts is refused with one error), compare (whale-sim --compare holds its prediction of the tiny hybrid plan
+# checkpoint, resume bit for bit; a folded expert layout, expert_tp other than tp, is refused with
+# one error), compare (whale-sim --compare holds its prediction of the tiny hybrid plan
 # against whale-run's measured trace: a table row for every class both have, the picture).
 set -uo pipefail
 check=$1 run=$2 sim=${3:-}
@@ -60,8 +61,8 @@ moe)
   root=$(pwd)
   printf '%s\n' "cluster: $root/configs/clusters/cpu-local-8.yaml" \
     "model: $root/configs/models/tiny-moe.yaml" "precision: fp32" "micro_batch_size: 12" \
-    "micro_batches: 1" "schedule: 1f1b" "stages:" '  - {layers: [0, 3], devices: "0-1", tp: 2}' >"$out/moe-tp2.yaml"
-  expect_error moe_tp2 "tp 1 in a stage of a mixture-of-experts model for whale-run" \
+    "micro_batches: 1" "schedule: 1f1b" "stages:" '  - {layers: [0, 3], devices: "0-1", tp: 2, expert_tp: 1}' >"$out/moe-tp2.yaml"
+  expect_error moe_tp2 "stages[0].expert_tp: the stage's tp (2) for whale-run, got 1" \
     mpirun -np 2 --oversubscribe "$run" "$out/moe-tp2.yaml" --data $data --steps 1
   ;;
 bad_input)

@@ -79,6 +79,8 @@ class BlockStage : public StageModule {
       moe_context_.ep_rank = options.ep_rank;
       moe_context_.ep_size = options.ep_size;
       moe_context_.ep = options.ep_size > 1 ? options.ep : nullptr;
+      moe_context_.tp_rank = options.tp_rank;
+      moe_context_.tp_size = options.tp_size;
     }
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
@@ -350,14 +352,21 @@ class BlockStage : public StageModule {
                   "choose a tp degree that divides the sequence, or turn sequence_parallel off");
   }
 
-  /// whale-run's mixture-of-experts stages: tp 1, and ep dividing the experts.
+  /// whale-run's mixture-of-experts stages: ep dividing the experts; with tp > 1, the experts'
+  /// width divisible by tp and no sequence parallelism.
   void validate_experts(const std::string& file) const {
     const auto& o = options_;
-    if (o.tp_size > 1)
-      throw Error(file, "moe",
-                  "tp 1 in a stage of a mixture-of-experts model for whale-run, got tp " +
-                      std::to_string(o.tp_size),
-                  "give the stage tp: 1 and scale it by dp and ep (whale-sim models expert_tp)");
+    if (o.tp_size > 1 && dims_.moe->expert_ffn_hidden % o.tp_size != 0)
+      throw Error(file, "moe.expert_ffn_hidden",
+                  "an expert width divisible by the tensor-parallel degree " +
+                      std::to_string(o.tp_size) + ", got " +
+                      std::to_string(dims_.moe->expert_ffn_hidden),
+                  "choose a tp that divides expert_ffn_hidden");
+    if (o.tp_size > 1 && o.sequence_parallel)
+      throw Error(file, "sequence_parallel",
+                  "no sequence parallelism in a stage of a mixture-of-experts model with tp " +
+                      std::to_string(o.tp_size) + " for whale-run",
+                  "set sequence_parallel false, or tp 1");
     if (o.ep_size < 1 || o.ep_rank < 0 || o.ep_rank >= o.ep_size ||
         dims_.moe->experts % o.ep_size != 0)
       throw Error(file, "ep",

@@ -46,7 +46,7 @@ int routed_held(std::size_t moe_count, int shared, ExpertKind kind, bool router_
 MoeLayer::MoeLayer(int channels, const MoeParams& params, Backend& backend,
                    const MoeContext& context, MoeScratch& scratch, TensorParallelOps& ops)
     : channels_(channels),
-      ffn_(context.spec.expert_ffn_hidden),
+      ffn_(context.spec.expert_ffn_hidden / context.tp_size),
       p_(params),
       be_(backend),
       context_(&context),
@@ -152,6 +152,9 @@ void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivatio
     be_.add_forward(out, out, g.shared_out, N * C);
   }
   if (M > 0) be_.moe_combine_forward(out, routed_out, a.gates, a.slot_rows, rows, K, C);
+  // Expert tp: every expert output so far is this rank's partial sum (the row-parallel fc2 or
+  // down; fc2.bias added by tp rank 0 alone), and the combine is linear: one all-reduce.
+  if (ctx.tp_size > 1) ops_.region().leave(out.slice(0, N * C), out.slice(0, N * C));
 }
 
 void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, TensorView dx,
@@ -203,6 +206,10 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
     expert_backward(p_.shared[s], x, rows, a.shared[s], 0, dout, g.dshared);
     be_.add_forward(dx, dx, g.dshared, N * C);
   }
+  if (ctx.tp_size > 1) {  // expert tp: the column-parallel inputs' and the gates' partial sums
+    ops_.region().leave(dx.slice(0, N * C), dx.slice(0, N * C));
+    ops_.region().leave(g.dgates, g.dgates);
+  }
   // The auxiliary loss, counted as coeff * E * sum_e f_e P_e per token of the micro-batch
   // (its summed-loss share, like the cross-entropy's): d / d probs[n, e] = coeff * E * f_e.
   std::vector<float> aux(E, 0.0f);
@@ -238,7 +245,8 @@ void MoeLayer::expert_forward(const ExpertParams& p, ConstTensorView x, int rows
     be_.linear_forward(h3, xs, p.w3.value, ConstTensorView{}, rows, C, F);
     be_.swiglu_forward(act, h1, h3, RF);
   }
-  be_.linear_forward(y.slice(at * C, RC), act, p.w2.value, p.b2.value, rows, F, C);
+  const ConstTensorView bias = context_->tp_rank == 0 ? p.b2.value : ConstTensorView{};
+  be_.linear_forward(y.slice(at * C, RC), act, p.w2.value, bias, rows, F, C);
 }
 
 void MoeLayer::expert_backward(const ExpertParams& p, ConstTensorView x, int rows,

@@ -2,7 +2,8 @@
 // Private: the feed-forward part of a mixture-of-experts block (Mixtral, Switch Transformer):
 // a router, each token's top_k routed experts (capacity dropping as moe_routing.h), shared
 // experts every token passes through, the Switch Transformer's auxiliary loss, and expert
-// parallelism (tokens exchanged with the expert-parallel group's members, moe_exchange.h).
+// parallelism (tokens exchanged with the expert-parallel group's members, moe_exchange.h), and
+// expert tensor parallelism over the block's tensor group (MoeContext::tp_size).
 // Replaces the MLP of GPT and Llama blocks: input the normed residual stream (N, C), output
 // sum_j gate_j * expert_j(x) + sum_s shared_s(x) (N, C), the residual added by the block.
 #pragma once
@@ -47,6 +48,10 @@ struct MoeContext {
   ExpertKind kind = ExpertKind::gelu;
   int ep_rank = 0, ep_size = 1;
   Communicator* ep = nullptr;  // null when ep_size is 1
+  /// Expert tensor parallelism (expert_tp = tp): each expert's FFN is this tp rank's 1 /
+  /// tp_size of expert_ffn_hidden; every tp rank routes the same tokens alike, and the layer
+  /// sums its partial outputs (and input gradients) over the block's tensor group.
+  int tp_rank = 0, tp_size = 1;
   double loss_scale = 1.0;     // the backward's (StageModule::backward)
   /// sigmoid_bias: the tokens each expert was chosen by (capacity drops included) in this step's
   /// backwards so far, per MoE layer, keyed by the data of its router bias (an fp32 master

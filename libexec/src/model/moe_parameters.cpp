@@ -35,14 +35,14 @@ std::vector<ParameterSpec> moe_parameters(const std::string& prefix, const plan:
   auto mlp = [&](const std::string& p, int expert) {
     std::vector<ParameterSpec> m;
     if (kind == ExpertKind::gelu) {
-      m.push_back({p + "fc1.weight", F, C, Split::none, Init::normal, stddev, {}});
-      m.push_back({p + "fc1.bias", F, 1, Split::none, Init::zeros, 0.0, {}});
-      m.push_back({p + "fc2.weight", C, F, Split::none, Init::normal, residual_stddev, {}});
+      m.push_back({p + "fc1.weight", F, C, Split::rows, Init::normal, stddev, {}});
+      m.push_back({p + "fc1.bias", F, 1, Split::rows, Init::zeros, 0.0, {}});
+      m.push_back({p + "fc2.weight", C, F, Split::cols, Init::normal, residual_stddev, {}});
       m.push_back({p + "fc2.bias", C, 1, Split::none, Init::zeros, 0.0, {}});
     } else {
-      m.push_back({p + "gate.weight", F, C, Split::none, Init::normal, stddev, {}});
-      m.push_back({p + "up.weight", F, C, Split::none, Init::normal, stddev, {}});
-      m.push_back({p + "down.weight", C, F, Split::none, Init::normal, residual_stddev, {}});
+      m.push_back({p + "gate.weight", F, C, Split::rows, Init::normal, stddev, {}});
+      m.push_back({p + "up.weight", F, C, Split::rows, Init::normal, stddev, {}});
+      m.push_back({p + "down.weight", C, F, Split::cols, Init::normal, residual_stddev, {}});
     }
     for (ParameterSpec& s : m) {
       s.expert = expert;

@@ -25,7 +25,10 @@ void validate_moe(const plan::Model& model);
 /// e the MLP "moe.experts.e.*" (ParameterSpec::expert = e). An MLP is fc1.weight (F, C),
 /// fc1.bias (F), fc2.weight (C, F), fc2.bias (C) for gelu; gate.weight, up.weight (F, C),
 /// down.weight (C, F) for swiglu. Inputs-side weights and the router are normal(stddev),
-/// output weights normal(residual_stddev), biases zero. Nothing is split by tp.
+/// output weights normal(residual_stddev), biases zero. Expert tensor parallelism (expert_tp =
+/// the stage's tp) splits every expert MLP as Megatron's: fc1 (weight and bias), gate and up by
+/// rows (column-parallel), fc2.weight and down by columns (row-parallel); the router, its bias
+/// and fc2.bias are held whole by every tp rank.
 std::vector<gpt::ParameterSpec> moe_parameters(const std::string& prefix,
                                                const plan::MoeSpec& moe, ExpertKind kind,
                                                std::size_t channels, double stddev,

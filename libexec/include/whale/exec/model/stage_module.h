@@ -134,10 +134,11 @@ struct StageModuleOptions {
   /// residual stream) each tp rank holds 1/tp_size of the rows; needs tp_size dividing the
   /// sequence.
   bool sequence_parallel = false;
-  /// Expert parallelism (a mixture-of-experts model, tp 1): this replica is member ep_rank of
-  /// an expert-parallel group of ep_size consecutive replicas, holds routed experts
+  /// Expert parallelism (a mixture-of-experts model): this replica (of this tp rank) is member
+  /// ep_rank of an expert-parallel group of ep_size consecutive replicas, holds routed experts
   /// [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size) and exchanges tokens over `ep` (null
-  /// when ep_size is 1). `ep` must outlive the module.
+  /// when ep_size is 1). `ep` must outlive the module. With tp_size > 1 the experts are split
+  /// over the tensor group as well (expert_tp = tp; moe_layer.h).
   int ep_rank = 0;
   int ep_size = 1;
   Communicator* ep = nullptr;
