@@ -208,7 +208,7 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   }
   if (ctx.tp_size > 1) {  // expert tp: the column-parallel inputs' and the gates' partial sums
     ops_.region().leave(dx.slice(0, N * C), dx.slice(0, N * C));
-    ops_.region().leave(g.dgates, g.dgates);
+    ops_.region().leave(g.dgates.slice(0, N * K), g.dgates.slice(0, N * K));
   }
   // The auxiliary loss, counted as coeff * E * sum_e f_e P_e per token of the micro-batch
   // (its summed-loss share, like the cross-entropy's): d / d probs[n, e] = coeff * E * f_e.
@@ -222,8 +222,10 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   be_.fill_zero(g.dlogits, Stream::compute);
   be_.moe_router_backward(ctx.spec.router, g.dlogits, a.probs, a.chosen, a.gates, g.dgates,
                           g.aux_dprobs, rows, E, K);
-  if (ctx.spec.router == plan::MoeRouter::sigmoid_bias) {  // once per micro-batch: not in forward,
-    std::vector<double>& loads = ctx.step_loads[p_.router_bias.value.data];  // which recomputes
+  // sigmoid_bias: the step's loads, counted here (once per micro-batch) rather than in the
+  // forward, which a recomputation repeats.
+  if (ctx.spec.router == plan::MoeRouter::sigmoid_bias) {
+    std::vector<double>& loads = ctx.step_loads[p_.router_bias.value.data];
     loads.resize(E, 0.0);
     for (int e = 0; e < E; ++e) loads[e] += a.routing.expert_choices[e];
   }
