@@ -55,6 +55,7 @@ set(WHALE_REFERENCE_PLANS
     llama_moe_pp2-zb-h1-recompute:tiny-llama-moe/pp2-zb-h1-recompute:2:tiny-llama-moe/single-mb6:1:5
     # The sigmoid_bias router: each step's bias update from the loads of the whole global batch.
     moe_sigmoid_ep2_dp2:tiny-moe-sigmoid/ep2-dp2:4:tiny-moe-sigmoid/single-mb3:1:5
+    moe_sigmoid_pp2_recompute:tiny-moe-sigmoid/pp2-recompute:2:tiny-moe-sigmoid/single-mb3:1:5
     # Expert tensor parallelism (expert_tp = tp): the experts split over the tensor group.
     moe_tp2:tiny-moe/tp2:2:tiny-moe/single-mb6:1:5
     moe_tp2_ep2:tiny-moe/tp2-ep2:4:tiny-moe/single-mb6:1:5
