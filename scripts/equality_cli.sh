@@ -10,9 +10,9 @@
 # buckets on the same devices: those of the schedule program, as written in the plan's header;
 # under ZeRO-2 both also all-gather the weights on every device), split_ops (under zb-h1 both
 # traces list the same forward, input-gradient and weight-gradient passes on each device, in
-# the same order), moe (an expert-parallel plan and a sigmoid_bias plan, its expert biases in the
-# checkpoint, resume bit for bit; a folded expert layout, expert_tp other than tp, is refused with
-# one error), compare (whale-sim --compare holds its prediction of the tiny hybrid plan
+# the same order), moe (an expert-parallel plan and a tp 2 x ep 2 sigmoid_bias plan, its experts
+# split over the tensor group and its expert biases in the checkpoint, resume bit for bit; a
+# folded expert layout, expert_tp other than tp, is refused with one error), compare (whale-sim --compare holds its prediction of the tiny hybrid plan
 # against whale-run's measured trace: a table row for every class both have, the picture).
 set -uo pipefail
 check=$1 run=$2 sim=${3:-}
@@ -57,7 +57,7 @@ resume)
   ;;
 moe)
   resume_equal configs/plans/tiny-moe/ep2.yaml 2  # each ep rank's file holds its experts
-  resume_equal configs/plans/tiny-moe-sigmoid/ep2-dp2.yaml 4  # the biases of step 5 resume
+  resume_equal configs/plans/tiny-moe-sigmoid/tp2-ep2.yaml 4  # tp-split experts and the biases
   root=$(pwd)
   printf '%s\n' "cluster: $root/configs/clusters/cpu-local-8.yaml" \
     "model: $root/configs/models/tiny-moe.yaml" "precision: fp32" "micro_batch_size: 12" \
