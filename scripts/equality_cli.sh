@@ -10,8 +10,9 @@
 # buckets on the same devices: those of the schedule program, as written in the plan's header;
 # under ZeRO-2 both also all-gather the weights on every device), split_ops (under zb-h1 both
 # traces list the same forward, input-gradient and weight-gradient passes on each device, in
-# the same order), moe (an expert-parallel plan resumes bit for bit; tp > 1 with experts and the
-# sigmoid_bias router are refused with one error each), compare (whale-sim --compare holds its prediction of the tiny hybrid plan
+# the same order), moe (an expert-parallel plan and a tp 2 x ep 2 sigmoid_bias plan, its experts
+# split over the tensor group and its expert biases in the checkpoint, resume bit for bit; a
+# folded expert layout, expert_tp other than tp, is refused with one error), compare (whale-sim --compare holds its prediction of the tiny hybrid plan
 # against whale-run's measured trace: a table row for every class both have, the picture).
 set -uo pipefail
 check=$1 run=$2 sim=${3:-}
@@ -56,17 +57,13 @@ resume)
   ;;
 moe)
   resume_equal configs/plans/tiny-moe/ep2.yaml 2  # each ep rank's file holds its experts
+  resume_equal configs/plans/tiny-moe-sigmoid/tp2-ep2.yaml 4  # tp-split experts and the biases
   root=$(pwd)
   printf '%s\n' "cluster: $root/configs/clusters/cpu-local-8.yaml" \
     "model: $root/configs/models/tiny-moe.yaml" "precision: fp32" "micro_batch_size: 12" \
-    "micro_batches: 1" "schedule: 1f1b" "stages:" '  - {layers: [0, 3], devices: "0-1", tp: 2}' >"$out/moe-tp2.yaml"
-  expect_error moe_tp2 "tp 1 in a stage of a mixture-of-experts model for whale-run" \
+    "micro_batches: 1" "schedule: 1f1b" "stages:" '  - {layers: [0, 3], devices: "0-1", tp: 2, expert_tp: 1}' >"$out/moe-tp2.yaml"
+  expect_error moe_tp2 "stages[0].expert_tp: the stage's tp (2) for whale-run, got 1" \
     mpirun -np 2 --oversubscribe "$run" "$out/moe-tp2.yaml" --data $data --steps 1
-  sed 's/router: softmax_topk/router: sigmoid_bias/' configs/models/tiny-moe.yaml >"$out/sigmoid.yaml"
-  sed "s|model: .*|model: $out/sigmoid.yaml|; s|cluster: \.\./\.\.|cluster: $root/configs|" \
-    configs/plans/tiny-moe/single-mb6.yaml >"$out/sigmoid-plan.yaml"
-  expect_error moe_sigmoid "moe.router: a router whale-run trains (softmax_topk), got 'sigmoid_bias'" \
-    "$run" "$out/sigmoid-plan.yaml" --data $data --steps 1
   ;;
 bad_input)
   echo keep >"$out/metrics.jsonl"

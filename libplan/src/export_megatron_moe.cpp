@@ -26,6 +26,7 @@ std::vector<std::pair<std::string, std::string>> megatron_moe_arguments(const Pl
   if (moe.router == MoeRouter::sigmoid_bias) {
     args.push_back({"--moe-router-score-function", "sigmoid"});
     args.push_back({"--moe-router-enable-expert-bias", ""});
+    args.push_back({"--moe-router-bias-update-rate", format_number(moe.bias_update_rate)});
   }
   if (moe.aux_loss_coeff > 0) {
     args.push_back({"--moe-router-load-balancing-type", "aux_loss"});

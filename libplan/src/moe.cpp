@@ -53,6 +53,10 @@ std::optional<MoeProblem> find_moe_problem(const MoeSpec& spec, int blocks) {
   if (!(spec.aux_loss_coeff >= 0)) {
     return MoeProblem{"aux_loss_coeff", "expected aux_loss_coeff >= 0, got " + number_text(spec.aux_loss_coeff), "Mixtral uses 0.02, 0: no auxiliary loss"};
   }
+  if (!(spec.bias_update_rate >= 0)) {
+    return MoeProblem{"bias_update_rate", "expected bias_update_rate >= 0, got " + number_text(spec.bias_update_rate),
+                      "DeepSeek-V3 uses 0.001; 0 keeps the sigmoid_bias router's bias at zero"};
+  }
   if (spec.first_dense_layers < 0 || spec.first_dense_layers >= blocks) {
     return MoeProblem{"first_dense_layers",
                       "expected first_dense_layers in [0, " + std::to_string(blocks) + "), got " + std::to_string(spec.first_dense_layers),

@@ -9,7 +9,7 @@ namespace whale::plan {
 
 MoeSpec parse_moe(const YamlField& field, const Model& model) {
   field.expect_keys({"experts", "top_k", "shared_experts", "expert_ffn_hidden", "capacity_factor",
-                     "router", "aux_loss_coeff", "first_dense_layers", "layer_interval",
+                     "router", "aux_loss_coeff", "bias_update_rate", "first_dense_layers", "layer_interval",
                      "load_imbalance"});
   MoeSpec spec;
   spec.experts = field.get("experts").integer();
@@ -27,6 +27,7 @@ MoeSpec parse_moe(const YamlField& field, const Model& model) {
     }
   }
   if (field.has("aux_loss_coeff")) spec.aux_loss_coeff = field.get("aux_loss_coeff").number();
+  if (field.has("bias_update_rate")) spec.bias_update_rate = field.get("bias_update_rate").number();
   if (field.has("first_dense_layers")) spec.first_dense_layers = field.get("first_dense_layers").integer();
   if (field.has("layer_interval")) spec.layer_interval = field.get("layer_interval").integer();
   if (field.has("load_imbalance")) spec.load_imbalance = field.get("load_imbalance").number();
@@ -49,6 +50,7 @@ void emit_moe(YAML::Emitter& out, const MoeSpec& spec) {
   emit_number_field(out, "capacity_factor", spec.capacity_factor);
   emit_text_field(out, "router", to_string(spec.router));
   emit_number_field(out, "aux_loss_coeff", spec.aux_loss_coeff);
+  if (spec.router == MoeRouter::sigmoid_bias) emit_number_field(out, "bias_update_rate", spec.bias_update_rate);
   emit_number_field(out, "first_dense_layers", spec.first_dense_layers);
   emit_number_field(out, "layer_interval", spec.layer_interval);
   emit_number_field(out, "load_imbalance", spec.load_imbalance);

@@ -52,7 +52,15 @@ set(WHALE_REFERENCE_PLANS
     moe_ep2_dropless:tiny-moe/ep2-dropless:2:tiny-moe/single-dropless-mb6:1:5
     moe_ep2_dp2_pp2:tiny-moe/ep2-dp2-pp2:8:tiny-moe/single-mb3:1:5
     llama_moe_ep2:tiny-llama-moe/ep2:2:tiny-llama-moe/single-mb6:1:5
-    llama_moe_pp2-zb-h1-recompute:tiny-llama-moe/pp2-zb-h1-recompute:2:tiny-llama-moe/single-mb6:1:5)
+    llama_moe_pp2-zb-h1-recompute:tiny-llama-moe/pp2-zb-h1-recompute:2:tiny-llama-moe/single-mb6:1:5
+    # The sigmoid_bias router: each step's bias update from the loads of the whole global batch.
+    moe_sigmoid_ep2_dp2:tiny-moe-sigmoid/ep2-dp2:4:tiny-moe-sigmoid/single-mb3:1:5
+    moe_sigmoid_pp2_recompute:tiny-moe-sigmoid/pp2-recompute:2:tiny-moe-sigmoid/single-mb3:1:5
+    # Expert tensor parallelism (expert_tp = tp): the experts split over the tensor group.
+    moe_tp2:tiny-moe/tp2:2:tiny-moe/single-mb6:1:5
+    moe_tp2_ep2:tiny-moe/tp2-ep2:4:tiny-moe/single-mb6:1:5
+    llama_moe_tp2:tiny-llama-moe/tp2:2:tiny-llama-moe/single-mb6:1:5
+    moe_sigmoid_tp2_ep2:tiny-moe-sigmoid/tp2-ep2:4:tiny-moe-sigmoid/single-mb6:1:5)
 foreach(entry ${WHALE_REFERENCE_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)

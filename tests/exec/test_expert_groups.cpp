@@ -27,19 +27,25 @@ std::string refused_field(const Plan& plan) {
 
 }  // namespace
 
-TEST_CASE("validate_expert_layout: shipped MoE plans pass; tp, expert_tp, ep and ZeRO are refused") {
+TEST_CASE("validate_expert_layout: shipped MoE plans pass; a folded expert_tp, sequence parallelism, ep and ZeRO are refused") {
   const Plan ep2 = load_plan("configs/plans/tiny-moe/ep2.yaml");
   CHECK(refused_field(ep2) == "");
   CHECK(refused_field(load_plan("configs/plans/tiny-moe/ep2-dp2-pp2.yaml")) == "");
   CHECK(refused_field(load_plan("configs/plans/tiny/dp2.yaml")) == "");
+  CHECK(refused_field(load_plan("configs/plans/tiny-moe/tp2.yaml")) == "");
+  CHECK(refused_field(load_plan("configs/plans/tiny-moe/tp2-ep2.yaml")) == "");
 
   Plan zero = ep2;
   zero.stages[0].shard_optimizer = true;
   CHECK(refused_field(zero) == "stages[0].shard_optimizer");
-  Plan tp = ep2;
-  tp.stages[0].tp = 2;
-  tp.stages[0].ep = 1;
-  CHECK(refused_field(tp) == "stages[0].tp");
+  Plan tp = load_plan("configs/plans/tiny-moe/tp2-ep2.yaml");
+  tp.stages[0].expert_tp = 2;  // the stage's tp, written out
+  CHECK(refused_field(tp) == "");
+  tp.stages[0].expert_tp = 1;  // the folded layout: not in whale-run yet
+  CHECK(refused_field(tp) == "stages[0].expert_tp");
+  tp.stages[0].expert_tp = 0;
+  tp.stages[0].sequence_parallel = true;
+  CHECK(refused_field(tp) == "stages[0].sequence_parallel");
   Plan expert_tp = ep2;
   expert_tp.stages[0].expert_tp = 2;
   CHECK(refused_field(expert_tp) == "stages[0].expert_tp");

@@ -23,6 +23,7 @@ using whale::exec::test::gradient_error;
 using whale::exec::test::host_view;
 using whale::exec::test::random_vector;
 using whale::exec::test::make_cpu_backend;
+using whale::plan::MoeRouter;
 
 namespace {
 
@@ -37,7 +38,8 @@ TEST_CASE("moe_router_forward: top-k by logit, ties to the lower expert, gates s
                                2, 0, 1, -1};  // experts 0 and 2
   std::vector<float> probs(8), gates(4);
   std::vector<int32_t> chosen(4);
-  be->moe_router_forward(view(probs), view(chosen), view(gates), host_view(logits), 2, 4, 2);
+  be->moe_router_forward(MoeRouter::softmax_topk, view(probs), view(chosen), view(gates), host_view(logits),
+                         {}, 2, 4, 2);
   CHECK(chosen == std::vector<int32_t>{1, 2, 0, 2});
   CHECK(gates[0] == doctest::Approx(0.5));
   CHECK(gates[1] == doctest::Approx(0.5));
@@ -58,6 +60,7 @@ TEST_CASE("make_moe_routing: capacity drops later choices of a full expert, rows
   CHECK(plan.slot_rows == std::vector<int32_t>{0, 2, 1, 4, -1, 3, 5, -1});
   CHECK(plan.source_rows == std::vector<int32_t>{0, 1, 0, 2, 1, 3});
   CHECK(plan.load_fraction == std::vector<double>{0.5, 0.25, 0.125, 0.125});
+  CHECK(plan.expert_choices == std::vector<int>{4, 2, 1, 1});
   const MoeRoutingPlan dropless = make_moe_routing(chosen, 4, 2, 4, 0.0);
   CHECK(dropless.capacity == 8);
   CHECK(dropless.expert_rows == std::vector<int>{4, 2, 1, 1});
@@ -85,7 +88,12 @@ TEST_CASE("moe_combine and moe_dispatch: gated sums over kept slots, and their b
   CHECK(dx == std::vector<float>{1 + 1, 2 + 2, 3, 4});
 }
 
-TEST_CASE("moe_router_backward: the gates' and the auxiliary loss's gradient match finite differences") {
+namespace {
+
+/// The router's backward against central finite differences of the loss through the gates and
+/// the auxiliary loss's probabilities (softmax_topk: the softmax; sigmoid_bias: the scores over
+/// their sum), the choice held fixed (a bias steering it away from the plain top-k).
+void check_router_gradient(MoeRouter router) {
   auto be = make_cpu_backend();
   const int N = 5, E = 6, K = 2;
   // Distinct logits (gaps >= 0.1) so that no perturbation changes the choice.
@@ -98,9 +106,21 @@ TEST_CASE("moe_router_backward: the gates' and the auxiliary loss's gradient mat
   }
   const std::vector<float> weights = random_vector(N * K, 5, 1.0f);
   const double coeff = 0.01;
+  std::vector<float> bias = {0.5f, -0.4f, 0.0f, 0.2f, -0.1f, 0.3f};
+  // P_e per row: the softmax, or the sigmoid scores normalized to 1.
+  auto aux_probabilities = [&](std::vector<float> p) {
+    if (router == MoeRouter::sigmoid_bias)
+      for (int n = 0; n < N; ++n) {
+        double sum = 0;
+        for (int e = 0; e < E; ++e) sum += p[n * E + e];
+        for (int e = 0; e < E; ++e) p[n * E + e] = static_cast<float>(p[n * E + e] / sum);
+      }
+    return p;
+  };
   std::vector<float> probs(N * E), gates(N * K);
   std::vector<int32_t> chosen(N * K);
-  be->moe_router_forward(view(probs), view(chosen), view(gates), host_view(logits), N, E, K);
+  be->moe_router_forward(router, view(probs), view(chosen), view(gates), host_view(logits),
+                         host_view(bias), N, E, K);
   // The Switch Transformer's loss as the layer counts it per token: N * coeff * E * sum_e f_e
   // P_e, with f_e (the routing's load fractions) constant.
   const MoeRoutingPlan routing = make_moe_routing(chosen, N, K, E, 0.0);
@@ -109,7 +129,9 @@ TEST_CASE("moe_router_backward: the gates' and the auxiliary loss's gradient mat
   auto loss = [&] {
     std::vector<float> p(N * E), g(N * K);
     std::vector<int32_t> c(N * K);
-    be->moe_router_forward(view(p), view(c), view(g), host_view(logits), N, E, K);
+    be->moe_router_forward(router, view(p), view(c), view(g), host_view(logits), host_view(bias), N,
+                           E, K);
+    p = aux_probabilities(p);
     REQUIRE(c == chosen);
     double total = 0;
     for (int i = 0; i < N * K; ++i) total += static_cast<double>(weights[i]) * g[i];
@@ -118,24 +140,55 @@ TEST_CASE("moe_router_backward: the gates' and the auxiliary loss's gradient mat
     return total;
   };
   std::vector<float> dlogits(N * E, 0.0f);
-  be->moe_router_backward(view(dlogits), host_view(probs), view(chosen), host_view(gates),
+  be->moe_router_backward(router, view(dlogits), host_view(probs), view(chosen), host_view(gates),
                           host_view(weights), host_view(aux), N, E, K);
   CHECK(gradient_error(logits, loss, dlogits, 1e-2f) < 1e-3);
 
   // The auxiliary loss alone (no gate gradient) has its own, nonzero gradient.
   std::vector<float> no_gates(N * K, 0.0f), aux_only(N * E, 0.0f);
-  be->moe_router_backward(view(aux_only), host_view(probs), view(chosen), host_view(gates),
+  be->moe_router_backward(router, view(aux_only), host_view(probs), view(chosen), host_view(gates),
                           host_view(no_gates), host_view(aux), N, E, K);
   auto aux_loss = [&] {
     std::vector<float> p(N * E), g(N * K);
     std::vector<int32_t> c(N * K);
-    be->moe_router_forward(view(p), view(c), view(g), host_view(logits), N, E, K);
+    be->moe_router_forward(router, view(p), view(c), view(g), host_view(logits), host_view(bias), N,
+                           E, K);
+    p = aux_probabilities(p);
     double total = 0;
     for (int n = 0; n < N; ++n)
       for (int e = 0; e < E; ++e) total += static_cast<double>(aux[e]) * p[n * E + e];
     return total;
   };
   CHECK(gradient_error(logits, aux_loss, aux_only, 1e-2f) < 1e-3);
+}
+
+}  // namespace
+
+TEST_CASE("moe_router_backward: softmax_topk's gates and auxiliary loss match finite differences") {
+  check_router_gradient(MoeRouter::softmax_topk);
+}
+
+TEST_CASE("moe_router_backward: sigmoid_bias's gates and auxiliary loss match finite differences") {
+  check_router_gradient(MoeRouter::sigmoid_bias);
+}
+
+TEST_CASE("moe_router_forward sigmoid_bias: the bias steers the choice, the gates are the chosen scores normalized") {
+  auto be = make_cpu_backend();
+  std::vector<float> logits = {2, 1, 0, -1,   // plain top-2: experts 0 and 1
+                               0, 0, 0, 0};   // a tie everywhere: the bias decides
+  std::vector<float> bias = {0, 0, 0.9f, 0}, scores(8), gates(4);
+  std::vector<int32_t> chosen(4);
+  be->moe_router_forward(MoeRouter::sigmoid_bias, view(scores), view(chosen), view(gates),
+                         host_view(logits), host_view(bias), 2, 4, 2);
+  auto sigmoid = [](double x) { return 1 / (1 + std::exp(-x)); };
+  // Row 0: scores + bias = 0.881, 0.731, 0.5 + 0.9, 0.269: experts 2 then 0.
+  CHECK(chosen == std::vector<int32_t>{2, 0, 2, 0});
+  CHECK(scores[0] == doctest::Approx(sigmoid(2)));
+  CHECK(scores[2] == doctest::Approx(0.5));
+  CHECK(gates[0] == doctest::Approx(0.5 / (0.5 + sigmoid(2))));  // the score, not score + bias
+  CHECK(gates[1] == doctest::Approx(sigmoid(2) / (0.5 + sigmoid(2))));
+  CHECK(gates[2] == doctest::Approx(0.5));
+  CHECK(gates[3] == doctest::Approx(0.5));
 }
 
 namespace {

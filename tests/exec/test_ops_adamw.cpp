@@ -1,6 +1,6 @@
 // File: test_ops_adamw.cpp
 // AdamW over a parameter list: a sliced (ZeRO-1) optimizer updates exactly its elements, and
-// two slices together equal the whole.
+// two slices together equal the whole; a parameter not trained is left alone.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -58,4 +58,21 @@ TEST_CASE("adamw: two slices over a parameter boundary equal the whole optimizer
   }
   CHECK(sliced_p.a == whole_p.a);
   CHECK(sliced_p.b == whole_p.b);
+}
+
+TEST_CASE("adamw: a parameter not trained keeps its value, whatever its gradient and the decay") {
+  auto be = make_cpu_backend();
+  TwoParams p;
+  std::vector<ParameterView> views = p.views();
+  views[1].trained = false;  // b: state such as a sigmoid_bias router's expert bias
+  AdamW opt(*be, views);
+  AdamWConfig config;
+  config.learning_rate = 0.1;
+  config.eps = 0.0;
+  config.weight_decay = 0.5;
+  opt.step(config);
+  CHECK(p.b == std::vector<float>{4, 5});
+  // a: sign(g) and the decay: 1 - 0.1 * (1 + 0.5 * 1) = 0.85, ...
+  CHECK(p.a[0] == doctest::Approx(0.85));
+  CHECK(p.a[1] == doctest::Approx(2 + 0.1 * (1 - 0.5 * 2)));
 }

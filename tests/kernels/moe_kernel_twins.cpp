@@ -8,24 +8,27 @@
 
 namespace whale::exec::test {
 
-void twin_moe_router_forward(float* probs, int32_t* chosen, float* gates, const float* logits,
-                             int rows, int experts, int top_k) {
+void twin_moe_router_forward(plan::MoeRouter router, float* probs, int32_t* chosen,
+                             float* gates, const float* logits, const float* bias, int rows,
+                             int experts, int top_k) {
+  const bool sigmoid = router == plan::MoeRouter::sigmoid_bias;
   for (std::size_t n = 0; n < static_cast<std::size_t>(rows); ++n) {  // a thread per row
     const float* row = logits + n * experts;
-    kmath::moe_router_row([row](int e) { return row[e]; }, experts, top_k, probs + n * experts,
-                          chosen + n * top_k, gates + n * top_k);
+    kmath::moe_route_row(sigmoid, [row](int e) { return row[e]; }, bias, experts, top_k,
+                         probs + n * experts, chosen + n * top_k, gates + n * top_k);
   }
 }
 
-void twin_moe_router_backward(float* dlogits, const float* probs, const int32_t* chosen,
-                              const float* gates, const float* dgates, const float* aux_dprobs,
-                              int rows, int experts, int top_k) {
+void twin_moe_router_backward(plan::MoeRouter router, float* dlogits, const float* probs,
+                              const int32_t* chosen, const float* gates, const float* dgates,
+                              const float* aux_dprobs, int rows, int experts, int top_k) {
+  const bool sigmoid = router == plan::MoeRouter::sigmoid_bias;
   for (std::size_t n = 0; n < static_cast<std::size_t>(rows); ++n) {  // a thread per row
     float* row = dlogits + n * experts;
     const std::size_t k = n * top_k;
-    kmath::moe_router_backward_row(probs + n * experts, chosen + k, gates + k, dgates + k,
-                                   aux_dprobs, experts, top_k,
-                                   [row](int e, float value) { row[e] = row[e] + value; });
+    kmath::moe_route_backward_row(sigmoid, probs + n * experts, chosen + k, gates + k,
+                                  dgates + k, aux_dprobs, experts, top_k,
+                                  [row](int e, float value) { row[e] = row[e] + value; });
   }
 }
 

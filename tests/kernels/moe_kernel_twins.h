@@ -6,13 +6,16 @@
 
 #include <cstdint>
 
+#include "whale/plan/moe.h"
+
 namespace whale::exec::test {
 
-void twin_moe_router_forward(float* probs, int32_t* chosen, float* gates, const float* logits,
-                             int rows, int experts, int top_k);
-void twin_moe_router_backward(float* dlogits, const float* probs, const int32_t* chosen,
-                              const float* gates, const float* dgates, const float* aux_dprobs,
-                              int rows, int experts, int top_k);
+void twin_moe_router_forward(plan::MoeRouter router, float* probs, int32_t* chosen,
+                             float* gates, const float* logits, const float* bias, int rows,
+                             int experts, int top_k);
+void twin_moe_router_backward(plan::MoeRouter router, float* dlogits, const float* probs,
+                              const int32_t* chosen, const float* gates, const float* dgates,
+                              const float* aux_dprobs, int rows, int experts, int top_k);
 void twin_moe_dispatch_forward(float* out, const float* inp, const int32_t* source_rows,
                                int routed_rows, int channels);
 void twin_moe_dispatch_backward(float* dinp, const float* dout, const int32_t* slot_rows,

@@ -1,7 +1,8 @@
 // File: test_moe_kernels.cpp
 // The mixture-of-experts CUDA kernels' arithmetic, run on the host through their twins
-// (moe_kernel_twins.h), against the CPU backend: bit for bit in fp32, with capacity dropping
-// some choices. 37 tokens (not a warp multiple), 6 experts, top 2, 70 channels.
+// (moe_kernel_twins.h), against the CPU backend: bit for bit in fp32, both routers (softmax_topk,
+// sigmoid_bias), with capacity dropping some choices. 37 tokens (not a warp multiple), 6
+// experts, top 2, 70 channels.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -19,26 +20,31 @@ TensorView i32_view(std::vector<int32_t>& x) { return {x.data(), x.size(), DType
 }  // namespace
 
 TEST_CASE("MoE router forward and backward kernels equal the CPU backend bit for bit") {
-  auto cpu = make_reference();
-  const auto logits = random_vector(kTokens * kExperts, 21, 3.0f);
-  std::vector<float> probs(logits.size()), gates(kTokens * kTopK), ref_probs(probs), ref_gates(gates);
-  std::vector<int32_t> chosen(kTokens * kTopK), ref_chosen(chosen);
-  cpu->moe_router_forward(view(ref_probs), i32_view(ref_chosen), view(ref_gates), view(logits),
-                          kTokens, kExperts, kTopK);
-  twin_moe_router_forward(probs.data(), chosen.data(), gates.data(), logits.data(), kTokens,
-                          kExperts, kTopK);
-  CHECK(chosen == ref_chosen);
-  CHECK(probs == ref_probs);
-  CHECK(gates == ref_gates);
+  for (const whale::plan::MoeRouter router :
+       {whale::plan::MoeRouter::softmax_topk, whale::plan::MoeRouter::sigmoid_bias}) {
+    CAPTURE(whale::plan::to_string(router));
+    auto cpu = make_reference();
+    const auto logits = random_vector(kTokens * kExperts, 21, 3.0f);
+    const auto bias = random_vector(kExperts, 25, 0.5f);  // steers sigmoid_bias's choice
+    std::vector<float> probs(logits.size()), gates(kTokens * kTopK), ref_probs(probs), ref_gates(gates);
+    std::vector<int32_t> chosen(kTokens * kTopK), ref_chosen(chosen);
+    cpu->moe_router_forward(router, view(ref_probs), i32_view(ref_chosen), view(ref_gates),
+                            view(logits), view(bias), kTokens, kExperts, kTopK);
+    twin_moe_router_forward(router, probs.data(), chosen.data(), gates.data(), logits.data(),
+                            bias.data(), kTokens, kExperts, kTopK);
+    CHECK(chosen == ref_chosen);
+    CHECK(probs == ref_probs);
+    CHECK(gates == ref_gates);
 
-  const auto dgates = random_vector(gates.size(), 22), aux = random_vector(kExperts, 23, 0.1f);
-  auto dlogits = random_vector(logits.size(), 24);  // backward adds into it
-  auto ref_dlogits = dlogits;
-  cpu->moe_router_backward(view(ref_dlogits), view(ref_probs), view(ref_chosen), view(ref_gates),
-                           view(dgates), view(aux), kTokens, kExperts, kTopK);
-  twin_moe_router_backward(dlogits.data(), probs.data(), chosen.data(), gates.data(),
-                           dgates.data(), aux.data(), kTokens, kExperts, kTopK);
-  CHECK(dlogits == ref_dlogits);
+    const auto dgates = random_vector(gates.size(), 22), aux = random_vector(kExperts, 23, 0.1f);
+    auto dlogits = random_vector(logits.size(), 24);  // backward adds into it
+    auto ref_dlogits = dlogits;
+    cpu->moe_router_backward(router, view(ref_dlogits), view(ref_probs), view(ref_chosen),
+                             view(ref_gates), view(dgates), view(aux), kTokens, kExperts, kTopK);
+    twin_moe_router_backward(router, dlogits.data(), probs.data(), chosen.data(), gates.data(),
+                             dgates.data(), aux.data(), kTokens, kExperts, kTopK);
+    CHECK(dlogits == ref_dlogits);
+  }
 }
 
 TEST_CASE("MoE dispatch and combine kernels equal the CPU backend bit for bit, dropped slots skipped") {

@@ -207,6 +207,16 @@ TEST_CASE("moe export: Megatron-Core's MoE arguments, and DeepSpeed's limit") {
     CHECK(megatron.find(expected) != std::string::npos);
   }
   CHECK(megatron.find("--moe-layer-freq") == std::string::npos);  // every block has experts
+  CHECK(megatron.find("--moe-router-score-function") == std::string::npos);  // softmax_topk
+  Plan sigmoid = plan;
+  sigmoid.model.moe->router = MoeRouter::sigmoid_bias;
+  sigmoid.model.moe->bias_update_rate = 0.002;
+  const std::string deepseek = export_text(sigmoid, Framework::megatron);
+  for (const char* expected : {"--moe-router-score-function sigmoid\n", "--moe-router-enable-expert-bias\n",
+                               "--moe-router-bias-update-rate 0.002\n"}) {
+    CAPTURE(expected);
+    CHECK(deepseek.find(expected) != std::string::npos);
+  }
   const whale::Error e = expect_error([&] { export_text(plan, Framework::deepspeed); });
   CHECK(std::string(e.what()).find("a mixture-of-experts model") != std::string::npos);
 }

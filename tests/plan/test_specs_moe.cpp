@@ -40,6 +40,7 @@ TEST_CASE("moe: the optional fields take their documented defaults") {
   CHECK(model.moe->capacity_factor == 0);      // dropless
   CHECK(model.moe->router == MoeRouter::softmax_topk);
   CHECK(model.moe->aux_loss_coeff == 0);
+  CHECK(model.moe->bias_update_rate == 0.001);  // DeepSeek-V3's
   CHECK(model.moe->first_dense_layers == 0);
   CHECK(model.moe->layer_interval == 1);
   CHECK(model.moe->load_imbalance == 1.0);
@@ -50,7 +51,8 @@ TEST_CASE("moe: every field survives a save and a load") {
   std::string text = kMoeModel;
   const std::string all =
       "moe: {experts: 16, top_k: 4, shared_experts: 2, expert_ffn_hidden: 96, capacity_factor: 1.25, "
-      "router: sigmoid_bias, aux_loss_coeff: 0.001, first_dense_layers: 1, layer_interval: 2, load_imbalance: 1.5}";
+      "router: sigmoid_bias, aux_loss_coeff: 0.001, bias_update_rate: 0.002, first_dense_layers: 1, layer_interval: 2, "
+      "load_imbalance: 1.5}";
   text.replace(text.find("moe: {experts: 8, top_k: 2}"), 27, all);
   const Model model = load_model(scratch_file("moe/all.yaml", text));
   const std::string saved = scratch_file("moe/saved.yaml", "");
@@ -64,6 +66,7 @@ TEST_CASE("moe: every field survives a save and a load") {
   CHECK(back.moe->capacity_factor == 1.25);
   CHECK(back.moe->router == MoeRouter::sigmoid_bias);
   CHECK(back.moe->aux_loss_coeff == 0.001);
+  CHECK(back.moe->bias_update_rate == 0.002);
   CHECK(back.moe->first_dense_layers == 1);
   CHECK(back.moe->layer_interval == 2);
   CHECK(back.moe->load_imbalance == 1.5);

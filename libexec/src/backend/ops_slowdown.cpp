@@ -88,13 +88,14 @@ class SlowedBackend : public Backend {
                        ConstTensorView d, std::size_t n) override {
     slowed([&] { inner_->swiglu_backward(dg, du, g, u, d, n); });
   }
-  void moe_router_forward(TensorView p, TensorView c, TensorView g, ConstTensorView l, int r,
-                          int e, int k) override {
-    slowed([&] { inner_->moe_router_forward(p, c, g, l, r, e, k); });
+  void moe_router_forward(plan::MoeRouter m, TensorView p, TensorView c, TensorView g,
+                          ConstTensorView l, ConstTensorView b, int r, int e, int k) override {
+    slowed([&] { inner_->moe_router_forward(m, p, c, g, l, b, r, e, k); });
   }
-  void moe_router_backward(TensorView dl, ConstTensorView p, ConstTensorView c, ConstTensorView g,
-                           ConstTensorView dg, ConstTensorView a, int r, int e, int k) override {
-    slowed([&] { inner_->moe_router_backward(dl, p, c, g, dg, a, r, e, k); });
+  void moe_router_backward(plan::MoeRouter m, TensorView dl, ConstTensorView p, ConstTensorView c,
+                           ConstTensorView g, ConstTensorView dg, ConstTensorView a, int r, int e,
+                           int k) override {
+    slowed([&] { inner_->moe_router_backward(m, dl, p, c, g, dg, a, r, e, k); });
   }
   void moe_dispatch_forward(TensorView o, ConstTensorView i, ConstTensorView s, int m,
                             int c) override {

@@ -24,7 +24,7 @@ void AdamW::step(const AdamWConfig& c) {
   std::size_t offset = 0;  // of the current parameter in the concatenation
   for (const ParameterView& p : params_) {
     const std::size_t lo = std::max(begin_, offset), hi = std::min(end_, offset + p.count);
-    if (lo < hi) {
+    if (lo < hi && p.trained) {  // untrained state keeps its value (and zero moments)
       const std::size_t in_param = lo - offset, in_state = lo - begin_;
       segments.push_back({p.value.slice(in_param, hi - lo), p.gradient.slice(in_param, hi - lo),
                           m_.slice(in_state, hi - lo), v_.slice(in_state, hi - lo)});

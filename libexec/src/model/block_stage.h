@@ -79,6 +79,8 @@ class BlockStage : public StageModule {
       moe_context_.ep_rank = options.ep_rank;
       moe_context_.ep_size = options.ep_size;
       moe_context_.ep = options.ep_size > 1 ? options.ep : nullptr;
+      moe_context_.tp_rank = options.tp_rank;
+      moe_context_.tp_size = options.tp_size;
     }
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
@@ -162,10 +164,54 @@ class BlockStage : public StageModule {
 
   std::vector<ParameterView> parameters() override { return views_; }
 
-  void zero_gradients() override { backend_->fill_zero(gradients_, Stream::compute); }
+  void zero_gradients() override {
+    backend_->fill_zero(gradients_, Stream::compute);
+    moe_context_.step_loads.clear();  // a step skipped (fp16 overflow) updates no bias
+  }
 
   void parameters_updated() override {
     if (!compute_values_.empty()) backend_->cast(compute_values_, values_, Stream::compute);
+  }
+
+  /// The untrained parameters are sigmoid_bias routers' expert biases: DeepSeek-V3's
+  /// auxiliary-loss-free balancing (arXiv 2412.19437, section 2.1.2), bias_e += u * sign(mean
+  /// load - load_e) with the loads of the whole step, summed over the dp group, so that every
+  /// replica (and every plan of the same global batch) takes the same step.
+  void end_step(Communicator* dp) override {
+    std::vector<const ParameterView*> biases;
+    for (const ParameterView& v : views_)
+      if (!v.trained) biases.push_back(&v);
+    if (biases.empty()) return;
+    const std::size_t E = static_cast<std::size_t>(dims_.moe->experts);
+    std::vector<float> loads(biases.size() * E, 0.0f);  // token counts: exact below 2^24
+    for (std::size_t i = 0; i < biases.size(); ++i) {
+      const auto it = moe_context_.step_loads.find(biases[i]->value.data);
+      if (it != moe_context_.step_loads.end())
+        std::copy(it->second.begin(), it->second.end(), loads.begin() + i * E);
+    }
+    moe_context_.step_loads.clear();
+    if (dp != nullptr) {  // summed in backend memory (device buffers for NCCL)
+      reuse_or_allocate(host_staging_, *backend_, loads.size(), DType::fp32);
+      backend_->upload(host_staging_.slice(0, loads.size()), loads.data(), Stream::compute);
+      backend_->synchronize(Stream::compute);
+      dp->all_reduce_sum(host_staging_.view().as<float>(), loads.size());
+      backend_->download(loads.data(), host_staging_.slice(0, loads.size()), Stream::compute);
+      backend_->synchronize(Stream::compute);
+    }
+    const float rate = static_cast<float>(dims_.moe->bias_update_rate);
+    std::vector<float> bias(E);
+    for (std::size_t i = 0; i < biases.size(); ++i) {
+      const float* load = loads.data() + i * E;
+      double mean = 0;
+      for (std::size_t e = 0; e < E; ++e) mean += load[e];
+      mean /= static_cast<double>(E);
+      backend_->download(bias.data(), biases[i]->value, Stream::compute);
+      backend_->synchronize(Stream::compute);
+      for (std::size_t e = 0; e < E; ++e)
+        bias[e] += rate * static_cast<float>((mean > load[e]) - (mean < load[e]));
+      backend_->upload(biases[i]->value, bias.data(), Stream::compute);
+      backend_->synchronize(Stream::compute);  // `bias` is refilled next
+    }
   }
 
  private:
@@ -306,14 +352,21 @@ class BlockStage : public StageModule {
                   "choose a tp degree that divides the sequence, or turn sequence_parallel off");
   }
 
-  /// whale-run's mixture-of-experts stages: tp 1, and ep dividing the experts.
+  /// whale-run's mixture-of-experts stages: ep dividing the experts; with tp > 1, the experts'
+  /// width divisible by tp and no sequence parallelism.
   void validate_experts(const std::string& file) const {
     const auto& o = options_;
-    if (o.tp_size > 1)
-      throw Error(file, "moe",
-                  "tp 1 in a stage of a mixture-of-experts model for whale-run, got tp " +
-                      std::to_string(o.tp_size),
-                  "give the stage tp: 1 and scale it by dp and ep (whale-sim models expert_tp)");
+    if (o.tp_size > 1 && dims_.moe->expert_ffn_hidden % o.tp_size != 0)
+      throw Error(file, "moe.expert_ffn_hidden",
+                  "an expert width divisible by the tensor-parallel degree " +
+                      std::to_string(o.tp_size) + ", got " +
+                      std::to_string(dims_.moe->expert_ffn_hidden),
+                  "choose a tp that divides expert_ffn_hidden");
+    if (o.tp_size > 1 && o.sequence_parallel)
+      throw Error(file, "sequence_parallel",
+                  "no sequence parallelism in a stage of a mixture-of-experts model with tp " +
+                      std::to_string(o.tp_size) + " for whale-run",
+                  "set sequence_parallel false, or tp 1");
     if (o.ep_size < 1 || o.ep_rank < 0 || o.ep_rank >= o.ep_size ||
         dims_.moe->experts % o.ep_size != 0)
       throw Error(file, "ep",
@@ -366,7 +419,7 @@ class BlockStage : public StageModule {
       backend_->synchronize(Stream::compute);  // `shard` is refilled next
       views_.push_back({spec.name, values_.slice(offset, shard.size()),
                         gradients_.slice(offset, shard.size()), shard.size(),
-                        layout.replicated(), layer, spec.expert >= 0});
+                        layout.replicated(), layer, spec.expert >= 0, spec.trained});
       offset += shard.size();
     }
     parameters_updated();
@@ -377,9 +430,10 @@ class BlockStage : public StageModule {
     });
   }
 
-  /// The compute-dtype value of a parameter (its master under fp32) and its gradient.
+  /// The compute-dtype value of a parameter (its master under fp32, and for untrained state)
+  /// and its gradient.
   Param param(const ParameterView& v) const {
-    if (compute_values_.empty()) return {v.value, v.gradient};
+    if (compute_values_.empty() || !v.trained) return {v.value, v.gradient};
     const std::size_t offset =
         (static_cast<const char*>(v.value.data) - static_cast<const char*>(values_.view().data)) /
         sizeof(float);

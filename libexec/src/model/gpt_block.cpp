@@ -60,7 +60,7 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
   reuse_or_allocate(a.ln2_rstd, be_, Nh, DType::fp32);
   be_.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid,
                         p_.ln2_w.value, p_.ln2_b.value, Nh, C);
-  if (moe_) {  // tp 1: no region borders
+  if (moe_) {  // whole rows (no sequence parallelism); the layer sums over the tp group
     moe_->forward(N, a.ln2, x_out, a.moe);
     be_.add_forward(x_out, x_out, a.x_mid, NhC);
     return;
@@ -97,7 +97,7 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
   if (!moe_) held_row_gradients.push_back(p_.fc2_b.grad);
   region.begin_held_row_gradients(held_row_gradients);
 
-  if (moe_) {  // x_out = x_mid + moe(ln2(x_mid)); tp 1
+  if (moe_) {  // x_out = x_mid + moe(ln2(x_mid)); the layer sums over the tp group
     moe_->backward(N, a.ln2, dx_out, g.dln2, a.moe);
   } else {
     mlp_backward(batch, dx_out, a);

@@ -46,6 +46,7 @@ struct ParameterSpec {
   double stddev = 0.0;  // for Init::normal
   std::vector<std::size_t> parts;  // for Split::part_rows: row extents, summing to rows
   int expert = -1;  // a routed expert's parameter: that expert's index; -1 for every other
+  bool trained = true;  // false: state the optimizer leaves alone (sigmoid_bias's router bias)
 };
 
 /// The parameters of model layer `layer` (0 = embedding, 1..L = blocks, L+1 = head), in

@@ -45,8 +45,10 @@ struct GptFamily {
     if (d.moe && d.moe->is_moe_block(layer - 1)) {
       constexpr std::size_t first = 8;  // the MoE part follows ln2
       BlockParams b{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], {}, {}, {}, {}, {}};
+      const bool bias = d.moe->router == plan::MoeRouter::sigmoid_bias;
       b.moe = moe_params(p, first, kExpertKind, d.moe->shared_experts,
-                         routed_held(p.size() - first, d.moe->shared_experts, kExpertKind));
+                         routed_held(p.size() - first, d.moe->shared_experts, kExpertKind, bias),
+                         bias);
       return b;
     }
     return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], {}};

@@ -63,7 +63,7 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
   reuse_or_allocate(a.norm2, be_, NhC, act_);
   reuse_or_allocate(a.rstd2, be_, Nh, DType::fp32);
   be_.rmsnorm_forward(a.norm2, a.rstd2, a.x_mid, p_.mlp_norm.value, Nh, C);
-  if (moe_) {  // tp 1: no region borders
+  if (moe_) {  // whole rows (no sequence parallelism); the layer sums over the tp group
     moe_->forward(N, a.norm2, x_out, a.moe);
     be_.add_forward(x_out, x_out, a.x_mid, NhC);
     return;
@@ -96,7 +96,7 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
   const std::vector<TensorView> held_row_gradients = {p_.attn_norm.grad, p_.mlp_norm.grad};
   region.begin_held_row_gradients(held_row_gradients);
 
-  if (moe_) {  // x_out = x_mid + moe(norm2); tp 1
+  if (moe_) {  // x_out = x_mid + moe(norm2); the layer sums over the tp group
     moe_->backward(N, a.norm2, dx_out, g.dnorm2, a.moe);
   } else {
     // MLP: x_out = x_mid + down(silu(gate(norm2)) * up(norm2)).

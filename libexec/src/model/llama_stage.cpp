@@ -48,8 +48,10 @@ struct LlamaFamily {
       const std::size_t first = d.qkv_bias ? 5 : 4;  // the MoE part follows mlp_norm
       BlockParams b{p[0], p[1], d.qkv_bias ? p[2] : Param{}, p[first - 2], p[first - 1],
                     Param{}, Param{}, Param{}, {}};
+      const bool bias = d.moe->router == plan::MoeRouter::sigmoid_bias;
       b.moe = moe_params(p, first, kExpertKind, d.moe->shared_experts,
-                         routed_held(p.size() - first, d.moe->shared_experts, kExpertKind));
+                         routed_held(p.size() - first, d.moe->shared_experts, kExpertKind, bias),
+                         bias);
       return b;
     }
     if (d.qkv_bias) return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], {}};

@@ -13,14 +13,16 @@
 namespace whale::exec {
 
 MoeParams moe_params(const std::vector<Param>& p, std::size_t first, ExpertKind kind, int shared,
-                     int routed) {
+                     int routed, bool router_bias) {
   const std::size_t per = static_cast<std::size_t>(expert_parameter_count(kind));
-  WHALE_CHECK(p.size() == first + 1 + per * (shared + routed),
+  const std::size_t router = router_bias ? 2 : 1;
+  WHALE_CHECK(p.size() == first + router + per * (shared + routed),
               "moe_params: " + std::to_string(p.size() - first) + " MoE parameters for " +
                   std::to_string(shared) + " shared and " + std::to_string(routed) + " routed experts");
   MoeParams m;
   m.router = p[first];
-  std::size_t i = first + 1;
+  if (router_bias) m.router_bias = p[first + 1];
+  std::size_t i = first + router;
   auto expert = [&] {
     ExpertParams e;
     if (kind == ExpertKind::gelu) {
@@ -36,15 +38,15 @@ MoeParams moe_params(const std::vector<Param>& p, std::size_t first, ExpertKind 
   return m;
 }
 
-int routed_held(std::size_t moe_count, int shared, ExpertKind kind) {
+int routed_held(std::size_t moe_count, int shared, ExpertKind kind, bool router_bias) {
   const int per = expert_parameter_count(kind);
-  return (static_cast<int>(moe_count) - 1 - per * shared) / per;
+  return (static_cast<int>(moe_count) - (router_bias ? 2 : 1) - per * shared) / per;
 }
 
 MoeLayer::MoeLayer(int channels, const MoeParams& params, Backend& backend,
                    const MoeContext& context, MoeScratch& scratch, TensorParallelOps& ops)
     : channels_(channels),
-      ffn_(context.spec.expert_ffn_hidden),
+      ffn_(context.spec.expert_ffn_hidden / context.tp_size),
       p_(params),
       be_(backend),
       context_(&context),
@@ -61,7 +63,8 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
   reuse_or_allocate(a.chosen, be_, N * K, DType::i32);
   reuse_or_allocate(a.gates, be_, N * K, DType::fp32);
   be_.linear_forward(a.logits, x, p_.router.value, ConstTensorView{}, rows, C, E);
-  be_.moe_router_forward(a.probs, a.chosen, a.gates, a.logits, rows, E, K);
+  be_.moe_router_forward(ctx.spec.router, a.probs, a.chosen, a.gates, a.logits,
+                         p_.router_bias.value, rows, E, K);
   std::vector<int32_t> chosen(N * K);
   be_.download(chosen.data(), a.chosen, Stream::compute);
   be_.synchronize(Stream::compute);
@@ -149,6 +152,9 @@ void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivatio
     be_.add_forward(out, out, g.shared_out, N * C);
   }
   if (M > 0) be_.moe_combine_forward(out, routed_out, a.gates, a.slot_rows, rows, K, C);
+  // Expert tp: every expert output so far is this rank's partial sum (the row-parallel fc2 or
+  // down; fc2.bias added by tp rank 0 alone), and the combine is linear: one all-reduce.
+  if (ctx.tp_size > 1) ops_.region().leave(out.slice(0, N * C), out.slice(0, N * C));
 }
 
 void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, TensorView dx,
@@ -200,6 +206,10 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
     expert_backward(p_.shared[s], x, rows, a.shared[s], 0, dout, g.dshared);
     be_.add_forward(dx, dx, g.dshared, N * C);
   }
+  if (ctx.tp_size > 1) {  // expert tp: the column-parallel inputs' and the gates' partial sums
+    ops_.region().leave(dx.slice(0, N * C), dx.slice(0, N * C));
+    ops_.region().leave(g.dgates.slice(0, N * K), g.dgates.slice(0, N * K));
+  }
   // The auxiliary loss, counted as coeff * E * sum_e f_e P_e per token of the micro-batch
   // (its summed-loss share, like the cross-entropy's): d / d probs[n, e] = coeff * E * f_e.
   std::vector<float> aux(E, 0.0f);
@@ -210,8 +220,15 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   be_.upload(g.aux_dprobs, aux.data(), Stream::compute);
   reuse_or_allocate(g.dlogits, be_, N * E, act_);
   be_.fill_zero(g.dlogits, Stream::compute);
-  be_.moe_router_backward(g.dlogits, a.probs, a.chosen, a.gates, g.dgates, g.aux_dprobs, rows, E,
-                          K);
+  be_.moe_router_backward(ctx.spec.router, g.dlogits, a.probs, a.chosen, a.gates, g.dgates,
+                          g.aux_dprobs, rows, E, K);
+  // sigmoid_bias: the step's loads, counted here (once per micro-batch) rather than in the
+  // forward, which a recomputation repeats.
+  if (ctx.spec.router == plan::MoeRouter::sigmoid_bias) {
+    std::vector<double>& loads = ctx.step_loads[p_.router_bias.value.data];
+    loads.resize(E, 0.0);
+    for (int e = 0; e < E; ++e) loads[e] += a.routing.expert_choices[e];
+  }
   ops_.linear_gradients(dx, p_.router, TensorView{}, g.dlogits, x, rows, C, E, true);
   be_.synchronize(Stream::compute);  // `aux` (host) was uploaded from
 }
@@ -230,7 +247,8 @@ void MoeLayer::expert_forward(const ExpertParams& p, ConstTensorView x, int rows
     be_.linear_forward(h3, xs, p.w3.value, ConstTensorView{}, rows, C, F);
     be_.swiglu_forward(act, h1, h3, RF);
   }
-  be_.linear_forward(y.slice(at * C, RC), act, p.w2.value, p.b2.value, rows, F, C);
+  const ConstTensorView bias = context_->tp_rank == 0 ? p.b2.value : ConstTensorView{};
+  be_.linear_forward(y.slice(at * C, RC), act, p.w2.value, bias, rows, F, C);
 }
 
 void MoeLayer::expert_backward(const ExpertParams& p, ConstTensorView x, int rows,

@@ -2,11 +2,13 @@
 // Private: the feed-forward part of a mixture-of-experts block (Mixtral, Switch Transformer):
 // a router, each token's top_k routed experts (capacity dropping as moe_routing.h), shared
 // experts every token passes through, the Switch Transformer's auxiliary loss, and expert
-// parallelism (tokens exchanged with the expert-parallel group's members, moe_exchange.h).
+// parallelism (tokens exchanged with the expert-parallel group's members, moe_exchange.h), and
+// expert tensor parallelism over the block's tensor group (MoeContext::tp_size).
 // Replaces the MLP of GPT and Llama blocks: input the normed residual stream (N, C), output
 // sum_j gate_j * expert_j(x) + sum_s shared_s(x) (N, C), the residual added by the block.
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "model/moe_parameters.h"
@@ -26,17 +28,18 @@ struct ExpertParams {
 
 struct MoeParams {
   Param router;                      // (E, C)
+  Param router_bias;                 // (E) fp32, sigmoid_bias only: steers the choice, untrained
   std::vector<ExpertParams> shared;  // every shared expert
   std::vector<ExpertParams> routed;  // this member's routed experts, first_expert onwards
 };
 
 /// Reads MoeParams from a block's parameters in moe_parameters order, starting at `p[first]`,
-/// holding `routed` routed experts.
+/// holding `routed` routed experts; `router_bias`: the router's bias follows it (sigmoid_bias).
 MoeParams moe_params(const std::vector<Param>& p, std::size_t first, ExpertKind kind,
-                     int shared, int routed);
+                     int shared, int routed, bool router_bias = false);
 /// The routed experts whose parameters a block holds, given its `moe_count` MoE parameters
-/// (the router, the shared experts and the held routed experts).
-int routed_held(std::size_t moe_count, int shared, ExpertKind kind);
+/// (the router, its bias when `router_bias`, the shared experts and the held routed experts).
+int routed_held(std::size_t moe_count, int shared, ExpertKind kind, bool router_bias = false);
 
 /// How the block's stage holds the experts and what backward scales the auxiliary loss by.
 /// One per stage, shared by its blocks; the stage sets loss_scale before each backward.
@@ -45,7 +48,15 @@ struct MoeContext {
   ExpertKind kind = ExpertKind::gelu;
   int ep_rank = 0, ep_size = 1;
   Communicator* ep = nullptr;  // null when ep_size is 1
+  /// Expert tensor parallelism (expert_tp = tp): each expert's FFN is this tp rank's 1 /
+  /// tp_size of expert_ffn_hidden; every tp rank routes the same tokens alike, and the layer
+  /// sums its partial outputs (and input gradients) over the block's tensor group.
+  int tp_rank = 0, tp_size = 1;
   double loss_scale = 1.0;     // the backward's (StageModule::backward)
+  /// sigmoid_bias: the tokens each expert was chosen by (capacity drops included) in this step's
+  /// backwards so far, per MoE layer, keyed by the data of its router bias (an fp32 master
+  /// parameter); the stage sums them over dp and updates the biases after the optimizer step.
+  mutable std::map<const void*, std::vector<double>> step_loads;
   /// Seconds the layers spent in the expert group's exchanges so far (counts included), so
   /// that layer timing leaves them out as it does the tensor group's collectives.
   mutable double exchange_s = 0;

@@ -16,11 +16,6 @@ void validate_moe(const plan::Model& model) {
   const std::string& file = model.source_file;
   if (const auto problem = plan::find_moe_problem(*model.moe, model.num_layers))
     throw Error(file, "moe." + problem->field, problem->expected, problem->hint);
-  if (model.moe->router != plan::MoeRouter::softmax_topk)
-    throw Error(file, "moe.router",
-                "a router whale-run trains (softmax_topk), got '" +
-                    std::string(plan::to_string(model.moe->router)) + "'",
-                "simulate sigmoid_bias routing with whale-sim, or train with router: softmax_topk");
 }
 
 int expert_parameter_count(ExpertKind kind) { return kind == ExpertKind::gelu ? 4 : 3; }
@@ -32,17 +27,22 @@ std::vector<ParameterSpec> moe_parameters(const std::string& prefix, const plan:
   std::vector<ParameterSpec> specs;
   specs.push_back({prefix + "moe.router.weight", static_cast<std::size_t>(moe.experts), C,
                    Split::none, Init::normal, stddev, {}});
+  if (moe.router == plan::MoeRouter::sigmoid_bias) {
+    specs.push_back({prefix + "moe.router.expert_bias", static_cast<std::size_t>(moe.experts), 1,
+                     Split::none, Init::zeros, 0.0, {}});
+    specs.back().trained = false;
+  }
   auto mlp = [&](const std::string& p, int expert) {
     std::vector<ParameterSpec> m;
     if (kind == ExpertKind::gelu) {
-      m.push_back({p + "fc1.weight", F, C, Split::none, Init::normal, stddev, {}});
-      m.push_back({p + "fc1.bias", F, 1, Split::none, Init::zeros, 0.0, {}});
-      m.push_back({p + "fc2.weight", C, F, Split::none, Init::normal, residual_stddev, {}});
+      m.push_back({p + "fc1.weight", F, C, Split::rows, Init::normal, stddev, {}});
+      m.push_back({p + "fc1.bias", F, 1, Split::rows, Init::zeros, 0.0, {}});
+      m.push_back({p + "fc2.weight", C, F, Split::cols, Init::normal, residual_stddev, {}});
       m.push_back({p + "fc2.bias", C, 1, Split::none, Init::zeros, 0.0, {}});
     } else {
-      m.push_back({p + "gate.weight", F, C, Split::none, Init::normal, stddev, {}});
-      m.push_back({p + "up.weight", F, C, Split::none, Init::normal, stddev, {}});
-      m.push_back({p + "down.weight", C, F, Split::none, Init::normal, residual_stddev, {}});
+      m.push_back({p + "gate.weight", F, C, Split::rows, Init::normal, stddev, {}});
+      m.push_back({p + "up.weight", F, C, Split::rows, Init::normal, stddev, {}});
+      m.push_back({p + "down.weight", C, F, Split::cols, Init::normal, residual_stddev, {}});
     }
     for (ParameterSpec& s : m) {
       s.expert = expert;

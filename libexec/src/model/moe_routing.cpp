@@ -24,11 +24,13 @@ MoeRoutingPlan make_moe_routing(const std::vector<int32_t>& chosen, int rows, in
   // Per expert, its choices in token then slot order; those past the capacity are dropped.
   std::vector<std::vector<int>> taken(experts);
   plan.load_fraction.assign(experts, 0.0);
+  plan.expert_choices.assign(experts, 0);
   for (int slot = 0; slot < choices; ++slot) {
     const int e = chosen[slot];
     WHALE_CHECK(e >= 0 && e < experts, "make_moe_routing: expert " + std::to_string(e) +
                                            " outside 0.." + std::to_string(experts - 1));
     plan.load_fraction[e] += 1.0 / choices;
+    ++plan.expert_choices[e];
     if (static_cast<int>(taken[e].size()) < plan.capacity) taken[e].push_back(slot);
   }
   plan.slot_rows.assign(choices, -1);

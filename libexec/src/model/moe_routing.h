@@ -21,6 +21,8 @@ struct MoeRoutingPlan {
   /// (experts): the fraction of all rows * top_k choices that chose each expert, dropped ones
   /// included (the Switch Transformer's f_e).
   std::vector<double> load_fraction;
+  /// (experts): the choices of each expert, dropped ones included (sigmoid_bias's load).
+  std::vector<int> expert_choices;
   int routed_rows() const { return static_cast<int>(source_rows.size()); }
 };
 

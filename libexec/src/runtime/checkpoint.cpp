@@ -60,7 +60,8 @@ uint64_t plan_fingerprint(const plan::Plan& plan) {
     text += " moe" + std::to_string(m.moe->experts) + "k" + std::to_string(m.moe->top_k) + "s" +
             std::to_string(m.moe->shared_experts) + "f" + std::to_string(m.moe->expert_ffn_hidden) +
             "c" + std::to_string(m.moe->capacity_factor) + "d" +
-            std::to_string(m.moe->first_dense_layers) + "i" + std::to_string(m.moe->layer_interval);
+            std::to_string(m.moe->first_dense_layers) + "i" + std::to_string(m.moe->layer_interval) +
+            (m.moe->router == plan::MoeRouter::sigmoid_bias ? " sigmoid_bias" : "");
   for (const plan::Stage& s : plan.stages) {
     if (s.ep > 1) text += " ep" + std::to_string(s.ep);
     text += " [" + std::to_string(s.first_layer) + "," + std::to_string(s.end_layer) + ") d" +

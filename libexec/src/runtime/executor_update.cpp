@@ -54,6 +54,7 @@ void Executor::Impl::update_parameters(int s) {
     optimizer.share_parameters();
     record("dp", "allgather weights s" + std::to_string(s), s, -1, gather_start);
   }
+  stage(s).module->end_step(stage(s).dp);
   stage(s).module->parameters_updated();
 }
 

@@ -23,15 +23,17 @@ void validate_expert_layout(const plan::Plan& plan) {
                     "give the model a moe: section, or drop ep");
       continue;
     }
-    if (s.tp > 1)
-      throw Error(file, at + "tp",
-                  "tp 1 in a stage of a mixture-of-experts model for whale-run, got " +
-                      std::to_string(s.tp),
-                  "scale the stage by dp and ep; whale-sim models tp and expert_tp with experts");
     if (s.expert_tp != 0 && s.expert_tp != s.tp)
       throw Error(file, at + "expert_tp",
                   "the stage's tp (" + std::to_string(s.tp) + ") for whale-run, got " +
-                      std::to_string(s.expert_tp));
+                      std::to_string(s.expert_tp),
+                  "leave expert_tp out (whale-run splits the experts like attention); whale-sim "
+                  "models the folded layouts");
+    if (s.tp > 1 && s.sequence_parallel)
+      throw Error(file, at + "sequence_parallel",
+                  "no sequence parallelism with tp " + std::to_string(s.tp) +
+                      " in a stage of a mixture-of-experts model for whale-run",
+                  "set sequence_parallel false");
     if (s.dp() % s.ep != 0 || moe->experts % s.ep != 0)
       throw Error(file, at + "ep",
                   "an ep dividing the stage's dp " + std::to_string(s.dp()) + " and the " +

@@ -209,10 +209,11 @@ class CpuBackend : public Backend {
                       std::size_t count) override;
   void swiglu_backward(TensorView dgate, TensorView dup, ConstTensorView gate,
                        ConstTensorView up, ConstTensorView dout, std::size_t count) override;
-  void moe_router_forward(TensorView probs, TensorView chosen, TensorView gates,
-                          ConstTensorView logits, int rows, int experts, int top_k) override;
-  void moe_router_backward(TensorView dlogits, ConstTensorView probs, ConstTensorView chosen,
-                           ConstTensorView gates, ConstTensorView dgates,
+  void moe_router_forward(plan::MoeRouter router, TensorView probs, TensorView chosen,
+                          TensorView gates, ConstTensorView logits, ConstTensorView bias,
+                          int rows, int experts, int top_k) override;
+  void moe_router_backward(plan::MoeRouter router, TensorView dlogits, ConstTensorView probs,
+                           ConstTensorView chosen, ConstTensorView gates, ConstTensorView dgates,
                            ConstTensorView aux_dprobs, int rows, int experts,
                            int top_k) override;
   void moe_dispatch_forward(TensorView out, ConstTensorView inp, ConstTensorView source_rows,

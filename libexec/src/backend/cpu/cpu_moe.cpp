@@ -35,26 +35,30 @@ float* fp32_view(TensorView view, const char* what) {
 
 }  // namespace
 
-void CpuBackend::moe_router_forward(TensorView probs, TensorView chosen, TensorView gates,
-                                    ConstTensorView logits, int rows, int experts, int top_k) {
+void CpuBackend::moe_router_forward(plan::MoeRouter router, TensorView probs, TensorView chosen,
+                                    TensorView gates, ConstTensorView logits,
+                                    ConstTensorView bias, int rows, int experts, int top_k) {
   Fp32Operands f;
   const float* l = f.in(logits);
   float* p = fp32_view(probs, "router probs");
   int32_t* c = i32_view(chosen, "router choices");
   float* g = fp32_view(gates, "router gates");
+  const bool sigmoid = router == plan::MoeRouter::sigmoid_bias;
+  const float* b = sigmoid ? fp32_view(bias, "router bias") : nullptr;
   for (int n = 0; n < rows; ++n) {
     const float* row = l + static_cast<std::size_t>(n) * experts;
-    kmath::moe_router_row([row](int e) { return row[e]; }, experts, top_k,
-                          p + static_cast<std::size_t>(n) * experts,
-                          c + static_cast<std::size_t>(n) * top_k,
-                          g + static_cast<std::size_t>(n) * top_k);
+    float* pn = p + static_cast<std::size_t>(n) * experts;
+    int32_t* cn = c + static_cast<std::size_t>(n) * top_k;
+    float* gn = g + static_cast<std::size_t>(n) * top_k;
+    kmath::moe_route_row(sigmoid, [row](int e) { return row[e]; }, b, experts, top_k, pn, cn, gn);
   }
 }
 
-void CpuBackend::moe_router_backward(TensorView dlogits, ConstTensorView probs,
-                                     ConstTensorView chosen, ConstTensorView gates,
-                                     ConstTensorView dgates, ConstTensorView aux_dprobs, int rows,
-                                     int experts, int top_k) {
+void CpuBackend::moe_router_backward(plan::MoeRouter router, TensorView dlogits,
+                                     ConstTensorView probs, ConstTensorView chosen,
+                                     ConstTensorView gates, ConstTensorView dgates,
+                                     ConstTensorView aux_dprobs, int rows, int experts,
+                                     int top_k) {
   Fp32Operands f;
   float* dl = f.out(dlogits, true);
   const float* p = fp32_view(probs, "router probs");
@@ -65,9 +69,10 @@ void CpuBackend::moe_router_backward(TensorView dlogits, ConstTensorView probs,
   for (int n = 0; n < rows; ++n) {
     float* row = dl + static_cast<std::size_t>(n) * experts;
     const std::size_t k = static_cast<std::size_t>(n) * top_k;
-    kmath::moe_router_backward_row(p + static_cast<std::size_t>(n) * experts, c + k, g + k,
-                                   dg + k, aux, experts, top_k,
-                                   [row](int e, float value) { row[e] += value; });
+    const float* pn = p + static_cast<std::size_t>(n) * experts;
+    kmath::moe_route_backward_row(router == plan::MoeRouter::sigmoid_bias, pn, c + k, g + k,
+                                  dg + k, aux, experts, top_k,
+                                  [row](int e, float value) { row[e] += value; });
   }
 }
 

@@ -519,28 +519,33 @@ bool CudaBackend::has_non_finite(ConstTensorView data_view) {
 }
 
 // Mixture of experts: the routing plan (slot rows, source rows) is i32 data made on the host.
-void CudaBackend::moe_router_forward(TensorView probs, TensorView chosen, TensorView gates,
-                                     ConstTensorView logits, int rows, int experts, int top_k) {
+void CudaBackend::moe_router_forward(plan::MoeRouter router, TensorView probs, TensorView chosen,
+                                     TensorView gates, ConstTensorView logits,
+                                     ConstTensorView bias, int rows, int experts, int top_k) {
   expect_dtype(probs, DType::fp32, "router probs");
   expect_dtype(chosen, DType::i32, "router choices");
   expect_dtype(gates, DType::fp32, "router gates");
+  const bool sigmoid = router == plan::MoeRouter::sigmoid_bias;
+  if (sigmoid) expect_dtype(bias, DType::fp32, "router bias");
   by_dtype(logits.dtype, "moe_router_forward", [&](auto t) {
     using T = decltype(t);
-    cuda::moe_router_forward(compute(), data<float>(probs), data<int32_t>(chosen),
-                             data<float>(gates), data<T>(logits), rows, experts, top_k);
+    cuda::moe_router_forward(compute(), router, data<float>(probs), data<int32_t>(chosen),
+                             data<float>(gates), data<T>(logits),
+                             sigmoid ? data<float>(bias) : nullptr, rows, experts, top_k);
   });
 }
 
-void CudaBackend::moe_router_backward(TensorView dlogits, ConstTensorView probs,
-                                      ConstTensorView chosen, ConstTensorView gates,
-                                      ConstTensorView dgates, ConstTensorView aux_dprobs,
-                                      int rows, int experts, int top_k) {
+void CudaBackend::moe_router_backward(plan::MoeRouter router, TensorView dlogits,
+                                      ConstTensorView probs, ConstTensorView chosen,
+                                      ConstTensorView gates, ConstTensorView dgates,
+                                      ConstTensorView aux_dprobs, int rows, int experts,
+                                      int top_k) {
   expect_dtype(chosen, DType::i32, "router choices");
   for (ConstTensorView v : {probs, gates, dgates, aux_dprobs})
     expect_dtype(v, DType::fp32, "moe_router_backward");
   by_dtype(dlogits.dtype, "moe_router_backward", [&](auto t) {
     using T = decltype(t);
-    cuda::moe_router_backward(compute(), data<T>(dlogits), data<float>(probs),
+    cuda::moe_router_backward(compute(), router, data<T>(dlogits), data<float>(probs),
                               data<int32_t>(chosen), data<float>(gates), data<float>(dgates),
                               data<float>(aux_dprobs), rows, experts, top_k);
   });

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "backend/kernel_math/adamw_math.h"
+#include "whale/plan/moe.h"
 
 namespace whale::exec::cuda {
 
@@ -133,15 +134,18 @@ void adamw_multi_tensor(cudaStream_t stream, const AdamwTensor<T>* tensors, cons
                         int chunk_count, const kmath::AdamwScalars& scalars);
 
 // ---- mixture of experts (cuda_moe_kernels.cu; per-row arithmetic of kernel_math/moe_math.h) --
-/// One thread per row: probs (N, E), chosen (N, K), gates (N, K) of logits (N, E).
+/// One thread per row: probs (N, E), chosen (N, K), gates (N, K) of logits (N, E); `bias` (E)
+/// is read by sigmoid_bias only.
 template <class T>
-void moe_router_forward(cudaStream_t stream, float* probs, int32_t* chosen, float* gates,
-                        const T* logits, int rows, int experts, int top_k);
+void moe_router_forward(cudaStream_t stream, plan::MoeRouter router, float* probs,
+                        int32_t* chosen, float* gates, const T* logits, const float* bias,
+                        int rows, int experts, int top_k);
 /// One thread per row: dlogits (N, E) += the router's gradient.
 template <class T>
-void moe_router_backward(cudaStream_t stream, T* dlogits, const float* probs,
-                         const int32_t* chosen, const float* gates, const float* dgates,
-                         const float* aux_dprobs, int rows, int experts, int top_k);
+void moe_router_backward(cudaStream_t stream, plan::MoeRouter router, T* dlogits,
+                         const float* probs, const int32_t* chosen, const float* gates,
+                         const float* dgates, const float* aux_dprobs, int rows, int experts,
+                         int top_k);
 /// One thread per element of out (M, C) = inp rows source_rows.
 template <class T>
 void moe_dispatch_forward(cudaStream_t stream, T* out, const T* inp, const int32_t* source_rows,

@@ -1,6 +1,6 @@
 // File: cuda_moe_kernels.cu
-// Mixture-of-experts CUDA kernels: the softmax_topk router and its backward (one thread per
-// token row), the dispatch gather, and the gated combine and its backward (one thread per
+// Mixture-of-experts CUDA kernels: the softmax_topk and sigmoid_bias routers and their
+// backwards (one thread per token row), the dispatch gather, and the gated combine and its backward (one thread per
 // output element), with the per-row arithmetic of kernel_math/moe_math.h that the CPU backend
 // runs too. Every output is written by one thread in a fixed order: deterministic, no atomics.
 #include "backend/cuda/cuda_check.h"
@@ -12,26 +12,29 @@
 
 namespace whale::exec::cuda {
 template <class T>
-void moe_router_forward(cudaStream_t stream, float* probs, int32_t* chosen, float* gates,
-                        const T* logits, int rows, int experts, int top_k) {
+void moe_router_forward(cudaStream_t stream, plan::MoeRouter router, float* probs,
+                        int32_t* chosen, float* gates, const T* logits, const float* bias,
+                        int rows, int experts, int top_k) {
+  const bool sigmoid = router == plan::MoeRouter::sigmoid_bias;
   launch_elementwise(stream, static_cast<std::size_t>(rows), [=] __device__(std::size_t n) {
     const T* row = logits + n * experts;
-    kmath::moe_router_row([row](int e) { return to_float(row[e]); }, experts, top_k,
-                          probs + n * experts, chosen + n * top_k, gates + n * top_k);
+    kmath::moe_route_row(sigmoid, [row](int e) { return to_float(row[e]); }, bias, experts,
+                         top_k, probs + n * experts, chosen + n * top_k, gates + n * top_k);
   });
 }
 
 template <class T>
-void moe_router_backward(cudaStream_t stream, T* dlogits, const float* probs,
-                         const int32_t* chosen, const float* gates, const float* dgates,
-                         const float* aux_dprobs, int rows, int experts, int top_k) {
+void moe_router_backward(cudaStream_t stream, plan::MoeRouter router, T* dlogits,
+                         const float* probs, const int32_t* chosen, const float* gates,
+                         const float* dgates, const float* aux_dprobs, int rows, int experts,
+                         int top_k) {
+  const bool sigmoid = router == plan::MoeRouter::sigmoid_bias;
   launch_elementwise(stream, static_cast<std::size_t>(rows), [=] __device__(std::size_t n) {
     T* row = dlogits + n * experts;
     const std::size_t k = n * top_k;
-    kmath::moe_router_backward_row(probs + n * experts, chosen + k, gates + k, dgates + k,
-                                   aux_dprobs, experts, top_k, [row](int e, float value) {
-                                     row[e] = from_float<T>(to_float(row[e]) + value);
-                                   });
+    kmath::moe_route_backward_row(
+        sigmoid, probs + n * experts, chosen + k, gates + k, dgates + k, aux_dprobs, experts,
+        top_k, [row](int e, float value) { row[e] = from_float<T>(to_float(row[e]) + value); });
   });
 }
 
@@ -97,11 +100,11 @@ void moe_combine_backward(cudaStream_t stream, T* dexpert_out, float* dgates, co
 }
 
 #define WHALE_INSTANTIATE_MOE(T)                                                                \
-  template void moe_router_forward<T>(cudaStream_t, float*, int32_t*, float*, const T*, int,  \
-                                      int, int);                                              \
-  template void moe_router_backward<T>(cudaStream_t, T*, const float*, const int32_t*,        \
-                                       const float*, const float*, const float*, int, int,    \
-                                       int);                                                  \
+  template void moe_router_forward<T>(cudaStream_t, plan::MoeRouter, float*, int32_t*,       \
+                                      float*, const T*, const float*, int, int, int);         \
+  template void moe_router_backward<T>(cudaStream_t, plan::MoeRouter, T*, const float*,       \
+                                       const int32_t*, const float*, const float*,            \
+                                       const float*, int, int, int);                          \
   template void moe_dispatch_forward<T>(cudaStream_t, T*, const T*, const int32_t*, int, int); \
   template void moe_dispatch_backward<T>(cudaStream_t, T*, const T*, const int32_t*, int, int, \
                                          int);                                                \

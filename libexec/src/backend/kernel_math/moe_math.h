@@ -1,6 +1,7 @@
 // File: moe_math.h
 // The per-row arithmetic of the mixture-of-experts ops (backend.h, "mixture of experts"): the
-// softmax_topk router, its backward, and the gated combination of the experts' outputs. The
+// softmax_topk and sigmoid_bias routers, their backwards, and the gated combination of the
+// experts' outputs. The
 // CPU backend runs these functions row by row; the CUDA kernels run the same functions, one
 // thread per row, so the host tests of the CPU backend check the GPU's arithmetic too.
 #pragma once
@@ -65,6 +66,67 @@ WHALE_HOST_DEVICE void moe_router_backward_row(const float* probs, const int* ch
       if (chosen[j] == e) value += gates[j] * (dgates[j] - gate_dot);
     add(e, value);
   }
+}
+
+/// One router row of sigmoid_bias (DeepSeek-V3): scores (experts) = sigmoid(logit), chosen
+/// (top_k) = moe_top_k of score + bias (the bias steers the choice only), gates (top_k) = the
+/// chosen scores over their sum. fp32; sums in slot order.
+template <class Logit>
+WHALE_HOST_DEVICE void moe_sigmoid_router_row(Logit logit, const float* bias, int experts,
+                                              int top_k, float* scores, int* chosen,
+                                              float* gates) {
+  for (int e = 0; e < experts; ++e) scores[e] = 1.0f / (1.0f + expf(-logit(e)));
+  moe_top_k([scores, bias](int e) { return scores[e] + bias[e]; }, experts, top_k, chosen);
+  float sum = 0.0f;
+  for (int j = 0; j < top_k; ++j) sum += scores[chosen[j]];
+  for (int j = 0; j < top_k; ++j) gates[j] = scores[chosen[j]] / sum;
+}
+
+/// The gradient of one sigmoid_bias router row's logits: through the gates' normalization from
+/// dgates (top_k), and through the normalized scores s_e / sum(s) (the auxiliary loss's P) from
+/// aux_dprobs (experts, the same for every row); both through the sigmoid. The bias has none.
+/// add(e, value) receives expert e's whole gradient once, in expert order.
+template <class Add>
+WHALE_HOST_DEVICE void moe_sigmoid_router_backward_row(const float* scores, const int* chosen,
+                                                       const float* gates, const float* dgates,
+                                                       const float* aux_dprobs, int experts,
+                                                       int top_k, Add add) {
+  float all = 0.0f, aux_dot = 0.0f, chosen_sum = 0.0f, gate_dot = 0.0f;
+  for (int e = 0; e < experts; ++e) all += scores[e];
+  for (int e = 0; e < experts; ++e) aux_dot += scores[e] / all * aux_dprobs[e];
+  for (int j = 0; j < top_k; ++j) {
+    chosen_sum += scores[chosen[j]];
+    gate_dot += gates[j] * dgates[j];
+  }
+  for (int e = 0; e < experts; ++e) {
+    float dscore = (aux_dprobs[e] - aux_dot) / all;
+    for (int j = 0; j < top_k; ++j)
+      if (chosen[j] == e) dscore += (dgates[j] - gate_dot) / chosen_sum;
+    add(e, dscore * scores[e] * (1.0f - scores[e]));
+  }
+}
+
+/// One router row of either router: moe_sigmoid_router_row when `sigmoid` (sigmoid_bias), else
+/// moe_router_row (softmax_topk; `bias` unread).
+template <class Logit>
+WHALE_HOST_DEVICE void moe_route_row(bool sigmoid, Logit logit, const float* bias, int experts,
+                                     int top_k, float* probs, int* chosen, float* gates) {
+  if (sigmoid)
+    moe_sigmoid_router_row(logit, bias, experts, top_k, probs, chosen, gates);
+  else
+    moe_router_row(logit, experts, top_k, probs, chosen, gates);
+}
+
+/// The backward of moe_route_row.
+template <class Add>
+WHALE_HOST_DEVICE void moe_route_backward_row(bool sigmoid, const float* probs, const int* chosen,
+                                              const float* gates, const float* dgates,
+                                              const float* aux_dprobs, int experts, int top_k,
+                                              Add add) {
+  if (sigmoid)
+    moe_sigmoid_router_backward_row(probs, chosen, gates, dgates, aux_dprobs, experts, top_k, add);
+  else
+    moe_router_backward_row(probs, chosen, gates, dgates, aux_dprobs, experts, top_k, add);
 }
 
 /// Channel c of one token's combined expert output: the sum over its top_k slots, in slot

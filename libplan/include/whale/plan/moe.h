@@ -31,6 +31,10 @@ struct MoeSpec {
   double capacity_factor = 0;
   MoeRouter router = MoeRouter::softmax_topk;
   double aux_loss_coeff = 0;   // weight of the load-balancing loss (0: none)
+  /// sigmoid_bias: what each step adds to or takes from an expert's bias, u in DeepSeek-V3's
+  /// auxiliary-loss-free balancing (bias_e += u * sign(mean load - load_e)). 0.001: the
+  /// DeepSeek-V3 technical report (arXiv 2412.19437, section 4.2, "bias update speed").
+  double bias_update_rate = 0.001;
   int first_dense_layers = 0;  // the first blocks keep a dense MLP (DeepSeek-V3: 3)
   int layer_interval = 1;      // after those, every layer_interval-th block is MoE (1: all)
   /// Tokens of the busiest expert over the mean, in a step of training (>= 1): scales the
@@ -52,7 +56,7 @@ struct MoeProblem {
 };
 /// The first rule `spec` breaks for a model of `blocks` transformer blocks, or nothing when it is
 /// valid: experts >= 2, 1 <= top_k <= experts, shared_experts >= 0, expert_ffn_hidden >= 1,
-/// capacity_factor >= 0, aux_loss_coeff >= 0, 0 <= first_dense_layers < blocks,
+/// capacity_factor >= 0, aux_loss_coeff >= 0, bias_update_rate >= 0, 0 <= first_dense_layers < blocks,
 /// layer_interval >= 1, 1 <= load_imbalance <= experts / top_k (the busiest expert cannot take
 /// more than every token). The model YAML and the Hugging Face reader both report it.
 std::optional<MoeProblem> find_moe_problem(const MoeSpec& spec, int blocks);

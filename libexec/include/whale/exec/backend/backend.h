@@ -11,6 +11,7 @@
 #include "whale/exec/backend/dtype.h"
 #include "whale/exec/backend/stream.h"
 #include "whale/exec/backend/tensor.h"
+#include "whale/plan/moe.h"
 
 namespace whale::exec {
 
@@ -224,18 +225,23 @@ class Backend {
   /// routing plan (which routed row serves which slot) is host data uploaded as i32:
   /// source_rows (M) is the token of each routed row; slot_rows (N, K) is the routed row of
   /// each token's j-th choice, or -1 where capacity dropped it.
-  /// softmax_topk router: probs (N, E) fp32 = softmax of logits (N, E) act over all experts;
-  /// chosen (N, K) i32 = the K largest logits' experts, largest first, ties to the lower
-  /// index; gates (N, K) fp32 = the softmax over the chosen logits (kernel_math/moe_math.h).
-  virtual void moe_router_forward(TensorView probs, TensorView chosen, TensorView gates,
-                                  ConstTensorView logits, int rows, int experts, int top_k) = 0;
-  /// dlogits (N, E) act += the gradient through the gates' softmax of dgates (N, K) fp32 plus
-  /// that through the full softmax of aux_dprobs (E) fp32, d loss / d probs[n, e] (the same
-  /// for every row n; the auxiliary loss's).
-  virtual void moe_router_backward(TensorView dlogits, ConstTensorView probs,
-                                   ConstTensorView chosen, ConstTensorView gates,
-                                   ConstTensorView dgates, ConstTensorView aux_dprobs, int rows,
-                                   int experts, int top_k) = 0;
+  /// The router of logits (N, E) act (kernel_math/moe_math.h); chosen (N, K) i32 largest
+  /// first, ties to the lower index.
+  /// softmax_topk: probs (N, E) fp32 = softmax over all experts; chosen = the K largest logits'
+  /// experts; gates (N, K) fp32 = the softmax over the chosen logits; `bias` unused.
+  /// sigmoid_bias: probs = the scores sigmoid(logits); chosen = the K largest score + bias
+  /// (bias (E) fp32); gates = the chosen scores over their sum.
+  virtual void moe_router_forward(plan::MoeRouter router, TensorView probs, TensorView chosen,
+                                  TensorView gates, ConstTensorView logits, ConstTensorView bias,
+                                  int rows, int experts, int top_k) = 0;
+  /// dlogits (N, E) act += the gradient through the gates of dgates (N, K) fp32 plus that
+  /// through the auxiliary loss's probabilities of aux_dprobs (E) fp32, d loss / d P[n, e] (the
+  /// same for every row n): softmax_topk's P = probs, sigmoid_bias's P = scores / their sum.
+  virtual void moe_router_backward(plan::MoeRouter router, TensorView dlogits,
+                                   ConstTensorView probs, ConstTensorView chosen,
+                                   ConstTensorView gates, ConstTensorView dgates,
+                                   ConstTensorView aux_dprobs, int rows, int experts,
+                                   int top_k) = 0;
   /// out (M, C) act = inp (N, C) act's row source_rows[m], for each routed row m (dispatch).
   virtual void moe_dispatch_forward(TensorView out, ConstTensorView inp,
                                     ConstTensorView source_rows, int routed_rows,

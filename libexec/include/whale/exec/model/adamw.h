@@ -1,7 +1,7 @@
 // File: adamw.h
 // AdamW over a flat list of parameters (the concatenation of their elements, in list order),
 // optionally restricted to a slice [begin, end) of it so that a sharded optimizer (ZeRO-1)
-// updates only its part. The state (m, v, step count) is exposed for checkpoints.
+// updates only its part. Parameters not `trained` keep their values. The state (m, v, step count) is exposed for checkpoints.
 #pragma once
 
 #include <cstddef>

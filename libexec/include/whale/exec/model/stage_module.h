@@ -40,6 +40,10 @@ struct ParameterView {
   /// parallel group, its gradient summed over the expert-data-parallel group (the replicas
   /// holding the same experts) instead of the whole data-parallel group.
   bool expert_parallel = false;
+  /// False for state that is no trained weight (a sigmoid_bias router's expert bias): AdamW
+  /// leaves it alone, its gradient stays zero, the stage itself updates it (end_step); it is
+  /// checkpointed and dumped as a parameter. Kept in fp32 whatever the compute dtype.
+  bool trained = true;
 };
 
 class StageModule {
@@ -84,6 +88,11 @@ class StageModule {
   /// Call after every change of the fp32 master values (optimizer step, checkpoint load): casts
   /// them into the compute-dtype copy that forward and backward use (nothing under fp32).
   virtual void parameters_updated() = 0;
+  /// Call once per step after the optimizer step, with the stage's data-parallel group (null
+  /// for one replica): updates the untrained state from the whole step's statistics, the same
+  /// on every replica (sigmoid_bias routers: each expert bias from the tokens routed in the
+  /// step's backwards, summed over `dp`), and starts the next step's statistics.
+  virtual void end_step(Communicator* dp) = 0;
 
   /// Called by backward (or backward_weight) each time it has finished the backward of one
   /// model layer (layers in descending order, each once per backward): that layer's parameter
@@ -125,10 +134,11 @@ struct StageModuleOptions {
   /// residual stream) each tp rank holds 1/tp_size of the rows; needs tp_size dividing the
   /// sequence.
   bool sequence_parallel = false;
-  /// Expert parallelism (a mixture-of-experts model, tp 1): this replica is member ep_rank of
-  /// an expert-parallel group of ep_size consecutive replicas, holds routed experts
+  /// Expert parallelism (a mixture-of-experts model): this replica (of this tp rank) is member
+  /// ep_rank of an expert-parallel group of ep_size consecutive replicas, holds routed experts
   /// [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size) and exchanges tokens over `ep` (null
-  /// when ep_size is 1). `ep` must outlive the module.
+  /// when ep_size is 1). `ep` must outlive the module. With tp_size > 1 the experts are split
+  /// over the tensor group as well (expert_tp = tp; moe_layer.h).
   int ep_rank = 0;
   int ep_size = 1;
   Communicator* ep = nullptr;
