@@ -4,8 +4,13 @@
 // gradients is all-reduced among the devices holding it, and memory is per replica's tp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
+
 #include "sim_fixtures.h"
 #include "whale/plan/framework_precision.h"
+#include "whale/plan/planner.h"
+#include "whale/plan/search_mixed_tp.h"
 #include "whale/sim/simulator.h"
 
 using namespace whale;
@@ -75,4 +80,75 @@ TEST_CASE("a uniform stage of the same devices exchanges one shard per device") 
   CHECK(mixed_form.step_time_s == doctest::Approx(3e-3 + 2 * (2.0 / 3) * 1e9 * bytes / 1e10));
   p.stages[0].replica_tps.clear();
   CHECK(evaluate(p).step_time_s == doctest::Approx(mixed_form.step_time_s));
+}
+
+TEST_CASE("A100s at tp 1 next to V100s at tp 4 beat tp 4 everywhere") {
+  // configs/plans/a100-v100-gpt3-1.3b-mixed-tp.yaml: GPT-3 1.3B on 8 A100-40GB and 8 V100-16GB.
+  // A V100 holds the model only at tp 4 or more; at tp 4 everywhere the A100s pay the tp
+  // all-reduces and quarter-size GEMMs too. At tp 1 they pay neither, so the mixed layout is
+  // faster than the uniform one at any of its shares (the best of them, [11, 11, 5, 5], here).
+  const plan::Plan mixed = plan::load_plan(std::string(WHALE_SOURCE_DIR) + "/configs/plans/a100-v100-gpt3-1.3b-mixed-tp.yaml");
+  plan::Plan uniform = mixed;
+  uniform.stages[0].replica_tps.clear();
+  uniform.stages[0].tp = 4;
+  uniform.stages[0].shares = {11, 11, 5, 5};
+  plan::validate_plan(uniform);
+  const plan::Estimate fast = evaluate(mixed);
+  const plan::Estimate slow = evaluate(uniform);
+  CHECK(fast.fits);
+  CHECK(slow.fits);
+  CHECK(fast.step_time_s < 0.95 * slow.step_time_s);
+  // The search's variants of the uniform plan hold this layout (search_mixed_tp.h).
+  bool found = false;
+  for (const plan::Plan& v : plan::mixed_tp_variants(uniform, 16))
+    found = found || (v.stages[0].replica_tps == mixed.stages[0].replica_tps && v.stages[0].shares == mixed.stages[0].shares);
+  CHECK(found);
+}
+
+namespace {
+
+// The simulator, counting the mixed-tp plans it is asked about.
+struct CountingSimulator : plan::CostModel {
+  Simulator simulator;
+  mutable std::atomic<int> mixed_plans{0};
+  static bool mixed(const plan::Plan& p) {
+    return std::any_of(p.stages.begin(), p.stages.end(), [](const plan::Stage& s) { return s.mixed_tp(); });
+  }
+  plan::Estimate evaluate(const plan::Plan& p, const plan::EvaluateOptions& o) const override {
+    if (mixed(p)) ++mixed_plans;
+    return simulator.evaluate(p, o);
+  }
+  plan::StepBound bound(const plan::Plan& p) const override {
+    if (mixed(p)) ++mixed_plans;
+    return simulator.bound(p);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("whale-plan's search weighs mixed-tp variants of a group that mixes models") {
+  // One A100 node and one V100 node of the shipped cluster, one device group (depth 1): every
+  // group mixes the two models, so the search asks the cost model about the best plan's
+  // mixed-tp variants (a bound, then a simulation unless the bound rules it out) and ranks
+  // those that fit with the rest; whichever is fastest is the best plan.
+  const plan::Cluster cluster = plan::load_cluster(std::string(WHALE_SOURCE_DIR) + "/configs/clusters/a100-v100.yaml");
+  plan::Model model = plan::load_model(std::string(WHALE_SOURCE_DIR) + "/configs/models/gpt3-1.3b.yaml");
+  plan::generate_layers(model, plan::Precision::fp16);
+  model.training.precision = plan::Precision::fp16;
+  plan::PlannerOptions options;
+  options.global_batch = 768;
+  options.top_k = 100;
+  options.compare = false;
+  options.hints.max_pipeline_depth = 1;
+  for (int d = 8; d < 64; ++d)
+    if (d < 16 || d >= 24) options.hints.exclude_devices.push_back(d);
+  const CountingSimulator cost;
+  const plan::PlanResult result = plan::search_plans(cluster, model, cost, options);
+  CHECK(cost.mixed_plans > 0);
+  for (const plan::RankedPlan& r : result.ranked) {
+    if (!CountingSimulator::mixed(r.plan)) continue;
+    CHECK(r.label.find("mixed-tp") != std::string::npos);
+    CHECK(r.estimate.fits);
+    CHECK(r.estimate.step_time_s >= result.best().estimate.step_time_s);
+  }
 }
