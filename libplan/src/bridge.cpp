@@ -52,7 +52,7 @@ int bridge_source_device(const Stage& from, int from_replica, int to_tp_rank) {
                                   std::to_string(from_replica) + ", tp rank " +
                                   std::to_string(to_tp_rank) + ")");
   }
-  return from.devices[static_cast<size_t>(from_replica) * from.tp + to_tp_rank % from.tp];
+  return from.devices[static_cast<size_t>(from.replica_offset(from_replica)) + to_tp_rank % from.replica_tp(from_replica)];
 }
 
 }  // namespace whale::plan

@@ -100,7 +100,10 @@ std::vector<std::string> uniform_limits(const Plan& plan, const ExportLayout& la
   for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
     const Stage& stage = plan.stages[s];
     const std::string name = "stage " + std::to_string(s);
-    if (stage.dp() != layout.dp || stage.tp != layout.tp) {
+    if (stage.mixed_tp()) {
+      limits.push_back(name + " has replicas at tp " + join_numbers(stage.replica_tps) +
+                       ": the frameworks run every data-parallel rank at one tp");
+    } else if (stage.dp() != layout.dp || stage.tp != layout.tp) {
       limits.push_back(name + " has dp " + std::to_string(stage.dp()) + " x tp " + std::to_string(stage.tp) +
                        ", stage 0 dp " + std::to_string(layout.dp) + " x tp " + std::to_string(layout.tp) +
                        ": per-stage degrees must be equal");

@@ -47,8 +47,27 @@ bool parse_recompute(const std::string& text, Recompute* out) {
   return false;
 }
 
+int Stage::replicas() const {
+  if (mixed_tp()) return static_cast<int>(replica_tps.size());
+  return tp > 0 ? static_cast<int>(devices.size()) / tp : 0;
+}
+
+int Stage::replica_offset(int r) const {
+  if (!mixed_tp()) return r * tp;
+  int offset = 0;
+  for (int i = 0; i < r; ++i) offset += replica_tps.at(i);
+  return offset;
+}
+
+Stage Stage::as_replica(int r) const {
+  Stage view = *this;
+  view.tp = replica_tp(r);
+  return view;
+}
+
 std::vector<int> Stage::replica_devices(int r) const {
-  return std::vector<int>(devices.begin() + r * tp, devices.begin() + (r + 1) * tp);
+  const int first = replica_offset(r);
+  return std::vector<int>(devices.begin() + first, devices.begin() + first + replica_tp(r));
 }
 
 std::vector<int> Stage::expert_parallel_group(int d, int t) const {

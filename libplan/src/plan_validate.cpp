@@ -1,6 +1,7 @@
 // File: plan_validate.cpp
 // validate_plan: every rule a plan must meet before it can be simulated or run. Each failure is
 // a whale::Error naming the plan file and the YAML path of the offending field.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -106,22 +107,70 @@ void check_expert_layout(const Plan& plan, int s, const std::string& file) {
   }
 }
 
+// A tp degree `tp` (at YAML path `field`) divides the model's heads and kv_heads.
+void check_tp_divides_heads(const Plan& plan, int tp, const std::string& field, const std::string& file) {
+  const int heads = plan.model.heads;
+  if (heads > 0 && heads % tp != 0) {
+    throw Error(file, field, "tp " + std::to_string(tp) + " does not divide the model's " + std::to_string(heads) + " heads",
+                "use a tp that divides " + std::to_string(heads));
+  }
+  if (plan.model.kv_heads > 0 && plan.model.kv_heads % tp != 0) {
+    throw Error(file, field, "tp " + std::to_string(tp) + " does not divide the model's " + std::to_string(plan.model.kv_heads) + " kv_heads");
+  }
+}
+
+// Mixed tensor parallelism (Stage::replica_tps): the degrees cover the stage's devices, each
+// divides the heads and the largest degree (so that the shards nest), and the strategies that
+// assume one tp for every replica are off.
+void check_replica_tps(const Plan& plan, int s, const std::string& file) {
+  const Stage& stage = plan.stages[s];
+  const std::string field = stage_path(s, "replica_tp");
+  int sum = 0, largest = 0;
+  for (int degree : stage.replica_tps) {
+    if (degree <= 0) throw Error(file, field, "expected positive tp degrees, got " + std::to_string(degree));
+    sum += degree;
+    largest = std::max(largest, degree);
+  }
+  if (sum != static_cast<int>(stage.devices.size())) {
+    throw Error(file, field, "replica_tp sums to " + std::to_string(sum) + ", not the stage's " + std::to_string(stage.devices.size()) + " devices",
+                "give one tp per replica; replica r holds the next replica_tp[r] devices");
+  }
+  for (std::size_t r = 0; r < stage.replica_tps.size(); ++r) {
+    const int degree = stage.replica_tps[r];
+    const std::string entry = field + "[" + std::to_string(r) + "]";
+    check_tp_divides_heads(plan, degree, entry, file);
+    if (largest % degree != 0) {
+      throw Error(file, entry, "tp " + std::to_string(degree) + " does not divide the largest replica tp " + std::to_string(largest),
+                  "the replicas' shards must nest: use powers of two");
+    }
+  }
+  const auto uniform_only = [&](bool set, const std::string& name, const std::string& what) {
+    if (!set) return;
+    throw Error(file, stage_path(s, name), what + " needs one tp for every replica, and this stage has replica_tp",
+                "drop " + name + ", or give the stage a single tp");
+  };
+  uniform_only(stage.sequence_parallel, "sequence_parallel", "sequence parallelism");
+  uniform_only(stage.shard_optimizer, "shard_optimizer", "a sharded optimizer (ZeRO)");
+  uniform_only(stage.shard_gradients, "shard_gradients", "sharded gradients (ZeRO-2)");
+  if (plan.model.moe) {
+    throw Error(file, field, "replica_tp needs a dense model, and model '" + plan.model.name + "' has mixture-of-experts blocks",
+                "give the stage a single tp (expert layouts assume one tp per stage)");
+  }
+}
+
 void check_degrees(const Plan& plan, int s, const std::string& file) {
   const Stage& stage = plan.stages[s];
   const int size = static_cast<int>(stage.devices.size());
   if (stage.tp <= 0) throw Error(file, stage_path(s, "tp"), "expected a positive tp, got " + std::to_string(stage.tp));
   if (size == 0) throw Error(file, stage_path(s, "devices"), "expected at least one device");
-  if (size % stage.tp != 0) {
-    throw Error(file, stage_path(s, "tp"), "tp " + std::to_string(stage.tp) + " does not divide the group size " + std::to_string(size),
-                "a group is dp x tp devices");
-  }
-  const int heads = plan.model.heads;
-  if (heads > 0 && heads % stage.tp != 0) {
-    throw Error(file, stage_path(s, "tp"), "tp " + std::to_string(stage.tp) + " does not divide the model's " + std::to_string(heads) + " heads",
-                "use a tp that divides " + std::to_string(heads));
-  }
-  if (plan.model.kv_heads > 0 && plan.model.kv_heads % stage.tp != 0) {
-    throw Error(file, stage_path(s, "tp"), "tp " + std::to_string(stage.tp) + " does not divide the model's " + std::to_string(plan.model.kv_heads) + " kv_heads");
+  if (stage.mixed_tp()) {
+    check_replica_tps(plan, s, file);
+  } else {
+    if (size % stage.tp != 0) {
+      throw Error(file, stage_path(s, "tp"), "tp " + std::to_string(stage.tp) + " does not divide the group size " + std::to_string(size),
+                  "a group is dp x tp devices");
+    }
+    check_tp_divides_heads(plan, stage.tp, stage_path(s, "tp"), file);
   }
   if (stage.sequence_parallel && stage.tp < 2) {
     throw Error(file, stage_path(s, "sequence_parallel"), "sequence_parallel needs tp > 1, got tp " + std::to_string(stage.tp),
@@ -154,6 +203,11 @@ void check_degrees(const Plan& plan, int s, const std::string& file) {
 // Stages that share a device group (interleaved, wave) run on one layout: the same tp degree
 // and the same shares, so that each device holds one replica of every chunk it runs.
 void check_same_layout(const Stage& first, int first_index, const Stage& stage, int s, const std::string& file) {
+  if (stage.replica_tps != first.replica_tps) {
+    throw Error(file, stage_path(s, stage.mixed_tp() ? "replica_tp" : "tp"),
+                "the replicas' tp degrees differ from those of stage " + std::to_string(first_index) + ", which runs on the same device group",
+                "stages that share a device group need the same tp and shares");
+  }
   if (stage.tp != first.tp) {
     throw Error(file, stage_path(s, "tp"),
                 "tp " + std::to_string(stage.tp) + " differs from tp " + std::to_string(first.tp) + " of stage " + std::to_string(first_index) +

@@ -1,6 +1,7 @@
 // File: plan_yaml.cpp
 // Reads and writes plan files (schema: docs/plan.md). The cluster and the model are referenced
 // by path (relative to the plan's folder) or embedded as mappings.
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -41,7 +42,7 @@ Schedule parse_schedule(const YamlField& field) {
 
 Stage parse_stage(const YamlField& field, int micro_batch_size, int64_t device_count) {
   field.expect_keys({"layers", "devices", "tp", "shares", "recompute", "shard_optimizer",
-                     "shard_gradients", "sequence_parallel", "ep", "expert_tp"});
+                     "shard_gradients", "sequence_parallel", "ep", "expert_tp", "replica_tp"});
   Stage stage;
   const YamlField layers = field.get("layers");
   const std::vector<YamlField> range = layers.elements();
@@ -59,9 +60,20 @@ Stage parse_stage(const YamlField& field, int micro_batch_size, int64_t device_c
   }
   if (stage.devices.empty()) devices.fail("expected at least one device");
   stage.tp = field.positive_integer_or("tp", 1);
+  if (field.has("replica_tp")) {
+    const YamlField replica_tp = field.get("replica_tp");
+    if (field.has("tp")) {
+      replica_tp.fail("give either tp (every replica) or replica_tp (one per replica), not both",
+                      "drop tp: the replicas' degrees are in replica_tp");
+    }
+    for (const YamlField& degree : replica_tp.elements()) stage.replica_tps.push_back(degree.positive_integer());
+    if (stage.replica_tps.empty()) replica_tp.fail("expected one tp degree per replica, got an empty list");
+    // The finest shard: what the stage's gradient buckets count (validate_plan checks the rest).
+    for (int degree : stage.replica_tps) stage.tp = std::max(stage.tp, degree);
+  }
   if (field.has("shares")) {
     for (const YamlField& share : field.get("shares").elements()) stage.shares.push_back(share.positive_integer());
-  } else if (stage.devices.size() % stage.tp == 0) {
+  } else if (stage.mixed_tp() || stage.devices.size() % stage.tp == 0) {
     const int dp = stage.dp();
     if (micro_batch_size % dp != 0) {
       throw Error(field.file(), field.key_path("shares"),
@@ -123,7 +135,13 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
     emit_number(out, stage.end_layer - 1);
     out << YAML::EndSeq;
     emit_text_field(out, "devices", format_device_list(stage.devices));
-    emit_number_field(out, "tp", stage.tp);
+    if (stage.mixed_tp()) {
+      out << YAML::Key << "replica_tp" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (int degree : stage.replica_tps) emit_number(out, degree);
+      out << YAML::EndSeq;
+    } else {
+      emit_number_field(out, "tp", stage.tp);
+    }
     out << YAML::Key << "shares" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (int share : stage.shares) emit_number(out, share);
     out << YAML::EndSeq;

@@ -13,6 +13,7 @@
 
 #include "planner_engine.h"
 #include "whale/plan/error.h"
+#include "whale/plan/search_mixed_tp.h"
 #include "whale/plan/task_pool.h"
 
 namespace whale::plan {
@@ -174,6 +175,24 @@ void keep_within_budget(std::vector<RankedPlan>& plans, double budget_usd_per_ho
               plans.end());
 }
 
+// Mixed tensor parallelism: the variants of the main search's best plan whose mixed-model
+// groups give each device model its own tp (search_mixed_tp.h), simulated unless the cost
+// model's bound already rules them out; those that fit join the ranking, which the cost
+// model's step times decide.
+constexpr std::size_t kMixedTpVariants = 16;
+
+void add_mixed_tp_variants(const CostModel& cost, std::vector<RankedPlan>* ranked) {
+  if (ranked->empty()) return;
+  const RankedPlan best = ranked->front();
+  for (Plan& variant : mixed_tp_variants(best.plan, kMixedTpVariants)) {
+    const StepBound bound = cost.bound(variant);
+    if (!bound.fits || bound.step_time_s >= best.estimate.step_time_s) continue;
+    const Estimate estimate = cost.evaluate(variant, EvaluateOptions{});
+    if (!estimate.fits) continue;
+    ranked->push_back(RankedPlan{std::move(variant), estimate, best.analytic_s, best.label + " mixed-tp"});
+  }
+}
+
 }  // namespace
 
 PlanResult search_plans(const Cluster& cluster, const Model& model, const CostModel& cost,
@@ -333,6 +352,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     all_devices_found = true;
   }
   result.ranked = std::move(eo.ranked);
+  add_mixed_tp_variants(cost, &result.ranked);
   for (RankedPlan& o : others) result.ranked.push_back(std::move(o));
   if (options.budget_usd_per_hour) keep_within_budget(result.ranked, *options.budget_usd_per_hour);
   std::stable_sort(result.ranked.begin(), result.ranked.end(), [&](const RankedPlan& a, const RankedPlan& b) {

@@ -63,7 +63,8 @@ std::string plan_json(const RankedPlan& r) {
     const Stage& s = p.stages[i];
     o << (i ? ", " : "") << "{\"layers\": [" << s.first_layer << ", " << s.end_layer - 1 << "], \"devices\": "
       << json_quote(format_device_list(s.devices)) << ", \"device_models\": " << json_quote(models_of(p, s))
-      << ", \"dp\": " << s.dp() << ", \"tp\": " << s.tp << ", \"shares\": [" << join_ints(s.shares)
+      << ", \"dp\": " << s.dp() << ", \"tp\": " << s.tp
+      << (s.mixed_tp() ? ", \"replica_tp\": [" + join_ints(s.replica_tps) + "]" : "") << ", \"shares\": [" << join_ints(s.shares)
       << "], \"recompute\": " << json_quote(to_string(s.recompute))
       << ", \"shard_optimizer\": " << (s.shard_optimizer ? "true" : "false")
       << ", \"shard_gradients\": " << (s.shard_gradients ? "true" : "false")
@@ -84,7 +85,8 @@ std::string describe_plan(const Plan& plan) {
     const Stage& s = plan.stages[i];
     o << "  stage " << i << ": layers " << s.first_layer << "-" << s.end_layer - 1 << " ("
       << s.end_layer - s.first_layer << ") on devices " << format_device_list(s.devices) << " ("
-      << models_of(plan, s) << "), dp " << s.dp() << " x tp " << s.tp << ", shares [" << join_ints(s.shares)
+      << models_of(plan, s) << "), dp " << s.dp()
+      << (s.mixed_tp() ? " at tp [" + join_ints(s.replica_tps) + "]" : " x tp " + std::to_string(s.tp)) << ", shares [" << join_ints(s.shares)
       << "], recompute " << to_string(s.recompute) << ", optimizer "
       << (s.shard_gradients ? "and gradients sharded" : s.shard_optimizer ? "sharded" : "replicated")
       << (s.sequence_parallel ? ", sequence-parallel" : "")

@@ -15,6 +15,7 @@
 #include "whale/sim/link_calibration.h"
 #include "whale/sim/memory_model.h"
 #include "whale/sim/op_cost.h"
+#include "mixed_tp_exchange.h"
 
 namespace whale::sim {
 namespace {
@@ -70,7 +71,7 @@ Flops mean_forward_flops(const plan::Layer& layer, const plan::Stage& stage, dou
 Seconds expert_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int replica,
                           const plan::Layer& layer, double samples) {
   const int etp = stage.expert_tp_degree();
-  const int index = replica * stage.tp;  // the replica's first device, in the stage's order
+  const int index = stage.replica_offset(replica);  // the replica's first device, in the stage's order
   const int expert_replica = index / (stage.ep * etp);
   const int expert_tp_rank = index % etp;
   const Bytes bytes = plan::all_to_all_bytes_per_device(layer, stage, samples, true);
@@ -83,9 +84,11 @@ Seconds expert_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int 
   return time_s;
 }
 
-/// `buckets`: the stage's gradient buckets, empty when it has no dp reduction.
-ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int replica,
+/// `buckets`: the stage's gradient buckets, empty when it has no dp reduction. The replica
+/// computes at its own tp (Stage::as_replica), its tp collectives on its own devices.
+ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int replica,
                          const std::vector<plan::GradientBucket>& buckets) {
+  const plan::Stage stage = whole.as_replica(replica);
   const std::vector<int> devices = stage.replica_devices(replica);
   const plan::DeviceProfile& profile = plan.cluster.profile_of(devices.front());
   const double samples = stage.shares.at(replica);
@@ -149,7 +152,8 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
 /// writing the optimizer state and the weights, over the parameters it updates (or the
 /// profile's measured op bandwidth of the optimizer, on devices where it is compute-bound), or
 /// the measured step per parameter of the profile's layer times.
-Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replica) {
+Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& whole, int replica) {
+  const plan::Stage stage = whole.as_replica(replica);  // its parameters at the replica's tp
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;
@@ -173,17 +177,22 @@ Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replic
 /// which all run at once.
 std::vector<int> dp_group(const plan::Stage& stage) {
   std::vector<int> group;
-  for (int r = 0; r < stage.dp(); ++r) group.push_back(stage.devices.at(r * stage.tp));
+  for (int r = 0; r < stage.dp(); ++r) group.push_back(stage.devices.at(stage.replica_offset(r)));
   return group;
 }
 
 /// The data-parallel reduction of each gradient bucket of a stage: an all-reduce, or with
-/// sharded gradients (ZeRO-2) a reduce-scatter.
+/// sharded gradients (ZeRO-2) a reduce-scatter; between replicas at different tp, the
+/// all-reduces of each finest shard (mixed_tp_exchange.h).
 std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stage& stage,
                                         const std::vector<plan::GradientBucket>& buckets) {
   const std::vector<int> group = dp_group(stage);
   std::vector<Seconds> out;
   for (const plan::GradientBucket& b : buckets) {
+    if (stage.mixed_tp()) {
+      out.push_back(mixed_tp_exchange_s(plan, stage, b.first_layer, b.end_layer));
+      continue;
+    }
     out.push_back(stage.shard_gradients ? reduce_scatter_s(plan.cluster, group, b.bytes)
                                         : allreduce_s(plan.cluster, group, b.bytes));
   }
@@ -211,7 +220,7 @@ std::vector<TransferCost> bridge_costs(const plan::Plan& plan, const plan::Stage
   std::vector<TransferCost> out;
   for (const plan::BridgeTransfer& t : plan::bridge_transfers(from, to)) {
     const int src = plan::bridge_source_device(from, t.from_replica, 0);
-    const int dst = to.devices.at(t.to_replica * to.tp);
+    const int dst = to.devices.at(to.replica_offset(t.to_replica));
     out.push_back({t.from_replica, t.to_replica,
                    p2p_s(plan.cluster, src, dst, bytes_per_sample * t.samples)});
   }
@@ -227,7 +236,7 @@ std::vector<TransferCost> bridge_costs(const plan::Plan& plan, const plan::Stage
 Seconds tied_embedding_s(const plan::Plan& plan) {
   if (!plan.last_stage_holds_table_copy()) return 0;
   const plan::Stage& first = plan.stages.front();
-  const Bytes bytes = static_cast<double>(plan.model.vocabulary) * plan.model.hidden / first.tp *
+  const Bytes bytes = static_cast<double>(plan.model.vocabulary) * plan.model.hidden / first.replica_tp(0) *
                       plan::gradient_bytes_per_element(plan.precision, plan.framework_precision);
   return allreduce_s(plan.cluster, {first.devices.front(), plan.stages.back().devices.front()}, bytes);
 }

@@ -91,7 +91,7 @@ int measured_layer_count(const plan::Plan& plan, int* total) {
       const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(r).front());
       for (int l = stage.first_layer; l < stage.end_layer; ++l) {
         ++all;
-        if (!profile.layer_times.of_shape(plan.model.layers.at(l).kind, stage.tp).empty()) ++measured;
+        if (!profile.layer_times.of_shape(plan.model.layers.at(l).kind, stage.replica_tp(r)).empty()) ++measured;
       }
     }
   }

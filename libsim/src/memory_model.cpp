@@ -78,8 +78,8 @@ int peak_in_flight(const plan::GroupProgram& program, int stage) {
   return peak;
 }
 
-double stage_parameters_per_device(const plan::Plan& plan, int s) {
-  const plan::Stage& stage = plan.stages.at(s);
+double stage_parameters_per_device(const plan::Plan& plan, int s, int replica) {
+  const plan::Stage stage = plan.stages.at(s).as_replica(replica);
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l)
     parameters += parameters_per_device(plan.model.layers.at(l), stage);
@@ -104,9 +104,9 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   std::vector<Bytes> weight_pass_per_micro_batch(plan.stages.size(), 0);  // by stage: kept for a weight pass
   Bytes transient_bytes = 0;                  // one layer's full activations, recomputing
   for (int s : program.stages) {
-    const plan::Stage& stage = plan.stages.at(s);
+    const plan::Stage stage = plan.stages.at(s).as_replica(replica);  // at the replica's tp
     const double samples = stage.shares.at(replica);
-    const double parameters = stage_parameters_per_device(plan, s);
+    const double parameters = stage_parameters_per_device(plan, s, replica);
     double expert_parameters = 0;  // the routed experts' part, sharded over expert dp
     Bytes kept = 0, weight_pass = 0;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {

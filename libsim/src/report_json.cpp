@@ -65,6 +65,7 @@ std::string format_json_report(const plan::Plan& plan, const plan::Estimate& est
     const plan::Stage& st = plan.stages[s];
     out << (s ? "," : "") << "\n    {\"stage\": " << s << ", \"layers\": [" << st.first_layer
         << ", " << st.end_layer - 1 << "], \"dp\": " << st.dp() << ", \"tp\": " << st.tp
+        << (st.mixed_tp() ? ", \"replica_tp\": " + int_list(st.replica_tps) : std::string())
         << ", \"devices\": " << int_list(st.devices) << ", \"shares\": " << int_list(st.shares)
         << ", \"recompute\": " << plan::json_quote(plan::to_string(st.recompute)) << "}";
   }

@@ -24,6 +24,21 @@ std::string printf_string(const char* format, ...) {
 }
 
 /// "3,2,1", or "2 each" when every replica takes the same share.
+/// A stage's tp: "4", or with mixed tp each run of equal degrees as degree(replicas), e.g.
+/// "1(8),4(2)" for eight replicas at tp 1 and two at tp 4.
+std::string tp_text(const plan::Stage& stage) {
+  if (!stage.mixed_tp()) return std::to_string(stage.tp);
+  std::string out;
+  const std::vector<int>& tps = stage.replica_tps;
+  for (std::size_t r = 0; r < tps.size();) {
+    std::size_t end = r;
+    while (end < tps.size() && tps[end] == tps[r]) ++end;
+    out += (out.empty() ? "" : ",") + std::to_string(tps[r]) + "(" + std::to_string(end - r) + ")";
+    r = end;
+  }
+  return out;
+}
+
 std::string shares_text(const std::vector<int>& values) {
   if (values.size() > 1 && std::all_of(values.begin(), values.end(),
                                        [&](int v) { return v == values.front(); })) {
@@ -116,8 +131,9 @@ std::string format_text_report(const plan::Plan& plan, const plan::Estimate& est
     std::string shares = shares_text(st.shares);
     if (devices.size() > 20) devices = devices.substr(0, 17) + "...";
     if (shares.size() > 16) shares = shares.substr(0, 13) + "...";
-    out += printf_string("%5zu  %4d-%-4d  %-20s %3d x %-3d %-16s %-9s  %8.2f / %-8.2f %s  %s\n", s,
-                         st.first_layer, st.end_layer - 1, devices.c_str(), st.dp(), st.tp,
+    const std::string tp = tp_text(st);
+    out += printf_string("%5zu  %4d-%-4d  %-20s %3d x %-3s %-16s %-9s  %8.2f / %-8.2f %s  %s\n", s,
+                         st.first_layer, st.end_layer - 1, devices.c_str(), st.dp(), tp.c_str(),
                          shares.c_str(), plan::to_string(st.recompute),
                          fullest->peak_memory_bytes / kBytesPerGiB,
                          fullest->capacity_bytes / kBytesPerGiB,

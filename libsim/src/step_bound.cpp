@@ -44,6 +44,7 @@ ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupPro
   for (std::size_t i = 0; i < group.stages.size(); ++i) {
     const plan::Stage& stage = plan.stages[group.stages[i]];
     key.second.push_back(stage.shares.at(replica));
+    key.second.push_back(stage.replica_tp(replica));
     key.second.push_back(flat_shard_elements(stage_parameters[i], stage.dp(), replica));
   }
   return key;
@@ -55,10 +56,13 @@ std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::Schedul
   std::vector<int> out;
   for (const plan::GroupProgram& group : program.groups) {
     const plan::Stage& stage = plan.stages[group.stages.front()];
-    std::vector<double> stage_parameters;
-    for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s));
+    std::map<int, std::vector<double>> parameters_at_tp;  // by replica tp: per stage of the group
     std::map<ReplicaMemoryKey, Bytes> need_of;
     for (int r = 0; r < stage.dp(); ++r) {
+      std::vector<double>& stage_parameters = parameters_at_tp[stage.replica_tp(r)];
+      if (stage_parameters.empty()) {
+        for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s, r));
+      }
       const ReplicaMemoryKey key = replica_memory_key(plan, group, stage_parameters, r);
       auto known = need_of.find(key);
       if (known == need_of.end()) known = need_of.emplace(key, replica_memory(plan, group, r).total_bytes()).first;

@@ -3,6 +3,7 @@
 // exhaustive reference search over the planner's own space.
 #pragma once
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -11,6 +12,7 @@
 #include "whale/plan/model.h"
 #include "whale/plan/planner.h"
 #include "whale/plan/search_layout.h"
+#include "whale/plan/search_mixed_tp.h"
 #include "whale/plan/search_space.h"
 #include "whale/sim/simulator.h"
 
@@ -33,7 +35,8 @@ inline std::string temp_file(const std::string& name, const std::string& text) {
 
 /// The best simulated step time over every (structure, choice, layer split) of the planner's
 /// space, each laid out by build_layout and ranked by the simulator alone (no pruning, no
-/// budget).
+/// budget), and over the mixed-tp variants of the best of them (search_mixed_tp.h), which the
+/// planner simulates too.
 inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::Model& model,
                                      int global_batch, long* candidates) {
   const sim::Simulator simulator;
@@ -44,6 +47,7 @@ inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::M
   scratch.cluster = cluster;
   scratch.model = model;
   double best = std::numeric_limits<double>::infinity();
+  plan::Plan best_plan;
   *candidates = 0;
   for (const plan::Structure& s : plan::enumerate_structures(cluster, model, limits)) {
     for (const plan::Choice& c : plan::enumerate_choices(s, model, global_batch, limits)) {
@@ -58,9 +62,16 @@ inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::M
         plan::validate_plan(scratch);
         const plan::Estimate e = simulator.evaluate(scratch, plan::EvaluateOptions{});
         ++*candidates;
-        if (e.fits && e.step_time_s < best) best = e.step_time_s;
+        if (e.fits && e.step_time_s < best) {
+          best = e.step_time_s;
+          best_plan = scratch;
+        }
       }
     }
+  }
+  for (const plan::Plan& variant : plan::mixed_tp_variants(best_plan, 16)) {
+    const plan::Estimate e = simulator.evaluate(variant, plan::EvaluateOptions{});
+    if (e.fits) best = std::min(best, e.step_time_s);
   }
   return best;
 }

@@ -24,7 +24,7 @@ struct BridgeTransfer {
 std::vector<BridgeTransfer> bridge_transfers(const Stage& from, const Stage& to);
 
 /// Every tp rank of a receiving replica gets the full activations. The tp rank `to_tp_rank` of
-/// the receiver reads from the sender's device of tp rank (to_tp_rank % from.tp) in
+/// the receiver reads from the sender's device of tp rank (to_tp_rank % from.replica_tp(from_replica)) in
 /// `from_replica`. Returns that device id.
 int bridge_source_device(const Stage& from, int from_replica, int to_tp_rank);
 

@@ -27,6 +27,10 @@ bool parse_recompute(const std::string& text, Recompute* out);
 
 /// A pipeline stage: a contiguous range of layers run by a device group of dp x tp devices.
 /// devices are replica-major: replica r holds devices[r*tp .. r*tp + tp).
+/// With mixed tensor parallelism (replica_tps not empty) replica r holds replica_tps[r]
+/// devices, from replica_offset(r) on, and tp is the largest of them (the finest shard).
+/// Code that walks replicas uses replicas(), replica_tp(r), replica_offset(r) and
+/// replica_devices(r), which serve both forms.
 struct Stage {
   int first_layer = 0;          // index into Model::layers
   int end_layer = 0;            // one past the last layer (YAML: layers: [first, last], inclusive)
@@ -51,8 +55,25 @@ struct Stage {
   /// ep * expert_tp the stage's devices).
   int ep = 1;
   int expert_tp = 0;            // 0: the stage's tp
+  /// Mixed tensor parallelism (Sailor's heterogeneous replicas): the tp degree of each replica,
+  /// in replica order, summing to devices.size(); empty when every replica runs at `tp`.
+  /// YAML: replica_tp (instead of tp). validate_plan requires each to divide the largest (the
+  /// shards nest) and leaves sequence parallelism, ZeRO and expert layouts to uniform stages.
+  std::vector<int> replica_tps;
 
-  int dp() const { return static_cast<int>(devices.size()) / tp; }
+  /// Whether the replicas run at different tp degrees (replica_tps given).
+  bool mixed_tp() const { return !replica_tps.empty(); }
+  /// Data-parallel replicas: replica_tps.size(), or devices / tp.
+  int replicas() const;
+  int dp() const { return replicas(); }
+  /// The tp degree of replica r.
+  int replica_tp(int r) const { return mixed_tp() ? replica_tps.at(r) : tp; }
+  /// Index into devices of replica r's first device (tp rank 0).
+  int replica_offset(int r) const;
+  /// The stage as replica r computes it: a copy whose tp is replica_tp(r), so that the per-device
+  /// figures that read `tp` (parameters, activations, GEMM shapes) are replica r's. The copy
+  /// keeps replica_tps, devices and shares, so replicas(), replica_devices() are unchanged.
+  Stage as_replica(int r) const;
   /// The expert tensor-parallel degree in effect: expert_tp, or tp when it is 0.
   int expert_tp_degree() const { return expert_tp > 0 ? expert_tp : tp; }
   /// Expert data-parallel replicas: devices / (ep * expert_tp_degree()).
