@@ -15,6 +15,7 @@
 #include "whale/plan/launch.h"
 #include "whale/plan/planner.h"
 #include "whale/plan/precision_advice.h"
+#include "whale/plan/structure_cache.h"
 #include "whale/plan/timeline.h"
 #include "whale/sim/report.h"
 #include "whale/sim/simulator.h"
@@ -107,6 +108,8 @@ int main(int argc, char** argv) {
         std::fflush(stderr);
       };
     }
+    // The batch advice's re-plans reuse the main search's structures (same cluster and model).
+    options.structure_cache = std::make_shared<whale::plan::StructureCache>();
     const whale::sim::Simulator simulator;
     std::string precision_note;
     whale::plan::PlanResult result =

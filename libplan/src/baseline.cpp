@@ -83,7 +83,7 @@ RankedPlan plan_model_alone(const Cluster& cluster, const Model& model, const Co
   *found = false;
   if (limits.devices.empty()) return RankedPlan{};
   EngineInput in;
-  in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
+  in.structures = holding_structures(cluster, model, limits, options, &in.structures_left_out);
   in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
   in.global_batch = batch;
   in.phase = "upper bound " + device_model;
