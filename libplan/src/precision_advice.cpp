@@ -5,6 +5,7 @@
 #include "whale/plan/precision_advice.h"
 
 #include <cstdio>
+#include <functional>
 
 #include "whale/plan/error.h"
 #include "whale/plan/framework_precision.h"
@@ -125,27 +126,40 @@ std::string format_precision_choice(const PrecisionAdvice& advice, const PlanRes
 }
 
 PlanResult search_with_precision(const Cluster& cluster, Model& model, const CostModel& cost,
-                                 const PlannerOptions& options, const PrecisionRequest& request, std::string* note) {
+                                 const PlannerOptions& options, const PrecisionRequest& request, std::string* note,
+                                 const std::function<void(const PlanResult&)>& then) {
   note->clear();
-  if (request.mode == PrecisionRequest::Mode::forced) model.training.precision = request.forced;
-  if (request.mode == PrecisionRequest::Mode::forced) return search_plans(cluster, model, cost, options);
+  if (request.mode == PrecisionRequest::Mode::forced) {
+    model.training.precision = request.forced;
+    PlanResult result = search_plans(cluster, model, cost, options);
+    if (then) then(result);
+    return result;
+  }
   // The two searches do not depend on each other and each is deterministic: they run side by
   // side (one after the other when a test's fake clock need not be thread-safe). The model's
-  // search comes first, so its error is the one rethrown.
+  // search comes first, so its error is the one rethrown. Under Mode::model its result is the
+  // one returned, so `then` runs beside the substitute's search too.
+  const bool model_mode = request.mode == PrecisionRequest::Mode::model;
   PlanResult result;
   PrecisionAdvice advice;
-  run_tasks({[&] { result = search_plans(cluster, model, cost, options); },
+  run_tasks({[&] {
+               result = search_plans(cluster, model, cost, options);
+               if (model_mode && then) then(result);
+             },
              [&] { advice = search_substitute(cluster, model, cost, options); }},
             !options.clock_s || options.threads > 1 ? 2 : 1);
   rank_substitute(advice, result, options.objective);
-  if (request.mode == PrecisionRequest::Mode::model) {
+  if (model_mode) {
     *note = format_precision_warning(advice, result);
     return result;
   }
   *note = format_precision_choice(advice, result);
-  if (!advice.substitute_better) return result;
-  model.training.precision = advice.substitute;
-  return std::move(advice.substitute_result);
+  if (advice.substitute_better) {
+    model.training.precision = advice.substitute;
+    result = std::move(advice.substitute_result);
+  }
+  if (then) then(result);
+  return result;
 }
 
 }  // namespace whale::plan

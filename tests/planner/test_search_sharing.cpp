@@ -113,3 +113,32 @@ TEST_CASE("a structure cache shared across batches and precisions changes no res
     CHECK(cache->size() == (precision == plan::Precision::bf16 ? 3u : 6u));
   }
 }
+
+TEST_CASE("search_with_precision hands the result it returns to `then` once, in every mode") {
+  const sim::Simulator simulator;
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("sharing_tiny_v100.yaml", kTinyV100));
+  const plan::Model shipped = test::shipped_model("gpt2-124m");
+  using Mode = plan::PrecisionRequest::Mode;
+  for (const plan::PrecisionRequest request : {plan::PrecisionRequest{Mode::model, plan::Precision::fp32},
+                                               plan::PrecisionRequest{Mode::automatic, plan::Precision::fp32},
+                                               plan::PrecisionRequest{Mode::forced, plan::Precision::fp16}}) {
+    CAPTURE(static_cast<int>(request.mode));
+    plan::Model model = shipped;
+    std::string note;
+    int calls = 0;
+    plan::PlanResult handed;
+    plan::Precision precision_then = plan::Precision::fp32;
+    const plan::PlanResult result = plan::search_with_precision(
+        cluster, model, simulator, at_batch(16), request, &note, [&](const plan::PlanResult& r) {
+          ++calls;
+          handed = r;
+          precision_then = model.training.precision;
+        });
+    CHECK(calls == 1);
+    check_same(handed, result);
+    // The model already has the returned plan's precision when `then` runs: bf16 as asked
+    // (model), fp16 as chosen (auto: 4x as fast on V100s) or forced.
+    CHECK(precision_then == result.best().plan.precision);
+    CHECK(result.best().plan.precision == (request.mode == Mode::model ? plan::Precision::bf16 : plan::Precision::fp16));
+  }
+}
