@@ -13,14 +13,6 @@ using namespace whale;
 
 namespace {
 
-constexpr const char* kTinyV100 = R"(name: tiny-v100
-nodes:
-  - name: v
-    devices: [{model: v100-sxm2-16gb, count: 2, price_per_hour_usd: 3.06}]
-    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
-    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
-)";
-
 plan::PlannerOptions at_batch(int batch) {
   plan::PlannerOptions o;
   o.global_batch = batch;
@@ -52,7 +44,7 @@ struct Case {
 };
 
 std::vector<Case> small_clusters() {
-  return {{"tiny-v100", plan::load_cluster(test::temp_file("sharing_tiny_v100.yaml", kTinyV100)), 16},
+  return {{"tiny-v100", plan::load_cluster(test::temp_file("sharing_tiny_v100.yaml", test::kTinyV100)), 16},
           {"a100-v100-small", plan::load_cluster(test::temp_file("sharing_two_node_mix.yaml", test::kTwoNodeMix)), 32},
           {"mixed-node (no advice: rtx3090 and a10 have bf16)", test::shipped_cluster("mixed-node"), 32}};
 }
@@ -116,7 +108,7 @@ TEST_CASE("a structure cache shared across batches and precisions changes no res
 
 TEST_CASE("search_with_precision hands the result it returns to `then` once, in every mode") {
   const sim::Simulator simulator;
-  const plan::Cluster cluster = plan::load_cluster(test::temp_file("sharing_tiny_v100.yaml", kTinyV100));
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("sharing_tiny_v100.yaml", test::kTinyV100));
   const plan::Model shipped = test::shipped_model("gpt2-124m");
   using Mode = plan::PrecisionRequest::Mode;
   for (const plan::PrecisionRequest request : {plan::PrecisionRequest{Mode::model, plan::Precision::fp32},
