@@ -15,6 +15,7 @@
 #include "whale/plan/launch.h"
 #include "whale/plan/planner.h"
 #include "whale/plan/precision_advice.h"
+#include "whale/plan/structure_cache.h"
 #include "whale/plan/timeline.h"
 #include "whale/sim/report.h"
 #include "whale/sim/simulator.h"
@@ -107,26 +108,32 @@ int main(int argc, char** argv) {
         std::fflush(stderr);
       };
     }
+    // The batch advice's re-plans reuse the main search's structures (same cluster and model).
+    options.structure_cache = std::make_shared<whale::plan::StructureCache>();
     const whale::sim::Simulator simulator;
     std::string precision_note;
-    whale::plan::PlanResult result =
-        whale::plan::search_with_precision(cluster, model, simulator, options, precision_request, &precision_note);
-    if (options.progress) std::fprintf(stderr, "\r%-60s\r", "");
-    std::cerr << precision_note;
-    constexpr double kAdviceTarget = 0.9;  // of the upper bound
-    const int batch = result.best().plan.global_batch();
     // The batch advice measures throughput against the upper bound: under the cost objective or
-    // a budget the best plan may leave devices out on purpose.
-    if (options.objective == whale::plan::Objective::throughput && !options.budget_usd_per_hour &&
-        result.has_comparison && result.fraction_of_upper_bound < kAdviceTarget &&
-        whale::plan::batch_too_small(result, static_cast<int>(whale::plan::usable_devices(options.hints, cluster).size()),
-                                    kAdviceTarget)) {
-      whale::plan::PlannerOptions quiet = options;
-      quiet.progress = nullptr;
-      const whale::plan::BatchAdvice advice =
-          whale::plan::advise_global_batch(cluster, model, simulator, quiet, batch, kAdviceTarget);
-      std::cerr << whale::plan::format_batch_warning(batch, result, advice, kAdviceTarget);
-    }
+    // a budget the best plan may leave devices out on purpose. It runs as soon as the result is
+    // known, beside the precision advice's search where that search cannot change the result.
+    constexpr double kAdviceTarget = 0.9;  // of the upper bound
+    std::string batch_warning;
+    auto advise_batch = [&](const whale::plan::PlanResult& planned) {
+      const int batch = planned.best().plan.global_batch();
+      if (options.objective == whale::plan::Objective::throughput && !options.budget_usd_per_hour &&
+          planned.has_comparison && planned.fraction_of_upper_bound < kAdviceTarget &&
+          whale::plan::batch_too_small(planned, static_cast<int>(whale::plan::usable_devices(options.hints, cluster).size()),
+                                      kAdviceTarget)) {
+        whale::plan::PlannerOptions quiet = options;
+        quiet.progress = nullptr;
+        const whale::plan::BatchAdvice advice =
+            whale::plan::advise_global_batch(cluster, model, simulator, quiet, batch, kAdviceTarget);
+        batch_warning = whale::plan::format_batch_warning(batch, planned, advice, kAdviceTarget);
+      }
+    };
+    whale::plan::PlanResult result = whale::plan::search_with_precision(cluster, model, simulator, options,
+                                                                        precision_request, &precision_note, advise_batch);
+    if (options.progress) std::fprintf(stderr, "\r%-60s\r", "");
+    std::cerr << precision_note << batch_warning;
     const whale::plan::RankedPlan& best = result.best();
     whale::plan::EvaluateOptions eval;
     eval.timeline = !trace_path.empty() || !svg_path.empty();

@@ -91,7 +91,7 @@ RankedPlan plan_models_together(const Cluster& cluster, const Model& model, cons
   *found = false;
   if (limits.devices.empty()) return RankedPlan{};
   EngineInput in;
-  in.structures = holding_structures(cluster, model, limits, options.strategies, &in.structures_left_out);
+  in.structures = holding_structures(cluster, model, limits, options, &in.structures_left_out);
   in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
   in.global_batch = batch;
   in.phase = device_models.size() == 1 ? "upper bound " + device_models.front() : "without the weakest";

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "whale/plan/error.h"
+#include "whale/plan/structure_cache.h"
 
 namespace whale::plan {
 namespace {
@@ -49,22 +50,26 @@ int group_of_device(const Structure& st, int device) {
 }  // namespace
 
 std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
-                                          const SpaceLimits& limits, SearchStrategies strategies,
+                                          const SpaceLimits& limits, const PlannerOptions& options,
                                           long* left_out) {
-  AnalyticModel an(cluster, model, strategies);
-  StructureFigures figures(an);
-  double most_short = -1;  // the largest hold fraction below 1 so far
-  *left_out = 0;
-  return enumerate_structures(cluster, model, limits, [&](const Structure& s) {
-    const double held = figures.hold_fraction(s);
-    if (held >= 1.0) return true;
-    if (held > most_short) {
-      most_short = held;
-      return true;
-    }
-    ++*left_out;
-    return false;
-  });
+  auto make = [&](long* out_left) {
+    AnalyticModel an(cluster, model, options.strategies);
+    StructureFigures figures(an);
+    double most_short = -1;  // the largest hold fraction below 1 so far
+    *out_left = 0;
+    return enumerate_structures(cluster, model, limits, [&](const Structure& s) {
+      const double held = figures.hold_fraction(s);
+      if (held >= 1.0) return true;
+      if (held > most_short) {
+        most_short = held;
+        return true;
+      }
+      ++*out_left;
+      return false;
+    });
+  };
+  if (!options.structure_cache) return make(left_out);
+  return options.structure_cache->get(cluster, model, limits, options.strategies, left_out, make);
 }
 
 EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostModel& cost,

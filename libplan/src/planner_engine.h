@@ -51,9 +51,10 @@ inline Clock::time_point planner_now(const PlannerOptions& options) {
 /// enumerate_structures less most structures that cannot hold the model's state
 /// (structure_hold_fraction < 1), which run_engine skips: it keeps those that hold it and,
 /// of the rest, each that holds more than every one before it (so the closest one, with which
-/// run_engine reports a shortfall, stays). `*left_out` counts the others.
+/// run_engine reports a shortfall, stays). `*left_out` counts the others. Taken from
+/// options.structure_cache where it holds them (computed and put there otherwise).
 std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
-                                          const SpaceLimits& limits, SearchStrategies strategies,
+                                          const SpaceLimits& limits, const PlannerOptions& options,
                                           long* left_out);
 
 /// Runs one search. `deadline` may be Clock::time_point::max().

@@ -1,12 +1,15 @@
 // File: precision_advice.cpp
 // advise_precision: the planner run again in the precision the frameworks train in where a
-// usable device lacks the model's; and the lines whale-plan prints about it.
+// usable device lacks the model's (beside the model's own search in whale-plan); and the lines
+// whale-plan prints about it.
 #include "whale/plan/precision_advice.h"
 
 #include <cstdio>
+#include <functional>
 
 #include "whale/plan/error.h"
 #include "whale/plan/framework_precision.h"
+#include "whale/plan/task_pool.h"
 
 namespace whale::plan {
 namespace {
@@ -35,6 +38,39 @@ std::string cost_ratio_text(const PrecisionAdvice& advice, const PlanResult& pla
   return text;
 }
 
+// The advice's search: the model planned in the precision the frameworks train in where a
+// usable device lacks the model's; not yet weighed against the planned result.
+PrecisionAdvice search_substitute(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                  const PlannerOptions& options) {
+  PrecisionAdvice advice;
+  advice.planned = model.training.precision;
+  const std::vector<int> usable = usable_devices(options.hints, cluster);
+  advice.device_models = models_trained_otherwise(advice.planned, cluster, usable);
+  if (advice.device_models.empty()) return advice;
+  advice.applies = true;
+  advice.substitute = framework_training_precision(advice.planned, cluster.profiles.at(advice.device_models.front()));
+  Model other = model;
+  other.training.precision = advice.substitute;
+  PlannerOptions quiet = options;
+  quiet.progress = nullptr;
+  quiet.structure_cache = nullptr;   // `other` dies here: its address must not key a shared cache
+  try {
+    advice.substitute_result = search_plans(cluster, other, cost, quiet);
+    advice.substitute_found = true;
+  } catch (const Error&) {
+  }   // no plan in the substitute (its own search would say why)
+  return advice;
+}
+
+// The substitute's best plan against the planned result's, by `objective`.
+void rank_substitute(PrecisionAdvice& advice, const PlanResult& planned, Objective objective) {
+  if (!advice.substitute_found) return;
+  const RankedPlan& a = advice.substitute_result.best();
+  const RankedPlan& b = planned.best();
+  advice.speedup = a.estimate.samples_per_s / b.estimate.samples_per_s;
+  advice.substitute_better = ranks_before(objective, a.plan, a.estimate, b.plan, b.estimate);
+}
+
 }  // namespace
 
 bool parse_precision_request(const std::string& text, PrecisionRequest* out) {
@@ -50,27 +86,8 @@ bool parse_precision_request(const std::string& text, PrecisionRequest* out) {
 
 PrecisionAdvice advise_precision(const Cluster& cluster, const Model& model, const CostModel& cost,
                                  const PlannerOptions& options, const PlanResult& planned) {
-  PrecisionAdvice advice;
-  advice.planned = model.training.precision;
-  const std::vector<int> usable = usable_devices(options.hints, cluster);
-  advice.device_models = models_trained_otherwise(advice.planned, cluster, usable);
-  if (advice.device_models.empty()) return advice;
-  advice.applies = true;
-  advice.substitute = framework_training_precision(advice.planned, cluster.profiles.at(advice.device_models.front()));
-  Model other = model;
-  other.training.precision = advice.substitute;
-  PlannerOptions quiet = options;
-  quiet.progress = nullptr;
-  try {
-    advice.substitute_result = search_plans(cluster, other, cost, quiet);
-    advice.substitute_found = true;
-  } catch (const Error&) {
-    return advice;   // no plan in the substitute (its own search would say why)
-  }
-  const RankedPlan& a = advice.substitute_result.best();
-  const RankedPlan& b = planned.best();
-  advice.speedup = a.estimate.samples_per_s / b.estimate.samples_per_s;
-  advice.substitute_better = ranks_before(options.objective, a.plan, a.estimate, b.plan, b.estimate);
+  PrecisionAdvice advice = search_substitute(cluster, model, cost, options);
+  rank_substitute(advice, planned, options.objective);
   return advice;
 }
 
@@ -109,20 +126,40 @@ std::string format_precision_choice(const PrecisionAdvice& advice, const PlanRes
 }
 
 PlanResult search_with_precision(const Cluster& cluster, Model& model, const CostModel& cost,
-                                 const PlannerOptions& options, const PrecisionRequest& request, std::string* note) {
+                                 const PlannerOptions& options, const PrecisionRequest& request, std::string* note,
+                                 const std::function<void(const PlanResult&)>& then) {
   note->clear();
-  if (request.mode == PrecisionRequest::Mode::forced) model.training.precision = request.forced;
-  PlanResult result = search_plans(cluster, model, cost, options);
-  if (request.mode == PrecisionRequest::Mode::forced) return result;
-  PrecisionAdvice advice = advise_precision(cluster, model, cost, options, result);
-  if (request.mode == PrecisionRequest::Mode::model) {
+  if (request.mode == PrecisionRequest::Mode::forced) {
+    model.training.precision = request.forced;
+    PlanResult result = search_plans(cluster, model, cost, options);
+    if (then) then(result);
+    return result;
+  }
+  // The two searches do not depend on each other and each is deterministic: they run side by
+  // side (one after the other when a test's fake clock need not be thread-safe). The model's
+  // search comes first, so its error is the one rethrown. Under Mode::model its result is the
+  // one returned, so `then` runs beside the substitute's search too.
+  const bool model_mode = request.mode == PrecisionRequest::Mode::model;
+  PlanResult result;
+  PrecisionAdvice advice;
+  run_tasks({[&] {
+               result = search_plans(cluster, model, cost, options);
+               if (model_mode && then) then(result);
+             },
+             [&] { advice = search_substitute(cluster, model, cost, options); }},
+            !options.clock_s || options.threads > 1 ? 2 : 1);
+  rank_substitute(advice, result, options.objective);
+  if (model_mode) {
     *note = format_precision_warning(advice, result);
     return result;
   }
   *note = format_precision_choice(advice, result);
-  if (!advice.substitute_better) return result;
-  model.training.precision = advice.substitute;
-  return std::move(advice.substitute_result);
+  if (advice.substitute_better) {
+    model.training.precision = advice.substitute;
+    result = std::move(advice.substitute_result);
+  }
+  if (then) then(result);
+  return result;
 }
 
 }  // namespace whale::plan

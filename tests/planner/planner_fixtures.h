@@ -89,4 +89,13 @@ nodes:
     network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
 )";
 
+/// One node of 2 V100-SXM2-16GB (no bf16 units: the precision advice plans fp16 too), priced.
+inline constexpr const char* kTinyV100 = R"(name: tiny-v100
+nodes:
+  - name: v
+    devices: [{model: v100-sxm2-16gb, count: 2, price_per_hour_usd: 3.06}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
+)";
+
 }  // namespace whale::test

@@ -13,14 +13,6 @@ using namespace whale;
 
 namespace {
 
-constexpr const char* kTinyV100 = R"(name: tiny-v100
-nodes:
-  - name: v
-    devices: [{model: v100-sxm2-16gb, count: 2, price_per_hour_usd: 3.06}]
-    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
-    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
-)";
-
 plan::PlannerOptions small_batch() {
   plan::PlannerOptions o;
   o.global_batch = 16;
@@ -30,7 +22,7 @@ plan::PlannerOptions small_batch() {
 }  // namespace
 
 TEST_CASE("bf16 on V100s: the advice plans fp16 too, and its speedup is the throughput ratio") {
-  const plan::Cluster cluster = plan::load_cluster(test::temp_file("tiny_v100.yaml", kTinyV100));
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("tiny_v100.yaml", test::kTinyV100));
   plan::Model bf16 = test::shipped_model("gpt2-124m");
   REQUIRE(bf16.training.precision == plan::Precision::bf16);
   plan::Model fp16 = bf16;
@@ -66,7 +58,7 @@ TEST_CASE("bf16 on V100s: the advice plans fp16 too, and its speedup is the thro
 }
 
 TEST_CASE("--precision auto takes the faster precision; a forced one is planned alone") {
-  const plan::Cluster cluster = plan::load_cluster(test::temp_file("tiny_v100.yaml", kTinyV100));
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("tiny_v100.yaml", test::kTinyV100));
   const sim::Simulator simulator;
   const plan::Model shipped = test::shipped_model("gpt2-124m");
 
@@ -98,7 +90,7 @@ TEST_CASE("--precision auto takes the faster precision; a forced one is planned 
 }
 
 TEST_CASE("the exports train a V100 plan in fp16, whether planned in bf16 or in fp16") {
-  const plan::Cluster cluster = plan::load_cluster(test::temp_file("tiny_v100.yaml", kTinyV100));
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("tiny_v100.yaml", test::kTinyV100));
   const sim::Simulator simulator;
   for (const plan::Precision p : {plan::Precision::bf16, plan::Precision::fp16}) {
     CAPTURE(plan::to_string(p));

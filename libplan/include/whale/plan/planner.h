@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "whale/plan/search_estimate.h"
 
 namespace whale::plan {
+
+class StructureCache;   // structure_cache.h
 
 /// A progress report, given to PlannerOptions::progress now and then.
 struct Progress {
@@ -63,6 +66,10 @@ struct PlannerOptions {
   /// --runnable turns them off (runnable_strategies()).
   SearchStrategies strategies;
   std::function<void(const Progress&)> progress;
+  /// When set, the searches made with these options (and copies of them) share their
+  /// structures through it (structure_cache.h): same results, less work for a command that
+  /// searches the same cluster and model again (at other batches, in another precision).
+  std::shared_ptr<StructureCache> structure_cache;
 };
 
 /// One simulated plan.

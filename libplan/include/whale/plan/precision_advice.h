@@ -5,6 +5,7 @@
 // --precision auto takes the better of the two, --precision bf16|fp16|fp32 forces one.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,7 +56,14 @@ std::string format_precision_choice(const PrecisionAdvice& advice, const PlanRes
 /// (advise_precision), and under Mode::automatic the better of the two results is returned with
 /// `model`'s precision set to it. `*note` receives format_precision_choice (automatic) or
 /// format_precision_warning (model; "" when there is nothing to say). Throws as search_plans.
+/// The substitute's search runs beside the model's (PlannerOptions::clock_s set with one
+/// thread: after it). `then`, when set, is called once with the result to be returned, on the
+/// model's search's thread as soon as that result is known: under Mode::model beside the
+/// substitute's search (so that work after the search, such as the batch advice, overlaps it),
+/// otherwise before returning. `model` does not change while it runs (under Mode::automatic
+/// it already has the chosen precision). An exception from it is rethrown here.
 PlanResult search_with_precision(const Cluster& cluster, Model& model, const CostModel& cost,
-                                 const PlannerOptions& options, const PrecisionRequest& request, std::string* note);
+                                 const PlannerOptions& options, const PrecisionRequest& request, std::string* note,
+                                 const std::function<void(const PlanResult&)>& then = {});
 
 }  // namespace whale::plan

@@ -1,0 +1,55 @@
+// File: structure_cache.h
+// StructureCache: the structures a search lays out (the pipelines of device groups that can
+// hold the model's state), kept for the later searches of one whale-plan command on the same
+// cluster and model. They do not depend on the global batch, so the batch advice's re-plans
+// at other batches (and the upper bound's per-model searches there) reuse them.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "whale/plan/cluster.h"
+#include "whale/plan/model.h"
+#include "whale/plan/search_estimate.h"
+#include "whale/plan/search_space.h"
+
+namespace whale::plan {
+
+class StructureCache {
+ public:
+  /// The structures of (cluster, model, limits, strategies), and how many the search left out
+  /// before its engine: `make` computes them the first time they are asked for (outside the
+  /// lock: searches on other threads go on), a copy is returned every time. Thread-safe.
+  /// Contract: every cluster and model asked about outlives the cache and does not change
+  /// while it is in use, except for the model's training precision (part of the key).
+  std::vector<Structure> get(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
+                             const SearchStrategies& strategies, long* left_out,
+                             const std::function<std::vector<Structure>(long*)>& make);
+
+  /// Computed sets held (for tests).
+  std::size_t size() const;
+
+ private:
+  struct Key {
+    const Cluster* cluster = nullptr;
+    const Model* model = nullptr;
+    Precision precision = Precision::fp32;
+    FrameworkPrecision framework;
+    std::vector<int> devices;
+    int max_pipeline_depth = 0;
+    int fixed_stages = 0;
+    bool sequence_parallel = true;
+    bool shard_gradients = true;
+    bool operator==(const Key& o) const;
+  };
+  struct Entry {
+    Key key;
+    std::vector<Structure> structures;
+    long left_out = 0;
+  };
+  mutable std::mutex mutex_;
+  std::vector<Entry> entries_;   // few: one per (precision, device set) a command searches
+};
+
+}  // namespace whale::plan

@@ -1,0 +1,45 @@
+// File: structure_cache.cpp
+// StructureCache (structure_cache.h).
+#include "whale/plan/structure_cache.h"
+
+#include <algorithm>
+
+namespace whale::plan {
+
+bool StructureCache::Key::operator==(const Key& o) const {
+  return cluster == o.cluster && model == o.model && precision == o.precision && framework == o.framework &&
+         devices == o.devices && max_pipeline_depth == o.max_pipeline_depth && fixed_stages == o.fixed_stages &&
+         sequence_parallel == o.sequence_parallel && shard_gradients == o.shard_gradients;
+}
+
+std::vector<Structure> StructureCache::get(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
+                                           const SearchStrategies& strategies, long* left_out,
+                                           const std::function<std::vector<Structure>(long*)>& make) {
+  Key key{&cluster, &model, model.training.precision, model.training.framework_precision, limits.devices,
+          limits.max_pipeline_depth, limits.fixed_stages, strategies.sequence_parallel, strategies.shard_gradients};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Entry& e : entries_) {
+      if (e.key == key) {
+        *left_out = e.left_out;
+        return e.structures;
+      }
+    }
+  }
+  // Two threads asking for the same key at once both compute it: the same structures (the
+  // enumeration is deterministic), of which the first stays.
+  Entry entry{std::move(key), {}, 0};
+  entry.structures = make(&entry.left_out);
+  *left_out = entry.left_out;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const bool known = std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == entry.key; });
+  if (!known) entries_.push_back(entry);
+  return std::move(entry.structures);
+}
+
+std::size_t StructureCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,136 @@
+// File: test_search_sharing.cpp
+// The work whale-plan's searches share gives the results of searching alone: the precision
+// advice's search runs beside the model's own (search_with_precision) and its plan is a full
+// search's best in the substitute precision; a StructureCache shared by searches at other
+// batches and precisions changes no result and holds one set per (precision, device set).
+#include <doctest/doctest.h>
+
+#include "planner_fixtures.h"
+#include "whale/plan/precision_advice.h"
+#include "whale/plan/structure_cache.h"
+
+using namespace whale;
+
+namespace {
+
+plan::PlannerOptions at_batch(int batch) {
+  plan::PlannerOptions o;
+  o.global_batch = batch;
+  o.threads = 2;
+  return o;
+}
+
+// Every plan of two results is the same plan with the same simulated figures, in the same order.
+void check_same(const plan::PlanResult& a, const plan::PlanResult& b) {
+  REQUIRE(a.ranked.size() == b.ranked.size());
+  for (std::size_t i = 0; i < a.ranked.size(); ++i) {
+    CHECK(a.ranked[i].label == b.ranked[i].label);
+    CHECK(a.ranked[i].estimate.step_time_s == b.ranked[i].estimate.step_time_s);
+    CHECK(a.ranked[i].plan.micro_batch_size == b.ranked[i].plan.micro_batch_size);
+    CHECK(a.ranked[i].plan.stages.size() == b.ranked[i].plan.stages.size());
+  }
+  CHECK(a.baseline_found == b.baseline_found);
+  CHECK(a.baseline.estimate.step_time_s == b.baseline.estimate.step_time_s);
+  CHECK(a.upper_bound.samples_per_s == b.upper_bound.samples_per_s);
+  CHECK(a.stats.candidates_evaluated == b.stats.candidates_evaluated);
+  CHECK(a.stats.structures == b.stats.structures);
+  CHECK(a.stats.structures_pruned == b.stats.structures_pruned);
+}
+
+struct Case {
+  const char* name;
+  plan::Cluster cluster;
+  int batch;
+};
+
+std::vector<Case> small_clusters() {
+  return {{"tiny-v100", plan::load_cluster(test::temp_file("sharing_tiny_v100.yaml", test::kTinyV100)), 16},
+          {"a100-v100-small", plan::load_cluster(test::temp_file("sharing_two_node_mix.yaml", test::kTwoNodeMix)), 32},
+          {"mixed-node (no advice: rtx3090 and a10 have bf16)", test::shipped_cluster("mixed-node"), 32}};
+}
+
+}  // namespace
+
+TEST_CASE("the advice's search beside the model's: its plan is a full search's best in the substitute") {
+  const sim::Simulator simulator;
+  for (const Case& c : small_clusters()) {
+    CAPTURE(c.name);
+    const plan::Model bf16 = test::shipped_model("gpt2-124m");
+    plan::Model fp16 = bf16;
+    fp16.training.precision = plan::Precision::fp16;
+    const plan::PlannerOptions options = at_batch(c.batch);
+    const plan::PlanResult planned = plan::search_plans(c.cluster, bf16, simulator, options);
+    const plan::PrecisionAdvice alone = plan::advise_precision(c.cluster, bf16, simulator, options, planned);
+
+    plan::Model model = bf16;
+    std::string note;
+    const plan::PlanResult result =
+        plan::search_with_precision(c.cluster, model, simulator, options, plan::PrecisionRequest{}, &note);
+    check_same(result, planned);
+    CHECK(note == plan::format_precision_warning(alone, planned));
+    CHECK(model.training.precision == plan::Precision::bf16);
+
+    plan::Model automatic_model = bf16;
+    const plan::PlanResult automatic = plan::search_with_precision(
+        c.cluster, automatic_model, simulator, options,
+        plan::PrecisionRequest{plan::PrecisionRequest::Mode::automatic, plan::Precision::fp32}, &note);
+    CHECK(note == plan::format_precision_choice(alone, planned));
+    if (!alone.applies) {
+      check_same(automatic, planned);
+      continue;
+    }
+    REQUIRE(alone.substitute_found);
+    const plan::PlanResult direct = plan::search_plans(c.cluster, fp16, simulator, options);
+    check_same(alone.substitute_result, direct);
+    check_same(automatic, alone.substitute_better ? direct : planned);
+    CHECK(automatic_model.training.precision == (alone.substitute_better ? plan::Precision::fp16 : plan::Precision::bf16));
+  }
+}
+
+TEST_CASE("a structure cache shared across batches and precisions changes no result") {
+  const sim::Simulator simulator;
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("sharing_two_node_mix.yaml", test::kTwoNodeMix));
+  plan::Model model = test::shipped_model("gpt2-124m");
+  auto cache = std::make_shared<plan::StructureCache>();
+  for (plan::Precision precision : {plan::Precision::bf16, plan::Precision::fp16}) {
+    model.training.precision = precision;
+    for (int batch : {32, 64, 32}) {
+      CAPTURE(batch);
+      plan::PlannerOptions shared = at_batch(batch);
+      shared.structure_cache = cache;
+      check_same(plan::search_plans(cluster, model, simulator, shared), plan::search_plans(cluster, model, simulator, at_batch(batch)));
+    }
+    // The main search's structures and each device model's alone (the upper bound's), per
+    // precision: the other batches found them there.
+    CHECK(cache->size() == (precision == plan::Precision::bf16 ? 3u : 6u));
+  }
+}
+
+TEST_CASE("search_with_precision hands the result it returns to `then` once, in every mode") {
+  const sim::Simulator simulator;
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("sharing_tiny_v100.yaml", test::kTinyV100));
+  const plan::Model shipped = test::shipped_model("gpt2-124m");
+  using Mode = plan::PrecisionRequest::Mode;
+  for (const plan::PrecisionRequest request : {plan::PrecisionRequest{Mode::model, plan::Precision::fp32},
+                                               plan::PrecisionRequest{Mode::automatic, plan::Precision::fp32},
+                                               plan::PrecisionRequest{Mode::forced, plan::Precision::fp16}}) {
+    CAPTURE(static_cast<int>(request.mode));
+    plan::Model model = shipped;
+    std::string note;
+    int calls = 0;
+    plan::PlanResult handed;
+    plan::Precision precision_then = plan::Precision::fp32;
+    const plan::PlanResult result = plan::search_with_precision(
+        cluster, model, simulator, at_batch(16), request, &note, [&](const plan::PlanResult& r) {
+          ++calls;
+          handed = r;
+          precision_then = model.training.precision;
+        });
+    CHECK(calls == 1);
+    check_same(handed, result);
+    // The model already has the returned plan's precision when `then` runs: bf16 as asked
+    // (model), fp16 as chosen (auto: 4x as fast on V100s) or forced.
+    CHECK(precision_then == result.best().plan.precision);
+    CHECK(result.best().plan.precision == (request.mode == Mode::model ? plan::Precision::bf16 : plan::Precision::fp16));
+  }
+}
