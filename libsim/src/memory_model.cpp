@@ -155,9 +155,13 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   const bool freed = framework.gradients_freed_after_step;
   std::vector<bool> has_gradients(plan.stages.size(), !freed);
   Bytes live = 0, held_gradients = freed ? 0 : out.gradients_bytes;
+  // The transient comes with a backward, while its micro-batch is in flight; with freed
+  // gradients a moment with nothing in flight (the optimizer step) holds none. Persistent
+  // gradients keep the conservative sum: the transient on top of the activations' peak.
+  const auto transient_at = [&](int in_flight_now) { return freed && in_flight_now == 0 ? 0.0 : transient_bytes; };
   // Before the first instruction: nothing in flight.
-  Bytes peak_live = 0, peak_gradients = held_gradients;
-  Bytes peak_total = transient_bytes * scale + held_gradients;
+  Bytes peak_live = 0, peak_gradients = held_gradients, peak_transient = transient_at(0);
+  Bytes peak_total = peak_transient * scale + held_gradients;
   int in_flight = 0;
   using K = plan::InstructionKind;
   for (const plan::Instruction& ins : program.instructions) {
@@ -183,16 +187,18 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       has_gradients[ins.stage] = true;
       held_gradients += gradients_of_stage[ins.stage];
     }
-    const Bytes total = (live + transient_bytes) * scale + held_gradients;
+    const Bytes transient = transient_at(in_flight);
+    const Bytes total = (live + transient) * scale + held_gradients;
     if (total > peak_total) {
       peak_total = total;
       peak_live = live;
+      peak_transient = transient;
       peak_gradients = held_gradients;
       out.peak_in_flight = in_flight;
     }
   }
   out.gradients_bytes = peak_gradients;
-  out.activations_bytes = (peak_live + transient_bytes) * scale;
+  out.activations_bytes = (peak_live + peak_transient) * scale;
   const Bytes tensors = out.tensor_bytes();
   out.allocator_slack_bytes = plan::allocator_slack_bytes(framework, tensors);
   out.framework_reserve_bytes = framework.reserve_bytes;
