@@ -46,6 +46,18 @@ MemoryBreakdown memory_of(const plan::Plan& p) {
 
 plan::DeviceProfile& profile_of(plan::Plan& p) { return p.cluster.profiles.begin()->second; }
 
+// A one-block gpt with s 32, h 64, a 4 and a vocabulary of 256 (layers not yet generated).
+plan::Model tiny_gpt() {
+  plan::Model m;
+  m.family = "gpt";
+  m.num_layers = 1;
+  m.hidden = 64;
+  m.heads = 4;
+  m.sequence = 32;
+  m.vocabulary = 256;
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("eager attention keeps an fp32 softmax, the dropout mask and the probabilities") {
@@ -131,13 +143,7 @@ TEST_CASE("DeepSpeed's fp32 gradient copy: 4 bytes per parameter of the optimize
 
 TEST_CASE("a gpt block's dropout masks are 1 byte at any precision, and absent without dropout") {
   // s 32, h 64, a 4. fp32: 16sh of tensors + 2sh of masks = 18sh = 36864; bf16: 10sh = 20480.
-  plan::Model m;
-  m.family = "gpt";
-  m.num_layers = 1;
-  m.hidden = 64;
-  m.heads = 4;
-  m.sequence = 32;
-  m.vocabulary = 256;
+  plan::Model m = tiny_gpt();
   plan::generate_layers(m, Precision::fp32);
   CHECK(m.layers[0].activation_bytes_replicated == 32 * 64);  // the embedding's mask
   CHECK(m.layers[1].activation_bytes_replicated == 18 * 32 * 64);
@@ -165,13 +171,7 @@ TEST_CASE("PyTorch's cross entropy holds 8 bytes per logit in its backward, a fu
   CHECK(plan::loss_backward_transient_bytes(head, plan::CrossEntropyImplementation::fused) == 0);
   CHECK(plan::loss_backward_transient_bytes(attention_layer(false), plan::CrossEntropyImplementation::pytorch) == 0);
   // A gpt head: s v logits per sample (s 32, v 256).
-  plan::Model m;
-  m.family = "gpt";
-  m.num_layers = 1;
-  m.hidden = 64;
-  m.heads = 4;
-  m.sequence = 32;
-  m.vocabulary = 256;
+  plan::Model m = tiny_gpt();
   plan::generate_layers(m, Precision::bf16);
   CHECK(m.layers.back().logit_elements == 32 * 256);
   CHECK(m.layers[1].logit_elements == 0);
