@@ -47,7 +47,7 @@ phases=(
   "bench_gpt2 35 whale-run GPT-2 124M, bf16, sequence 1024, micro-batch 8, 30 steps"
   "bench_gpt3 55 whale-run GPT-3 1.3B, bf16, sequence 2048, micro-batch 2, 20 steps"
   "torch_bench 40 the same two models in PyTorch eager (SDPA, bf16 autocast, fused AdamW)"
-  "torch_grid 45 PyTorch peak memory and step time, micro-batch 1,2,4 x eager/SDPA x fp32/bf16"
+  "torch_grid 45 PyTorch peak memory and step time, micro-batch 1,2,4 x eager/SDPA x fp32/bf16 (memory validation data: docs/memory-validation.md)"
   "profile 25 whale-profile --device cuda:0 --quick"
   "predict 8 whale-sim's step and peak memory of both benchmarks from the fresh profile"
   "report 5 gpu-check.md, gpu-check.json and the archive of every log"

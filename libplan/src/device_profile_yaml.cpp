@@ -159,7 +159,8 @@ Bytes gib_field_bytes(const YamlField& field, bool zero_allowed) {
 // default.
 FrameworkMemory parse_framework_memory(const YamlField& block, const std::string& device_kind) {
   block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "attention_implementation",
-                     "fused_attention", "gradient_bucket_copy", "fp32_gradient_copy"});
+                     "fused_attention", "cross_entropy_implementation", "gradients_freed_after_step",
+                     "gradient_bucket_copy", "fp32_gradient_copy"});
   FrameworkMemory f = default_framework_memory(device_kind);
   f.source = block.get("source").text();
   if (block.has("reserve_gib")) f.reserve_bytes = gib_field_bytes(block.get("reserve_gib"), true);
@@ -186,6 +187,14 @@ FrameworkMemory parse_framework_memory(const YamlField& block, const std::string
     f.attention = block.get("fused_attention").boolean() ? AttentionImplementation::flash
                                                          : AttentionImplementation::fused_softmax;
   }
+  if (block.has("cross_entropy_implementation")) {
+    const YamlField loss = block.get("cross_entropy_implementation");
+    if (!parse_cross_entropy_implementation(loss.text(), &f.cross_entropy)) {
+      loss.fail("fused or pytorch, got '" + loss.text() + "'",
+                "pytorch for torch.nn.functional.cross_entropy, fused for Megatron-LM's vocab-parallel loss");
+    }
+  }
+  f.gradients_freed_after_step = block.boolean_or("gradients_freed_after_step", f.gradients_freed_after_step);
   f.gradient_bucket_copy = block.boolean_or("gradient_bucket_copy", f.gradient_bucket_copy);
   f.fp32_gradient_copy = block.boolean_or("fp32_gradient_copy", f.fp32_gradient_copy);
   return f;
@@ -225,6 +234,9 @@ void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
   emit_number_field(out, "reserve_gib", f.reserve_bytes / kBytesPerGiB);
   emit_number_field(out, "allocator_slack_fraction", f.allocator_slack_fraction);
   emit_text_field(out, "attention_implementation", to_string(f.attention));
+  if (f.cross_entropy != CrossEntropyImplementation::fused)
+    emit_text_field(out, "cross_entropy_implementation", to_string(f.cross_entropy));
+  if (f.gradients_freed_after_step) out << YAML::Key << "gradients_freed_after_step" << YAML::Value << true;
   if (f.gradient_bucket_copy) out << YAML::Key << "gradient_bucket_copy" << YAML::Value << true;
   if (f.fp32_gradient_copy) out << YAML::Key << "fp32_gradient_copy" << YAML::Value << true;
   out << YAML::EndMap;

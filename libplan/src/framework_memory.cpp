@@ -7,7 +7,9 @@ namespace whale::plan {
 bool FrameworkMemory::operator==(const FrameworkMemory& other) const {
   return reserve_bytes == other.reserve_bytes &&
          allocator_slack_fraction == other.allocator_slack_fraction &&
-         attention == other.attention && gradient_bucket_copy == other.gradient_bucket_copy &&
+         attention == other.attention && cross_entropy == other.cross_entropy &&
+         gradients_freed_after_step == other.gradients_freed_after_step &&
+         gradient_bucket_copy == other.gradient_bucket_copy &&
          fp32_gradient_copy == other.fp32_gradient_copy && source == other.source;
 }
 
@@ -31,6 +33,20 @@ bool parse_attention_implementation(const std::string& text, AttentionImplementa
   if (text != "sdpa") return false;
   *out = AttentionImplementation::flash;
   return true;
+}
+
+const char* to_string(CrossEntropyImplementation cross_entropy) {
+  return cross_entropy == CrossEntropyImplementation::pytorch ? "pytorch" : "fused";
+}
+
+bool parse_cross_entropy_implementation(const std::string& text, CrossEntropyImplementation* out) {
+  for (CrossEntropyImplementation c : {CrossEntropyImplementation::fused, CrossEntropyImplementation::pytorch}) {
+    if (text == to_string(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
 }
 
 FrameworkMemory default_framework_memory(const std::string& device_kind) {

@@ -205,6 +205,7 @@ Layer head_layer(const std::string& family, const TransformerDims& d) {
   memory_op(layer, "cross_entropy", elementwise_bytes(s * v, b), true);
   if (!d.tied) layer.parameters += v * h;
   layer.activation_bytes_split = 4 * s * v;
+  layer.logit_elements = s * v;
   layer.input_bytes = s * h * b;
   layer.output_bytes = 4;  // the fp32 loss of the sample
   // The backward all-reduces the gradient of the head input across tp; the forward's

@@ -4,6 +4,7 @@
 #include "whale/plan/search_estimate.h"
 
 #include "whale/plan/attention_memory.h"
+#include "whale/plan/loss_memory.h"
 #include "whale/plan/model_state_bytes.h"
 #include "whale/plan/search_experts.h"
 
@@ -74,10 +75,12 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     d.activation_scale = profile.calibration.activation_memory_scale;
     d.optimizer_bytes = held_optimizer_bytes_per_param(state, profile.framework_memory);
     d.act_attention.assign(1, 0.0);
+    d.loss_transient.assign(1, 0.0);
     d.act_max.assign(1, {});
     for (const Layer& l : model.layers) {
       const double attention = attention_kept_bytes(l, profile.framework_memory.attention, precision_);
       push_prefix(d.act_attention, attention);
+      push_prefix(d.loss_transient, loss_backward_transient_bytes(l, profile.framework_memory.cross_entropy));
       d.act_max[0].push_back(l.activation_bytes_replicated + l.activation_bytes_split + attention);
     }
     for (size_t k = 1; (size_t{1} << k) <= model.layers.size(); ++k) {
@@ -250,6 +253,10 @@ MemoryNeed AnalyticModel::memory(const std::string& device_model, int first, int
     }
   }
   need.activation_bytes = per_sample * share * in_flight;
+  // The loss's backward buffers on the stage that holds the head (as the simulator adds them),
+  // vocabulary-parallel across tp. Gradients freed after each step (framework_memory.h) are
+  // still counted in state_bytes here: the estimate stays at or above the simulator's.
+  need.activation_bytes += range(device.loss_transient, first, end) / tp * share;
   if (weight_passes >= 0) {
     const double weight_pass = weight_pass_range(first, end, tp);
     need.activation_bytes += (weight_pass * weight_passes + std::max(0.0, weight_pass - per_sample)) * share;

@@ -9,6 +9,7 @@
 
 #include "whale/plan/attention_memory.h"
 #include "whale/plan/error.h"
+#include "whale/plan/loss_memory.h"
 #include "whale/plan/moe_layer.h"
 #include "whale/sim/op_cost.h"
 
@@ -102,7 +103,9 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   MemoryBreakdown out;
   std::vector<Bytes> kept_per_micro_batch(plan.stages.size(), 0);  // by stage: bytes one micro-batch keeps
   std::vector<Bytes> weight_pass_per_micro_batch(plan.stages.size(), 0);  // by stage: kept for a weight pass
-  Bytes transient_bytes = 0;                  // one layer's full activations, recomputing
+  std::vector<Bytes> gradients_of_stage(plan.stages.size(), 0);        // by stage: its gradients
+  Bytes transient_bytes = 0;  // the most one layer's backward holds beyond what it keeps: its
+                              // recomputed activations and its loss's buffers
   for (int s : program.stages) {
     const plan::Stage stage = plan.stages.at(s).as_replica(replica);  // at the replica's tp
     const double samples = stage.shares.at(replica);
@@ -121,9 +124,11 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,
                                     attention) *
               samples;
+      const Bytes loss = plan::loss_backward_transient_bytes(layer, framework.cross_entropy) / stage.tp;
       transient_bytes = std::max(
-          transient_bytes, recompute_transient_bytes(layer, stage.tp, stage.recompute,
-                                                     stage.sequence_parallel, attention) *
+          transient_bytes, (recompute_transient_bytes(layer, stage.tp, stage.recompute,
+                                                      stage.sequence_parallel, attention) +
+                            loss) *
                                samples);
     }
     kept_per_micro_batch[s] = kept;
@@ -135,12 +140,28 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     const double own = flat_shard_elements(parameters - expert_parameters, stage.dp(), replica) +
                        expert_parameters / stage.expert_dp();
     out.weights_bytes += parameters * state.weights;
-    out.gradients_bytes += (stage.shard_gradients ? own : parameters) * state.gradients;
+    gradients_of_stage[s] = (stage.shard_gradients ? own : parameters) * state.gradients;
+    out.gradients_bytes += gradients_of_stage[s];
     if (framework.gradient_bucket_copy && stage.dp() > 1 && !stage.shard_gradients)
       out.gradient_bucket_bytes += parameters * state.gradients;
     out.optimizer_bytes += (stage.shard_optimizer ? own : parameters) * optimizer_bytes;
   }
-  Bytes live = 0, peak = 0;
+  // Walk the program: activations kept in flight, and, when the framework frees its gradients
+  // after each step, the gradients of every stage that has run a backward. The peak is the
+  // instruction where both (with the activations' transient and scale) sum highest; persistent
+  // gradients are the same at every instruction, and then the activations alone decide.
+  // The activation scale that whale-calibrate fits from measured peaks (1 uncalibrated).
+  const double scale = profile.calibration.activation_memory_scale;
+  const bool freed = framework.gradients_freed_after_step;
+  std::vector<bool> has_gradients(plan.stages.size(), !freed);
+  Bytes live = 0, held_gradients = freed ? 0 : out.gradients_bytes;
+  // The transient comes with a backward, while its micro-batch is in flight; with freed
+  // gradients a moment with nothing in flight (the optimizer step) holds none. Persistent
+  // gradients keep the conservative sum: the transient on top of the activations' peak.
+  const auto transient_at = [&](int in_flight_now) { return freed && in_flight_now == 0 ? 0.0 : transient_bytes; };
+  // Before the first instruction: nothing in flight.
+  Bytes peak_live = 0, peak_gradients = held_gradients, peak_transient = transient_at(0);
+  Bytes peak_total = peak_transient * scale + held_gradients;
   int in_flight = 0;
   using K = plan::InstructionKind;
   for (const plan::Instruction& ins : program.instructions) {
@@ -162,13 +183,22 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
         break;
       default: break;
     }
-    if (live > peak) {
-      peak = live;
+    if (plan::completes_gradients(ins.kind) && !has_gradients[ins.stage]) {
+      has_gradients[ins.stage] = true;
+      held_gradients += gradients_of_stage[ins.stage];
+    }
+    const Bytes transient = transient_at(in_flight);
+    const Bytes total = (live + transient) * scale + held_gradients;
+    if (total > peak_total) {
+      peak_total = total;
+      peak_live = live;
+      peak_transient = transient;
+      peak_gradients = held_gradients;
       out.peak_in_flight = in_flight;
     }
   }
-  // The activation scale that whale-calibrate fits from measured peaks (1 uncalibrated).
-  out.activations_bytes = (peak + transient_bytes) * profile.calibration.activation_memory_scale;
+  out.gradients_bytes = peak_gradients;
+  out.activations_bytes = (peak_live + peak_transient) * scale;
   const Bytes tensors = out.tensor_bytes();
   out.allocator_slack_bytes = plan::allocator_slack_bytes(framework, tensors);
   out.framework_reserve_bytes = framework.reserve_bytes;

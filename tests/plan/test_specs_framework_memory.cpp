@@ -56,6 +56,23 @@ TEST_CASE("a bad attention implementation fails naming the field") {
                    "either attention_implementation or fused_attention");
 }
 
+TEST_CASE("framework_memory's cross entropy and freed gradients: values, defaults, save and load") {
+  const DeviceProfile none = profile_with("none", "");
+  CHECK(none.framework_memory.cross_entropy == CrossEntropyImplementation::fused);
+  CHECK_FALSE(none.framework_memory.gradients_freed_after_step);
+  DeviceProfile p = profile_with("torch", ", cross_entropy_implementation: pytorch, gradients_freed_after_step: true");
+  CHECK(p.framework_memory.cross_entropy == CrossEntropyImplementation::pytorch);
+  CHECK(p.framework_memory.gradients_freed_after_step);
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/framework-memory/torch-saved";
+  std::filesystem::create_directories(folder);
+  save_device_profile(p, folder + "/core.yaml");
+  CHECK(load_device_profile(folder + "/core.yaml").framework_memory == p.framework_memory);
+  const std::string bad = scratch_file("framework-memory/bad-loss/core.yaml",
+                                       kCoreProfile + "framework_memory: {source: x, cross_entropy_implementation: apex}\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(bad); }, bad, "framework_memory.cross_entropy_implementation",
+                   "fused or pytorch, got 'apex'");
+}
+
 TEST_CASE("a model's dropout: YAML fields, config.json keys and the families' defaults") {
   const std::string base = "name: m\nfamily: gpt\nlayers: 1\nhidden: 64\nheads: 4\nsequence: 32\n"
                            "vocabulary: 256\ntraining: {global_batch: 8, precision: bf16}\n";

@@ -120,3 +120,21 @@ TEST_CASE("quick estimate: the same memory verdict as the simulator under each f
   CHECK_FALSE(estimate_fits(p));
   CHECK_FALSE(simulator_fits(p));
 }
+
+TEST_CASE("quick estimate: PyTorch's cross-entropy buffers as simulated; freed gradients kept as a bound") {
+  plan::Plan p = attention_plan(80e9);
+  p.model.layers[0].logit_elements = 10;  // a head's s v per sample
+  profile_of(p).framework_memory.cross_entropy = plan::CrossEntropyImplementation::pytorch;
+  // (10 + 40 + 500 + 8 x 10 bytes of the loss's backward) x 2 samples.
+  CHECK(estimate(p).activation_bytes == 1260);
+  CHECK(estimate(p).activation_bytes == simulated(p).activations_bytes);
+  // Gradients freed after each step: the simulator's peak is then the optimizer step's, 2000
+  // bytes of gradients beside the weights and Adam (16000), above the forward's 14000 + 1260;
+  // the estimate keeps counting the gradients with the activations: at or above the simulator.
+  profile_of(p).framework_memory.gradients_freed_after_step = true;
+  const sim::MemoryBreakdown m = simulated(p);
+  CHECK(m.gradients_bytes == 2000);
+  CHECK(m.activations_bytes == 0);
+  CHECK(m.tensor_bytes() == 16000);
+  CHECK(estimate(p).total() == 16000 + 1260);
+}

@@ -1,11 +1,13 @@
 // File: test_memory_framework.cpp
 // The framework's terms of the memory model by hand: what the attention core keeps under each
 // implementation, precision and dropout; dropout masks in the family layers; DeepSpeed's fp32
-// gradient copy; the calibrated activation scale.
+// gradient copy; the calibrated activation scale; PyTorch's cross-entropy buffers and
+// gradients freed after each step.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
 #include "whale/plan/attention_memory.h"
+#include "whale/plan/loss_memory.h"
 #include "whale/plan/schedule_program.h"
 #include "whale/sim/memory_model.h"
 
@@ -43,6 +45,18 @@ MemoryBreakdown memory_of(const plan::Plan& p) {
 }
 
 plan::DeviceProfile& profile_of(plan::Plan& p) { return p.cluster.profiles.begin()->second; }
+
+// A one-block gpt with s 32, h 64, a 4 and a vocabulary of 256 (layers not yet generated).
+plan::Model tiny_gpt() {
+  plan::Model m;
+  m.family = "gpt";
+  m.num_layers = 1;
+  m.hidden = 64;
+  m.heads = 4;
+  m.sequence = 32;
+  m.vocabulary = 256;
+  return m;
+}
 
 }  // namespace
 
@@ -129,13 +143,7 @@ TEST_CASE("DeepSpeed's fp32 gradient copy: 4 bytes per parameter of the optimize
 
 TEST_CASE("a gpt block's dropout masks are 1 byte at any precision, and absent without dropout") {
   // s 32, h 64, a 4. fp32: 16sh of tensors + 2sh of masks = 18sh = 36864; bf16: 10sh = 20480.
-  plan::Model m;
-  m.family = "gpt";
-  m.num_layers = 1;
-  m.hidden = 64;
-  m.heads = 4;
-  m.sequence = 32;
-  m.vocabulary = 256;
+  plan::Model m = tiny_gpt();
   plan::generate_layers(m, Precision::fp32);
   CHECK(m.layers[0].activation_bytes_replicated == 32 * 64);  // the embedding's mask
   CHECK(m.layers[1].activation_bytes_replicated == 18 * 32 * 64);
@@ -152,4 +160,74 @@ TEST_CASE("a gpt block's dropout masks are 1 byte at any precision, and absent w
   for (const plan::MemoryOp& op : m.layers[1].memory_ops) CHECK(op.name.find("dropout") == std::string::npos);
   // Korthikanti's per-layer total at 2 bytes, 34sh + 5as² with dropout, becomes 32sh + 2as².
   CHECK(kept_activation_bytes(m.layers[1], 1, plan::Recompute::none) == 32 * 32 * 64 + 2 * 4 * 32 * 32);
+}
+
+TEST_CASE("PyTorch's cross entropy holds 8 bytes per logit in its backward, a fused one none") {
+  plan::Layer head = attention_layer(false);
+  head.attention_score_elements = 0;
+  head.logit_elements = 10;  // s v of one sample
+  // nll_loss's fp32 gradient of the log-probabilities 4, log_softmax's of the logits 4.
+  CHECK(plan::loss_backward_transient_bytes(head, plan::CrossEntropyImplementation::pytorch) == 80);
+  CHECK(plan::loss_backward_transient_bytes(head, plan::CrossEntropyImplementation::fused) == 0);
+  CHECK(plan::loss_backward_transient_bytes(attention_layer(false), plan::CrossEntropyImplementation::pytorch) == 0);
+  // A gpt head: s v logits per sample (s 32, v 256).
+  plan::Model m = tiny_gpt();
+  plan::generate_layers(m, Precision::bf16);
+  CHECK(m.layers.back().logit_elements == 32 * 256);
+  CHECK(m.layers[1].logit_elements == 0);
+  // In the memory model: 2 samples x (10 + 40 kept + 500 fused softmax + 80 of the loss).
+  plan::Plan p = one_layer_plan(head, Precision::bf16);
+  const Bytes attention_free = 2 * (50 + 500.0);  // a listed attention figure, 500
+  CHECK(memory_of(p).activations_bytes == attention_free);
+  profile_of(p).framework_memory.cross_entropy = plan::CrossEntropyImplementation::pytorch;
+  CHECK(memory_of(p).activations_bytes == attention_free + 2 * 80);
+  // Vocabulary-parallel over tp 2: each shard holds half the logits' buffers, and half the
+  // split and attention bytes.
+  plan::Plan tp2 = test::pipeline_plan(
+      test::make_cluster(1, 2, test::flat_profile(1e14, 1e12), test::link(1e11, 0), test::link(1e10, 0)),
+      {head}, plan::ScheduleKind::gpipe, 1, 2, 2, 2);
+  profile_of(tp2).framework_memory.cross_entropy = plan::CrossEntropyImplementation::pytorch;
+  CHECK(memory_of(tp2).activations_bytes == 2 * (10 + 540 / 2.0 + 80 / 2.0));
+}
+
+TEST_CASE("gradients freed after each step: held from a stage's first backward, not before") {
+  // bf16, 1000 parameters: 2000 bytes of gradients; 2 samples keep 2 x (10 + 40 + 200) = 500
+  // (eager off, the default fused softmax without dropout: 2 bytes per score).
+  plan::Layer layer = attention_layer(false);
+  plan::Plan p = one_layer_plan(layer, Precision::bf16);
+  profile_of(p).framework_memory.gradients_freed_after_step = true;
+  // One micro-batch: before the backward 500 of activations and no gradients; after it the
+  // 2000 of gradients and no activations, the higher: the peak is the optimizer step's.
+  MemoryBreakdown m = memory_of(p);
+  CHECK(m.gradients_bytes == 2000);
+  CHECK(m.activations_bytes == 0);
+  CHECK(m.peak_in_flight == 0);
+  // With 100 parameters (200 bytes of gradients) the peak is the activations', before any
+  // gradient exists.
+  layer.parameters = 100;
+  p = one_layer_plan(layer, Precision::bf16);
+  profile_of(p).framework_memory.gradients_freed_after_step = true;
+  m = memory_of(p);
+  CHECK(m.gradients_bytes == 0);
+  CHECK(m.activations_bytes == 500);
+  CHECK(m.peak_in_flight == 1);
+  // Persistent gradients (the default) are there throughout.
+  profile_of(p).framework_memory.gradients_freed_after_step = false;
+  CHECK(memory_of(p).gradients_bytes == 200);
+  CHECK(memory_of(p).activations_bytes == 500);
+  // Two micro-batches under 1F1B on one stage (forward, backward, forward, backward): the
+  // second forward's activations sit beside the gradients of the first backward.
+  p.micro_batches = 2;
+  p.schedule.kind = plan::ScheduleKind::one_f_one_b;
+  profile_of(p).framework_memory.gradients_freed_after_step = true;
+  m = memory_of(p);
+  CHECK(m.gradients_bytes == 200);
+  CHECK(m.activations_bytes == 500);
+  // The loss's buffers count at the peak of the activations, before the gradients.
+  p.micro_batches = 1;
+  p.model.layers[0].logit_elements = 10;
+  profile_of(p).framework_memory.cross_entropy = plan::CrossEntropyImplementation::pytorch;
+  m = memory_of(p);
+  CHECK(m.gradients_bytes == 0);
+  CHECK(m.activations_bytes == 500 + 2 * 80);
 }

@@ -21,6 +21,20 @@ namespace whale::plan {
 /// - flash: FlashAttention or PyTorch's scaled_dot_product_attention with a fused backend:
 ///   no score matrix is kept, only one fp32 log-sum-exp per row.
 enum class AttentionImplementation { eager, fused_softmax, flash };
+/// How the framework computes the language-model loss over the head's logits, which sets what
+/// the head's backward holds beyond what the head keeps (loss_memory.h):
+/// - fused: Megatron-LM's vocab-parallel cross entropy, which writes the gradient of the logits
+///   into the fp32 softmax it kept, and whale-run's, which does the same.
+/// - pytorch: torch.nn.functional.cross_entropy (log_softmax, then nll_loss), as a model written
+///   in plain PyTorch or Hugging Face transformers computes its loss: its backward allocates the
+///   fp32 gradient of the log-probabilities, then that of the logits, beside the kept fp32
+///   log-probabilities.
+enum class CrossEntropyImplementation { fused, pytorch };
+/// "fused", "pytorch".
+const char* to_string(CrossEntropyImplementation cross_entropy);
+/// Parses the names above; false on anything else.
+bool parse_cross_entropy_implementation(const std::string& text, CrossEntropyImplementation* out);
+
 /// "eager", "fused_softmax", "flash".
 const char* to_string(AttentionImplementation attention);
 /// Parses the names above (and "sdpa" for flash); false on anything else.
@@ -36,6 +50,16 @@ struct FrameworkMemory {
   /// The attention implementation (YAML: attention_implementation; the older `fused_attention:
   /// true` reads as flash and `false` as fused_softmax).
   AttentionImplementation attention = AttentionImplementation::fused_softmax;
+  /// The loss's implementation (YAML: cross_entropy_implementation).
+  CrossEntropyImplementation cross_entropy = CrossEntropyImplementation::fused;
+  /// Whether the gradients are freed after every optimizer step and allocated again by the next
+  /// backward (PyTorch's optimizer.zero_grad(set_to_none=True), its default since PyTorch 2.0),
+  /// rather than held in persistent buffers (Megatron-LM's contiguous gradient buffer, DDP's
+  /// buckets as gradient views, whale-run). A stage then holds its gradients from its first
+  /// backward of a step to the optimizer step, and a peak before that backward (one micro-batch
+  /// a step: all activations kept, the loss's backward starting) holds none. YAML:
+  /// gradients_freed_after_step.
+  bool gradients_freed_after_step = false;
   /// Whether the data-parallel gradient buckets are storage of their own beside the gradients
   /// (PyTorch DDP without gradient_as_bucket_view: a second copy of every unsharded gradient
   /// on a replicated stage) rather than the gradients themselves (Megatron-LM's contiguous

@@ -75,6 +75,9 @@ struct Layer {
   double attention_score_elements = 0;  // a s²: every head's score matrix
   double attention_rows = 0;            // a s: the rows of those matrices
   bool attention_dropout = false;       // dropout on the attention probabilities
+  // The logits a language-model head's loss reads, s v per sample at tp 1 (loss_memory.h); 0 on
+  // other layers and on listed ones.
+  double logit_elements = 0;
   Bytes input_bytes = 0;              // per sample: the layer's input, all that full
                                       // recomputation keeps
   Bytes output_bytes = 0;             // per sample: the tensor that crosses to the next layer

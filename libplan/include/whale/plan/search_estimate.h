@@ -140,6 +140,9 @@ class AnalyticModel {
     // plan::attention_kept_bytes per sample at the profile's attention implementation, prefix
     // sums over layers.
     std::vector<double> act_attention;
+    // plan::loss_backward_transient_bytes per sample at the profile's cross entropy, prefix
+    // sums over layers.
+    std::vector<double> loss_transient;
     // Sparse table of the largest single-layer activation (tp 1) with that attention: level k
     // holds the max over layers [i, i + 2^k).
     std::vector<std::vector<double>> act_max;

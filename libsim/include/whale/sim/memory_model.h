@@ -53,7 +53,8 @@ double flat_shard_elements(double elements, int members, int member);
 
 struct MemoryBreakdown {
   Bytes weights_bytes = 0;
-  Bytes gradients_bytes = 0;
+  Bytes gradients_bytes = 0;       // held at the peak (all of them unless the framework frees
+                                   // them after each step: framework_memory.h)
   Bytes gradient_bucket_bytes = 0;  // the buckets' own copy of the gradients, when the
                                     // framework keeps one (framework_memory)
   Bytes optimizer_bytes = 0;    // states, fp32 master weights and any fp32 gradient copy
@@ -92,7 +93,13 @@ double stage_parameters_per_device(const plan::Plan& plan, int s, int replica = 
 /// shard when sharded). A last stage
 /// that holds a copy of a tied token table (Plan::last_stage_holds_table_copy) counts it with
 /// its gradients and optimizer state. A framework with gradient_bucket_copy holds its unsharded
-/// gradients twice on every stage with more than one replica.
+/// gradients twice on every stage with more than one replica. The transient added to the peak
+/// is the most one layer's backward holds beyond what it keeps: its recomputed activations
+/// (recompute_transient_bytes) plus its loss's buffers (plan::loss_backward_transient_bytes,
+/// the framework's cross_entropy). Under framework_memory.gradients_freed_after_step a stage's
+/// gradients count from its first backward in the program (completes_gradients) on, and the
+/// breakdown's gradients_bytes is what is held at the peak (none when the peak comes before
+/// any backward).
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
                                int replica);
 

@@ -1,0 +1,17 @@
+// File: loss_memory.cpp
+// loss_backward_transient_bytes: the cross entropy's backward buffers (loss_memory.h).
+#include "whale/plan/loss_memory.h"
+
+namespace whale::plan {
+
+// PyTorch's F.cross_entropy is log_softmax followed by nll_loss (torch/nn/functional.py,
+// aten/src/ATen/native/LossNLL.cpp: cross_entropy_loss_symint). Autograd runs nll_loss_backward
+// first, which returns a dense fp32 tensor of the input's shape (zeros, -1/N at each target),
+// then _log_softmax_backward_data, which reads that tensor and the saved output and returns a
+// third tensor of the same shape; the saved output is released only when that node finishes.
+Bytes loss_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy) {
+  if (cross_entropy == CrossEntropyImplementation::fused) return 0;
+  return 8.0 * layer.logit_elements;
+}
+
+}  // namespace whale::plan
