@@ -19,20 +19,26 @@
 namespace whale::sim {
 namespace {
 
-/// What a replica's costs depend on: its share, its device model and, per tp device, its node
-/// relative to the first device's and that node's links (all that allreduce_s reads).
+/// What a replica's costs depend on: its share, its device model, the experts its busiest ep
+/// rank holds and, per tp device, its node relative to the first device's and that node's
+/// links (all that allreduce_s reads).
 struct ReplicaKey {
   int share = 0;
   std::string model;
+  int experts_held = 0;
   std::vector<double> layout;
   bool operator<(const ReplicaKey& o) const {
-    return std::tie(share, model, layout) < std::tie(o.share, o.model, o.layout);
+    return std::tie(share, model, experts_held, layout) < std::tie(o.share, o.model, o.experts_held, o.layout);
   }
 };
 
 ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int replica) {
   ReplicaKey key;
   key.share = stage.shares.at(replica);
+  if (plan.model.moe) {
+    const int experts = plan.model.moe->experts;
+    key.experts_held = stage.experts_held(plan::busiest_ep_rank(stage, replica, experts), experts);
+  }
   const std::vector<int> devices = stage.replica_devices(replica);
   key.model = plan.cluster.devices.at(devices.front()).model;
   const int first_node = plan.cluster.devices.at(devices.front()).node;
@@ -52,11 +58,11 @@ ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int rep
   return key;
 }
 
-/// Per-device forward GEMM flops of an MoE layer at the mean expert load (what model flops and
-/// MFU count: the imbalance costs time, not useful work).
-Flops mean_forward_flops(const plan::Layer& layer, const plan::Stage& stage, double samples) {
+/// Per-device forward GEMM flops of an MoE layer at the mean expert load of ep rank `ep_rank`'s
+/// experts (what model flops and MFU count: the imbalance costs time, not useful work).
+Flops mean_forward_flops(const plan::Layer& layer, const plan::Stage& stage, int ep_rank, double samples) {
   Flops flops = 0;
-  for (const plan::GemmOp& gemm : plan::layer_at_expert_layout(layer, stage, false).gemms)
+  for (const plan::GemmOp& gemm : plan::layer_at_expert_layout(layer, stage, false, ep_rank).gemms)
     flops += gemm_flops(gemm, stage.tp, samples);
   return flops;
 }
@@ -100,8 +106,10 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const plan::Layer& model_layer = plan.model.layers.at(l);
     const bool moe = model_layer.experts > 0;
-    // An MoE layer as this device runs it: the busiest device's expert rows set the time.
-    const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true) : plan::Layer{};
+    // An MoE layer as this replica runs it: its device holding the most experts, at the
+    // busiest load, sets the time.
+    const int ep_rank = moe ? plan::busiest_ep_rank(stage, replica, static_cast<int>(model_layer.experts)) : 0;
+    const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true, ep_rank) : plan::Layer{};
     const plan::Layer& layer = moe ? busiest : model_layer;
     const LayerCost cost =
         layer_cost(layer, profile, gemm_precision, stage.tp, samples, stage.recompute,
@@ -110,7 +118,7 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
     out.backward_s += cost.backward_s;
     out.backward_weight_s += cost.backward_weight_s;
     out.recompute_s += cost.recompute_s;
-    out.model_flops += 3.0 * (moe ? mean_forward_flops(model_layer, stage, samples) : cost.forward_flops);
+    out.model_flops += 3.0 * (moe ? mean_forward_flops(model_layer, stage, ep_rank, samples) : cost.forward_flops);
     // Sequence parallelism replaces each all-reduce by an all-gather and a reduce-scatter of
     // the same bytes (Korthikanti et al. 2022, Section 4.2.2).
     const Bytes tp_bytes = layer.tp_allreduce_bytes * samples;
@@ -152,9 +160,10 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& stage, int r
 Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& stage, int replica) {
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
+  const int ep_rank = plan.model.moe ? plan::busiest_ep_rank(stage, replica, plan.model.moe->experts) : 0;
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-    parameters += parameters_per_device(plan.model.layers.at(l), stage);
+    parameters += parameters_per_device(plan.model.layers.at(l), stage, ep_rank);
   }
   if (stage.shard_optimizer) parameters /= stage.dp();
   const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(replica)[0]);

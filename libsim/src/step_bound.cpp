@@ -10,6 +10,7 @@
 #include "cost_table.h"
 #include "whale/plan/schedule_analysis.h"
 #include "whale/plan/schedule_program.h"
+#include "whale/plan/moe_layer.h"
 #include "whale/sim/memory_model.h"
 #include "whale/sim/simulator.h"
 
@@ -45,6 +46,10 @@ ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupPro
     const plan::Stage& stage = plan.stages[group.stages[i]];
     key.second.push_back(stage.shares.at(replica));
     key.second.push_back(flat_shard_elements(stage_parameters[i], stage.dp(), replica));
+    if (plan.model.moe) {  // the experts its busiest device holds (Stage::expert_counts)
+      const int experts = plan.model.moe->experts;
+      key.second.push_back(stage.experts_held(plan::busiest_ep_rank(stage, replica, experts), experts));
+    }
   }
   return key;
 }
@@ -55,8 +60,8 @@ std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::Schedul
   std::vector<int> out;
   for (const plan::GroupProgram& group : program.groups) {
     const plan::Stage& stage = plan.stages[group.stages.front()];
-    std::vector<double> stage_parameters;
-    for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s));
+    std::vector<double> stage_parameters;  // replica 0's: the key adds each replica's experts
+    for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s, 0));
     std::map<ReplicaMemoryKey, Bytes> need_of;
     for (int r = 0; r < stage.dp(); ++r) {
       const ReplicaMemoryKey key = replica_memory_key(plan, group, stage_parameters, r);

@@ -148,3 +148,45 @@ TEST_CASE("moe plan: a bad expert layout fails at the stage's field") {
   e = error_of("etp3.yaml", "{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2, expert_tp: 4}");
   CHECK(e.yaml_path() == "stages[0].expert_tp");
 }
+
+TEST_CASE("moe plan: expert_counts read, place the experts, round-trip, and stay out when even") {
+  scratch_file("moe-plan/cluster.yaml", kCluster);
+  scratch_file("moe-plan/model.yaml", kMoeModel);
+  // 8 experts over ep 3 (3 does not divide 8: the counts split them).
+  const std::string path = scratch_file("moe-plan/counts.yaml", plan_with_stage("{layers: [0, 5], devices: \"0-5\", tp: 2, shares: [2, 1, 1], ep: 3, expert_tp: 1, expert_counts: [4, 3, 1]}"));
+  const Plan plan = load_plan(path, source_path("profiles"));
+  const Stage& stage = plan.stages[0];
+  CHECK(stage.expert_counts == std::vector<int>{4, 3, 1});
+  CHECK(stage.experts_held(1, 8) == 3);
+  CHECK(stage.first_expert_held(0, 8) == 0);
+  CHECK(stage.first_expert_held(2, 8) == 7);
+  // Devices 0-5 at expert_tp 1: ep ranks 0, 1, 2, 0, 1, 2.
+  CHECK(stage.ep_rank_of(4) == 1);
+  const std::string saved = scratch_file("moe-plan/counts-saved.yaml", "");
+  save_plan(plan, saved, false);
+  CHECK(load_plan(saved, source_path("profiles")).stages[0].expert_counts == std::vector<int>{4, 3, 1});
+  // Absent: experts / ep each, and nothing written back.
+  const Plan even = load_plan(scratch_file("moe-plan/even.yaml", plan_with_stage("{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2}")),
+                              source_path("profiles"));
+  CHECK(even.stages[0].expert_counts.empty());
+  CHECK(even.stages[0].experts_held(1, 8) == 4);
+  CHECK(even.stages[0].first_expert_held(1, 8) == 4);
+  CHECK(plan_to_yaml(even, false).find("expert_counts") == std::string::npos);
+}
+
+TEST_CASE("moe plan: bad expert_counts fail at the stage's field") {
+  scratch_file("moe-plan/cluster.yaml", kCluster);
+  scratch_file("moe-plan/model.yaml", kMoeModel);
+  const auto message_of = [](const std::string& name, const std::string& counts) {
+    const whale::Error e = expect_error([&] {
+      load_plan(scratch_file("moe-plan/" + name, plan_with_stage("{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2, expert_counts: " + counts + "}")),
+                source_path("profiles"));
+    });
+    CHECK(e.yaml_path() == "stages[0].expert_counts");
+    return std::string(e.what());
+  };
+  CHECK(message_of("c-length.yaml", "[8]").find("expected 2 counts (ep 2), got 1") != std::string::npos);
+  CHECK(message_of("c-zero.yaml", "[8, 0]").find("expected positive counts, got 0") != std::string::npos);
+  CHECK(message_of("c-sum.yaml", "[5, 2]").find("the counts sum to 7, not to the model's 8 experts") != std::string::npos);
+  CHECK(message_of("c-above.yaml", "[9, -1]").find("count 9 is above the model's 8 experts") != std::string::npos);
+}

@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "model/expert_ownership.h"
 #include "model/moe_parameters.h"
 #include "model/moe_routing.h"
 #include "model/tensor_parallel_ops.h"
@@ -45,12 +46,13 @@ struct MoeContext {
   ExpertKind kind = ExpertKind::gelu;
   int ep_rank = 0, ep_size = 1;
   Communicator* ep = nullptr;  // null when ep_size is 1
+  ExpertOwnership owners;      // which member holds which routed experts
   double loss_scale = 1.0;     // the backward's (StageModule::backward)
   /// Seconds the layers spent in the expert group's exchanges so far (counts included), so
   /// that layer timing leaves them out as it does the tensor group's collectives.
   mutable double exchange_s = 0;
-  int local_experts() const { return spec.experts / ep_size; }
-  int first_expert() const { return ep_rank * local_experts(); }
+  int local_experts() const { return owners.count(ep_rank); }
+  int first_expert() const { return owners.first(ep_rank); }
 };
 
 /// The activations of one expert MLP over some rows: h1 (rows, F) before the activation (fc1

@@ -32,7 +32,7 @@ void validate_expert_layout(const plan::Plan& plan) {
       throw Error(file, at + "expert_tp",
                   "the stage's tp (" + std::to_string(s.tp) + ") for whale-run, got " +
                       std::to_string(s.expert_tp));
-    if (s.dp() % s.ep != 0 || moe->experts % s.ep != 0)
+    if (s.dp() % s.ep != 0 || (s.expert_counts.empty() && moe->experts % s.ep != 0))
       throw Error(file, at + "ep",
                   "an ep dividing the stage's dp " + std::to_string(s.dp()) + " and the " +
                       std::to_string(moe->experts) + " experts, got " + std::to_string(s.ep));

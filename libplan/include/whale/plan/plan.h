@@ -51,6 +51,11 @@ struct Stage {
   /// ep * expert_tp the stage's devices).
   int ep = 1;
   int expert_tp = 0;            // 0: the stage's tp
+  /// The routed experts each ep rank holds, in ep-rank order (uneven where the ep group's
+  /// devices differ: more experts on the faster ones); empty: experts / ep each. Rank e holds
+  /// experts [sum of counts before e, + counts[e]) of every MoE block. YAML: expert_counts
+  /// (optional; validate_plan checks ep entries, each positive, summing to the experts).
+  std::vector<int> expert_counts;
 
   int dp() const { return static_cast<int>(devices.size()) / tp; }
   /// The expert tensor-parallel degree in effect: expert_tp, or tp when it is 0.
@@ -60,6 +65,12 @@ struct Stage {
   /// The ep devices of expert-dp replica d and expert-tp rank t, in ep-rank order: the group
   /// among which the MoE blocks' all-to-alls dispatch and combine tokens.
   std::vector<int> expert_parallel_group(int d, int t) const;
+  /// The ep rank of the device at `index` in `devices`: (index / expert_tp_degree()) % ep.
+  int ep_rank_of(int index) const { return index / expert_tp_degree() % ep; }
+  /// The routed experts ep rank `rank` holds of `experts`: expert_counts[rank], or experts / ep.
+  int experts_held(int rank, int experts) const;
+  /// The first routed expert ep rank `rank` holds: the counts of the ranks before it.
+  int first_expert_held(int rank, int experts) const;
   /// Devices of replica r, in tp-rank order.
   std::vector<int> replica_devices(int r) const;
   /// First sample (within a micro-batch) of replica r: the sum of shares before r.

@@ -75,9 +75,11 @@ struct MemoryBreakdown {
   }
 };
 
-/// Parameters one device of stage `s` holds: its layers' tp shards, and on a last stage that
-/// holds a copy of a tied token table (Plan::last_stage_holds_table_copy) its shard of that copy.
-double stage_parameters_per_device(const plan::Plan& plan, int s);
+/// Parameters one device of replica `replica` of stage `s` holds: its layers' tp shards (the
+/// routed experts of its ep rank holding the most, Stage::expert_counts), and on a last stage
+/// that holds a copy of a tied token table (Plan::last_stage_holds_table_copy) its shard of
+/// that copy.
+double stage_parameters_per_device(const plan::Plan& plan, int s, int replica);
 
 /// Memory of one device of replica `replica` of the group that runs `program` (every stage of
 /// the program, as a group may run several). The in-flight count is taken from the program:

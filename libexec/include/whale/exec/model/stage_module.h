@@ -127,10 +127,12 @@ struct StageModuleOptions {
   bool sequence_parallel = false;
   /// Expert parallelism (a mixture-of-experts model, tp 1): this replica is member ep_rank of
   /// an expert-parallel group of ep_size consecutive replicas, holds routed experts
-  /// [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size) and exchanges tokens over `ep` (null
-  /// when ep_size is 1). `ep` must outlive the module.
+  /// [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size) (or, with expert_counts, the
+  /// expert_counts[ep_rank] experts after those of the members before it) and exchanges tokens
+  /// over `ep` (null when ep_size is 1). `ep` must outlive the module.
   int ep_rank = 0;
   int ep_size = 1;
+  std::vector<int> expert_counts;  // plan::Stage::expert_counts: empty for an even split
   Communicator* ep = nullptr;
   uint64_t seed = 0;        // initial parameters depend on (seed, layer, name) only, never on
                             // tp/pp/dp, so every plan starts from the same model
