@@ -3,6 +3,7 @@
 #include "whale/plan/moe_layer.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace whale::plan {
 
@@ -26,23 +27,40 @@ int most_experts_rank(const Stage& stage, int experts) {
   return best;
 }
 
-Layer layer_at_expert_layout(const Layer& layer, const Stage& stage, bool busiest, int ep_rank) {
+std::vector<int> expert_group_shares(const Stage& stage, int replica) {
+  const int etp = stage.expert_tp_degree();
+  const int index = replica * stage.tp;  // the replica's first device, in the stage's order
+  const int expert_replica = index / (stage.ep * etp), expert_tp_rank = index % etp;
+  std::vector<int> shares;
+  for (int e = 0; e < stage.ep; ++e)
+    shares.push_back(stage.shares.at(((expert_replica * stage.ep + e) * etp + expert_tp_rank) / stage.tp));
+  return shares;
+}
+
+double expert_token_scale(const Stage& stage, int replica) {
+  double group_samples = 0;
+  for (int share : expert_group_shares(stage, replica)) group_samples += share;
+  return group_samples / stage.ep / stage.shares.at(replica);
+}
+
+Layer layer_at_expert_layout(const Layer& layer, const Stage& stage, bool busiest, int ep_rank,
+                             double token_scale) {
   if (layer.experts <= 0) return layer;
   const int experts = static_cast<int>(layer.experts);
   const double tp = stage.tp, etp = stage.expert_tp_degree();
   const double held = stage.experts_held(ep_rank, experts);
   const double share = expert_load_share(stage, ep_rank, experts);
-  const double imbalance = busiest ? layer.expert_load_imbalance : 1.0;
+  const double load = (busiest ? layer.expert_load_imbalance : 1.0) * token_scale;
   Layer out = layer;
   for (GemmOp& gemm : out.gemms) {
     if (!gemm.expert) continue;
-    gemm.m *= stage.ep * etp / tp * imbalance;
+    gemm.m *= stage.ep * etp / tp * load;
     gemm.n /= etp;
     gemm.count *= held / layer.experts;
     gemm.tp_split = false;
   }
   for (MemoryOp& op : out.memory_ops) {
-    if (op.expert) op.bytes *= imbalance * share;
+    if (op.expert) op.bytes *= load * share;
   }
   const double experts_at_tp = layer.expert_parameters * tp * held / (layer.experts * etp);
   out.parameters += experts_at_tp - layer.expert_parameters;
@@ -51,7 +69,7 @@ Layer layer_at_expert_layout(const Layer& layer, const Stage& stage, bool busies
   // each of the expert_tp shards, and their hidden activations, split; a device holds 1/tp of
   // the token copies, times its share of the experts.
   const Bytes input = layer.all_to_all_bytes;
-  out.activation_bytes_split += (input * etp + (layer.activation_bytes_expert - input)) * imbalance * share;
+  out.activation_bytes_split += (input * etp + (layer.activation_bytes_expert - input)) * load * share;
   out.activation_bytes_expert = 0;
   return out;
 }

@@ -115,7 +115,9 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       const plan::Layer& model_layer = plan.model.layers.at(l);
       const bool moe = model_layer.experts > 0;
       // An MoE layer as the replica's device holding the most experts holds it, at the busiest load.
-      const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true, ep_rank) : plan::Layer{};
+      const plan::Layer busiest =
+          moe ? plan::layer_at_expert_layout(model_layer, stage, true, ep_rank, plan::expert_token_scale(stage, replica))
+              : plan::Layer{};
       const plan::Layer& layer = moe ? busiest : model_layer;
       expert_parameters += plan::expert_parameters_per_device(model_layer, stage, ep_rank);
       const Bytes attention = plan::attention_kept_bytes(layer, framework.attention, plan.precision);

@@ -49,6 +49,7 @@ ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupPro
     if (plan.model.moe) {  // the experts its busiest device holds (Stage::expert_counts)
       const int experts = plan.model.moe->experts;
       key.second.push_back(stage.experts_held(plan::busiest_ep_rank(stage, replica, experts), experts));
+      key.second.push_back(plan::expert_token_scale(stage, replica));
     }
   }
   return key;

@@ -1,6 +1,7 @@
 // File: test_moe_uneven_experts.cpp
 // The simulator under uneven expert counts (Stage::expert_counts): each ep rank's expert
-// compute follows its count and its device's speed, and its expert memory its count, by hand.
+// compute follows its count, its device's speed and the ep group's tokens, and its expert
+// memory its count, by hand.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -21,7 +22,7 @@ namespace {
 /// A fast device (bf16 peak 3e12 flop/s) and a slow one (1e12) on one node, running one MoE
 /// layer whose only op is a routed expert GEMM of 1 row per expert and sample (4 experts,
 /// 1000 x 1000), no parameters and no all-to-all bytes, at ep 2 with one sample per replica.
-plan::Plan two_speed_plan(const std::vector<int>& expert_counts) {
+plan::Plan two_speed_plan(const std::vector<int>& expert_counts, const std::vector<int>& shares = {1, 1}) {
   plan::DeviceProfile fast = test::flat_profile(3e12, 1e12);
   fast.name = "fast";
   plan::DeviceProfile slow = test::flat_profile(1e12, 1e12);
@@ -39,6 +40,8 @@ plan::Plan two_speed_plan(const std::vector<int>& expert_counts) {
   p.model.moe->top_k = 1;
   p.stages[0].ep = 2;
   p.stages[0].expert_counts = expert_counts;
+  p.stages[0].shares = shares;
+  p.micro_batch_size = shares[0] + shares[1];
   return p;
 }
 
@@ -68,6 +71,22 @@ TEST_CASE("uneven experts: each ep rank computes its own experts at its device's
   // The useful work is the same: 4 experts x 1.2e7.
   CHECK(uneven.model_flops_per_step == doctest::Approx(even.model_flops_per_step));
   CHECK(uneven.model_flops_per_step == doctest::Approx(4.8e7));
+}
+
+TEST_CASE("uneven shares: an expert takes its share of the whole ep group's tokens") {
+  // Shares 3 and 1: each expert takes 1 row of each of the group's 4 samples, 4 rows on either
+  // device (the group's mean share 2 over the replica's own: scales 2/3 and 2). Forward
+  // 2 x 4 x 1e6 = 8e6 flops per expert, 2.4e7 with the backward.
+  // Even (2, 2): the fast device 4.8e7 / 3e12 = 16 us, the slow one 4.8e7 / 1e12 = 48 us.
+  const plan::Estimate even = Simulator().evaluate(two_speed_plan({}, {3, 1}), {});
+  CHECK(even.devices[0].busy_s == doctest::Approx(16e-6));
+  CHECK(even.devices[1].busy_s == doctest::Approx(48e-6));
+  // Counts (3, 1): 7.2e7 / 3e12 = 24 us and 2.4e7 / 1e12 = 24 us.
+  const plan::Estimate uneven = Simulator().evaluate(two_speed_plan({3, 1}, {3, 1}), {});
+  CHECK(uneven.devices[0].busy_s == doctest::Approx(24e-6));
+  CHECK(uneven.devices[1].busy_s == doctest::Approx(24e-6));
+  CHECK(uneven.model_flops_per_step == doctest::Approx(even.model_flops_per_step));
+  CHECK(uneven.model_flops_per_step == doctest::Approx(4 * 2.4e7));
 }
 
 TEST_CASE("uneven experts: weights, gradients and optimizer state follow each rank's count") {
