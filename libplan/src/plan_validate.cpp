@@ -76,7 +76,7 @@ void check_layers(const Plan& plan, const std::string& file) {
 
 // Stage::expert_counts: one positive count per ep rank, summing to the model's experts.
 void check_expert_counts(const Stage& stage, int experts, const std::string& path, const std::string& file) {
-  const std::string hint = "one count per ep rank, each at least 1, summing to the " + std::to_string(experts) + " experts (leave it out for experts / ep each)";
+  const std::string hint = "one count per ep rank, each at least 1, summing to the " + std::to_string(experts) + " experts, or leave it out for experts / ep each";
   if (static_cast<int>(stage.expert_counts.size()) != stage.ep) {
     throw Error(file, path, "expected " + std::to_string(stage.ep) + " counts (ep " + std::to_string(stage.ep) + "), got " + std::to_string(stage.expert_counts.size()), hint);
   }
@@ -119,7 +119,7 @@ void check_expert_layout(const Plan& plan, int s, const std::string& file) {
     check_expert_counts(stage, experts, stage_path(s, "expert_counts"), file);
   } else if (experts % stage.ep != 0) {
     throw Error(file, stage_path(s, "ep"), "ep " + std::to_string(stage.ep) + " does not divide the model's " + std::to_string(experts) + " experts",
-                "each ep rank holds experts / ep experts");
+                "each ep rank holds experts / ep experts, unless expert_counts gives each rank's count");
   }
   const int expert_group = stage.ep * stage.expert_tp_degree();
   if (expert_group > size || size % expert_group != 0) {

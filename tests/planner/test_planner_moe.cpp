@@ -5,10 +5,9 @@
 // speed-proportional expert counts where the simulator finds them faster.
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 
+#include "planner_fixtures.h"
 #include "whale/plan/planner.h"
 #include "whale/sim/simulator.h"
 
@@ -42,25 +41,17 @@ TEST_CASE("planner: Mixtral 8x7B on 64 A100s gets ep groups inside its nodes") {
 
 namespace {
 
-/// Writes a file under <build>/planner-moe/ and returns its path.
-std::string planner_scratch(const std::string& name, const std::string& text) {
-  const std::string folder = std::string(WHALE_BINARY_DIR) + "/planner-moe";
-  std::filesystem::create_directories(folder);
-  std::ofstream(folder + "/" + name) << text;
-  return folder + "/" + name;
-}
-
 /// The best plan of one stage (max_pipeline_depth 1) for a small MoE Llama whose expert GEMMs
 /// dominate (8 experts of width 4096, top 2, hidden 1024), on one node of `devices`.
 plan::Plan best_single_stage_plan(const std::string& name, const std::string& devices) {
   const std::string root = WHALE_SOURCE_DIR;
   const plan::Cluster cluster = plan::load_cluster(
-      planner_scratch(name + ".yaml",
+      test::temp_file("moe-" + name + ".yaml",
                       "name: " + name + "\nnetwork: {kind: ethernet, bandwidth_gbps: 100, latency_us: 10}\n"
                       "nodes:\n  - {name: n, devices: " + devices + ", intra_link: {kind: pcie, bandwidth_gbps: 256, latency_us: 5}}\n"),
       root + "/profiles");
-  const plan::Model model = plan::load_model(planner_scratch(
-      "moe-model.yaml",
+  const plan::Model model = plan::load_model(test::temp_file(
+      "moe-small.yaml",
       "name: moe-small\nfamily: llama\nlayers: 2\nhidden: 1024\nheads: 8\nffn_hidden: 4096\nsequence: 1024\nvocabulary: 1000\n"
       "moe: {experts: 8, top_k: 2, expert_ffn_hidden: 4096}\ntraining: {global_batch: 8, precision: fp16}\n"));
   plan::PlannerOptions options;

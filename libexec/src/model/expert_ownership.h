@@ -20,6 +20,7 @@ class ExpertOwnership {
 
   int members() const { return static_cast<int>(counts_.size()); }
   int count(int member) const { return counts_.at(member); }
+  /// 0 <= member <= members(); first(members()) is the number of experts.
   int first(int member) const { return first_.at(member); }
   /// The member holding `expert` (0 <= expert < experts).
   int owner(int expert) const;
