@@ -1,9 +1,13 @@
 // File: test_specs_moe.cpp
 // The mixture-of-experts spec: the model's moe block read with its defaults, saved and read back,
-// the rules of find_moe_problem, and the plan's ep and expert_tp (layout, round trip, errors).
+// the rules of find_moe_problem, and the plan's ep, expert_tp and expert_counts (layout, round
+// trip, errors, export limits).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "test_specs_util.h"
+#include "whale/plan/export.h"
 #include "whale/plan/model.h"
 #include "whale/plan/plan.h"
 
@@ -189,4 +193,13 @@ TEST_CASE("moe plan: bad expert_counts fail at the stage's field") {
   CHECK(message_of("c-zero.yaml", "[8, 0]").find("expected positive counts, got 0") != std::string::npos);
   CHECK(message_of("c-sum.yaml", "[5, 2]").find("the counts sum to 7, not to the model's 8 experts") != std::string::npos);
   CHECK(message_of("c-above.yaml", "[9, -1]").find("count 9 is above the model's 8 experts") != std::string::npos);
+}
+
+TEST_CASE("moe plan: the frameworks' exports name uneven expert counts as a limit") {
+  const Plan plan = load_plan(source_path("configs/plans/tiny-moe/ep2-uneven.yaml"), source_path("profiles"));
+  const std::string limit = "stage 0 has uneven expert counts 3,1: every expert-parallel rank holds experts / ep";
+  for (Framework framework : {Framework::megatron, Framework::deepspeed}) {
+    const std::vector<std::string> limits = export_limits(plan, framework);
+    CHECK(std::find(limits.begin(), limits.end(), limit) != limits.end());
+  }
 }
