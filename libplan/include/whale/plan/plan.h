@@ -44,11 +44,12 @@ struct Stage {
   /// The expert layout of a mixture-of-experts stage (MoE parallel folding, Megatron-Core):
   /// its MoE blocks' experts run on the same devices as ep x expert_tp x expert_dp, apart from
   /// attention's dp x tp, with ep * expert_tp * expert_dp = dp * tp. An expert-parallel group
-  /// holds experts / ep experts on each member. Dense models keep ep 1 and expert_tp 0.
+  /// holds experts / ep experts on each member, or expert_counts. Dense models keep ep 1 and
+  /// expert_tp 0.
   /// The expert ranks are expert-tp-major, as Megatron-Core orders them: device
   /// devices[(d * ep + e) * expert_tp + t] is expert-dp replica d, ep rank e, expert-tp rank t.
-  /// YAML: ep, expert_tp (optional; validate_plan checks that ep divides the experts and
-  /// ep * expert_tp the stage's devices).
+  /// YAML: ep, expert_tp (optional; validate_plan checks that ep divides the experts, unless
+  /// expert_counts splits them, and ep * expert_tp the stage's devices).
   int ep = 1;
   int expert_tp = 0;            // 0: the stage's tp
   /// The routed experts each ep rank holds, in ep-rank order (uneven where the ep group's
