@@ -32,6 +32,13 @@ std::string plan_with_stage(const std::string& stage) {
          "schedule: 1f1b\nstages:\n  - " + stage + "\n";
 }
 
+/// Writes the cluster, the model and moe-plan/<name> of one stage `stage`, and loads the plan.
+Plan load_stage_plan(const std::string& name, const std::string& stage) {
+  scratch_file("moe-plan/cluster.yaml", kCluster);
+  scratch_file("moe-plan/model.yaml", kMoeModel);
+  return load_plan(scratch_file("moe-plan/" + name, plan_with_stage(stage)), source_path("profiles"));
+}
+
 }  // namespace
 
 TEST_CASE("moe: the optional fields take their documented defaults") {
@@ -154,11 +161,8 @@ TEST_CASE("moe plan: a bad expert layout fails at the stage's field") {
 }
 
 TEST_CASE("moe plan: expert_counts read, place the experts, round-trip, and stay out when even") {
-  scratch_file("moe-plan/cluster.yaml", kCluster);
-  scratch_file("moe-plan/model.yaml", kMoeModel);
   // 8 experts over ep 3 (3 does not divide 8: the counts split them).
-  const std::string path = scratch_file("moe-plan/counts.yaml", plan_with_stage("{layers: [0, 5], devices: \"0-5\", tp: 2, shares: [2, 1, 1], ep: 3, expert_tp: 1, expert_counts: [4, 3, 1]}"));
-  const Plan plan = load_plan(path, source_path("profiles"));
+  const Plan plan = load_stage_plan("counts.yaml", "{layers: [0, 5], devices: \"0-5\", tp: 2, shares: [2, 1, 1], ep: 3, expert_tp: 1, expert_counts: [4, 3, 1]}");
   const Stage& stage = plan.stages[0];
   CHECK(stage.expert_counts == std::vector<int>{4, 3, 1});
   CHECK(stage.experts_held(1, 8) == 3);
@@ -170,8 +174,7 @@ TEST_CASE("moe plan: expert_counts read, place the experts, round-trip, and stay
   save_plan(plan, saved, false);
   CHECK(load_plan(saved, source_path("profiles")).stages[0].expert_counts == std::vector<int>{4, 3, 1});
   // Absent: experts / ep each, and nothing written back.
-  const Plan even = load_plan(scratch_file("moe-plan/even.yaml", plan_with_stage("{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2}")),
-                              source_path("profiles"));
+  const Plan even = load_stage_plan("even.yaml", "{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2}");
   CHECK(even.stages[0].expert_counts.empty());
   CHECK(even.stages[0].experts_held(1, 8) == 4);
   CHECK(even.stages[0].first_expert_held(1, 8) == 4);
@@ -179,13 +182,9 @@ TEST_CASE("moe plan: expert_counts read, place the experts, round-trip, and stay
 }
 
 TEST_CASE("moe plan: bad expert_counts fail at the stage's field") {
-  scratch_file("moe-plan/cluster.yaml", kCluster);
-  scratch_file("moe-plan/model.yaml", kMoeModel);
   const auto message_of = [](const std::string& name, const std::string& counts) {
-    const whale::Error e = expect_error([&] {
-      load_plan(scratch_file("moe-plan/" + name, plan_with_stage("{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2, expert_counts: " + counts + "}")),
-                source_path("profiles"));
-    });
+    const whale::Error e = expect_error(
+        [&] { load_stage_plan(name, "{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2, expert_counts: " + counts + "}"); });
     CHECK(e.yaml_path() == "stages[0].expert_counts");
     return std::string(e.what());
   };
