@@ -325,7 +325,8 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       if (b.fits) {
         RankedPlan ranked{scratch, e, c.layout.estimate_s, in.structures[c.structure].label};
         // Where an ep group mixes device models, the speed-proportional expert counts too.
-        if (prefer_uneven_expert_counts(cost, ranked.plan, ranked.estimate)) ranked.label += " uneven experts";
+        if (in.uneven_experts && prefer_uneven_expert_counts(cost, ranked.plan, ranked.estimate))
+          ranked.label += " uneven experts";
         return ranked;
       }
       rules.min_rung = c.layout.rungs;
