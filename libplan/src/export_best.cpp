@@ -102,7 +102,8 @@ bool uniform_expert_layout(RankedPlan* ranked, const CostModel& cost) {
   const Stage* least = &plan.stages.front();
   bool differ = false;
   for (const Stage& stage : plan.stages) {
-    differ = differ || stage.ep != least->ep || stage.expert_tp_degree() != least->expert_tp_degree();
+    differ = differ || stage.ep != least->ep || stage.expert_tp_degree() != least->expert_tp_degree() ||
+             !stage.expert_counts.empty();
     if (stage.ep * stage.expert_tp_degree() < least->ep * least->expert_tp_degree()) least = &stage;
   }
   if (!differ) return true;
@@ -110,6 +111,7 @@ bool uniform_expert_layout(RankedPlan* ranked, const CostModel& cost) {
   for (Stage& stage : plan.stages) {
     stage.ep = ep;
     stage.expert_tp = expert_tp;
+    stage.expert_counts.clear();  // the frameworks split the experts evenly
   }
   ranked->estimate = cost.evaluate(plan, EvaluateOptions{});
   ranked->label += " with ep " + std::to_string(ep) + " x expert_tp " + std::to_string(expert_tp) +

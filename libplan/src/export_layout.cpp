@@ -131,6 +131,10 @@ std::vector<std::string> uniform_limits(const Plan& plan, const ExportLayout& la
                        ", stage 0 ep " + std::to_string(first.ep) + " x expert_tp " + std::to_string(first.expert_tp_degree()) +
                        ": one expert layout for all stages");
     }
+    if (!stage.expert_counts.empty()) {
+      limits.push_back(name + " has uneven expert counts " + join_numbers(stage.expert_counts) +
+                       ": every expert-parallel rank holds experts / ep");
+    }
     if (stage.shard_optimizer != layout.shard_optimizer) {
       limits.push_back(name + " shards the optimizer differently from stage 0: one setting for all stages");
     }

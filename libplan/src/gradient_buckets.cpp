@@ -4,6 +4,7 @@
 #include "whale/plan/gradient_buckets.h"
 
 #include "whale/plan/framework_precision.h"
+#include "whale/plan/moe_layer.h"
 
 namespace whale::plan {
 
@@ -11,10 +12,12 @@ double parameters_per_device(const Layer& layer, int tp) {
   return (layer.parameters - layer.parameters_replicated) / tp + layer.parameters_replicated;
 }
 
-double parameters_per_device(const Layer& layer, const Stage& stage) {
+double parameters_per_device(const Layer& layer, const Stage& stage, int ep_rank) {
   const double experts = layer.expert_parameters;
-  return (layer.parameters - layer.parameters_replicated - experts) / stage.tp + layer.parameters_replicated +
-         experts / (stage.ep * stage.expert_tp_degree());
+  const double held = layer.experts > 0 ? expert_parameters_per_device(
+                                              layer, stage, ep_rank >= 0 ? ep_rank : most_experts_rank(stage, static_cast<int>(layer.experts)))
+                                        : 0.0;
+  return (layer.parameters - layer.parameters_replicated - experts) / stage.tp + layer.parameters_replicated + held;
 }
 
 std::vector<GradientBucket> gradient_buckets(const Plan& plan, int stage) {

@@ -77,6 +77,16 @@ std::vector<int> Stage::expert_parallel_group(int d, int t) const {
   return group;
 }
 
+int Stage::experts_held(int rank, int experts) const {
+  return expert_counts.empty() ? experts / ep : expert_counts.at(rank);
+}
+
+int Stage::first_expert_held(int rank, int experts) const {
+  int first = 0;
+  for (int e = 0; e < rank; ++e) first += experts_held(e, experts);
+  return first;
+}
+
 int Stage::first_sample(int r) const {
   int first = 0;
   for (int i = 0; i < r; ++i) first += shares[i];

@@ -75,8 +75,26 @@ void check_layers(const Plan& plan, const std::string& file) {
   }
 }
 
-// The expert layout (Stage::ep, expert_tp): only on a mixture-of-experts model, ep dividing its
-// experts and ep x expert_tp dividing the stage's devices.
+// Stage::expert_counts: one positive count per ep rank, summing to the model's experts.
+void check_expert_counts(const Stage& stage, int experts, const std::string& path, const std::string& file) {
+  const std::string hint = "one count per ep rank, each at least 1, summing to the " + std::to_string(experts) + " experts, or leave it out for experts / ep each";
+  if (static_cast<int>(stage.expert_counts.size()) != stage.ep) {
+    throw Error(file, path, "expected " + std::to_string(stage.ep) + " counts (ep " + std::to_string(stage.ep) + "), got " + std::to_string(stage.expert_counts.size()), hint);
+  }
+  int sum = 0;
+  for (int count : stage.expert_counts) {
+    if (count < 1) throw Error(file, path, "expected positive counts, got " + std::to_string(count), hint);
+    if (count > experts) throw Error(file, path, "count " + std::to_string(count) + " is above the model's " + std::to_string(experts) + " experts", hint);
+    sum += count;
+  }
+  if (sum != experts) {
+    throw Error(file, path, "the counts sum to " + std::to_string(sum) + ", not to the model's " + std::to_string(experts) + " experts", hint);
+  }
+}
+
+// The expert layout (Stage::ep, expert_tp, expert_counts): only on a mixture-of-experts model,
+// ep dividing its experts (or expert_counts splitting them) and ep x expert_tp dividing the
+// stage's devices.
 void check_expert_layout(const Plan& plan, int s, const std::string& file) {
   const Stage& stage = plan.stages[s];
   const int size = static_cast<int>(stage.devices.size());
@@ -91,12 +109,18 @@ void check_expert_layout(const Plan& plan, int s, const std::string& file) {
       throw Error(file, stage_path(s, "expert_tp"), "expert_tp needs a mixture-of-experts model, and model '" + plan.model.name + "' has no moe",
                   "leave expert_tp out");
     }
+    if (!stage.expert_counts.empty()) {
+      throw Error(file, stage_path(s, "expert_counts"), "expert_counts needs a mixture-of-experts model, and model '" + plan.model.name + "' has no moe",
+                  "leave expert_counts out");
+    }
     return;
   }
   const int experts = plan.model.moe->experts;
-  if (experts % stage.ep != 0) {
+  if (!stage.expert_counts.empty()) {
+    check_expert_counts(stage, experts, stage_path(s, "expert_counts"), file);
+  } else if (experts % stage.ep != 0) {
     throw Error(file, stage_path(s, "ep"), "ep " + std::to_string(stage.ep) + " does not divide the model's " + std::to_string(experts) + " experts",
-                "each ep rank holds experts / ep experts");
+                "each ep rank holds experts / ep experts, unless expert_counts gives each rank's count");
   }
   const int expert_group = stage.ep * stage.expert_tp_degree();
   if (expert_group > size || size % expert_group != 0) {
@@ -219,11 +243,12 @@ void check_same_layout(const Stage& first, int first_index, const Stage& stage, 
                 "shares differ from those of stage " + std::to_string(first_index) + ", which runs on the same device group",
                 "stages that share a device group need the same tp and shares");
   }
-  if (stage.ep != first.ep || stage.expert_tp_degree() != first.expert_tp_degree()) {
+  if (stage.ep != first.ep || stage.expert_tp_degree() != first.expert_tp_degree() ||
+      stage.expert_counts != first.expert_counts) {
     throw Error(file, stage_path(s, "ep"),
-                "the expert layout (ep " + std::to_string(stage.ep) + ", expert_tp " + std::to_string(stage.expert_tp_degree()) + ") differs from that of stage " +
+                "the expert layout (ep " + std::to_string(stage.ep) + ", expert_tp " + std::to_string(stage.expert_tp_degree()) + ", expert_counts) differs from that of stage " +
                     std::to_string(first_index) + ", which runs on the same device group",
-                "stages that share a device group need the same ep and expert_tp");
+                "stages that share a device group need the same ep, expert_tp and expert_counts");
   }
 }
 

@@ -42,7 +42,8 @@ Schedule parse_schedule(const YamlField& field) {
 
 Stage parse_stage(const YamlField& field, int micro_batch_size, int64_t device_count) {
   field.expect_keys({"layers", "devices", "tp", "shares", "recompute", "shard_optimizer",
-                     "shard_gradients", "sequence_parallel", "ep", "expert_tp", "replica_tp"});
+                     "shard_gradients", "sequence_parallel", "ep", "expert_tp", "replica_tp",
+                     "expert_counts"});
   Stage stage;
   const YamlField layers = field.get("layers");
   const std::vector<YamlField> range = layers.elements();
@@ -99,6 +100,10 @@ Stage parse_stage(const YamlField& field, int micro_batch_size, int64_t device_c
     stage.expert_tp = expert_tp.integer();
     if (stage.expert_tp <= 0) expert_tp.fail("expected a positive expert_tp, got " + std::to_string(stage.expert_tp), "leave it out for the stage's tp");
   }
+  // Any integers here: validate_plan checks them against ep and the model's experts.
+  if (field.has("expert_counts")) {
+    for (const YamlField& count : field.get("expert_counts").elements()) stage.expert_counts.push_back(count.integer());
+  }
   return stage;
 }
 
@@ -152,6 +157,11 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
     if (stage.sequence_parallel) out << YAML::Key << "sequence_parallel" << YAML::Value << true;
     if (stage.ep != 1) emit_number_field(out, "ep", stage.ep);
     if (stage.expert_tp > 0) emit_number_field(out, "expert_tp", stage.expert_tp);
+    if (!stage.expert_counts.empty()) {
+      out << YAML::Key << "expert_counts" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (int count : stage.expert_counts) emit_number(out, count);
+      out << YAML::EndSeq;
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::EndMap;

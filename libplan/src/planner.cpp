@@ -230,6 +230,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   in.hints = &hints;
   in.global_batch = batch;
   in.phase = "plan";
+  in.uneven_experts = true;
   in.keep = options.top_k + 1;
   const std::vector<std::string> usable_models = models_of(cluster, limits.devices);
   const bool search_upper_bound_too = !upper_bound_is_own_best(usable_models, hints);

@@ -14,6 +14,7 @@
 #include <queue>
 #include <thread>
 
+#include "whale/plan/expert_counts.h"
 #include "whale/plan/error.h"
 #include "whale/plan/structure_cache.h"
 
@@ -326,7 +327,13 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       } catch (const Error&) {
         return std::nullopt;  // a shape the schedule generator or simulator rejects
       }
-      if (b.fits) return RankedPlan{scratch, e, c.layout.estimate_s, in.structures[c.structure].label};
+      if (b.fits) {
+        RankedPlan ranked{scratch, e, c.layout.estimate_s, in.structures[c.structure].label};
+        // Where an ep group mixes device models, the speed-proportional expert counts too.
+        if (in.uneven_experts && prefer_uneven_expert_counts(cost, ranked.plan, ranked.estimate))
+          ranked.label += " uneven experts";
+        return ranked;
+      }
       rules.min_rung = c.layout.rungs;
       bool raised = false;
       std::vector<bool> done(rules.min_rung.size(), false);

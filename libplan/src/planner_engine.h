@@ -26,6 +26,10 @@ struct EngineInput {
   std::string phase;              // for progress reports
   int keep = 1;                   // plans to return
   long structures_left_out = 0;   // left out before the engine (holding_structures): pruned
+  /// Also simulate each fitting plan with speed-proportional expert counts where an ep group
+  /// mixes device models (prefer_uneven_expert_counts); off for the heterogeneity-unaware
+  /// baseline.
+  bool uneven_experts = false;
 };
 
 struct EngineOutput {

@@ -91,6 +91,7 @@ std::string describe_plan(const Plan& plan) {
       << (s.shard_gradients ? "and gradients sharded" : s.shard_optimizer ? "sharded" : "replicated")
       << (s.sequence_parallel ? ", sequence-parallel" : "")
       << (plan.model.moe ? ", experts ep " + std::to_string(s.ep) + " x expert_tp " + std::to_string(s.expert_tp_degree()) : "")
+      << (s.expert_counts.empty() ? "" : ", expert counts [" + join_ints(s.expert_counts) + "]")
       << "\n";
   }
   return o.str();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <string>
 #include <tuple>
 
@@ -20,20 +21,29 @@
 namespace whale::sim {
 namespace {
 
-/// What a replica's costs depend on: its share, its device model and, per tp device, its node
-/// relative to the first device's and that node's links (all that allreduce_s reads).
+/// What a replica's costs depend on: its share, its device model, the experts its busiest ep
+/// rank holds and, per tp device, its node relative to the first device's and that node's
+/// links (all that allreduce_s reads).
 struct ReplicaKey {
   int share = 0;
   std::string model;
+  int experts_held = 0;
+  double token_scale = 1;  // plan::expert_token_scale
   std::vector<double> layout;
   bool operator<(const ReplicaKey& o) const {
-    return std::tie(share, model, layout) < std::tie(o.share, o.model, o.layout);
+    return std::tie(share, model, experts_held, token_scale, layout) <
+           std::tie(o.share, o.model, o.experts_held, o.token_scale, o.layout);
   }
 };
 
 ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int replica) {
   ReplicaKey key;
   key.share = stage.shares.at(replica);
+  if (plan.model.moe) {
+    const int experts = plan.model.moe->experts;
+    key.experts_held = stage.experts_held(plan::busiest_ep_rank(stage, replica, experts), experts);
+    key.token_scale = plan::expert_token_scale(stage, replica);
+  }
   const std::vector<int> devices = stage.replica_devices(replica);
   key.model = plan.cluster.devices.at(devices.front()).model;
   const int first_node = plan.cluster.devices.at(devices.front()).node;
@@ -53,28 +63,34 @@ ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int rep
   return key;
 }
 
-/// Per-device forward GEMM flops of an MoE layer at the mean expert load (what model flops and
-/// MFU count: the imbalance costs time, not useful work).
-Flops mean_forward_flops(const plan::Layer& layer, const plan::Stage& stage, double samples) {
+/// Per-device forward GEMM flops of an MoE layer at the mean expert load of ep rank `ep_rank`'s
+/// experts (what model flops and MFU count: the imbalance costs time, not useful work).
+Flops mean_forward_flops(const plan::Layer& layer, const plan::Stage& stage, int ep_rank,
+                         double token_scale, double samples) {
   Flops flops = 0;
-  for (const plan::GemmOp& gemm : plan::layer_at_expert_layout(layer, stage, false).gemms)
+  for (const plan::GemmOp& gemm : plan::layer_at_expert_layout(layer, stage, false, ep_rank, token_scale).gemms)
     flops += gemm_flops(gemm, stage.tp, samples);
   return flops;
 }
 
 /// The token exchange of one forward of an MoE layer on the first device of `replica`: the
 /// dispatch and the combine all-to-alls among its ep group (its expert-dp replica and
-/// expert-tp rank, Stage::expert_parallel_group), at the busiest receiver's bytes; with
+/// expert-tp rank, Stage::expert_parallel_group), at the busiest receiver's bytes (the group's
+/// mean share, moe_layer.h) or the largest sender's (uneven shares), whichever is more; with
 /// expert_tp > 1, the dispatched tokens all-gathered over the expert-tp group and the expert
 /// outputs reduce-scattered back (Megatron-Core's all-to-all dispatcher). The backward moves
 /// the same bytes again.
 Seconds expert_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int replica,
-                          const plan::Layer& layer, double samples) {
+                          const plan::Layer& layer) {
   const int etp = stage.expert_tp_degree();
   const int index = stage.replica_offset(replica);  // the replica's first device, in the stage's order
   const int expert_replica = index / (stage.ep * etp);
   const int expert_tp_rank = index % etp;
-  const Bytes bytes = plan::all_to_all_bytes_per_device(layer, stage, samples, true);
+  const std::vector<int> shares = plan::expert_group_shares(stage, replica);
+  const double mean = std::accumulate(shares.begin(), shares.end(), 0.0) / stage.ep;
+  const double most = *std::max_element(shares.begin(), shares.end());
+  const Bytes bytes = std::max(plan::all_to_all_bytes_per_device(layer, stage, mean, true),
+                               plan::all_to_all_bytes_per_device(layer, stage, most, false));
   Seconds time_s = 2.0 * all_to_all_s(plan.cluster, stage.expert_parallel_group(expert_replica, expert_tp_rank), bytes);
   if (etp > 1) {
     const int first = index - expert_tp_rank;
@@ -103,8 +119,11 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int r
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const plan::Layer& model_layer = plan.model.layers.at(l);
     const bool moe = model_layer.experts > 0;
-    // An MoE layer as this device runs it: the busiest device's expert rows set the time.
-    const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true) : plan::Layer{};
+    // An MoE layer as this replica runs it: its device holding the most experts, at the
+    // busiest load, sets the time.
+    const int ep_rank = moe ? plan::busiest_ep_rank(stage, replica, static_cast<int>(model_layer.experts)) : 0;
+    const double token_scale = moe ? plan::expert_token_scale(stage, replica) : 1.0;
+    const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true, ep_rank, token_scale) : plan::Layer{};
     const plan::Layer& layer = moe ? busiest : model_layer;
     const LayerCost cost =
         layer_cost(layer, profile, gemm_precision, stage.tp, samples, stage.recompute,
@@ -113,14 +132,14 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int r
     out.backward_s += cost.backward_s;
     out.backward_weight_s += cost.backward_weight_s;
     out.recompute_s += cost.recompute_s;
-    out.model_flops += 3.0 * (moe ? mean_forward_flops(model_layer, stage, samples) : cost.forward_flops);
+    out.model_flops += 3.0 * (moe ? mean_forward_flops(model_layer, stage, ep_rank, token_scale, samples) : cost.forward_flops);
     // Sequence parallelism replaces each all-reduce by an all-gather and a reduce-scatter of
     // the same bytes (Korthikanti et al. 2022, Section 4.2.2).
     const Bytes tp_bytes = layer.tp_allreduce_bytes * samples;
     const Seconds tp_s = (stage.sequence_parallel ? all_gather_s(plan.cluster, devices, tp_bytes) +
                                                         reduce_scatter_s(plan.cluster, devices, tp_bytes)
                                                   : allreduce_s(plan.cluster, devices, tp_bytes)) +
-                         (moe ? expert_exchange_s(plan, stage, replica, model_layer, samples) : 0.0);
+                         (moe ? expert_exchange_s(plan, stage, replica, model_layer) : 0.0);
     out.tp_forward_s += tp_s;
     // Under sequence parallelism a layer keeps only its shard of the inputs of the
     // column-parallel GEMMs (the QKV and the first MLP GEMM) and all-gathers them again in the
@@ -156,9 +175,10 @@ Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& whole, int replic
   const plan::Stage stage = whole.as_replica(replica);  // its parameters at the replica's tp
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
+  const int ep_rank = plan.model.moe ? plan::busiest_ep_rank(stage, replica, plan.model.moe->experts) : 0;
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-    parameters += parameters_per_device(plan.model.layers.at(l), stage);
+    parameters += parameters_per_device(plan.model.layers.at(l), stage, ep_rank);
   }
   if (stage.shard_optimizer) parameters /= stage.dp();
   const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(replica)[0]);

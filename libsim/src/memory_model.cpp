@@ -81,9 +81,10 @@ int peak_in_flight(const plan::GroupProgram& program, int stage) {
 
 double stage_parameters_per_device(const plan::Plan& plan, int s, int replica) {
   const plan::Stage stage = plan.stages.at(s).as_replica(replica);
+  const int ep_rank = plan.model.moe ? plan::busiest_ep_rank(stage, replica, plan.model.moe->experts) : 0;
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l)
-    parameters += parameters_per_device(plan.model.layers.at(l), stage);
+    parameters += parameters_per_device(plan.model.layers.at(l), stage, ep_rank);
   // The tied LM head's copy of the token table, vocabulary-parallel like the table.
   if (s + 1 == static_cast<int>(plan.stages.size()) && plan.last_stage_holds_table_copy())
     parameters += static_cast<double>(plan.model.vocabulary) * plan.model.hidden / stage.tp;
@@ -110,15 +111,18 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     const plan::Stage stage = plan.stages.at(s).as_replica(replica);  // at the replica's tp
     const double samples = stage.shares.at(replica);
     const double parameters = stage_parameters_per_device(plan, s, replica);
+    const int ep_rank = plan.model.moe ? plan::busiest_ep_rank(stage, replica, plan.model.moe->experts) : 0;
     double expert_parameters = 0;  // the routed experts' part, sharded over expert dp
     Bytes kept = 0, weight_pass = 0;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const plan::Layer& model_layer = plan.model.layers.at(l);
       const bool moe = model_layer.experts > 0;
-      // An MoE layer as the busiest device of the expert layout holds it.
-      const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true) : plan::Layer{};
+      // An MoE layer as the replica's device holding the most experts holds it, at the busiest load.
+      const plan::Layer busiest =
+          moe ? plan::layer_at_expert_layout(model_layer, stage, true, ep_rank, plan::expert_token_scale(stage, replica))
+              : plan::Layer{};
       const plan::Layer& layer = moe ? busiest : model_layer;
-      expert_parameters += plan::expert_parameters_per_device(model_layer, stage);
+      expert_parameters += plan::expert_parameters_per_device(model_layer, stage, ep_rank);
       const Bytes attention = plan::attention_kept_bytes(layer, framework.attention, plan.precision);
       weight_pass += weight_pass_bytes(layer, stage.tp, plan.precision) * samples;
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,

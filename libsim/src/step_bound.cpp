@@ -10,6 +10,7 @@
 #include "cost_table.h"
 #include "whale/plan/schedule_analysis.h"
 #include "whale/plan/schedule_program.h"
+#include "whale/plan/moe_layer.h"
 #include "whale/sim/memory_model.h"
 #include "whale/sim/simulator.h"
 
@@ -46,6 +47,11 @@ ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupPro
     key.second.push_back(stage.shares.at(replica));
     key.second.push_back(stage.replica_tp(replica));
     key.second.push_back(flat_shard_elements(stage_parameters[i], stage.dp(), replica));
+    if (plan.model.moe) {  // the experts its busiest device holds (Stage::expert_counts)
+      const int experts = plan.model.moe->experts;
+      key.second.push_back(stage.experts_held(plan::busiest_ep_rank(stage, replica, experts), experts));
+      key.second.push_back(plan::expert_token_scale(stage, replica));
+    }
   }
   return key;
 }
@@ -57,6 +63,7 @@ std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::Schedul
   for (const plan::GroupProgram& group : program.groups) {
     const plan::Stage& stage = plan.stages[group.stages.front()];
     std::map<int, std::vector<double>> parameters_at_tp;  // by replica tp: per stage of the group
+    // (replica r's, the first at its tp; replica_memory_key adds each replica's experts)
     std::map<ReplicaMemoryKey, Bytes> need_of;
     for (int r = 0; r < stage.dp(); ++r) {
       std::vector<double>& stage_parameters = parameters_at_tp[stage.replica_tp(r)];

@@ -51,6 +51,9 @@ set(WHALE_REFERENCE_PLANS
     moe_ep2:tiny-moe/ep2:2:tiny-moe/single-mb6:1:5
     moe_ep2_dropless:tiny-moe/ep2-dropless:2:tiny-moe/single-dropless-mb6:1:5
     moe_ep2_dp2_pp2:tiny-moe/ep2-dp2-pp2:8:tiny-moe/single-mb3:1:5
+    # Uneven expert counts (3 and 1 of the 4 experts per expert-parallel group).
+    moe_ep2_uneven:tiny-moe/ep2-uneven:2:tiny-moe/single-mb6:1:5
+    moe_ep2_dp2_uneven:tiny-moe/ep2-dp2-uneven:4:tiny-moe/single-mb3:1:5
     llama_moe_ep2:tiny-llama-moe/ep2:2:tiny-llama-moe/single-mb6:1:5
     llama_moe_pp2-zb-h1-recompute:tiny-llama-moe/pp2-zb-h1-recompute:2:tiny-llama-moe/single-mb6:1:5
     # The sigmoid_bias router: each step's bias update from the loads of the whole global batch.

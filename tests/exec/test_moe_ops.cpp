@@ -241,6 +241,7 @@ struct LayerCase {
     MoeContext context;
     context.spec = spec;
     context.kind = kind;
+    context.owners = ExpertOwnership(spec.experts);  // one member holds every expert
     MoeScratch scratch;
     MoeActivations acts;
     MoeLayer layer(C, p, *be, context, scratch, ops);

@@ -85,21 +85,67 @@ TEST_CASE("moe layers: a device's view at tp 2, ep 2, expert_tp 1") {
   stage.expert_tp = 1;
   // Rows per local expert: 2 x ep 2 x expert_tp 1 / tp 2 = 2 (x 1.5 on the busiest device);
   // 2 of the 4 experts; the FFN unsplit.
-  const Layer mean = layer_at_expert_layout(moe, stage, false);
+  const Layer mean = layer_at_expert_layout(moe, stage, false, 0);
   const GemmOp& gate = gemm_named(mean, "expert_gate");
   CHECK((gate.m == 2 && gate.n == 6 && gate.count == 2 && !gate.tp_split));
-  CHECK(gemm_named(layer_at_expert_layout(moe, stage, true), "expert_gate").m == 3);
+  CHECK(gemm_named(layer_at_expert_layout(moe, stage, true, 0), "expert_gate").m == 3);
   // A device's expert flops are the layer's / tp at any layout.
   CHECK(2 * gate.m * gate.n * gate.k * gate.count == 2 * 2 * 6 * 8 * 4 / 2.0);
   // Parameters: dense split (1024 - 48 - 576) / 2 + replicated 48 + experts 576 / (2 x 1).
   CHECK(parameters_per_device(moe, stage) == 200 + 48 + 288);
   CHECK(parameters_per_device(mean, stage.tp) == 200 + 48 + 288);
-  CHECK(expert_parameters_per_device(moe, stage) == 288);
+  CHECK(expert_parameters_per_device(moe, stage, 0) == 288);
   // Kept: input rows s k h b x expert_tp + hidden s k 3f b, both / tp (on split).
   CHECK(mean.activation_bytes_split - moe.activation_bytes_split == 256 + (832 - 256));
   CHECK(all_to_all_bytes_per_device(moe, stage, 3, true) == doctest::Approx(256 * 3 / 2.0 * 1.5));
   // A dense layer is its own view.
-  CHECK(layer_at_expert_layout(model.layers[1], stage, true).gemms.size() == model.layers[1].gemms.size());
+  CHECK(layer_at_expert_layout(model.layers[1], stage, true, 0).gemms.size() == model.layers[1].gemms.size());
+}
+
+TEST_CASE("moe layers: uneven expert counts, 3 and 1 of the 4 experts at tp 1, ep 2") {
+  const Model model = load_model(scratch_file("moe-layers/tiny.yaml", kTinyMoe));
+  const Layer& moe = model.layers[2];
+  Stage stage;
+  stage.devices = {0, 1};
+  stage.ep = 2;
+  stage.expert_counts = {3, 1};
+  CHECK(expert_load_share(stage, 0, 4) == 1.5);  // 3 x ep 2 / 4
+  CHECK(expert_load_share(stage, 1, 4) == 0.5);
+  CHECK(busiest_ep_rank(stage, 1, 4) == 1);
+  CHECK(most_experts_rank(stage, 4) == 0);
+  // Each expert takes its mean rows of the group's tokens: 2 per sample x ep 2 = 4 (x 1.5
+  // busiest); rank 0 runs 3 experts, rank 1 one.
+  const Layer big = layer_at_expert_layout(moe, stage, false, 0);
+  const Layer small = layer_at_expert_layout(moe, stage, false, 1);
+  CHECK((gemm_named(big, "expert_gate").m == 4 && gemm_named(big, "expert_gate").count == 3));
+  CHECK((gemm_named(small, "expert_gate").m == 4 && gemm_named(small, "expert_gate").count == 1));
+  CHECK(gemm_named(layer_at_expert_layout(moe, stage, true, 0), "expert_gate").m == 6);
+  // Expert flops: the layer's 2 x 2 x 6 x 8 x 4 = 768 per GEMM, x 1.5 on rank 0, x 0.5 on rank 1.
+  const GemmOp& gate = gemm_named(big, "expert_gate");
+  CHECK(2 * gate.m * gate.n * gate.k * gate.count == 1152);
+  // The SwiGLU op: 3 s k f b = 3 x 4 x 2 x 6 x 4 = 576 bytes, x 1.5 (x 1.5 again busiest).
+  const auto swiglu_bytes = [](const Layer& layer) {
+    for (const MemoryOp& op : layer.memory_ops)
+      if (op.name == "expert_swiglu") return op.bytes;
+    return 0.0;
+  };
+  CHECK(swiglu_bytes(big) == 864);
+  CHECK(swiglu_bytes(small) == 288);
+  CHECK(swiglu_bytes(layer_at_expert_layout(moe, stage, true, 0)) == 1296);
+  // Parameters: experts 576 x 3/4 = 432 on rank 0, 144 on rank 1; dense 1024 - 48 - 576 = 400.
+  CHECK(expert_parameters_per_device(moe, stage, 0) == 432);
+  CHECK(expert_parameters_per_device(moe, stage, 1) == 144);
+  CHECK(parameters_per_device(moe, stage, 0) == 400 + 48 + 432);
+  CHECK(parameters_per_device(moe, stage, 1) == 400 + 48 + 144);
+  CHECK(parameters_per_device(moe, stage) == 400 + 48 + 432);  // the rank holding the most
+  CHECK(parameters_per_device(big, stage.tp) == 400 + 48 + 432);
+  // Kept: (input 256 + hidden 576) x 1.5 on rank 0, x 0.5 on rank 1.
+  CHECK(big.activation_bytes_split - moe.activation_bytes_split == 1248);
+  CHECK(small.activation_bytes_split - moe.activation_bytes_split == 416);
+  // The all-to-all of 3 samples: each device sends 256 x 3 = 768 bytes; rank 0 receives the
+  // tokens of 3 experts, 768 x 1.5 x imbalance 1.5 = 1728, which bounds the collective.
+  CHECK(all_to_all_bytes_per_device(moe, stage, 3, false) == 768);
+  CHECK(all_to_all_bytes_per_device(moe, stage, 3, true) == 1728);
 }
 
 TEST_CASE("moe layers: Hugging Face MoE configs give the published parameter counts") {

@@ -1,9 +1,13 @@
 // File: test_specs_moe.cpp
 // The mixture-of-experts spec: the model's moe block read with its defaults, saved and read back,
-// the rules of find_moe_problem, and the plan's ep and expert_tp (layout, round trip, errors).
+// the rules of find_moe_problem, and the plan's ep, expert_tp and expert_counts (layout, round
+// trip, errors, export limits).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "test_specs_util.h"
+#include "whale/plan/export.h"
 #include "whale/plan/model.h"
 #include "whale/plan/plan.h"
 
@@ -26,6 +30,13 @@ const std::string kCluster =
 std::string plan_with_stage(const std::string& stage) {
   return "cluster: cluster.yaml\nmodel: model.yaml\nmicro_batch_size: 4\nmicro_batches: 2\n"
          "schedule: 1f1b\nstages:\n  - " + stage + "\n";
+}
+
+/// Writes the cluster, the model and moe-plan/<name> of one stage `stage`, and loads the plan.
+Plan load_stage_plan(const std::string& name, const std::string& stage) {
+  scratch_file("moe-plan/cluster.yaml", kCluster);
+  scratch_file("moe-plan/model.yaml", kMoeModel);
+  return load_plan(scratch_file("moe-plan/" + name, plan_with_stage(stage)), source_path("profiles"));
 }
 
 }  // namespace
@@ -150,4 +161,47 @@ TEST_CASE("moe plan: a bad expert layout fails at the stage's field") {
   CHECK(std::string(e.what()).find("ep 8 x expert_tp 2 = 16 does not divide the stage's 8 devices") != std::string::npos);
   e = error_of("etp3.yaml", "{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2, expert_tp: 4}");
   CHECK(e.yaml_path() == "stages[0].expert_tp");
+}
+
+TEST_CASE("moe plan: expert_counts read, place the experts, round-trip, and stay out when even") {
+  // 8 experts over ep 3 (3 does not divide 8: the counts split them).
+  const Plan plan = load_stage_plan("counts.yaml", "{layers: [0, 5], devices: \"0-5\", tp: 2, shares: [2, 1, 1], ep: 3, expert_tp: 1, expert_counts: [4, 3, 1]}");
+  const Stage& stage = plan.stages[0];
+  CHECK(stage.expert_counts == std::vector<int>{4, 3, 1});
+  CHECK(stage.experts_held(1, 8) == 3);
+  CHECK(stage.first_expert_held(0, 8) == 0);
+  CHECK(stage.first_expert_held(2, 8) == 7);
+  // Devices 0-5 at expert_tp 1: ep ranks 0, 1, 2, 0, 1, 2.
+  CHECK(stage.ep_rank_of(4) == 1);
+  const std::string saved = scratch_file("moe-plan/counts-saved.yaml", "");
+  save_plan(plan, saved, false);
+  CHECK(load_plan(saved, source_path("profiles")).stages[0].expert_counts == std::vector<int>{4, 3, 1});
+  // Absent: experts / ep each, and nothing written back.
+  const Plan even = load_stage_plan("even.yaml", "{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2}");
+  CHECK(even.stages[0].expert_counts.empty());
+  CHECK(even.stages[0].experts_held(1, 8) == 4);
+  CHECK(even.stages[0].first_expert_held(1, 8) == 4);
+  CHECK(plan_to_yaml(even, false).find("expert_counts") == std::string::npos);
+}
+
+TEST_CASE("moe plan: bad expert_counts fail at the stage's field") {
+  const auto message_of = [](const std::string& name, const std::string& counts) {
+    const whale::Error e = expect_error(
+        [&] { load_stage_plan(name, "{layers: [0, 5], devices: \"0-3\", tp: 1, ep: 2, expert_counts: " + counts + "}"); });
+    CHECK(e.yaml_path() == "stages[0].expert_counts");
+    return std::string(e.what());
+  };
+  CHECK(message_of("c-length.yaml", "[8]").find("expected 2 counts (ep 2), got 1") != std::string::npos);
+  CHECK(message_of("c-zero.yaml", "[8, 0]").find("expected positive counts, got 0") != std::string::npos);
+  CHECK(message_of("c-sum.yaml", "[5, 2]").find("the counts sum to 7, not to the model's 8 experts") != std::string::npos);
+  CHECK(message_of("c-above.yaml", "[9, -1]").find("count 9 is above the model's 8 experts") != std::string::npos);
+}
+
+TEST_CASE("moe plan: the frameworks' exports name uneven expert counts as a limit") {
+  const Plan plan = load_plan(source_path("configs/plans/tiny-moe/ep2-uneven.yaml"), source_path("profiles"));
+  const std::string limit = "stage 0 has uneven expert counts 3,1: every expert-parallel rank holds experts / ep";
+  for (Framework framework : {Framework::megatron, Framework::deepspeed}) {
+    const std::vector<std::string> limits = export_limits(plan, framework);
+    CHECK(std::find(limits.begin(), limits.end(), limit) != limits.end());
+  }
 }

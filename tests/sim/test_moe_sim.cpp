@@ -65,9 +65,9 @@ TEST_CASE("moe memory: experts sharded by ep x expert_tp, their optimizer state 
   const plan::Plan replicated = moe_plan("ep1.yaml", "ep: 1");
   const plan::Plan split = moe_plan("ep4.yaml", "ep: 4, shard_optimizer: true");
   // Per MoE block: experts 4 x 3 x 8 x 6 = 576 parameters; two blocks.
-  const double whole = stage_parameters_per_device(replicated, 0);
+  const double whole = stage_parameters_per_device(replicated, 0, 0);
   CHECK(whole == replicated.model.parameter_count());
-  CHECK(stage_parameters_per_device(split, 0) == whole - 2 * 576 * 3.0 / 4);
+  CHECK(stage_parameters_per_device(split, 0, 0) == whole - 2 * 576 * 3.0 / 4);
   const MemoryBreakdown a = replica_memory(replicated, plan::generate_schedule(replicated).groups[0], 0);
   const MemoryBreakdown b = replica_memory(split, plan::generate_schedule(split).groups[0], 1);
   const plan::StateBytesPerParam state = plan::state_bytes_per_param(plan::Precision::fp32, "adamw", {});

@@ -81,6 +81,7 @@ class BlockStage : public StageModule {
       moe_context_.ep = options.ep_size > 1 ? options.ep : nullptr;
       moe_context_.tp_rank = options.tp_rank;
       moe_context_.tp_size = options.tp_size;
+      moe_context_.owners = ExpertOwnership(dims_.moe->experts, options.ep_size, options.expert_counts);
     }
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
@@ -368,7 +369,7 @@ class BlockStage : public StageModule {
                       std::to_string(o.tp_size) + " for whale-run",
                   "set sequence_parallel false, or tp 1");
     if (o.ep_size < 1 || o.ep_rank < 0 || o.ep_rank >= o.ep_size ||
-        dims_.moe->experts % o.ep_size != 0)
+        (o.expert_counts.empty() && dims_.moe->experts % o.ep_size != 0))
       throw Error(file, "ep",
                   "an expert-parallel degree dividing experts " +
                       std::to_string(dims_.moe->experts) + ", got ep " + std::to_string(o.ep_size));
@@ -380,8 +381,7 @@ class BlockStage : public StageModule {
   /// Whether this expert-parallel member holds routed expert `expert` (-1: not an expert's).
   bool holds_expert(int expert) const {
     if (expert < 0) return true;
-    const int local = moe_context_.local_experts();
-    return expert / local == options_.ep_rank;
+    return moe_context_.owners.owner(expert) == options_.ep_rank;
   }
 
   /// One flat fp32 value (master) tensor, one flat fp32 gradient tensor and, for a 16-bit

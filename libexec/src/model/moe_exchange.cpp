@@ -2,6 +2,8 @@
 // exchange_rows and exchange_counts: pairwise blocking exchanges in rank order.
 #include "model/moe_exchange.h"
 
+#include <algorithm>
+
 #include "whale/plan/check.h"
 
 namespace whale::exec {
@@ -70,25 +72,28 @@ void exchange_rows(Backend& backend, Communicator& group, ConstTensorView send,
 }
 
 std::vector<int> exchange_counts(Backend& backend, Communicator& group,
-                                 const std::vector<int>& values, int per_member) {
+                                 const std::vector<int>& values, const std::vector<int>& blocks) {
   const int members = group.size(), me = group.rank();
-  WHALE_CHECK(values.size() == static_cast<std::size_t>(members) * per_member,
-              "exchange_counts: " + std::to_string(values.size()) + " values for " +
-                  std::to_string(members) + " members");
+  std::vector<std::size_t> first(1, 0);  // where block q starts in `values`
+  for (int b : blocks) first.push_back(first.back() + static_cast<std::size_t>(b));
+  WHALE_CHECK(blocks.size() == static_cast<std::size_t>(members) && values.size() == first.back(),
+              "exchange_counts: " + std::to_string(values.size()) + " values in " +
+                  std::to_string(blocks.size()) + " blocks for " + std::to_string(members) + " members");
+  const std::size_t mine = static_cast<std::size_t>(blocks[me]);  // received from each member
   // Counts travel as floats: exact below 2^24.
   const std::vector<float> host(values.begin(), values.end());
-  Tensor out(backend, host.size(), DType::fp32), in(backend, host.size(), DType::fp32);
-  backend.upload(out, host.data(), Stream::compute);
-  const std::size_t own = static_cast<std::size_t>(me) * per_member;
-  backend.copy(in.slice(own, per_member), out.slice(own, per_member), Stream::compute);
+  Tensor out(backend, std::max<std::size_t>(host.size(), 1), DType::fp32);
+  Tensor in(backend, std::max<std::size_t>(mine * members, 1), DType::fp32);
+  backend.upload(out.slice(0, host.size()), host.data(), Stream::compute);
+  backend.copy(in.slice(me * mine, mine), out.slice(first[me], mine), Stream::compute);
   backend.synchronize(Stream::compute);
   float* sent = out.view().as<float>();
   float* received = in.view().as<float>();
   pairwise(
-      group, [&](int q) { group.send(sent + q * per_member, per_member, q, kCountsTag); },
-      [&](int q) { group.recv(received + q * per_member, per_member, q, kCountsTag); });
-  std::vector<float> result(host.size());
-  backend.download(result.data(), in, Stream::compute);
+      group, [&](int q) { group.send(sent + first[q], blocks[q], q, kCountsTag); },
+      [&](int q) { group.recv(received + q * mine, static_cast<int>(mine), q, kCountsTag); });
+  std::vector<float> result(mine * members);
+  backend.download(result.data(), in.slice(0, result.size()), Stream::compute);
   backend.synchronize(Stream::compute);
   return std::vector<int>(result.begin(), result.end());
 }

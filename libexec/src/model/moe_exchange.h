@@ -21,10 +21,12 @@ void exchange_rows(Backend& backend, Communicator& group, ConstTensorView send,
                    const std::vector<int>& send_rows, TensorView recv,
                    const std::vector<int>& recv_rows, int channels);
 
-/// Every member calls it together: returns what each member q sent this member, counts[q] of
-/// the `values` member q passed (values holds size() blocks of `per_member` ints; block q goes
-/// to member q). The counts travel through `backend` memory (the group's calls take it).
+/// Every member calls it together: returns what each member q sent this member, blocks[me]
+/// ints from each q, back to back in member order. `values` holds size() blocks back to back,
+/// block q of blocks[q] ints going to member q (every member passes the same `blocks`: the
+/// experts each member holds). The counts travel through `backend` memory (the group's calls
+/// take it).
 std::vector<int> exchange_counts(Backend& backend, Communicator& group,
-                                 const std::vector<int>& values, int per_member);
+                                 const std::vector<int>& values, const std::vector<int>& blocks);
 
 }  // namespace whale::exec

@@ -77,13 +77,17 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
   be_.synchronize(Stream::compute);  // the host vectors may change after
 
   // Rows to each member (its experts' rows, in expert order) and from each member.
+  WHALE_CHECK(ctx.owners.members() == ctx.ep_size && ctx.owners.first(ctx.ep_size) == E,
+              "MoeLayer: the context's expert ownership (" + std::to_string(ctx.owners.members()) +
+                  " members) does not split " + std::to_string(E) + " experts over ep " +
+                  std::to_string(ctx.ep_size));
   const int members = ctx.ep_size, local = ctx.local_experts();
   a.send_rows.assign(members, 0);
-  for (int e = 0; e < E; ++e) a.send_rows[e / local] += a.routing.expert_rows[e];
+  for (int e = 0; e < E; ++e) a.send_rows[ctx.owners.owner(e)] += a.routing.expert_rows[e];
   std::vector<int> incoming = a.routing.expert_rows;  // [q * local + l]: member q's rows of l
   if (members > 1) {
     const auto start = std::chrono::steady_clock::now();
-    incoming = exchange_counts(be_, *ctx.ep, a.routing.expert_rows, local);
+    incoming = exchange_counts(be_, *ctx.ep, a.routing.expert_rows, ctx.owners.counts());
     ctx.exchange_s +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }

@@ -11,6 +11,7 @@
 #include <map>
 #include <vector>
 
+#include "model/expert_ownership.h"
 #include "model/moe_parameters.h"
 #include "model/moe_routing.h"
 #include "model/tensor_parallel_ops.h"
@@ -52,6 +53,7 @@ struct MoeContext {
   /// tp_size of expert_ffn_hidden; every tp rank routes the same tokens alike, and the layer
   /// sums its partial outputs (and input gradients) over the block's tensor group.
   int tp_rank = 0, tp_size = 1;
+  ExpertOwnership owners;      // which member holds which routed experts
   double loss_scale = 1.0;     // the backward's (StageModule::backward)
   /// sigmoid_bias: the tokens each expert was chosen by (capacity drops included) in this step's
   /// backwards so far, per MoE layer, keyed by the data of its router bias (an fp32 master
@@ -60,8 +62,8 @@ struct MoeContext {
   /// Seconds the layers spent in the expert group's exchanges so far (counts included), so
   /// that layer timing leaves them out as it does the tensor group's collectives.
   mutable double exchange_s = 0;
-  int local_experts() const { return spec.experts / ep_size; }
-  int first_expert() const { return ep_rank * local_experts(); }
+  int local_experts() const { return owners.count(ep_rank); }
+  int first_expert() const { return owners.first(ep_rank); }
 };
 
 /// The activations of one expert MLP over some rows: h1 (rows, F) before the activation (fc1

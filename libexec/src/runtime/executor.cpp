@@ -120,6 +120,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
         state.expert_dp = std::move(expert.expert_dp);
         module_options.ep_rank = role.replica % stage.ep;
         module_options.ep_size = stage.ep;
+        module_options.expert_counts = stage.expert_counts;
         module_options.ep = state.ep.get();
       }
       state.module = make_stage_module(plan.model, module_options, *im.backend, state.tp);

@@ -34,7 +34,7 @@ void validate_expert_layout(const plan::Plan& plan) {
                   "no sequence parallelism with tp " + std::to_string(s.tp) +
                       " in a stage of a mixture-of-experts model for whale-run",
                   "set sequence_parallel false");
-    if (s.dp() % s.ep != 0 || moe->experts % s.ep != 0)
+    if (s.dp() % s.ep != 0 || (s.expert_counts.empty() && moe->experts % s.ep != 0))
       throw Error(file, at + "ep",
                   "an ep dividing the stage's dp " + std::to_string(s.dp()) + " and the " +
                       std::to_string(moe->experts) + " experts, got " + std::to_string(s.ep));

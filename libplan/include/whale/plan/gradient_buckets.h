@@ -20,9 +20,11 @@ struct GradientBucket {
 
 /// Parameters one tp shard holds of `layer`: the split part divided by tp plus the replicated.
 double parameters_per_device(const Layer& layer, int tp);
-/// Parameters one device of `stage` holds of `layer`: the dense split part divided by tp, the
-/// replicated part, and the routed experts divided by ep x expert_tp (moe_layer.h).
-double parameters_per_device(const Layer& layer, const Stage& stage);
+/// Parameters one device of `stage` at ep rank `ep_rank` holds of `layer`: the dense split
+/// part divided by tp, the replicated part, and its routed experts divided by expert_tp
+/// (moe_layer.h, expert_parameters_per_device). `ep_rank` -1: the rank holding the most
+/// experts (the figure gradient buckets are sized by).
+double parameters_per_device(const Layer& layer, const Stage& stage, int ep_rank = -1);
 
 /// Splits stage `stage` of `plan` into buckets in reverse layer order, the order in which the
 /// backward produces gradients: bucket 0 holds the last layers. Walking from the stage's last

@@ -48,11 +48,12 @@ struct Stage {
   /// The expert layout of a mixture-of-experts stage (MoE parallel folding, Megatron-Core):
   /// its MoE blocks' experts run on the same devices as ep x expert_tp x expert_dp, apart from
   /// attention's dp x tp, with ep * expert_tp * expert_dp = dp * tp. An expert-parallel group
-  /// holds experts / ep experts on each member. Dense models keep ep 1 and expert_tp 0.
+  /// holds experts / ep experts on each member, or expert_counts. Dense models keep ep 1 and
+  /// expert_tp 0.
   /// The expert ranks are expert-tp-major, as Megatron-Core orders them: device
   /// devices[(d * ep + e) * expert_tp + t] is expert-dp replica d, ep rank e, expert-tp rank t.
-  /// YAML: ep, expert_tp (optional; validate_plan checks that ep divides the experts and
-  /// ep * expert_tp the stage's devices).
+  /// YAML: ep, expert_tp (optional; validate_plan checks that ep divides the experts, unless
+  /// expert_counts splits them, and ep * expert_tp the stage's devices).
   int ep = 1;
   int expert_tp = 0;            // 0: the stage's tp
   /// Mixed tensor parallelism (Sailor's heterogeneous replicas): the tp degree of each replica,
@@ -60,6 +61,11 @@ struct Stage {
   /// YAML: replica_tp (instead of tp). validate_plan requires each to divide the largest (the
   /// shards nest) and leaves sequence parallelism, ZeRO and expert layouts to uniform stages.
   std::vector<int> replica_tps;
+  /// The routed experts each ep rank holds, in ep-rank order (uneven where the ep group's
+  /// devices differ: more experts on the faster ones); empty: experts / ep each. Rank e holds
+  /// experts [sum of counts before e, + counts[e]) of every MoE block. YAML: expert_counts
+  /// (optional; validate_plan checks ep entries, each positive, summing to the experts).
+  std::vector<int> expert_counts;
 
   /// Whether the replicas run at different tp degrees (replica_tps given).
   bool mixed_tp() const { return !replica_tps.empty(); }
@@ -81,6 +87,12 @@ struct Stage {
   /// The ep devices of expert-dp replica d and expert-tp rank t, in ep-rank order: the group
   /// among which the MoE blocks' all-to-alls dispatch and combine tokens.
   std::vector<int> expert_parallel_group(int d, int t) const;
+  /// The ep rank of the device at `index` in `devices`: (index / expert_tp_degree()) % ep.
+  int ep_rank_of(int index) const { return index / expert_tp_degree() % ep; }
+  /// The routed experts ep rank `rank` holds of `experts`: expert_counts[rank], or experts / ep.
+  int experts_held(int rank, int experts) const;
+  /// The first routed expert ep rank `rank` holds: the counts of the ranks before it.
+  int first_expert_held(int rank, int experts) const;
   /// Devices of replica r, in tp-rank order.
   std::vector<int> replica_devices(int r) const;
   /// First sample (within a micro-batch) of replica r: the sum of shares before r.

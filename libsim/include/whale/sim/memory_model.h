@@ -77,8 +77,9 @@ struct MemoryBreakdown {
 };
 
 /// Parameters one device of replica `replica` of stage `s` holds: its layers' shards at the
-/// replica's tp, and on a last stage that holds a copy of a tied token table
-/// (Plan::last_stage_holds_table_copy) its shard of that copy.
+/// replica's tp (the routed experts of its ep rank holding the most, Stage::expert_counts), and
+/// on a last stage that holds a copy of a tied token table (Plan::last_stage_holds_table_copy)
+/// its shard of that copy.
 double stage_parameters_per_device(const plan::Plan& plan, int s, int replica = 0);
 
 /// Memory of one device of replica `replica` of the group that runs `program` (every stage of

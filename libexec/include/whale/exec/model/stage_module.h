@@ -136,11 +136,13 @@ struct StageModuleOptions {
   bool sequence_parallel = false;
   /// Expert parallelism (a mixture-of-experts model): this replica (of this tp rank) is member
   /// ep_rank of an expert-parallel group of ep_size consecutive replicas, holds routed experts
-  /// [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size) and exchanges tokens over `ep` (null
-  /// when ep_size is 1). `ep` must outlive the module. With tp_size > 1 the experts are split
-  /// over the tensor group as well (expert_tp = tp; moe_layer.h).
+  /// [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size) (or, with expert_counts, the
+  /// expert_counts[ep_rank] experts after those of the members before it) and exchanges tokens
+  /// over `ep` (null when ep_size is 1). `ep` must outlive the module. With tp_size > 1 the
+  /// experts are split over the tensor group as well (expert_tp = tp; moe_layer.h).
   int ep_rank = 0;
   int ep_size = 1;
+  std::vector<int> expert_counts;  // plan::Stage::expert_counts: empty for an even split
   Communicator* ep = nullptr;
   uint64_t seed = 0;        // initial parameters depend on (seed, layer, name) only, never on
                             // tp/pp/dp, so every plan starts from the same model
