@@ -114,7 +114,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.sequence_parallel = stage.sequence_parallel;
       module_options.seed = options.seed;
       module_options.init_threads = options.threads;
-      if (stage.ep > 1) {  // validate_expert_layout: dp > 1, tp 1
+      if (stage.ep > 1) {  // validate_expert_layout; the group joins this tp rank of ep replicas
         ExpertGroups expert = make_expert_groups(*state.dp, stage.ep);
         state.ep = std::move(expert.ep);
         state.expert_dp = std::move(expert.expert_dp);
