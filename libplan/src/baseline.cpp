@@ -95,6 +95,7 @@ RankedPlan plan_models_together(const Cluster& cluster, const Model& model, cons
   in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
   in.global_batch = batch;
   in.phase = device_models.size() == 1 ? "upper bound " + device_models.front() : "without the weakest";
+  in.uneven_experts = device_models.size() > 1;  // as the main search, where ep groups can mix models
   in.keep = 1;
   EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline_of(options));
   *found = !eo.ranked.empty();

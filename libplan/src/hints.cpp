@@ -162,4 +162,22 @@ bool stages_honour(const Hints& hints, const std::vector<Stage>& stages, int* vi
   return true;
 }
 
+bool plan_honours_hints(const Hints& hints, const Plan& plan) {
+  if (!stages_honour(hints, plan.stages)) return false;
+  if (hints.max_pipeline_depth > 0 && plan.pipeline_groups() > hints.max_pipeline_depth) return false;
+  if (!hints.schedules.empty() &&
+      std::find(hints.schedules.begin(), hints.schedules.end(), plan.schedule.kind) == hints.schedules.end())
+    return false;
+  if (!hints.stage_boundaries.empty()) {
+    std::vector<int> firsts;
+    for (const Stage& s : plan.stages) firsts.push_back(s.first_layer);
+    if (firsts != hints.stage_boundaries) return false;
+  }
+  const std::vector<int>& excluded = hints.exclude_devices;
+  for (const Stage& s : plan.stages)
+    for (int d : s.devices)
+      if (std::find(excluded.begin(), excluded.end(), d) != excluded.end()) return false;
+  return true;
+}
+
 }  // namespace whale::plan

@@ -320,17 +320,22 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
                 "global batch " + std::to_string(batch) + " cannot be divided into micro-batches of at least dp samples for any pipeline",
                 "every replica needs at least one sample: use a multiple of " + std::to_string(smallest_dp));
   }
-  // The baseline's plan and each model's plan alone are candidates too (hints aside: they honour
-  // only the exclusions).
+  // The baseline's plan and each model's plan alone (and the strongest models together) are
+  // candidates too, where they honour the hints (their searches honour only the exclusions).
   std::vector<RankedPlan> others;
-  const bool others_count = options.compare && hints.layers.empty() && hints.stage_boundaries.empty() &&
-                            hints.schedules.empty() && hints.max_pipeline_depth == 0;
-  if (others_count && comparison.baseline_found) others.push_back(comparison.baseline);
-  for (std::size_t m = 0; m < alone_models.size() && others_count; ++m) {
-    if (alone[m] > 0) others.push_back(alone_plans[m]);
+  const auto add_other = [&](const RankedPlan& p) {
+    if (options.compare && plan_honours_hints(hints, p.plan)) others.push_back(p);
+  };
+  if (comparison.baseline_found) add_other(comparison.baseline);
+  for (std::size_t m = 0; m < alone_models.size(); ++m) {
+    if (alone[m] > 0) add_other(alone_plans[m]);
   }
-  for (std::size_t i = 0; i < subsets.size() && others_count; ++i) {
-    if (subset_found[i]) others.push_back(subset_plans[i]);
+  for (std::size_t i = 0; i < subsets.size(); ++i) {
+    if (!subset_found[i]) continue;
+    // The subset's search is the main search on fewer devices: its mixed-tp variants too.
+    std::vector<RankedPlan> subset_ranked{subset_plans[i]};
+    add_mixed_tp_variants(cost, &subset_ranked);
+    for (const RankedPlan& p : subset_ranked) add_other(p);
   }
   if (eo.ranked.empty() && others.empty()) {
     bool hinted = false;

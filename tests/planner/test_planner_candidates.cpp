@@ -9,6 +9,7 @@
 #include <string>
 
 #include "planner_fixtures.h"
+#include "whale/plan/hints.h"
 #include "whale/plan/search_estimate.h"
 
 using namespace whale;
@@ -130,6 +131,60 @@ TEST_CASE("a T4 behind 10 Gb/s Ethernet stays idle: the A100s alone are faster, 
   CHECK(r.best().estimate.samples_per_s == r.upper_bound.per_model[0].second);
   CHECK(plan::format_planner_text(r).find("idle: devices 2 (t4): using every device") != std::string::npos);
   CHECK_NOTHROW(plan::validate_plan(r.best().plan));
+}
+
+TEST_CASE("hints keep the baseline and each model alone as candidates where those honour them") {
+  // cpu-local-slow with gpt3-1.3b: the baseline's tp 2 over both devices is the fastest plan
+  // (test above). A max_pipeline_depth of 1 allows it, so the hinted search must return it; a
+  // schedule hint that forbids its 1f1b (zb-h1 only) must not, and then no plan may be faster
+  // than the unhinted search's best.
+  const plan::Cluster cluster = test::shipped_cluster("cpu-local-slow");
+  const plan::Model model = test::shipped_model("gpt3-1.3b");
+  const sim::Simulator simulator;
+  const plan::PlanResult free = plan::search_plans(cluster, model, simulator, plan::PlannerOptions{});
+  REQUIRE(free.baseline_found);
+  REQUIRE(free.baseline.plan.pipeline_groups() == 1);
+  plan::PlannerOptions depth_one;
+  depth_one.hints.max_pipeline_depth = 1;
+  const plan::PlanResult hinted = plan::search_plans(cluster, model, simulator, depth_one);
+  CHECK(hinted.best().estimate.samples_per_s >= hinted.baseline.estimate.samples_per_s);
+  CHECK(hinted.best().label == free.baseline.label);
+  CHECK(plan::plan_honours_hints(depth_one.hints, hinted.best().plan));
+  plan::PlannerOptions zb_only;
+  zb_only.hints.schedules = {plan::ScheduleKind::zb_h1};
+  CHECK_FALSE(plan::plan_honours_hints(zb_only.hints, free.baseline.plan));
+  const plan::PlanResult zb = plan::search_plans(cluster, model, simulator, zb_only);
+  CHECK(zb.best().plan.schedule.kind == plan::ScheduleKind::zb_h1);
+  CHECK(zb.best().estimate.samples_per_s < free.best().estimate.samples_per_s);
+}
+
+TEST_CASE("plan_honours_hints: depth, schedule, boundaries, layer degrees and exclusions, each alone") {
+  plan::Plan p;
+  p.schedule.kind = plan::ScheduleKind::one_f_one_b;
+  plan::Stage a, b;
+  a.first_layer = 0, a.end_layer = 3, a.devices = {0, 1}, a.tp = 2, a.shares = {1};
+  b.first_layer = 3, b.end_layer = 6, b.devices = {2, 3}, b.tp = 1, b.shares = {1, 1};
+  p.stages = {a, b};
+  plan::Hints h;
+  CHECK(plan::plan_honours_hints(h, p));
+  h.max_pipeline_depth = 1;
+  CHECK_FALSE(plan::plan_honours_hints(h, p));
+  h.max_pipeline_depth = 2;
+  CHECK(plan::plan_honours_hints(h, p));
+  h.schedules = {plan::ScheduleKind::gpipe};
+  CHECK_FALSE(plan::plan_honours_hints(h, p));
+  h.schedules = {plan::ScheduleKind::gpipe, plan::ScheduleKind::one_f_one_b};
+  CHECK(plan::plan_honours_hints(h, p));
+  h.stage_boundaries = {0, 4};
+  CHECK_FALSE(plan::plan_honours_hints(h, p));
+  h.stage_boundaries = {0, 3};
+  CHECK(plan::plan_honours_hints(h, p));
+  h.layers = {{4, 5, 2, 0, "layers[0]"}};  // tp 2 on layers 4-5: stage b runs them at tp 1
+  CHECK_FALSE(plan::plan_honours_hints(h, p));
+  h.layers = {{4, 5, 0, 2, "layers[0]"}};  // dp 2 there: stage b has 2 replicas
+  CHECK(plan::plan_honours_hints(h, p));
+  h.exclude_devices = {3};
+  CHECK_FALSE(plan::plan_honours_hints(h, p));
 }
 
 TEST_CASE("quick estimate: zb-h1 holds weight-pass tensors besides its activations, as the simulator counts them") {

@@ -52,6 +52,11 @@ void check_hints(const Hints& hints, const Cluster& cluster, const Model& model)
 /// gets the index of the first hint a stage breaks.
 bool stages_honour(const Hints& hints, const std::vector<Stage>& stages, int* violated = nullptr);
 
+/// Whether a whole plan honours the hints: its stages every layer hint, its pipeline depth
+/// max_pipeline_depth, its schedule one of `schedules`, its stages' first layers
+/// `stage_boundaries`, and no excluded device in it.
+bool plan_honours_hints(const Hints& hints, const Plan& plan);
+
 /// The device ids left after exclusion, ascending.
 std::vector<int> usable_devices(const Hints& hints, const Cluster& cluster);
 
