@@ -15,7 +15,7 @@ set(WHALE_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP
 set(WHALE_TINY_PLANS dp2:2 dp2-zero:2 dp3-uneven:3 tp2:2 pp2-gpipe:2 pp2-1f1b:2
     pp2-1f1b-recompute:2 pp4-interleaved:4 wave:2 hybrid-8:8 hybrid-8-zero-recompute:8 bridges:7
     buckets:4 pp2-zb-h1:2 hybrid-zb-h1:4 tp2-sp:2 tp2-pp2-sp:4 dp2-zero2:2 dp3-uneven-zero2:3
-    tp2-dp2-sp-zero2:4)
+    tp2-dp2-sp-zero2:4 mixed-tp:3 mixed-tp-pp2:4)
 foreach(entry ${WHALE_TINY_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 plan)
