@@ -43,6 +43,8 @@ set(WHALE_REFERENCE_PLANS
     llama_tp2-pp2-zb-h1:tiny-llama/tp2-pp2-zb-h1:4:tiny-llama/single:1
     llama_tp2-sp:tiny-llama/tp2-sp:2:tiny-llama/single:1
     llama_tp2-pp2-zb-h1-sp:tiny-llama/tp2-pp2-zb-h1-sp:4:tiny-llama/single:1
+    # Replicas at different tp in both stages, with the tied head (docs/run.md).
+    llama_mixed-tp-pp2:tiny-llama/mixed-tp-pp2:6:tiny-llama/single:1
     tp2-sp-bf16:tiny/tp2-sp-bf16:2:tiny/tp2-bf16:2
     dp2-zero2-bf16:tiny/dp2-zero2-bf16:2:tiny/dp2-zero-bf16:2
     # Mixture-of-experts plans (docs/moe.md, "whale-run"), 5 steps each, against the single-device

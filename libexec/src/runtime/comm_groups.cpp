@@ -66,7 +66,7 @@ std::vector<CommGroup> plan_comm_groups(const plan::Plan& plan, const RankLayout
       add_group(CommGroup{GroupRole::tensor, s, layout.tp_group(s, r)}, &seen, &groups);
     for (int t = 0; t < stage.tp; ++t)
       add_group(CommGroup{GroupRole::data, s, layout.dp_group(s, t)}, &seen, &groups);
-    if (stage.mixed_tp())  // its replicated parameters (mixed_tp_packing.h)
+    if (stage.mixed_tp() && stage.dp() > 1)  // its replicated parameters (mixed_tp_packing.h)
       add_group(CommGroup{GroupRole::data, s, layout.stage_ranks(s)}, &seen, &groups);
     if (s + 1 == stages || plan.group_of_stage(s) == plan.group_of_stage(s + 1)) continue;
     const plan::Stage& next = plan.stages[s + 1];

@@ -103,7 +103,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
     std::vector<Communicator*> tp_groups, dp_groups;
     for (int r = 0; r < stage.dp(); ++r) tp_groups.push_back(group_for(layout.tp_group(s, r)));
     for (int t = 0; t < stage.tp; ++t) dp_groups.push_back(group_for(layout.dp_group(s, t)));
-    if (stage.mixed_tp()) dp_groups.push_back(group_for(layout.stage_ranks(s)));
+    if (stage.mixed_tp() && stage.dp() > 1) dp_groups.push_back(group_for(layout.stage_ranks(s)));
     for (const StageRole& role : layout.roles(im.rank)) {
       if (role.stage != s) continue;
       StageState& state = im.stages[s];
@@ -145,7 +145,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       adamw.learning_rate = options.learning_rate;
       state.optimizer = std::make_unique<StageOptimizer>(
           *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw);
-      if (stage.mixed_tp()) {
+      if (stage.mixed_tp() && stage.dp() > 1) {
         const std::vector<plan::GradientBucket> buckets = plan::gradient_buckets(plan, s);
         state.reducer = std::make_unique<GradientReducer>(
             *im.backend, state.module->parameters(), buckets,
