@@ -2,7 +2,7 @@
 # File: equality_cli.sh
 # End-to-end checks of whale-run, one per call (from the source root):
 #   scripts/equality_cli.sh CHECK WHALE_RUN [WHALE_SIM]
-# CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 to 3 ranks, GPT and Llama), bad_input (each
+# CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 to 3 ranks, GPT, Llama and mixed tp), bad_input (each
 # case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
 # and exits 0), trace (a measured Chrome trace), layer_times (whale-run --layer-times read back
 # by whale-calibrate --layer-times and priced by whale-sim), learning (the loss falls on data/corpus.txt),
@@ -54,6 +54,7 @@ resume)
   resume_equal configs/plans/tiny/pp2-1f1b.yaml 2
   resume_equal configs/plans/tiny-llama/pp2.yaml 2  # the tied token table's copy resumes too
   resume_equal configs/plans/tiny-llama/dp3-uneven.yaml 3
+  resume_equal configs/plans/tiny/mixed-tp.yaml 3  # replicas at tp 2 and tp 1, each its own shards
   ;;
 moe)
   resume_equal configs/plans/tiny-moe/ep2.yaml 2  # each ep rank's file holds its experts
