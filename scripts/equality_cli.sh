@@ -179,6 +179,16 @@ buckets)
     fail "whale-run's buckets: $(reductions "$out/run.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
   [ "$(reductions "$out/sim.json")" = "$expected" ] ||
     fail "whale-sim's buckets: $(reductions "$out/sim.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
+  # Mixed tp: every device of the stage, whatever its replica's tp, reduces the one bucket in both.
+  plan=configs/plans/tiny/mixed-tp.yaml
+  mpirun -np 3 --oversubscribe "$run" $plan --data $data --steps 1 --log-every 0 \
+    --trace "$out/run-mixed.json" || fail "mixed-tp run"
+  "$sim" $plan --trace "$out/sim-mixed.json" >/dev/null || fail "mixed-tp simulation"
+  expected=$(for d in 0 1 2; do echo "$d: reduce_bucket s0 b0"; done)
+  for trace in run-mixed sim-mixed; do
+    [ "$(reductions "$out/$trace.json")" = "$expected" ] ||
+      fail "mixed-tp buckets ($trace): $(reductions "$out/$trace.json" | tr '\n' ',')"
+  done
   # ZeRO-2: the same reduce-scattered buckets, and the all-gather of the weights on every device.
   plan=configs/plans/tiny/dp2-zero2.yaml
   mpirun -np 2 --oversubscribe "$run" $plan --data $data --steps 1 --log-every 0 \
