@@ -2,7 +2,7 @@
 # File: equality_cli.sh
 # End-to-end checks of whale-run, one per call (from the source root):
 #   scripts/equality_cli.sh CHECK WHALE_RUN [WHALE_SIM]
-# CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 to 3 ranks, GPT and Llama), bad_input (each
+# CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 to 3 ranks, GPT, Llama and mixed tp), bad_input (each
 # case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
 # and exits 0), trace (a measured Chrome trace), layer_times (whale-run --layer-times read back
 # by whale-calibrate --layer-times and priced by whale-sim), learning (the loss falls on data/corpus.txt),
@@ -54,6 +54,7 @@ resume)
   resume_equal configs/plans/tiny/pp2-1f1b.yaml 2
   resume_equal configs/plans/tiny-llama/pp2.yaml 2  # the tied token table's copy resumes too
   resume_equal configs/plans/tiny-llama/dp3-uneven.yaml 3
+  resume_equal configs/plans/tiny/mixed-tp.yaml 3  # replicas at tp 2 and tp 1, each its own shards
   ;;
 moe)
   resume_equal configs/plans/tiny-moe/ep2.yaml 2  # each ep rank's file holds its experts
@@ -178,6 +179,16 @@ buckets)
     fail "whale-run's buckets: $(reductions "$out/run.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
   [ "$(reductions "$out/sim.json")" = "$expected" ] ||
     fail "whale-sim's buckets: $(reductions "$out/sim.json" | tr '\n' ',') expected $(echo "$expected" | tr '\n' ',')"
+  # Mixed tp: every device of the stage, whatever its replica's tp, reduces the one bucket in both.
+  plan=configs/plans/tiny/mixed-tp.yaml
+  mpirun -np 3 --oversubscribe "$run" $plan --data $data --steps 1 --log-every 0 \
+    --trace "$out/run-mixed.json" || fail "mixed-tp run"
+  "$sim" $plan --trace "$out/sim-mixed.json" >/dev/null || fail "mixed-tp simulation"
+  expected=$(for d in 0 1 2; do echo "$d: reduce_bucket s0 b0"; done)
+  for trace in run-mixed sim-mixed; do
+    [ "$(reductions "$out/$trace.json")" = "$expected" ] ||
+      fail "mixed-tp buckets ($trace): $(reductions "$out/$trace.json" | tr '\n' ',')"
+  done
   # ZeRO-2: the same reduce-scattered buckets, and the all-gather of the weights on every device.
   plan=configs/plans/tiny/dp2-zero2.yaml
   mpirun -np 2 --oversubscribe "$run" $plan --data $data --steps 1 --log-every 0 \

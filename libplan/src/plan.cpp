@@ -70,6 +70,13 @@ std::vector<int> Stage::replica_devices(int r) const {
   return std::vector<int>(devices.begin() + first, devices.begin() + first + replica_tp(r));
 }
 
+std::vector<int> Stage::piece_holders(int piece) const {
+  std::vector<int> holders;
+  for (int r = 0; r < replicas(); ++r)
+    holders.push_back(devices.at(replica_offset(r) + piece * replica_tp(r) / tp));
+  return holders;
+}
+
 std::vector<int> Stage::expert_parallel_group(int d, int t) const {
   const int etp = expert_tp_degree();
   std::vector<int> group;

@@ -10,14 +10,6 @@
 
 namespace whale::sim {
 
-std::vector<int> piece_holders(const plan::Stage& stage, int piece) {
-  std::vector<int> holders;
-  for (int r = 0; r < stage.replicas(); ++r) {
-    holders.push_back(stage.devices.at(stage.replica_offset(r) + piece * stage.replica_tp(r) / stage.tp));
-  }
-  return holders;
-}
-
 Seconds mixed_tp_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int first_layer,
                             int end_layer) {
   double split = 0, replicated = 0;  // parameters
@@ -31,7 +23,7 @@ Seconds mixed_tp_exchange_s(const plan::Plan& plan, const plan::Stage& stage, in
   const int pieces = stage.tp;
   std::vector<Seconds> piece_s;
   for (int j = 0; j < pieces; ++j) {
-    piece_s.push_back(allreduce_s(plan.cluster, piece_holders(stage, j), split / pieces * bytes_per_gradient));
+    piece_s.push_back(allreduce_s(plan.cluster, stage.piece_holders(j), split / pieces * bytes_per_gradient));
   }
   const Seconds replicated_s = allreduce_s(plan.cluster, stage.devices, replicated * bytes_per_gradient);
   Seconds slowest_s = 0;

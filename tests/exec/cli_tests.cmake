@@ -15,7 +15,7 @@ set(WHALE_MPI_ENV "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP
 set(WHALE_TINY_PLANS dp2:2 dp2-zero:2 dp3-uneven:3 tp2:2 pp2-gpipe:2 pp2-1f1b:2
     pp2-1f1b-recompute:2 pp4-interleaved:4 wave:2 hybrid-8:8 hybrid-8-zero-recompute:8 bridges:7
     buckets:4 pp2-zb-h1:2 hybrid-zb-h1:4 tp2-sp:2 tp2-pp2-sp:4 dp2-zero2:2 dp3-uneven-zero2:3
-    tp2-dp2-sp-zero2:4)
+    tp2-dp2-sp-zero2:4 mixed-tp:3 mixed-tp-pp2:4)
 foreach(entry ${WHALE_TINY_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 plan)
@@ -43,6 +43,8 @@ set(WHALE_REFERENCE_PLANS
     llama_tp2-pp2-zb-h1:tiny-llama/tp2-pp2-zb-h1:4:tiny-llama/single:1
     llama_tp2-sp:tiny-llama/tp2-sp:2:tiny-llama/single:1
     llama_tp2-pp2-zb-h1-sp:tiny-llama/tp2-pp2-zb-h1-sp:4:tiny-llama/single:1
+    # Replicas at different tp in both stages, with the tied head (docs/run.md).
+    llama_mixed-tp-pp2:tiny-llama/mixed-tp-pp2:6:tiny-llama/single:1
     tp2-sp-bf16:tiny/tp2-sp-bf16:2:tiny/tp2-bf16:2
     dp2-zero2-bf16:tiny/dp2-zero2-bf16:2:tiny/dp2-zero-bf16:2
     # Mixture-of-experts plans (docs/moe.md, "whale-run"), 5 steps each, against the single-device

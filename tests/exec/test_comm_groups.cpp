@@ -34,6 +34,16 @@ using Names = std::vector<std::string>;
 
 }  // namespace
 
+TEST_CASE("mixed tp: a group per finest piece's holders and one over the stage") {
+  // Replica 0 at tp 2 on ranks 0-1, replica 1 at tp 1 on rank 2, which holds both pieces.
+  CHECK(groups_of_tiny("mixed-tp") ==
+        Names{"tensor s0 [0,1]", "data s0 [0,2]", "data s0 [1,2]", "data s0 [0,1,2]"});
+  // The bridge to rank 3: activations from each replica's tp rank 0, gradients to every rank.
+  CHECK(groups_of_tiny("mixed-tp-pp2") ==
+        Names{"tensor s0 [0,1]", "data s0 [0,2]", "data s0 [1,2]", "data s0 [0,1,2]",
+              "bridge s0 [0,3]", "bridge s0 [2,3]", "bridge s0 [1,3]"});
+}
+
 TEST_CASE("single rank and pure data or tensor parallel plans") {
   CHECK(groups_of_tiny("single") == Names{});
   CHECK(groups_of_tiny("dp2") == Names{"data s0 [0,1]"});

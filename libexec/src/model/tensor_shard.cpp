@@ -51,4 +51,12 @@ void insert_shard(const TensorShard& layout, const float* shard, float* full) {
   });
 }
 
+std::vector<std::size_t> shard_full_indices(const TensorShard& layout) {
+  std::vector<std::size_t> indices(layout.shard_count());
+  for_each_run(layout, [&](std::size_t f, std::size_t s, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) indices[s + i] = f + i;
+  });
+  return indices;
+}
+
 }  // namespace whale::exec

@@ -69,6 +69,7 @@ uint64_t plan_fingerprint(const plan::Plan& plan) {
             plan::format_device_list(s.devices) + " tp" + std::to_string(s.tp) + " z" +
             std::to_string(s.shard_optimizer) + " sh";
     for (int share : s.shares) text += std::to_string(share) + ",";
+    for (int degree : s.replica_tps) text += " rtp" + std::to_string(degree);  // mixed tp
   }
   return fnv1a(text.data(), text.size());
 }

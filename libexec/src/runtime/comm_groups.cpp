@@ -12,7 +12,8 @@ namespace whale::exec {
 namespace {
 
 bool same_shape(const plan::Stage& a, const plan::Stage& b) {
-  return a.dp() == b.dp() && a.tp == b.tp && a.shares == b.shares;
+  return a.dp() == b.dp() && a.tp == b.tp && a.replica_tps == b.replica_tps &&
+         a.shares == b.shares;
 }
 
 /// Appends `group` unless it has fewer than two ranks or its rank list appeared before.
@@ -23,22 +24,22 @@ void add_group(CommGroup group, std::set<std::vector<int>>* seen, std::vector<Co
 
 /// The (sender, receiver) device pairs of the boundary from -> to: activations go from
 /// bridge_source_device to every tp rank of the receiving replica; the gradient of tp rank t
-/// of a sending replica comes from tp rank t % to.tp of the receiving replica.
+/// of a sending replica comes from tp rank t % (its tp) of the receiving replica.
 std::vector<std::pair<int, int>> boundary_device_pairs(const plan::Stage& from,
                                                        const plan::Stage& to) {
   std::vector<std::pair<int, int>> pairs;
   const std::vector<plan::BridgeTransfer> transfers = plan::bridge_transfers(from, to);
   for (const plan::BridgeTransfer& t : transfers) {
     const std::vector<int> receivers = to.replica_devices(t.to_replica);
-    for (int to_tp = 0; to_tp < to.tp; ++to_tp)
+    for (int to_tp = 0; to_tp < to.replica_tp(t.to_replica); ++to_tp)
       pairs.emplace_back(plan::bridge_source_device(from, t.from_replica, to_tp),
                          receivers[to_tp]);
   }
   for (const plan::BridgeTransfer& t : transfers) {
     const std::vector<int> senders = from.replica_devices(t.from_replica);
     const std::vector<int> receivers = to.replica_devices(t.to_replica);
-    for (int from_tp = 0; from_tp < from.tp; ++from_tp)
-      pairs.emplace_back(receivers[from_tp % to.tp], senders[from_tp]);
+    for (int from_tp = 0; from_tp < from.replica_tp(t.from_replica); ++from_tp)
+      pairs.emplace_back(receivers[from_tp % to.replica_tp(t.to_replica)], senders[from_tp]);
   }
   return pairs;
 }
@@ -65,6 +66,8 @@ std::vector<CommGroup> plan_comm_groups(const plan::Plan& plan, const RankLayout
       add_group(CommGroup{GroupRole::tensor, s, layout.tp_group(s, r)}, &seen, &groups);
     for (int t = 0; t < stage.tp; ++t)
       add_group(CommGroup{GroupRole::data, s, layout.dp_group(s, t)}, &seen, &groups);
+    if (stage.mixed_tp() && stage.dp() > 1)  // its replicated parameters (mixed_tp_packing.h)
+      add_group(CommGroup{GroupRole::data, s, layout.stage_ranks(s)}, &seen, &groups);
     if (s + 1 == stages || plan.group_of_stage(s) == plan.group_of_stage(s + 1)) continue;
     const plan::Stage& next = plan.stages[s + 1];
     const GroupRole role = same_shape(stage, next) ? GroupRole::pipeline : GroupRole::bridge;

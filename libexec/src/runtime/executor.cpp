@@ -9,6 +9,7 @@
 #include "runtime/executor_impl.h"
 #include "runtime/executor_optimizer.h"
 #include "runtime/expert_groups.h"
+#include "runtime/mixed_tp_packing.h"
 #include "whale/exec/backend/backend_factory.h"
 #include "whale/exec/runtime/rank_communicators.h"
 #include "whale/plan/error.h"
@@ -27,7 +28,8 @@ void check_local_boundaries(const plan::Plan& plan) {
       continue;
     const plan::Stage& a = plan.stages[s - 1];
     const plan::Stage& b = plan.stages[s];
-    if (a.devices != b.devices || a.tp != b.tp || a.shares != b.shares)
+    if (a.devices != b.devices || a.tp != b.tp || a.replica_tps != b.replica_tps ||
+        a.shares != b.shares)
       throw Error(plan.source_file, "stages[" + std::to_string(s) + "]",
                   "the same devices, tp and shares as stages[" + std::to_string(s - 1) +
                       "], which runs on the same device group",
@@ -96,20 +98,24 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
   };
   for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
     const plan::Stage& stage = plan.stages[s];
+    // dp_groups: per finest piece its holders' group (per tp rank without replica_tp), then
+    // for a mixed-tp stage the group of all its ranks (mixed_tp_packing.h).
     std::vector<Communicator*> tp_groups, dp_groups;
     for (int r = 0; r < stage.dp(); ++r) tp_groups.push_back(group_for(layout.tp_group(s, r)));
     for (int t = 0; t < stage.tp; ++t) dp_groups.push_back(group_for(layout.dp_group(s, t)));
+    if (stage.mixed_tp() && stage.dp() > 1) dp_groups.push_back(group_for(layout.stage_ranks(s)));
     for (const StageRole& role : layout.roles(im.rank)) {
       if (role.stage != s) continue;
       StageState& state = im.stages[s];
       state.role = role;
       state.tp = tp_groups[role.replica];
-      state.dp = dp_groups[role.tp_rank];
+      // A mixed-tp stage has no data-parallel group of one tp rank: its reducer sums pieces.
+      state.dp = stage.mixed_tp() ? nullptr : dp_groups[role.tp_rank];
       StageModuleOptions module_options;
       module_options.first_layer = stage.first_layer;
       module_options.end_layer = stage.end_layer;
       module_options.tp_rank = role.tp_rank;
-      module_options.tp_size = stage.tp;
+      module_options.tp_size = stage.replica_tp(role.replica);
       module_options.recompute = stage.recompute;
       module_options.sequence_parallel = stage.sequence_parallel;
       module_options.seed = options.seed;
@@ -128,7 +134,8 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
         state.module->set_layer_timed([&im, s](int layer, bool backward, double seconds) {
           const plan::Stage& st = im.plan.stages[s];
           im.layer_times.push_back({im.current_step, im.plan.cluster.devices.at(im.device).model,
-                                    im.plan.model.layers.at(layer).kind, st.tp, im.samples(s), backward,
+                                    im.plan.model.layers.at(layer).kind,
+                                    st.replica_tp(im.stage(s).role.replica), im.samples(s), backward,
                                     seconds});
         });
       }
@@ -138,10 +145,17 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       adamw.learning_rate = options.learning_rate;
       state.optimizer = std::make_unique<StageOptimizer>(
           *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw);
-      if (state.dp)
+      if (stage.mixed_tp() && stage.dp() > 1) {
+        const std::vector<plan::GradientBucket> buckets = plan::gradient_buckets(plan, s);
+        state.reducer = std::make_unique<GradientReducer>(
+            *im.backend, state.module->parameters(), buckets,
+            mixed_tp_packing(plan.model, stage, role, state.module->parameters(), buckets),
+            dp_groups);
+      } else if (state.dp) {
         state.reducer = std::make_unique<GradientReducer>(
             state.module->parameters(), plan::gradient_buckets(plan, s), state.dp,
             stage.shard_gradients, stage.ep > 1 ? state.expert_dp.get() : state.dp);
+      }
     }
   }
   // This rank's copy of the tied token table, summed over the tied group made above.

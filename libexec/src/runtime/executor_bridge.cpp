@@ -3,7 +3,8 @@
 // Forward: tp rank t of a receiving replica reads the full activations of each transfer from
 // bridge_source_device. Backward: every tp rank holds the full input gradient, so tp rank t of
 // a sending replica takes each transfer's gradient from exactly one receiver, tp rank
-// t % receiver tp: a replicated activation's gradient is counted once.
+// t % receiver tp: a replicated activation's gradient is counted once. Replicas of one stage
+// may run at different tp degrees (replica_tp): each transfer reads its own replicas' degrees.
 #include <string>
 
 #include "runtime/executor_impl.h"
@@ -37,7 +38,7 @@ void Executor::Impl::send_activation(int s, int mb) {
   for (const plan::BridgeTransfer& t : plan::bridge_transfers(from, to)) {
     if (t.from_replica != st.role.replica) continue;
     const std::vector<int> receivers = to.replica_devices(t.to_replica);
-    for (int to_tp = 0; to_tp < to.tp; ++to_tp) {
+    for (int to_tp = 0; to_tp < to.replica_tp(t.to_replica); ++to_tp) {
       if (plan::bridge_source_device(from, t.from_replica, to_tp) != device) continue;
       transport.post_send(output.data() + offset_in(from, t.from_replica, t, st.output_floats),
                           static_cast<std::size_t>(t.samples) * st.output_floats,
@@ -75,8 +76,8 @@ void Executor::Impl::send_gradient(int s, int mb) {
   for (const plan::BridgeTransfer& t : plan::bridge_transfers(from, to)) {
     if (t.to_replica != st.role.replica) continue;
     const std::vector<int> senders = from.replica_devices(t.from_replica);
-    for (int from_tp = 0; from_tp < from.tp; ++from_tp) {
-      if (from_tp % to.tp != st.role.tp_rank) continue;
+    for (int from_tp = 0; from_tp < from.replica_tp(t.from_replica); ++from_tp) {
+      if (from_tp % to.replica_tp(t.to_replica) != st.role.tp_rank) continue;
       transport.post_send(grad.data() + offset_in(to, t.to_replica, t, st.input_floats),
                           static_cast<std::size_t>(t.samples) * st.input_floats,
                           layout.rank_of_device(senders[from_tp]),
@@ -96,7 +97,7 @@ void Executor::Impl::recv_gradient(int s, int mb) {
   const auto start = std::chrono::steady_clock::now();
   for (const plan::BridgeTransfer& t : plan::bridge_transfers(from, to)) {
     if (t.from_replica != st.role.replica) continue;
-    const int source = to.replica_devices(t.to_replica)[st.role.tp_rank % to.tp];
+    const int source = to.replica_devices(t.to_replica)[st.role.tp_rank % to.replica_tp(t.to_replica)];
     transport.recv(grad.data() + offset_in(from, t.from_replica, t, st.output_floats),
                    static_cast<std::size_t>(t.samples) * st.output_floats,
                    layout.rank_of_device(source), tag_of(plan, s, mb, kGradient));

@@ -101,7 +101,7 @@ std::vector<FullParameter> Executor::gather_parameters() {
     const StageState& st = entry.second;
     const plan::Stage& stage = impl_->plan.stages.at(entry.first);
     if (st.role.replica >= stage.ep) continue;
-    const int tp_size = stage.tp;
+    const int tp_size = stage.replica_tp(st.role.replica);
     for (const ParameterView& p : st.module->parameters()) {
       if (p.tp_replicated && st.role.tp_rank != 0) continue;
       if (st.role.replica != 0 && !p.expert_parallel) continue;

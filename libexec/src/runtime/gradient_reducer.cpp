@@ -1,6 +1,7 @@
 // File: gradient_reducer.cpp
 // GradientReducer: maps buckets (layer ranges) to ranges of the flat gradient buffer, starts
-// their all-reduces (or ZeRO-2 reduce-scatters) in bucket order and completes them.
+// their all-reduces (or ZeRO-2 reduce-scatters, or a mixed-tp stage's packed all-reduces) in
+// bucket order and completes them.
 #include "runtime/gradient_reducer.h"
 
 #include "runtime/zero_shard.h"
@@ -56,13 +57,74 @@ GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
                                         count_[b]));
 }
 
+GradientReducer::GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
+                                 std::vector<plan::GradientBucket> buckets,
+                                 std::vector<std::vector<PackedGradients>> packing,
+                                 std::vector<Communicator*> groups)
+    : buckets_(std::move(buckets)), dp_(nullptr), backend_(&backend),
+      packing_(std::move(packing)), pack_groups_(std::move(groups)) {
+  const std::size_t n = buckets_.size();
+  if (packing_.size() != n)
+    throw std::logic_error("GradientReducer: " + std::to_string(packing_.size()) +
+                           " packings for " + std::to_string(n) + " buckets");
+  requests_.resize(n);
+  done_.assign(n, false);
+  started_.resize(n);
+  completed_.resize(n);
+  std::size_t total = 0;
+  for (const ParameterView& p : parameters) {
+    if (p.gradient.dtype != DType::fp32 ||
+        p.gradient.data != parameters.front().gradient.as<float>() + total)
+      throw std::logic_error("GradientReducer: the gradient of " + p.name +
+                             " is not the fp32 continuation of the flat gradient tensor");
+    total += p.count;
+  }
+  if (!parameters.empty()) flat_ = TensorView{parameters.front().gradient.data, total, DType::fp32};
+  packs_.resize(n);
+  for (std::size_t b = 0; b < n; ++b)
+    for (const PackedGradients& pack : packing_[b]) {
+      if (pack.group < 0 || pack.group >= static_cast<int>(pack_groups_.size()) ||
+          !pack_groups_[pack.group])
+        throw std::logic_error("GradientReducer: no group " + std::to_string(pack.group));
+      packs_[b].emplace_back(backend, pack.count, DType::fp32);
+    }
+}
+
+void GradientReducer::start_packed(int b) {
+  for (std::size_t i = 0; i < packing_[b].size(); ++i) {
+    const PackedGradients& pack = packing_[b][i];
+    Tensor& buffer = packs_[b][i];
+    if (!pack.contributes) {
+      backend_->fill_zero(buffer, Stream::compute);
+    } else {
+      for (const GradientSegment& g : pack.segments)
+        backend_->copy(buffer.slice(g.pack_offset, g.count), flat_.slice(g.flat_offset, g.count),
+                       Stream::compute);
+    }
+    requests_[b].push_back(
+        pack_groups_[pack.group]->start_all_reduce_sum(buffer.view().as<float>(), pack.count));
+  }
+}
+
+void GradientReducer::complete(int b) {
+  done_[b] = true;
+  completed_[b] = Clock::now();
+  if (packing_.empty()) return;
+  for (std::size_t i = 0; i < packing_[b].size(); ++i)
+    for (const GradientSegment& g : packing_[b][i].segments)
+      backend_->copy(flat_.slice(g.flat_offset, g.count), packs_[b][i].slice(g.pack_offset, g.count),
+                     Stream::compute);
+}
+
 void GradientReducer::start_through(int b) {
   if (next_ > b || next_ >= buckets()) return;
   for (; next_ <= b && next_ < buckets(); ++next_) {
     started_[next_] = Clock::now();
     done_[next_] = false;
     std::vector<std::unique_ptr<CommRequest>>& requests = requests_[next_];
-    if (!runs_.empty()) {
+    if (!packing_.empty()) {
+      start_packed(next_);
+    } else if (!runs_.empty()) {
       for (const Run& run : runs_[next_])
         if (run.group) requests.push_back(run.group->start_all_reduce_sum(run.begin, run.count));
     } else {
@@ -85,9 +147,7 @@ void GradientReducer::progress() {
     if (done_[b]) continue;
     bool complete = true;
     for (auto& request : requests_[b]) complete = request->test() && complete;
-    if (!complete) continue;
-    done_[b] = true;
-    completed_[b] = Clock::now();
+    if (complete) this->complete(b);
   }
 }
 
@@ -98,7 +158,7 @@ void GradientReducer::wait_all() {
   for (int b = 0; b < buckets(); ++b) {
     if (!done_[b]) {
       for (auto& request : requests_[b]) request->wait();
-      completed_[b] = Clock::now();
+      complete(b);
     }
     requests_[b].clear();
   }

@@ -3,7 +3,9 @@
 // bucket as the schedule program says (reduce_bucket, wait_reductions): each bucket is a
 // non-blocking all-reduce, in place, of its layers' part of the stage's flat gradient buffer;
 // with sharded gradients (ZeRO-2) a non-blocking reduce-scatter, in place, that sums only the
-// part of the bucket inside each replica's ZeRO shard (zero_shard.h), on that replica.
+// part of the bucket inside each replica's ZeRO shard (zero_shard.h), on that replica; on a
+// stage whose replicas run at different tp degrees, non-blocking all-reduces of packed pieces
+// (mixed_tp_packing.h), copied back once complete.
 #pragma once
 
 #include <chrono>
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include "whale/exec/backend/backend.h"
+#include "runtime/mixed_tp_packing.h"
+#include "whale/exec/backend/tensor.h"
 #include "whale/exec/comm/communicator.h"
 #include "whale/exec/model/stage_module.h"
 #include "whale/plan/gradient_buckets.h"
@@ -34,6 +38,16 @@ class GradientReducer {
   GradientReducer(const std::vector<ParameterView>& parameters,
                   std::vector<plan::GradientBucket> buckets, Communicator* dp,
                   bool shard_gradients, Communicator* expert_dp);
+
+  /// A mixed-tp stage (plan::Stage::mixed_tp): bucket b's gradients are copied into pack
+  /// buffers of `backend` as `packing[b]` (mixed_tp_packing) says, each pack summed over
+  /// `groups[pack.group]` (the piece holders' groups, then the stage's), and copied back once
+  /// complete. After wait_all() every gradient of this rank holds the sum over the replicas,
+  /// each replica's replicated parameters counted once. `groups` must outlive this.
+  GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
+                  std::vector<plan::GradientBucket> buckets,
+                  std::vector<std::vector<PackedGradients>> packing,
+                  std::vector<Communicator*> groups);
 
   int buckets() const { return static_cast<int>(buckets_.size()); }
 
@@ -67,6 +81,16 @@ class GradientReducer {
     Communicator* group = nullptr;
   };
   std::vector<std::vector<Run>> runs_;  // per bucket when expert parameters reduce apart
+  /// Mixed tp: the backend, the flat gradient buffer, per bucket its packs and their buffers,
+  /// the groups they are summed over (mixed_tp_packing.h); all empty otherwise.
+  Backend* backend_ = nullptr;
+  TensorView flat_;
+  std::vector<std::vector<PackedGradients>> packing_;
+  std::vector<std::vector<Tensor>> packs_;
+  std::vector<Communicator*> pack_groups_;
+  void start_packed(int b);
+  /// Marks bucket b complete now; copies its packs back into the flat gradient buffer.
+  void complete(int b);
   /// Per bucket its collectives in flight; empty before its start.
   std::vector<std::vector<std::unique_ptr<CommRequest>>> requests_;
   std::vector<bool> done_;

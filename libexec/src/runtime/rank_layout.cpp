@@ -16,12 +16,6 @@ RankLayout::RankLayout(const plan::Plan& plan) : plan_(&plan) {
   roles_.resize(devices_.size());
   for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
     const plan::Stage& stage = plan.stages[s];
-    if (stage.mixed_tp()) {
-      // The gradient exchange between differently sharded replicas is whale-sim's only.
-      throw Error(plan.source_file, "stages[" + std::to_string(s) + "].replica_tp",
-                  "whale-run trains every replica of a stage at one tp, and this stage has replica_tp",
-                  "whale-sim estimates the plan; to train it, give the stage a single tp");
-    }
     for (int r = 0; r < stage.replicas(); ++r) {
       const std::vector<int> replica = stage.replica_devices(r);
       for (int t = 0; t < static_cast<int>(replica.size()); ++t) {
@@ -46,10 +40,16 @@ std::vector<int> RankLayout::tp_group(int stage, int replica) const {
   return ranks;
 }
 
-std::vector<int> RankLayout::dp_group(int stage, int tp_rank) const {
-  const plan::Stage& s = plan_->stages.at(stage);
+std::vector<int> RankLayout::dp_group(int stage, int piece) const {
   std::vector<int> ranks;
-  for (int r = 0; r < s.dp(); ++r) ranks.push_back(rank_of_device(s.devices[s.replica_offset(r) + tp_rank]));
+  for (int device : plan_->stages.at(stage).piece_holders(piece)) ranks.push_back(rank_of_device(device));
+  return ranks;
+}
+
+std::vector<int> RankLayout::stage_ranks(int stage) const {
+  std::vector<int> ranks;
+  for (int device : plan_->stages.at(stage).devices) ranks.push_back(rank_of_device(device));
+  std::sort(ranks.begin(), ranks.end());
   return ranks;
 }
 

@@ -95,6 +95,13 @@ struct Stage {
   int first_expert_held(int rank, int experts) const;
   /// Devices of replica r, in tp-rank order.
   std::vector<int> replica_devices(int r) const;
+  /// The devices holding finest shard `piece` (0 .. tp - 1; tp is the largest replica tp) of
+  /// the stage's tp-split parameters, one per replica in replica order: tp rank piece * t / tp
+  /// of a replica at tp t (the shards nest, so that rank holds the pieces [rank * tp / t,
+  /// (rank + 1) * tp / t)). Without replica_tp: tp rank `piece` of every replica, the
+  /// data-parallel group of that tp rank. whale-sim prices and whale-run runs the data-parallel
+  /// gradient exchange of a mixed-tp stage as one all-reduce per piece among these devices.
+  std::vector<int> piece_holders(int piece) const;
   /// First sample (within a micro-batch) of replica r: the sum of shares before r.
   int first_sample(int r) const;
 };

@@ -31,6 +31,8 @@ struct TensorShard {
 void extract_shard(const TensorShard& layout, const float* full, float* shard);
 /// Writes this shard's elements into their places in full.
 void insert_shard(const TensorShard& layout, const float* shard, float* full);
+/// The index in the full tensor of each of the shard's elements, in shard order (shard_count).
+std::vector<std::size_t> shard_full_indices(const TensorShard& layout);
 
 /// The layout of GPT parameter `name` (a name of StageModule::parameters(), e.g.
 /// "layers.3.attn.qkv.weight") on tp rank `tp_rank` of `tp_size`. Throws std::invalid_argument

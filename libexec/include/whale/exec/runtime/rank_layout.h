@@ -33,9 +33,13 @@ class RankLayout {
   const std::vector<StageRole>& roles(int rank) const { return roles_.at(rank); }
   /// The ranks of replica `replica` of `stage`, in tp-rank order (its tensor group).
   std::vector<int> tp_group(int stage, int replica) const;
-  /// The ranks holding tp rank `tp_rank` of `stage` across its replicas, in replica order
-  /// (its data-parallel group).
-  std::vector<int> dp_group(int stage, int tp_rank) const;
+  /// The ranks holding finest shard `piece` (0 .. tp - 1) of `stage` across its replicas, in
+  /// replica order (plan::Stage::piece_holders): without replica_tp, tp rank `piece` of every
+  /// replica, its data-parallel group.
+  std::vector<int> dp_group(int stage, int piece) const;
+  /// Every rank of `stage`, ascending: a mixed-tp stage sums its replicated parameters'
+  /// gradients over them.
+  std::vector<int> stage_ranks(int stage) const;
 
   /// Throws whale::Error naming the plan file when `mpi_world_size` differs from world_size().
   void check_world_size(int mpi_world_size) const;
