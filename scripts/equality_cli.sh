@@ -59,12 +59,22 @@ resume)
 moe)
   resume_equal configs/plans/tiny-moe/ep2.yaml 2  # each ep rank's file holds its experts
   resume_equal configs/plans/tiny-moe-sigmoid/tp2-ep2.yaml 4  # tp-split experts and the biases
+  resume_equal configs/plans/tiny-moe/tp2-dp2-ep2-folded.yaml 4  # the folded layout's experts
   root=$(pwd)
-  printf '%s\n' "cluster: $root/configs/clusters/cpu-local-8.yaml" \
-    "model: $root/configs/models/tiny-moe.yaml" "precision: fp32" "micro_batch_size: 12" \
-    "micro_batches: 1" "schedule: 1f1b" "stages:" '  - {layers: [0, 3], devices: "0-1", tp: 2, expert_tp: 1}' >"$out/moe-tp2.yaml"
-  expect_error moe_tp2 "stages[0].expert_tp: the stage's tp (2) for whale-run, got 1" \
-    mpirun -np 2 --oversubscribe "$run" "$out/moe-tp2.yaml" --data $data --steps 1
+  moe_tp2_plan() {  # NAME STAGE: a one-stage tiny-moe plan on 2 ranks in $out
+    printf '%s\n' "cluster: $root/configs/clusters/cpu-local-8.yaml" \
+      "model: $root/configs/models/tiny-moe.yaml" "precision: fp32" "micro_batch_size: 12" \
+      "micro_batches: 1" "schedule: 1f1b" "stages:" "  - $2" >"$out/$1.yaml"
+  }
+  moe_tp2_plan moe-etp2 '{layers: [0, 3], devices: "0-1", tp: 1, ep: 1, expert_tp: 2}'
+  expect_error moe_expert_tp_above_tp "stages[0].expert_tp: an expert_tp dividing the stage's tp (1) for whale-run, got 2" \
+    mpirun -np 2 --oversubscribe "$run" "$out/moe-etp2.yaml" --data $data --steps 1
+  moe_tp2_plan moe-etp1 '{layers: [0, 3], devices: "0-1", tp: 2, expert_tp: 1}'
+  expect_error moe_expert_dp_without_dp "stages[0].ep: ep x expert_tp covering the stage's 2 devices when its dp is 1" \
+    mpirun -np 2 --oversubscribe "$run" "$out/moe-etp1.yaml" --data $data --steps 1
+  moe_tp2_plan moe-sp '{layers: [0, 3], devices: "0-1", tp: 2, ep: 2, expert_tp: 1, sequence_parallel: true}'
+  expect_error moe_sequence_parallel "stages[0].sequence_parallel: no sequence parallelism with tp 2" \
+    mpirun -np 2 --oversubscribe "$run" "$out/moe-sp.yaml" --data $data --steps 1
   ;;
 bad_input)
   echo keep >"$out/metrics.jsonl"

@@ -84,14 +84,16 @@ std::vector<int> Stage::expert_parallel_group(int d, int t) const {
   return group;
 }
 
+ExpertOwnership Stage::expert_ownership(int experts) const {
+  return ExpertOwnership(experts, ep, expert_counts);
+}
+
 int Stage::experts_held(int rank, int experts) const {
-  return expert_counts.empty() ? experts / ep : expert_counts.at(rank);
+  return expert_ownership(experts).count(rank);
 }
 
 int Stage::first_expert_held(int rank, int experts) const {
-  int first = 0;
-  for (int e = 0; e < rank; ++e) first += experts_held(e, experts);
-  return first;
+  return expert_ownership(experts).first(rank);
 }
 
 int Stage::first_sample(int r) const {

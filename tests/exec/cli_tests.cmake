@@ -65,7 +65,12 @@ set(WHALE_REFERENCE_PLANS
     moe_tp2:tiny-moe/tp2:2:tiny-moe/single-mb6:1:5
     moe_tp2_ep2:tiny-moe/tp2-ep2:4:tiny-moe/single-mb6:1:5
     llama_moe_tp2:tiny-llama-moe/tp2:2:tiny-llama-moe/single-mb6:1:5
-    moe_sigmoid_tp2_ep2:tiny-moe-sigmoid/tp2-ep2:4:tiny-moe-sigmoid/single-mb6:1:5)
+    moe_sigmoid_tp2_ep2:tiny-moe-sigmoid/tp2-ep2:4:tiny-moe-sigmoid/single-mb6:1:5
+    # MoE parallel folding (expert_tp below tp: the experts' layout apart from attention's)
+    moe_tp2_ep2_folded:tiny-moe/tp2-ep2-folded:2:tiny-moe/single-mb6:1:5
+    moe_tp2_dp2_ep2_folded:tiny-moe/tp2-dp2-ep2-folded:4:tiny-moe/single-mb6:1:5
+    moe_tp4_ep2_etp2_folded:tiny-moe/tp4-ep2-etp2-folded:4:tiny-moe/single-mb6:1:5
+    llama_moe_tp2_ep2_folded:tiny-llama-moe/tp2-ep2-folded:2:tiny-llama-moe/single-mb6:1:5)
 foreach(entry ${WHALE_REFERENCE_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)

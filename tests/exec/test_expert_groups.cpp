@@ -27,7 +27,7 @@ std::string refused_field(const Plan& plan) {
 
 }  // namespace
 
-TEST_CASE("validate_expert_layout: shipped MoE plans pass; a folded expert_tp, sequence parallelism, ep and ZeRO are refused") {
+TEST_CASE("validate_expert_layout: shipped MoE plans pass, the folded ones too; an expert_tp not dividing tp, sequence parallelism, ep and ZeRO are refused") {
   const Plan ep2 = load_plan("configs/plans/tiny-moe/ep2.yaml");
   CHECK(refused_field(ep2) == "");
   CHECK(refused_field(load_plan("configs/plans/tiny-moe/ep2-dp2-pp2.yaml")) == "");
@@ -41,14 +41,31 @@ TEST_CASE("validate_expert_layout: shipped MoE plans pass; a folded expert_tp, s
   Plan tp = load_plan("configs/plans/tiny-moe/tp2-ep2.yaml");
   tp.stages[0].expert_tp = 2;  // the stage's tp, written out
   CHECK(refused_field(tp) == "");
-  tp.stages[0].expert_tp = 1;  // the folded layout: not in whale-run yet
-  CHECK(refused_field(tp) == "stages[0].expert_tp");
+  tp.stages[0].expert_tp = 1;  // the folded layout: ep 2 x expert_tp 1 x expert dp 2
+  CHECK(refused_field(tp) == "");
+  tp.stages[0].ep = 4;  // ep 4 x expert_tp 1 over both replicas' 4 ranks
+  CHECK(refused_field(tp) == "");
+  tp.stages[0].shard_gradients = true;  // ZeRO with the experts apart, even at ep 1
+  tp.stages[0].ep = 1;
+  CHECK(refused_field(tp) == "stages[0].shard_gradients");
+  tp.stages[0].shard_gradients = false;
+  tp.stages[0].ep = 3;  // 3 does not divide the 4 experts
+  CHECK(refused_field(tp) == "stages[0].ep");
+  tp.stages[0].ep = 2;
   tp.stages[0].expert_tp = 0;
   tp.stages[0].sequence_parallel = true;
   CHECK(refused_field(tp) == "stages[0].sequence_parallel");
   Plan expert_tp = ep2;
-  expert_tp.stages[0].expert_tp = 2;
+  expert_tp.stages[0].expert_tp = 2;  // above the stage's tp 1
   CHECK(refused_field(expert_tp) == "stages[0].expert_tp");
+  Plan folded = load_plan("configs/plans/tiny-moe/tp2-ep2-folded.yaml");
+  CHECK(refused_field(folded) == "");
+  CHECK(refused_field(load_plan("configs/plans/tiny-moe/tp4-ep2-etp2-folded.yaml")) == "");
+  folded.stages[0].ep = 1;  // expert dp 2 where the stage's dp is 1
+  CHECK(refused_field(folded) == "stages[0].ep");
+  Plan tp4 = load_plan("configs/plans/tiny-moe/tp4-ep2-etp2-folded.yaml");
+  tp4.stages[0].expert_tp = 3;  // does not divide tp 4
+  CHECK(refused_field(tp4) == "stages[0].expert_tp");
   Plan uneven = load_plan("configs/plans/tiny-moe/ep2-dp2-pp2.yaml");
   uneven.stages[1].ep = 4;
   CHECK(refused_field(uneven) == "");  // 4 divides dp 4 and the 4 experts

@@ -59,12 +59,27 @@ TEST_CASE("make_moe_routing: capacity drops later choices of a full expert, rows
   CHECK(plan.expert_rows == std::vector<int>{2, 2, 1, 1});
   CHECK(plan.slot_rows == std::vector<int32_t>{0, 2, 1, 4, -1, 3, 5, -1});
   CHECK(plan.source_rows == std::vector<int32_t>{0, 1, 0, 2, 1, 3});
-  CHECK(plan.load_fraction == std::vector<double>{0.5, 0.25, 0.125, 0.125});
+  CHECK(plan.load_fraction(0) == 0.5);
+  CHECK(plan.load_fraction(1) == 0.25);
+  CHECK(plan.load_fraction(3) == 0.125);
   CHECK(plan.expert_choices == std::vector<int>{4, 2, 1, 1});
   const MoeRoutingPlan dropless = make_moe_routing(chosen, 4, 2, 4, 0.0);
   CHECK(dropless.capacity == 8);
   CHECK(dropless.expert_rows == std::vector<int>{4, 2, 1, 1});
   CHECK(dropless.source_rows == std::vector<int32_t>{0, 1, 2, 3, 0, 2, 1, 3});
+
+  // Tokens 2 and 3 alone (the second slice of a folded layout's two): their kept rows, renumbered
+  // in the plan's order; the loads stay the whole plan's.
+  const MoeRoutingPlan tail = keep_token_rows(plan, 2, 4);
+  CHECK(tail.source_rows == std::vector<int32_t>{2, 3});
+  CHECK(tail.expert_rows == std::vector<int>{0, 1, 0, 1});
+  CHECK(tail.slot_rows == std::vector<int32_t>{-1, -1, -1, -1, -1, 0, 1, -1});
+  CHECK(tail.expert_choices == plan.expert_choices);
+  CHECK(tail.load_fraction(0) == 0.5);
+  const MoeRoutingPlan head = keep_token_rows(plan, 0, 2);
+  CHECK(head.source_rows == std::vector<int32_t>{0, 1, 0, 1});
+  CHECK(head.slot_rows == std::vector<int32_t>{0, 2, 1, 3, -1, -1, -1, -1});
+  CHECK(keep_token_rows(plan, 0, 4).slot_rows == plan.slot_rows);
 }
 
 TEST_CASE("moe_combine and moe_dispatch: gated sums over kept slots, and their backward") {
@@ -125,7 +140,7 @@ void check_router_gradient(MoeRouter router) {
   // P_e, with f_e (the routing's load fractions) constant.
   const MoeRoutingPlan routing = make_moe_routing(chosen, N, K, E, 0.0);
   std::vector<float> aux(E);
-  for (int e = 0; e < E; ++e) aux[e] = static_cast<float>(coeff * E * routing.load_fraction[e]);
+  for (int e = 0; e < E; ++e) aux[e] = static_cast<float>(coeff * E * routing.load_fraction(e));
   auto loss = [&] {
     std::vector<float> p(N * E), g(N * K);
     std::vector<int32_t> c(N * K);
@@ -241,7 +256,7 @@ struct LayerCase {
     MoeContext context;
     context.spec = spec;
     context.kind = kind;
-    context.owners = ExpertOwnership(spec.experts);  // one member holds every expert
+    context.owners = whale::plan::ExpertOwnership(spec.experts);  // one member holds every expert
     MoeScratch scratch;
     MoeActivations acts;
     MoeLayer layer(C, p, *be, context, scratch, ops);
@@ -252,7 +267,7 @@ struct LayerCase {
     const std::vector<float> probs = test::host_floats(*be, acts.probs);
     for (int n = 0; n < N; ++n)
       for (int e = 0; e < spec.experts; ++e)
-        loss += spec.aux_loss_coeff * spec.experts * acts.routing.load_fraction[e] *
+        loss += spec.aux_loss_coeff * spec.experts * acts.routing.load_fraction(e) *
                 probs[n * spec.experts + e];
     if (backward) layer.backward(N, host_view(x), host_view(w), host_view(*dx), acts);
     return loss;

@@ -97,3 +97,24 @@ TEST_CASE("a single rank joins no group") {
   CHECK(groups_of(whale::plan::load_plan("configs/plans/tiny/single.yaml"), 0).empty());
   CHECK(std::string(to_string(GroupPurpose::tied_embedding)) == "tied-embedding");
 }
+
+TEST_CASE("mixture-of-experts stages: expert-parallel and expert-data groups after the others") {
+  using whale::plan::load_plan;
+  // Folded: each tensor group is an expert-parallel group; devices 0 and 2 (1 and 3) hold the
+  // same experts.
+  const whale::plan::Plan folded = load_plan("configs/plans/tiny-moe/tp2-dp2-ep2-folded.yaml");
+  CHECK(groups_of(folded, 0, true) == Names{"tensor s0 [0,1] mpi", "data s0 [0,2] mpi",
+                                            "expert-parallel s0 [0,1] mpi",
+                                            "expert-data s0 [0,2] mpi"});
+  CHECK(groups_of(folded, 3, true) == Names{"tensor s0 [2,3] mpi", "data s0 [1,3] mpi",
+                                            "expert-parallel s0 [2,3] mpi",
+                                            "expert-data s0 [1,3] mpi"});
+  // expert_tp = tp 2, ep 2: a tp rank's replicas exchange; expert dp 1 has no group.
+  const whale::plan::Plan tp2_ep2 = load_plan("configs/plans/tiny-moe/tp2-ep2.yaml");
+  CHECK(groups_of(tp2_ep2, 1, true) ==
+        Names{"tensor s0 [0,1] mpi", "data s0 [1,3] mpi", "expert-parallel s0 [1,3] mpi"});
+  // tp 4, ep 2 x expert_tp 2: expert-tp-major, so devices 0 and 2 exchange.
+  const whale::plan::Plan tp4 = load_plan("configs/plans/tiny-moe/tp4-ep2-etp2-folded.yaml");
+  CHECK(groups_of(tp4, 2, true) == Names{"tensor s0 [0,1,2,3] mpi", "expert-parallel s0 [0,2] mpi"});
+  CHECK(std::string(to_string(GroupPurpose::expert_data)) == "expert-data");
+}

@@ -81,7 +81,8 @@ class BlockStage : public StageModule {
       moe_context_.ep = options.ep_size > 1 ? options.ep : nullptr;
       moe_context_.tp_rank = options.tp_rank;
       moe_context_.tp_size = options.tp_size;
-      moe_context_.owners = ExpertOwnership(dims_.moe->experts, options.ep_size, options.expert_counts);
+      moe_context_.expert_tp_size = expert_tp_size();
+      moe_context_.owners = plan::ExpertOwnership(dims_.moe->experts, options.ep_size, options.expert_counts);
     }
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
@@ -354,7 +355,7 @@ class BlockStage : public StageModule {
   }
 
   /// whale-run's mixture-of-experts stages: ep dividing the experts; with tp > 1, the experts'
-  /// width divisible by tp and no sequence parallelism.
+  /// width divisible by tp, expert_tp dividing tp and no sequence parallelism.
   void validate_experts(const std::string& file) const {
     const auto& o = options_;
     if (o.tp_size > 1 && dims_.moe->expert_ffn_hidden % o.tp_size != 0)
@@ -373,9 +374,19 @@ class BlockStage : public StageModule {
       throw Error(file, "ep",
                   "an expert-parallel degree dividing experts " +
                       std::to_string(dims_.moe->experts) + ", got ep " + std::to_string(o.ep_size));
+    if (expert_tp_size() < 1 || o.tp_size % expert_tp_size() != 0)
+      throw Error(file, "expert_tp",
+                  "an expert tensor-parallel degree dividing tp " + std::to_string(o.tp_size) +
+                      ", got " + std::to_string(expert_tp_size()),
+                  "use expert_tp 1, a divisor of tp, or leave it out");
     if (o.ep_size > 1 && o.ep == nullptr)
       throw std::invalid_argument("BlockStage: ep " + std::to_string(o.ep_size) +
                                   " needs an expert-parallel communicator");
+  }
+
+  /// The routed experts' tensor-parallel degree (StageModuleOptions::expert_tp_size).
+  int expert_tp_size() const {
+    return options_.expert_tp_size > 0 ? options_.expert_tp_size : options_.tp_size;
   }
 
   /// Whether this expert-parallel member holds routed expert `expert` (-1: not an expert's).
@@ -402,7 +413,12 @@ class BlockStage : public StageModule {
                         [&](const Shard& held) { return held.spec.name == spec.name; }))
           continue;
         if (!holds_expert(spec.expert)) continue;  // another ep member's routed expert
-        shards.push_back({spec, gpt::shard_layout(spec, options_.tp_rank, options_.tp_size), layer});
+        // A routed expert is split over its expert-tp group, everything else over the tensor group.
+        const TensorShard layout =
+            spec.expert >= 0
+                ? gpt::shard_layout(spec, options_.tp_rank % expert_tp_size(), expert_tp_size())
+                : gpt::shard_layout(spec, options_.tp_rank, options_.tp_size);
+        shards.push_back({spec, layout, layer});
         total += shards.back().layout.shard_count();
       }
     values_ = Tensor(*backend_, total, DType::fp32);

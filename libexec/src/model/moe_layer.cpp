@@ -46,7 +46,8 @@ int routed_held(std::size_t moe_count, int shared, ExpertKind kind, bool router_
 MoeLayer::MoeLayer(int channels, const MoeParams& params, Backend& backend,
                    const MoeContext& context, MoeScratch& scratch, TensorParallelOps& ops)
     : channels_(channels),
-      ffn_(context.spec.expert_ffn_hidden / context.tp_size),
+      routed_ffn_(context.spec.expert_ffn_hidden / context.expert_tp_size),
+      shared_ffn_(context.spec.expert_ffn_hidden / context.tp_size),
       p_(params),
       be_(backend),
       context_(&context),
@@ -69,6 +70,10 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
   be_.download(chosen.data(), a.chosen, Stream::compute);
   be_.synchronize(Stream::compute);
   a.routing = make_moe_routing(chosen, rows, K, E, ctx.spec.capacity_factor);
+  if (ctx.token_slices() > 1) {  // the folded layout: this rank sends its slice's rows alone
+    const int slices = ctx.token_slices(), slice = ctx.token_slice();
+    a.routing = keep_token_rows(a.routing, rows * slice / slices, rows * (slice + 1) / slices);
+  }
   reuse_or_allocate(a.slot_rows, be_, N * K, DType::i32);
   be_.upload(a.slot_rows, a.routing.slot_rows.data(), Stream::compute);
   const int M = a.routing.routed_rows();
@@ -114,7 +119,7 @@ void MoeLayer::exchange(ConstTensorView from, const std::vector<int>& send, Tens
 
 void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivations& a) {
   const MoeContext& ctx = *context_;
-  const int C = channels_, F = ffn_, K = ctx.spec.top_k;
+  const int C = channels_, F = routed_ffn_, K = ctx.spec.top_k;
   const std::size_t N = static_cast<std::size_t>(rows);
   route(rows, x, a);
   const int M = a.routing.routed_rows();
@@ -136,8 +141,8 @@ void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivatio
     reuse_or_allocate(*t, be_, std::max(R, 1) * static_cast<std::size_t>(F), act_);
   std::size_t at = 0;
   for (std::size_t s = 0; s < a.segment_expert.size(); ++s) {
-    expert_forward(p_.routed[a.segment_expert[s]], a.expert_in, a.segment_rows[s], a.routed, at,
-                   a.expert_out);
+    expert_forward(p_.routed[a.segment_expert[s]], F, ctx.expert_tp_rank() == 0, a.expert_in,
+                   a.segment_rows[s], a.routed, at, a.expert_out);
     at += a.segment_rows[s];
   }
   ConstTensorView routed_out = a.expert_out;
@@ -150,21 +155,23 @@ void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivatio
   a.shared.resize(p_.shared.size());
   for (std::size_t s = 0; s < p_.shared.size(); ++s) {
     for (Tensor* t : {&a.shared[s].h1, &a.shared[s].h3, &a.shared[s].act})
-      reuse_or_allocate(*t, be_, N * F, act_);
+      reuse_or_allocate(*t, be_, N * shared_ffn_, act_);
     reuse_or_allocate(g.shared_out, be_, N * C, act_);
-    expert_forward(p_.shared[s], x, rows, a.shared[s], 0, g.shared_out);
+    expert_forward(p_.shared[s], shared_ffn_, ctx.tp_rank == 0, x, rows, a.shared[s], 0,
+                   g.shared_out);
     be_.add_forward(out, out, g.shared_out, N * C);
   }
   if (M > 0) be_.moe_combine_forward(out, routed_out, a.gates, a.slot_rows, rows, K, C);
-  // Expert tp: every expert output so far is this rank's partial sum (the row-parallel fc2 or
-  // down; fc2.bias added by tp rank 0 alone), and the combine is linear: one all-reduce.
+  // Tensor parallelism: every expert output so far is this rank's partial sum (the row-parallel
+  // fc2 or down; fc2.bias added by one rank), or under folding its slice's rows alone (zero
+  // elsewhere), and the combine is linear: one all-reduce over the tensor group.
   if (ctx.tp_size > 1) ops_.region().leave(out.slice(0, N * C), out.slice(0, N * C));
 }
 
 void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, TensorView dx,
                         const MoeActivations& a) {
   const MoeContext& ctx = *context_;
-  const int C = channels_, F = ffn_, E = ctx.spec.experts, K = ctx.spec.top_k;
+  const int C = channels_, E = ctx.spec.experts, K = ctx.spec.top_k;
   const std::size_t N = static_cast<std::size_t>(rows);
   const int M = a.routing.routed_rows();
   int R = 0;
@@ -190,11 +197,11 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   reuse_or_allocate(g.d_expert_in, be_, RC, act_);
   const std::size_t scratch_rows = std::max<std::size_t>(std::max(R, 1), N);
   for (Tensor* t : {&g.dh1, &g.dh3, &g.dact})
-    reuse_or_allocate(*t, be_, scratch_rows * F, act_);
+    reuse_or_allocate(*t, be_, scratch_rows * std::max(routed_ffn_, shared_ffn_), act_);
   std::size_t at = 0;
   for (std::size_t s = 0; s < a.segment_expert.size(); ++s) {
-    expert_backward(p_.routed[a.segment_expert[s]], a.expert_in, a.segment_rows[s], a.routed, at,
-                    d_expert_out, g.d_expert_in);
+    expert_backward(p_.routed[a.segment_expert[s]], routed_ffn_, a.expert_in, a.segment_rows[s],
+                    a.routed, at, d_expert_out, g.d_expert_in);
     at += a.segment_rows[s];
   }
   ConstTensorView d_routed_in = g.d_expert_in;
@@ -207,10 +214,10 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   if (M > 0) be_.moe_dispatch_backward(dx, d_routed_in, a.slot_rows, rows, K, C);
   for (std::size_t s = 0; s < p_.shared.size(); ++s) {
     reuse_or_allocate(g.dshared, be_, N * C, act_);
-    expert_backward(p_.shared[s], x, rows, a.shared[s], 0, dout, g.dshared);
+    expert_backward(p_.shared[s], shared_ffn_, x, rows, a.shared[s], 0, dout, g.dshared);
     be_.add_forward(dx, dx, g.dshared, N * C);
   }
-  if (ctx.tp_size > 1) {  // expert tp: the column-parallel inputs' and the gates' partial sums
+  if (ctx.tp_size > 1) {  // the column-parallel inputs' and the gates' partial sums (or slices)
     ops_.region().leave(dx.slice(0, N * C), dx.slice(0, N * C));
     ops_.region().leave(g.dgates.slice(0, N * K), g.dgates.slice(0, N * K));
   }
@@ -219,7 +226,7 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   std::vector<float> aux(E, 0.0f);
   for (int e = 0; e < E; ++e)
     aux[e] = static_cast<float>(ctx.loss_scale * ctx.spec.aux_loss_coeff * E *
-                                a.routing.load_fraction[e]);
+                                a.routing.load_fraction(e));
   reuse_or_allocate(g.aux_dprobs, be_, E, DType::fp32);
   be_.upload(g.aux_dprobs, aux.data(), Stream::compute);
   reuse_or_allocate(g.dlogits, be_, N * E, act_);
@@ -237,9 +244,10 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   be_.synchronize(Stream::compute);  // `aux` (host) was uploaded from
 }
 
-void MoeLayer::expert_forward(const ExpertParams& p, ConstTensorView x, int rows,
-                              ExpertActivations& a, std::size_t at, TensorView y) {
-  const int C = channels_, F = ffn_;
+void MoeLayer::expert_forward(const ExpertParams& p, int width, bool bias_owner,
+                              ConstTensorView x, int rows, ExpertActivations& a, std::size_t at,
+                              TensorView y) {
+  const int C = channels_, F = width;
   const std::size_t RF = static_cast<std::size_t>(rows) * F, RC = static_cast<std::size_t>(rows) * C;
   const ConstTensorView xs = x.slice(at * C, RC);
   const TensorView h1 = a.h1.slice(at * F, RF), act = a.act.slice(at * F, RF);
@@ -251,14 +259,14 @@ void MoeLayer::expert_forward(const ExpertParams& p, ConstTensorView x, int rows
     be_.linear_forward(h3, xs, p.w3.value, ConstTensorView{}, rows, C, F);
     be_.swiglu_forward(act, h1, h3, RF);
   }
-  const ConstTensorView bias = context_->tp_rank == 0 ? p.b2.value : ConstTensorView{};
+  const ConstTensorView bias = bias_owner ? p.b2.value : ConstTensorView{};
   be_.linear_forward(y.slice(at * C, RC), act, p.w2.value, bias, rows, F, C);
 }
 
-void MoeLayer::expert_backward(const ExpertParams& p, ConstTensorView x, int rows,
+void MoeLayer::expert_backward(const ExpertParams& p, int width, ConstTensorView x, int rows,
                                const ExpertActivations& a, std::size_t at, ConstTensorView dy,
                                TensorView dx) {
-  const int C = channels_, F = ffn_;
+  const int C = channels_, F = width;
   const std::size_t RF = static_cast<std::size_t>(rows) * F, RC = static_cast<std::size_t>(rows) * C;
   MoeScratch& g = *scratch_;
   const ConstTensorView xs = x.slice(at * C, RC);

@@ -3,7 +3,8 @@
 // a router, each token's top_k routed experts (capacity dropping as moe_routing.h), shared
 // experts every token passes through, the Switch Transformer's auxiliary loss, and expert
 // parallelism (tokens exchanged with the expert-parallel group's members, moe_exchange.h), and
-// expert tensor parallelism over the block's tensor group (MoeContext::tp_size).
+// expert tensor parallelism inside the block's tensor group (MoeContext::expert_tp_size), the
+// folded layout included (MoeContext::token_slices).
 // Replaces the MLP of GPT and Llama blocks: input the normed residual stream (N, C), output
 // sum_j gate_j * expert_j(x) + sum_s shared_s(x) (N, C), the residual added by the block.
 #pragma once
@@ -11,12 +12,12 @@
 #include <map>
 #include <vector>
 
-#include "model/expert_ownership.h"
 #include "model/moe_parameters.h"
 #include "model/moe_routing.h"
 #include "model/tensor_parallel_ops.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/comm/communicator.h"
+#include "whale/plan/expert_ownership.h"
 #include "whale/plan/moe.h"
 
 namespace whale::exec {
@@ -49,11 +50,20 @@ struct MoeContext {
   ExpertKind kind = ExpertKind::gelu;
   int ep_rank = 0, ep_size = 1;
   Communicator* ep = nullptr;  // null when ep_size is 1
-  /// Expert tensor parallelism (expert_tp = tp): each expert's FFN is this tp rank's 1 /
-  /// tp_size of expert_ffn_hidden; every tp rank routes the same tokens alike, and the layer
-  /// sums its partial outputs (and input gradients) over the block's tensor group.
+  /// The block's tensor parallelism: each shared expert's FFN is this tp rank's 1 / tp_size of
+  /// expert_ffn_hidden; every tp rank routes the tensor group's tokens alike, and the layer sums
+  /// its partial outputs (and input gradients) over the block's tensor group.
   int tp_rank = 0, tp_size = 1;
-  ExpertOwnership owners;      // which member holds which routed experts
+  /// The routed experts' tensor parallelism (expert_tp, dividing tp_size): each routed expert's
+  /// FFN is this rank's 1 / expert_tp_size of expert_ffn_hidden (expert-tp rank tp_rank %
+  /// expert_tp_size). The tensor group's N tokens are split into tp_size / expert_tp_size
+  /// slices (slice s: rows [s N / slices, (s + 1) N / slices)); this rank dispatches slice
+  /// tp_rank / expert_tp_size alone (MoE parallel folding; one slice when expert_tp = tp).
+  int expert_tp_size = 1;
+  int expert_tp_rank() const { return tp_rank % expert_tp_size; }
+  int token_slices() const { return tp_size / expert_tp_size; }
+  int token_slice() const { return tp_rank / expert_tp_size; }
+  plan::ExpertOwnership owners;      // which member holds which routed experts
   double loss_scale = 1.0;     // the backward's (StageModule::backward)
   /// sigmoid_bias: the tokens each expert was chosen by (capacity drops included) in this step's
   /// backwards so far, per MoE layer, keyed by the data of its router bias (an fp32 master
@@ -113,16 +123,19 @@ class MoeLayer {
 
  private:
   void route(int rows, ConstTensorView x, MoeActivations& a);
-  void expert_forward(const ExpertParams& p, ConstTensorView x, int rows, ExpertActivations& a,
-                      std::size_t at, TensorView y);
-  void expert_backward(const ExpertParams& p, ConstTensorView x, int rows,
+  /// One expert MLP of width `width` (this rank's shard) over `rows` rows from row `at`;
+  /// `bias_owner`: this rank adds the row-parallel fc2's bias (and takes its gradient).
+  void expert_forward(const ExpertParams& p, int width, bool bias_owner, ConstTensorView x,
+                      int rows, ExpertActivations& a, std::size_t at, TensorView y);
+  void expert_backward(const ExpertParams& p, int width, ConstTensorView x, int rows,
                        const ExpertActivations& a, std::size_t at, ConstTensorView dy,
                        TensorView dx);
   /// Sends `from` (rows grouped by destination, counts `send`) and receives into `to`.
   void exchange(ConstTensorView from, const std::vector<int>& send, TensorView to,
                 const std::vector<int>& recv);
 
-  int channels_, ffn_;
+  int channels_;
+  int routed_ffn_, shared_ffn_;  // this rank's width of a routed and of a shared expert
   MoeParams p_;
   Backend& be_;
   const MoeContext* context_;

@@ -1,5 +1,6 @@
 // File: moe_routing.cpp
-// make_moe_routing: capacity, dropping and the grouped order of the routed rows.
+// make_moe_routing: capacity, dropping and the grouped order of the routed rows;
+// keep_token_rows: one slice of them.
 #include "model/moe_routing.h"
 
 #include <cmath>
@@ -23,13 +24,11 @@ MoeRoutingPlan make_moe_routing(const std::vector<int32_t>& chosen, int rows, in
                       : choices;
   // Per expert, its choices in token then slot order; those past the capacity are dropped.
   std::vector<std::vector<int>> taken(experts);
-  plan.load_fraction.assign(experts, 0.0);
   plan.expert_choices.assign(experts, 0);
   for (int slot = 0; slot < choices; ++slot) {
     const int e = chosen[slot];
     WHALE_CHECK(e >= 0 && e < experts, "make_moe_routing: expert " + std::to_string(e) +
                                            " outside 0.." + std::to_string(experts - 1));
-    plan.load_fraction[e] += 1.0 / choices;
     ++plan.expert_choices[e];
     if (static_cast<int>(taken[e].size()) < plan.capacity) taken[e].push_back(slot);
   }
@@ -43,6 +42,28 @@ MoeRoutingPlan make_moe_routing(const std::vector<int32_t>& chosen, int rows, in
     }
   }
   return plan;
+}
+
+MoeRoutingPlan keep_token_rows(const MoeRoutingPlan& plan, int first_row, int end_row) {
+  WHALE_CHECK(0 <= first_row && first_row <= end_row && end_row <= plan.rows,
+              "keep_token_rows: rows [" + std::to_string(first_row) + ", " +
+                  std::to_string(end_row) + ") of " + std::to_string(plan.rows));
+  MoeRoutingPlan kept = plan;
+  kept.source_rows.clear();
+  kept.expert_rows.assign(plan.experts, 0);
+  std::vector<int32_t> renumbered(plan.source_rows.size(), -1);
+  int m = 0;
+  for (int e = 0; e < plan.experts; ++e)
+    for (int i = 0; i < plan.expert_rows[e]; ++i, ++m) {
+      const int32_t token = plan.source_rows[m];
+      if (token < first_row || token >= end_row) continue;
+      renumbered[m] = static_cast<int32_t>(kept.source_rows.size());
+      kept.source_rows.push_back(token);
+      ++kept.expert_rows[e];
+    }
+  for (int32_t& row : kept.slot_rows)
+    if (row >= 0) row = renumbered[row];
+  return kept;
 }
 
 }  // namespace whale::exec

@@ -64,6 +64,7 @@ uint64_t plan_fingerprint(const plan::Plan& plan) {
             (m.moe->router == plan::MoeRouter::sigmoid_bias ? " sigmoid_bias" : "");
   for (const plan::Stage& s : plan.stages) {
     if (s.ep > 1) text += " ep" + std::to_string(s.ep);
+    if (m.moe && s.expert_tp_degree() != s.tp) text += " etp" + std::to_string(s.expert_tp_degree());
     for (int count : s.expert_counts) text += " ec" + std::to_string(count);  // uneven experts
     text += " [" + std::to_string(s.first_layer) + "," + std::to_string(s.end_layer) + ") d" +
             plan::format_device_list(s.devices) + " tp" + std::to_string(s.tp) + " z" +

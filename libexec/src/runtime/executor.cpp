@@ -86,9 +86,12 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
         gpu ? request.local_gpu : -1, gpu ? im.backend->native_stream(Stream::compute) : nullptr);
     factory = world_factory.get();
   }
+  std::map<int, std::vector<std::unique_ptr<Communicator>>> expert_groups;  // by stage
   for (const RankGroup& g : rank_groups(plan, layout, kinds, im.rank)) {
     if (g.purpose == GroupPurpose::tied_embedding)
       im.tied_group = factory->make(g);
+    else if (g.purpose == GroupPurpose::expert_parallel || g.purpose == GroupPurpose::expert_data)
+      expert_groups[g.stage].push_back(factory->make(g));
     else
       im.groups[g.ranks] = factory->make(g);
   }
@@ -120,12 +123,17 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.sequence_parallel = stage.sequence_parallel;
       module_options.seed = options.seed;
       module_options.init_threads = options.threads;
-      if (stage.ep > 1) {  // validate_expert_layout; the group joins this tp rank of ep replicas
-        ExpertGroups expert = make_expert_groups(*state.dp, stage.ep);
-        state.ep = std::move(expert.ep);
-        state.expert_dp = std::move(expert.expert_dp);
-        module_options.ep_rank = role.replica % stage.ep;
+      if (plan.model.moe && separate_expert_layout(stage)) {  // validate_expert_layout
+        const int index = static_cast<int>(
+            std::find(stage.devices.begin(), stage.devices.end(), im.device) - stage.devices.begin());
+        for (const RankGroup& g : expert_layout_groups(plan, layout, kinds, s, im.rank)) {
+          std::unique_ptr<Communicator>& made = expert_groups[s].front();
+          (g.purpose == GroupPurpose::expert_parallel ? state.ep : state.expert_dp) = std::move(made);
+          expert_groups[s].erase(expert_groups[s].begin());
+        }
+        module_options.ep_rank = stage.ep_rank_of(index);
         module_options.ep_size = stage.ep;
+        module_options.expert_tp_size = stage.expert_tp_degree();
         module_options.expert_counts = stage.expert_counts;
         module_options.ep = state.ep.get();
       }
@@ -154,7 +162,8 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       } else if (state.dp) {
         state.reducer = std::make_unique<GradientReducer>(
             state.module->parameters(), plan::gradient_buckets(plan, s), state.dp,
-            stage.shard_gradients, stage.ep > 1 ? state.expert_dp.get() : state.dp);
+            stage.shard_gradients,
+            plan.model.moe && separate_expert_layout(stage) ? state.expert_dp.get() : state.dp);
       }
     }
   }

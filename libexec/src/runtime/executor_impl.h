@@ -32,8 +32,8 @@ struct StageState {
   std::size_t output_floats = 0;   // per sample
   std::unique_ptr<StageOptimizer> optimizer;
   std::unique_ptr<GradientReducer> reducer;  // null when dp = 1
-  /// Under expert parallelism (ep > 1): the replica's expert-parallel group and the replicas
-  /// holding its experts (expert_groups.h); both null otherwise.
+  /// Under expert parallelism (ep > 1): this rank's expert-parallel group and the ranks holding
+  /// its experts (rank_communicators.h, expert_layout_groups); null otherwise, or alone.
   std::unique_ptr<Communicator> ep, expert_dp;
   int last_backward_mb = -1;  // the backward (or weight pass) that reduce_bucket follows
 };

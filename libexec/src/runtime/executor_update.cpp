@@ -1,6 +1,7 @@
 // File: executor_update.cpp
 // Executor: gradient bucket and optimizer instructions, checkpoint state, and the full
 // parameters gathered to rank 0.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -92,21 +93,27 @@ void Executor::load_state(const std::vector<float>& state) {
 }
 
 std::vector<FullParameter> Executor::gather_parameters() {
-  // Each rank of replica 0 writes its shards as text (and, under expert parallelism, the
-  // other members of replica 0's expert-parallel group their routed experts), "name tp_rank tp_size count" then the
-  // values (%.9g: floats round-trip exactly); rank 0 puts each shard into its full tensor.
+  // Each rank of replica 0 writes its shards as text, and each rank of expert-dp replica 0 its
+  // routed experts' (every member of its expert-parallel group), "name tp_rank tp_size count"
+  // then the values (%.9g: floats round-trip exactly), a routed expert's ranks its expert-tp
+  // ones; rank 0 puts each shard into its full tensor.
   std::string text;
   char number[32];
   for (auto& entry : impl_->stages) {
     const StageState& st = entry.second;
     const plan::Stage& stage = impl_->plan.stages.at(entry.first);
-    if (st.role.replica >= stage.ep) continue;
-    const int tp_size = stage.replica_tp(st.role.replica);
+    const int index = static_cast<int>(
+        std::find(stage.devices.begin(), stage.devices.end(), impl_->device) - stage.devices.begin());
+    const int expert_tp = stage.expert_tp_degree();
+    const bool expert_writer = index < stage.ep * expert_tp;  // expert-dp replica 0
     for (const ParameterView& p : st.module->parameters()) {
-      if (p.tp_replicated && st.role.tp_rank != 0) continue;
-      if (st.role.replica != 0 && !p.expert_parallel) continue;
-      text += p.name + ' ' + std::to_string(st.role.tp_rank) + ' ' + std::to_string(tp_size) +
-              ' ' + std::to_string(p.count);
+      const bool routed = p.expert_parallel;
+      const int tp_rank = routed ? index % expert_tp : st.role.tp_rank;
+      const int tp_size = routed ? expert_tp : stage.replica_tp(st.role.replica);
+      if (p.tp_replicated && tp_rank != 0) continue;
+      if (routed ? !expert_writer : st.role.replica != 0) continue;
+      text += p.name + ' ' + std::to_string(tp_rank) + ' ' + std::to_string(tp_size) + ' ' +
+              std::to_string(p.count);
       std::vector<float> values(p.count);
       impl_->backend->download(values.data(), p.value, Stream::compute);
       impl_->backend->synchronize(Stream::compute);

@@ -1,5 +1,5 @@
 // File: expert_groups.cpp
-// validate_expert_layout and make_expert_groups.
+// validate_expert_layout: the expert layouts whale-run runs.
 #include "runtime/expert_groups.h"
 
 #include <string>
@@ -8,6 +8,10 @@
 #include "whale/plan/error.h"
 
 namespace whale::exec {
+
+bool separate_expert_layout(const plan::Stage& stage) {
+  return stage.ep > 1 || stage.expert_tp_degree() != stage.tp;
+}
 
 void validate_expert_layout(const plan::Plan& plan) {
   const std::string& file = plan.source_file;
@@ -23,38 +27,41 @@ void validate_expert_layout(const plan::Plan& plan) {
                     "give the model a moe: section, or drop ep");
       continue;
     }
-    if (s.expert_tp != 0 && s.expert_tp != s.tp)
+    // The folded layout (expert_tp < tp) splits each tensor group's tokens into tp / expert_tp
+    // slices, one per expert-tp group inside it (moe_layer.h): expert_tp must divide tp.
+    const int etp = s.expert_tp_degree();
+    if (s.mixed_tp() || s.tp % etp != 0)
       throw Error(file, at + "expert_tp",
-                  "the stage's tp (" + std::to_string(s.tp) + ") for whale-run, got " +
-                      std::to_string(s.expert_tp),
-                  "leave expert_tp out (whale-run splits the experts like attention); whale-sim "
-                  "models the folded layouts");
+                  "an expert_tp dividing the stage's tp (" + std::to_string(s.tp) +
+                      ") for whale-run, got " + std::to_string(etp),
+                  "use expert_tp 1, a divisor of tp, or leave it out (the stage's tp); whale-sim "
+                  "models the other layouts");
     if (s.tp > 1 && s.sequence_parallel)
       throw Error(file, at + "sequence_parallel",
                   "no sequence parallelism with tp " + std::to_string(s.tp) +
                       " in a stage of a mixture-of-experts model for whale-run",
                   "set sequence_parallel false");
-    if (s.dp() % s.ep != 0 || (s.expert_counts.empty() && moe->experts % s.ep != 0))
+    const int devices = static_cast<int>(s.devices.size());
+    if (devices % (s.ep * etp) != 0 || (s.expert_counts.empty() && moe->experts % s.ep != 0))
       throw Error(file, at + "ep",
-                  "an ep dividing the stage's dp " + std::to_string(s.dp()) + " and the " +
+                  "an ep dividing the stage's devices / expert_tp " + std::to_string(devices / etp) +
+                      " and the " +
                       std::to_string(moe->experts) + " experts, got " + std::to_string(s.ep));
-    if (s.ep > 1 && (s.shard_optimizer || s.shard_gradients))
+    // The routed experts' gradients go over the expert-dp group, reduced in the stage's
+    // gradient buckets, which the schedule runs when the stage has dp > 1.
+    if (s.dp() == 1 && s.expert_dp() > 1)
+      throw Error(file, at + "ep",
+                  "ep x expert_tp covering the stage's " + std::to_string(devices) +
+                      " devices when its dp is 1 (whale-run reduces the experts' gradients over "
+                      "the expert-dp group in the data-parallel buckets), got ep " +
+                      std::to_string(s.ep) + " x expert_tp " + std::to_string(etp),
+                  "raise ep to " + std::to_string(devices / etp) + ", or use dp > 1");
+    if (separate_expert_layout(s) && (s.shard_optimizer || s.shard_gradients))
       throw Error(file, at + (s.shard_optimizer ? "shard_optimizer" : "shard_gradients"),
-                  "no ZeRO sharding with expert parallelism in whale-run (ep " +
-                      std::to_string(s.ep) + ")",
-                  "set shard_optimizer and shard_gradients false, or use ep 1");
+                  "no ZeRO sharding with an expert layout apart from attention's in whale-run "
+                  "(ep " + std::to_string(s.ep) + ", expert_tp " + std::to_string(etp) + ")",
+                  "set shard_optimizer and shard_gradients false, or use ep 1 and expert_tp = tp");
   }
-}
-
-ExpertGroups make_expert_groups(Communicator& dp, int ep) {
-  const int replica = dp.rank(), replicas = dp.size();
-  std::vector<int> ep_members, expert_dp_members;
-  for (int r = replica / ep * ep; r < replica / ep * ep + ep; ++r) ep_members.push_back(r);
-  for (int r = replica % ep; r < replicas; r += ep) expert_dp_members.push_back(r);
-  ExpertGroups groups;
-  groups.ep = dp.subgroup(ep_members);
-  if (expert_dp_members.size() > 1) groups.expert_dp = dp.subgroup(expert_dp_members);
-  return groups;
 }
 
 }  // namespace whale::exec

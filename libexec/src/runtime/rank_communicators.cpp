@@ -40,6 +40,8 @@ const char* to_string(GroupPurpose purpose) {
     case GroupPurpose::tensor: return "tensor";
     case GroupPurpose::data: return "data";
     case GroupPurpose::tied_embedding: return "tied-embedding";
+    case GroupPurpose::expert_parallel: return "expert-parallel";
+    case GroupPurpose::expert_data: return "expert-data";
   }
   return "?";
 }
@@ -68,6 +70,34 @@ std::vector<RankGroup> rank_groups(const plan::Plan& plan, const RankLayout& lay
   if (std::binary_search(tied_ranks.begin(), tied_ranks.end(), rank))
     groups.push_back(RankGroup{GroupPurpose::tied_embedding, tied_stages.front(), tied_ranks,
                                transport_of(kinds, tied_ranks)});
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s)
+    for (RankGroup& g : expert_layout_groups(plan, layout, kinds, s, rank))
+      groups.push_back(std::move(g));
+  return groups;
+}
+
+std::vector<RankGroup> expert_layout_groups(const plan::Plan& plan, const RankLayout& layout,
+                                            const std::vector<DeviceKind>& kinds, int s,
+                                            int rank) {
+  const plan::Stage& stage = plan.stages.at(s);
+  std::vector<RankGroup> groups;
+  if (!plan.model.moe || (stage.ep < 2 && stage.expert_tp_degree() == stage.tp)) return groups;
+  const int etp = stage.expert_tp_degree();
+  const auto at = std::find(stage.devices.begin(), stage.devices.end(), layout.device_of_rank(rank));
+  if (at == stage.devices.end()) return groups;
+  const int index = static_cast<int>(at - stage.devices.begin());
+  const int replica = index / (stage.ep * etp), tp_rank = index % etp;
+  auto add = [&](GroupPurpose purpose, const std::vector<int>& devices) {
+    if (devices.size() < 2) return;
+    std::vector<int> ranks;
+    for (int device : devices) ranks.push_back(layout.rank_of_device(device));
+    groups.push_back(RankGroup{purpose, s, ranks, transport_of(kinds, ranks)});
+  };
+  add(GroupPurpose::expert_parallel, stage.expert_parallel_group(replica, tp_rank));
+  std::vector<int> holders;  // this ep rank and expert-tp rank in every expert-dp replica
+  for (int d = 0; d < stage.expert_dp(); ++d)
+    holders.push_back(stage.devices[(d * stage.ep + stage.ep_rank_of(index)) * etp + tp_rank]);
+  add(GroupPurpose::expert_data, holders);
   return groups;
 }
 

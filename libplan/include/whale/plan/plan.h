@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "whale/plan/cluster.h"
+#include "whale/plan/expert_ownership.h"
 #include "whale/plan/model.h"
 #include "whale/plan/framework_precision.h"
 #include "whale/plan/precision.h"
@@ -89,9 +90,12 @@ struct Stage {
   std::vector<int> expert_parallel_group(int d, int t) const;
   /// The ep rank of the device at `index` in `devices`: (index / expert_tp_degree()) % ep.
   int ep_rank_of(int index) const { return index / expert_tp_degree() % ep; }
-  /// The routed experts ep rank `rank` holds of `experts`: expert_counts[rank], or experts / ep.
+  /// Which ep rank holds which of `experts` routed experts (expert_counts, or experts / ep
+  /// each). Throws std::invalid_argument for counts validate_plan refuses.
+  ExpertOwnership expert_ownership(int experts) const;
+  /// The routed experts ep rank `rank` holds: expert_ownership(experts).count(rank).
   int experts_held(int rank, int experts) const;
-  /// The first routed expert ep rank `rank` holds: the counts of the ranks before it.
+  /// The first routed expert ep rank `rank` holds: expert_ownership(experts).first(rank).
   int first_expert_held(int rank, int experts) const;
   /// Devices of replica r, in tp-rank order.
   std::vector<int> replica_devices(int r) const;

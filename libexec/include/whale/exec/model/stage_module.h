@@ -134,14 +134,17 @@ struct StageModuleOptions {
   /// residual stream) each tp rank holds 1/tp_size of the rows; needs tp_size dividing the
   /// sequence.
   bool sequence_parallel = false;
-  /// Expert parallelism (a mixture-of-experts model): this replica (of this tp rank) is member
-  /// ep_rank of an expert-parallel group of ep_size consecutive replicas, holds routed experts
-  /// [ep_rank * E / ep_size, (ep_rank + 1) * E / ep_size) (or, with expert_counts, the
-  /// expert_counts[ep_rank] experts after those of the members before it) and exchanges tokens
-  /// over `ep` (null when ep_size is 1). `ep` must outlive the module. With tp_size > 1 the
-  /// experts are split over the tensor group as well (expert_tp = tp; moe_layer.h).
+  /// Expert parallelism (a mixture-of-experts model): this rank is member ep_rank of an
+  /// expert-parallel group of ep_size ranks (plan::Stage::expert_parallel_group), holds the
+  /// routed experts plan::ExpertOwnership gives it and exchanges tokens over `ep` (null when
+  /// ep_size is 1). `ep` must outlive the module. The routed experts are split over the
+  /// expert_tp_size ranks of an expert-tp group (tp_rank % expert_tp_size its rank), which must
+  /// divide tp_size: each tensor group's tokens are split into tp_size / expert_tp_size slices,
+  /// expert-tp group tp_rank / expert_tp_size taking slice tp_rank / expert_tp_size to its
+  /// experts (the folded layout; moe_layer.h). 0: tp_size.
   int ep_rank = 0;
   int ep_size = 1;
+  int expert_tp_size = 0;
   std::vector<int> expert_counts;  // plan::Stage::expert_counts: empty for an even split
   Communicator* ep = nullptr;
   uint64_t seed = 0;        // initial parameters depend on (seed, layer, name) only, never on

@@ -19,14 +19,20 @@ enum class GroupPurpose {
   tensor,          // a replica's tp ranks: the tensor-parallel region's collectives
   data,            // one tp rank across a stage's replicas: gradient buckets, ZeRO's gathers
   tied_embedding,  // every rank of the token table's stage and of the tied head's stage
+  /// A mixture-of-experts stage with ep > 1 (plan::Stage::expert_parallel_group): the ep
+  /// devices of one expert-dp replica and expert-tp rank; the MoE layers' token exchanges.
+  expert_parallel,
+  /// The devices holding the same experts (one ep rank and expert-tp rank of every expert-dp
+  /// replica): the routed experts' gradient buckets.
+  expert_data,
 };
-/// "tensor", "data", "tied-embedding".
+/// "tensor", "data", "tied-embedding", "expert-parallel", "expert-data".
 const char* to_string(GroupPurpose purpose);
 
 /// One communicator a rank creates.
 struct RankGroup {
   GroupPurpose purpose = GroupPurpose::tensor;
-  int stage = 0;           // tensor, data: the stage; tied_embedding: the token table's stage
+  int stage = 0;           // tied_embedding: the token table's stage; the others: the stage
   std::vector<int> ranks;  // world ranks (new rank i = ranks[i])
   TransportKind transport = TransportKind::mpi;
 };
@@ -39,11 +45,21 @@ std::vector<DeviceKind> rank_device_kinds(const plan::Plan& plan, const RankLayo
 /// The groups `rank` joins, in the one global order every rank creates them in (so that
 /// creation, collective over the members, cannot deadlock): its tensor and data groups in
 /// plan_comm_groups' order, then the tied token table's group (when the model ties its head to
-/// the table across stages and `rank` holds a copy). Each group's transport is
-/// choose_transport of its members' `kinds` (rank_device_kinds): NCCL when all are GPUs, MPI
-/// when all are CPUs, the host bridge when they mix. Groups of one rank are left out.
+/// the table across stages and `rank` holds a copy), then, stage by stage, the expert groups
+/// of each stage whose experts are laid out apart from attention (expert_layout_groups; they
+/// may list the same ranks as a tensor or data group, and are separate communicators all the
+/// same). Each group's transport is choose_transport of its members' `kinds`
+/// (rank_device_kinds): NCCL when all are GPUs, MPI when all are CPUs, the host bridge when
+/// they mix. Groups of one rank are left out.
 std::vector<RankGroup> rank_groups(const plan::Plan& plan, const RankLayout& layout,
                                    const std::vector<DeviceKind>& kinds, int rank);
+
+/// The expert-parallel and expert-data groups of stage `s` that `rank` is in (a mixture-of-
+/// experts stage with ep > 1 or an expert_tp other than tp; none otherwise), in that order,
+/// each as world ranks in expert-rank order; groups of one rank left out.
+std::vector<RankGroup> expert_layout_groups(const plan::Plan& plan, const RankLayout& layout,
+                                            const std::vector<DeviceKind>& kinds, int s,
+                                            int rank);
 
 /// Makes the communicator of a RankGroup. Every call on a made communicator takes pointers to
 /// this rank's backend memory (device memory on a GPU rank).

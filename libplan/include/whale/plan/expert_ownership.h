@@ -1,11 +1,12 @@
 // File: expert_ownership.h
-// Private: which member of an expert-parallel group holds which routed experts, evenly
-// (experts / ep each) or by the plan's per-rank counts (plan::Stage::expert_counts).
+// Which member of an expert-parallel group holds which routed experts, evenly (experts / ep
+// each) or by the plan's per-rank counts (Stage::expert_counts): the one rule that the
+// simulator, the planner and whale-run share (Stage::expert_ownership).
 #pragma once
 
 #include <vector>
 
-namespace whale::exec {
+namespace whale::plan {
 
 /// Member q of `members` holds the routed experts [first(q), first(q) + count(q)), ascending
 /// and contiguous, so the experts' global order is the members' order.
@@ -32,4 +33,4 @@ class ExpertOwnership {
   std::vector<int> first_;  // members() + 1 entries: first_[q] = sum of counts before q
 };
 
-}  // namespace whale::exec
+}  // namespace whale::plan

@@ -4,9 +4,9 @@
 
 #include <stdexcept>
 
-#include "model/expert_ownership.h"
+#include "whale/plan/expert_ownership.h"
 
-using whale::exec::ExpertOwnership;
+using whale::plan::ExpertOwnership;
 
 TEST_CASE("expert ownership: an even split gives experts / members each, in member order") {
   const ExpertOwnership even(8, 4, {});

@@ -1,12 +1,12 @@
 // File: expert_ownership.cpp
 // ExpertOwnership: the prefix sums of the members' expert counts.
-#include "model/expert_ownership.h"
+#include "whale/plan/expert_ownership.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-namespace whale::exec {
+namespace whale::plan {
 
 ExpertOwnership::ExpertOwnership(int experts) : ExpertOwnership(experts, 1, {}) {}
 
@@ -35,4 +35,4 @@ int ExpertOwnership::owner(int expert) const {
   return static_cast<int>(std::upper_bound(first_.begin(), first_.end() - 1, expert) - first_.begin()) - 1;
 }
 
-}  // namespace whale::exec
+}  // namespace whale::plan
