@@ -59,7 +59,7 @@ resume)
 moe)
   resume_equal configs/plans/tiny-moe/ep2.yaml 2  # each ep rank's file holds its experts
   resume_equal configs/plans/tiny-moe-sigmoid/tp2-ep2.yaml 4  # tp-split experts and the biases
-  resume_equal configs/plans/tiny-moe/tp2-dp2-ep2-folded.yaml 4  # the folded layout's experts
+  resume_equal configs/plans/tiny-moe/tp2-dp2-ep2-folded-zero1.yaml 4  # folded, ZeRO-1's 2 ranges
   root=$(pwd)
   moe_tp2_plan() {  # NAME STAGE: a one-stage tiny-moe plan on 2 ranks in $out
     printf '%s\n' "cluster: $root/configs/clusters/cpu-local-8.yaml" \
@@ -75,6 +75,9 @@ moe)
   moe_tp2_plan moe-sp '{layers: [0, 3], devices: "0-1", tp: 2, ep: 2, expert_tp: 1, sequence_parallel: true}'
   expect_error moe_sequence_parallel "stages[0].sequence_parallel: no sequence parallelism with tp 2" \
     mpirun -np 2 --oversubscribe "$run" "$out/moe-sp.yaml" --data $data --steps 1
+  moe_tp2_plan moe-zero2 '{layers: [0, 3], devices: "0-1", tp: 2, ep: 2, expert_tp: 1, shard_gradients: true}'
+  expect_error moe_zero2 "stages[0].shard_gradients: no sharded gradients (ZeRO-2) with an expert layout apart from attention's" \
+    mpirun -np 2 --oversubscribe "$run" "$out/moe-zero2.yaml" --data $data --steps 1
   ;;
 bad_input)
   echo keep >"$out/metrics.jsonl"

@@ -70,7 +70,10 @@ set(WHALE_REFERENCE_PLANS
     moe_tp2_ep2_folded:tiny-moe/tp2-ep2-folded:2:tiny-moe/single-mb6:1:5
     moe_tp2_dp2_ep2_folded:tiny-moe/tp2-dp2-ep2-folded:4:tiny-moe/single-mb6:1:5
     moe_tp4_ep2_etp2_folded:tiny-moe/tp4-ep2-etp2-folded:4:tiny-moe/single-mb6:1:5
-    llama_moe_tp2_ep2_folded:tiny-llama-moe/tp2-ep2-folded:2:tiny-llama-moe/single-mb6:1:5)
+    llama_moe_tp2_ep2_folded:tiny-llama-moe/tp2-ep2-folded:2:tiny-llama-moe/single-mb6:1:5
+    # ZeRO-1 with the experts apart: their optimizer state sharded over the expert-dp group
+    moe_ep2_dp2_uneven_zero1:tiny-moe/ep2-dp2-uneven-zero1:4:tiny-moe/single-mb3:1:5
+    moe_tp2_dp2_ep2_folded_zero1:tiny-moe/tp2-dp2-ep2-folded-zero1:4:tiny-moe/single-mb6:1:5)
 foreach(entry ${WHALE_REFERENCE_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)

@@ -36,8 +36,10 @@ TEST_CASE("validate_expert_layout: shipped MoE plans pass, the folded ones too; 
   CHECK(refused_field(load_plan("configs/plans/tiny-moe/tp2-ep2.yaml")) == "");
 
   Plan zero = ep2;
-  zero.stages[0].shard_optimizer = true;
-  CHECK(refused_field(zero) == "stages[0].shard_optimizer");
+  zero.stages[0].shard_optimizer = true;  // ZeRO-1: experts sharded over expert dp, the rest dp
+  CHECK(refused_field(zero) == "");
+  zero.stages[0].shard_gradients = true;  // ZeRO-2: not with expert parallelism
+  CHECK(refused_field(zero) == "stages[0].shard_gradients");
   Plan tp = load_plan("configs/plans/tiny-moe/tp2-ep2.yaml");
   tp.stages[0].expert_tp = 2;  // the stage's tp, written out
   CHECK(refused_field(tp) == "");

@@ -117,10 +117,16 @@ void MoeLayer::exchange(ConstTensorView from, const std::vector<int>& send, Tens
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivations& a) {
+void MoeLayer::forward(int rows, ConstTensorView x_held, TensorView out_held,
+                       MoeActivations& a) {
   const MoeContext& ctx = *context_;
   const int C = channels_, F = routed_ffn_, K = ctx.spec.top_k;
   const std::size_t N = static_cast<std::size_t>(rows);
+  MoeScratch& g = *scratch_;
+  TensorParallelRegion& region = ops_.region();
+  const std::size_t held_count = static_cast<std::size_t>(region.held_rows(rows)) * C;
+  const ConstTensorView x = region.enter(x_held.slice(0, held_count), g.x_all);  // all N rows
+  const TensorView out = region.all_rows(out_held.slice(0, held_count), g.out_all, N * C);
   route(rows, x, a);
   const int M = a.routing.routed_rows();
   int R = 0;
@@ -129,7 +135,6 @@ void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivatio
   // At least one row each, so that every view is a real one.
   reuse_or_allocate(a.expert_in, be_, std::max(R, 1) * static_cast<std::size_t>(C), act_);
   reuse_or_allocate(a.expert_out, be_, std::max(R, 1) * static_cast<std::size_t>(C), act_);
-  MoeScratch& g = *scratch_;
   if (parallel) {
     reuse_or_allocate(g.routed_in, be_, std::max(M, 1) * static_cast<std::size_t>(C), act_);
     if (M > 0) be_.moe_dispatch_forward(g.routed_in, x, a.source_rows, M, C);
@@ -165,11 +170,12 @@ void MoeLayer::forward(int rows, ConstTensorView x, TensorView out, MoeActivatio
   // Tensor parallelism: every expert output so far is this rank's partial sum (the row-parallel
   // fc2 or down; fc2.bias added by one rank), or under folding its slice's rows alone (zero
   // elsewhere), and the combine is linear: one all-reduce over the tensor group.
-  if (ctx.tp_size > 1) ops_.region().leave(out.slice(0, N * C), out.slice(0, N * C));
+  // Under sequence parallelism a reduce-scatter to the held rows.
+  if (ctx.tp_size > 1) region.leave(out.slice(0, N * C), out_held.slice(0, held_count));
 }
 
-void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, TensorView dx,
-                        const MoeActivations& a) {
+void MoeLayer::backward(int rows, ConstTensorView x_held, ConstTensorView dout_held,
+                        TensorView dx_held, const MoeActivations& a) {
   const MoeContext& ctx = *context_;
   const int C = channels_, E = ctx.spec.experts, K = ctx.spec.top_k;
   const std::size_t N = static_cast<std::size_t>(rows);
@@ -178,6 +184,11 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
   for (int n : a.recv_rows) R += n;
   const bool parallel = ctx.ep_size > 1;
   MoeScratch& g = *scratch_;
+  TensorParallelRegion& region = ops_.region();
+  const std::size_t held_count = static_cast<std::size_t>(region.held_rows(rows)) * C;
+  const ConstTensorView x = region.enter(x_held.slice(0, held_count), g.x_all);  // as forward
+  const ConstTensorView dout = region.enter(dout_held.slice(0, held_count), g.dout_all);
+  const TensorView dx = region.all_rows(dx_held.slice(0, held_count), g.dx_all, N * C);
   const std::size_t MC = std::max(M, 1) * static_cast<std::size_t>(C);
   const std::size_t RC = std::max(R, 1) * static_cast<std::size_t>(C);
   reuse_or_allocate(g.dgates, be_, N * K, DType::fp32);
@@ -218,8 +229,8 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
     be_.add_forward(dx, dx, g.dshared, N * C);
   }
   if (ctx.tp_size > 1) {  // the column-parallel inputs' and the gates' partial sums (or slices)
-    ops_.region().leave(dx.slice(0, N * C), dx.slice(0, N * C));
-    ops_.region().leave(g.dgates.slice(0, N * K), g.dgates.slice(0, N * K));
+    region.leave(dx.slice(0, N * C), dx_held.slice(0, held_count));  // reduce-scatter under SP
+    region.all_reduce(g.dgates.slice(0, N * K));
   }
   // The auxiliary loss, counted as coeff * E * sum_e f_e P_e per token of the micro-batch
   // (its summed-loss share, like the cross-entropy's): d / d probs[n, e] = coeff * E * f_e.
@@ -240,7 +251,22 @@ void MoeLayer::backward(int rows, ConstTensorView x, ConstTensorView dout, Tenso
     loads.resize(E, 0.0);
     for (int e = 0; e < E; ++e) loads[e] += a.routing.expert_choices[e];
   }
-  ops_.linear_gradients(dx, p_.router, TensorView{}, g.dlogits, x, rows, C, E, true);
+  // The router's input gradient is whole on every rank: added to the held rows alone.
+  const bool split_rows = region.sequence_parallel() && ctx.tp_size > 1;
+  TensorView router_dx = dx;
+  if (split_rows) {
+    reuse_or_allocate(g.router_dx, be_, N * C, act_);
+    router_dx = g.router_dx;
+    be_.fill_zero(router_dx, Stream::compute);
+  }
+  ops_.linear_gradients(router_dx, p_.router, TensorView{}, g.dlogits, x, rows, C, E, true);
+  if (split_rows) {
+    const TensorView mine = dx_held.slice(0, held_count);  // rows [r N / tp, (r + 1) N / tp)
+    be_.add_forward(mine, mine,
+                    ConstTensorView(router_dx).slice(static_cast<std::size_t>(ctx.tp_rank) * held_count,
+                                                     held_count),
+                    held_count);
+  }
   be_.synchronize(Stream::compute);  // `aux` (host) was uploaded from
 }
 

@@ -104,6 +104,9 @@ struct MoeScratch {
   Tensor dh1, dh3, dact;               // (rows, F)
   Tensor shared_out, dshared;          // (N, C)
   Tensor dgates, dlogits, aux_dprobs;  // (N, K), (N, E), (E)
+  /// Under sequence parallelism: the gathered input and output gradient, the output and input
+  /// gradient over all rows, and the router's input gradient (N, C) each.
+  Tensor x_all, dout_all, out_all, dx_all, router_dx;
 };
 
 class MoeLayer {
@@ -114,10 +117,13 @@ class MoeLayer {
   MoeLayer(int channels, const MoeParams& params, Backend& backend, const MoeContext& context,
            MoeScratch& scratch, TensorParallelOps& ops);
 
-  /// out (N, C) = the layer of x (N, C), overwritten; fills acts.
+  /// out = the layer of x over the tensor group's `rows` (N) rows, overwritten; fills acts.
+  /// x and out hold this rank's rows of the block's region (tensor_parallel_region.h): all N,
+  /// or N / tp under sequence parallelism, where the layer all-gathers x (every rank routes all
+  /// N rows alike) and reduce-scatters its output.
   void forward(int rows, ConstTensorView x, TensorView out, MoeActivations& acts);
-  /// dx (N, C) = d loss / d x, overwritten, given dout (N, C); accumulates the parameter
-  /// gradients, the auxiliary loss's included (scaled by the context's loss_scale).
+  /// dx = d loss / d x, overwritten, given dout (both held rows as x); accumulates the
+  /// parameter gradients, the auxiliary loss's included (scaled by the context's loss_scale).
   void backward(int rows, ConstTensorView x, ConstTensorView dout, TensorView dx,
                 const MoeActivations& acts);
 

@@ -106,6 +106,7 @@ void TensorParallelRegion::end_held_row_gradients(const std::vector<TensorView>&
 }
 
 void TensorParallelRegion::all_reduce(TensorView data) {
+  if (!tp_) return;
   if (data.dtype == DType::fp32) {
     timed([&] { tp_->all_reduce_sum(data.as<float>(), data.count); });
     return;

@@ -54,6 +54,11 @@ class TensorParallelRegion {
   void begin_held_row_gradients(const std::vector<TensorView>& gradients);
   void end_held_row_gradients(const std::vector<TensorView>& gradients);
 
+  /// A tensor that is whole on every rank whatever the row layout (not rows outside the
+  /// region: a mixture-of-experts layer's gate gradients): summed over the group in place; a
+  /// 16-bit one in fp32, rounded once. Nothing when the group has one rank.
+  void all_reduce(TensorView data);
+
   /// Seconds spent in the group's collectives so far (wall clock around each call; exact for
   /// a communicator that returns when the collective is done, as MPI's does).
   double communication_s() const { return communication_s_; }
@@ -62,8 +67,6 @@ class TensorParallelRegion {
   /// Runs `call` (one collective) and adds its wall-clock time to communication_s_.
   template <class Call>
   void timed(Call call);
-  /// `data` summed over the group in place; a 16-bit one in fp32, rounded once.
-  void all_reduce(TensorView data);
   /// `out` = collective(in), where collective(send, receive) reads in.count floats and writes
   /// out.count: directly for fp32 tensors, through fp32 copies (send_fp32_, receive_fp32_) for
   /// 16-bit ones.

@@ -151,8 +151,10 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       state.output_floats = state.module->output_floats_per_sample();
       AdamWConfig adamw;
       adamw.learning_rate = options.learning_rate;
+      const bool separate_experts = plan.model.moe && separate_expert_layout(stage);
       state.optimizer = std::make_unique<StageOptimizer>(
-          *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw);
+          *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw,
+          separate_experts, state.expert_dp.get());
       if (stage.mixed_tp() && stage.dp() > 1) {
         const std::vector<plan::GradientBucket> buckets = plan::gradient_buckets(plan, s);
         state.reducer = std::make_unique<GradientReducer>(
@@ -162,8 +164,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       } else if (state.dp) {
         state.reducer = std::make_unique<GradientReducer>(
             state.module->parameters(), plan::gradient_buckets(plan, s), state.dp,
-            stage.shard_gradients,
-            plan.model.moe && separate_expert_layout(stage) ? state.expert_dp.get() : state.dp);
+            stage.shard_gradients, separate_experts ? state.expert_dp.get() : state.dp);
       }
     }
   }

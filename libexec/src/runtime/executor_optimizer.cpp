@@ -1,6 +1,7 @@
 // File: executor_optimizer.cpp
 // StageOptimizer: AdamW (adamw.h) on the whole flattened parameters or, under ZeRO-1/2, on this
-// member's shard of them followed by an all-gather.
+// member's shard of them followed by an all-gather; with a separate expert layout, the routed
+// experts' parameters as a second range over their own group.
 #include "runtime/executor_optimizer.h"
 
 #include <algorithm>
@@ -9,85 +10,110 @@
 namespace whale::exec {
 
 StageOptimizer::StageOptimizer(Backend& backend, std::vector<ParameterView> parameters,
-                               Communicator* dp, bool shard, const AdamWConfig& config)
-    : parameters_(std::move(parameters)),
-      dp_(dp),
-      shard_(shard && dp != nullptr),
-      config_(config),
-      backend_(backend) {
-  for (const ParameterView& p : parameters_) total_ += p.count;
-  slice_ = shard_ ? zero_shard(total_, dp_->size(), dp_->rank()) : zero_shard(total_, 1, 0);
-  adamw_ = std::make_unique<AdamW>(backend_, parameters_, slice_.begin, slice_.end);
+                               Communicator* dp, bool shard, const AdamWConfig& config,
+                               bool separate_experts, Communicator* expert_dp)
+    : config_(config), backend_(backend) {
+  if (!separate_experts) {
+    add_range(std::move(parameters), dp, shard);
+    return;
+  }
+  std::vector<ParameterView> dense, experts;
+  for (ParameterView& p : parameters) (p.expert_parallel ? experts : dense).push_back(p);
+  add_range(std::move(dense), dp, shard);
+  if (!experts.empty()) add_range(std::move(experts), expert_dp, shard);  // a stage of MoE blocks
 }
 
 StageOptimizer::~StageOptimizer() = default;
 
+void StageOptimizer::add_range(std::vector<ParameterView> parameters, Communicator* group,
+                               bool shard) {
+  Range& r = ranges_.emplace_back();
+  r.parameters = std::move(parameters);
+  r.group = group;
+  r.shard = shard && group != nullptr;
+  for (const ParameterView& p : r.parameters) r.total += p.count;
+  r.slice = r.shard ? zero_shard(r.total, group->size(), group->rank()) : zero_shard(r.total, 1, 0);
+  r.adamw = std::make_unique<AdamW>(backend_, r.parameters, r.slice.begin, r.slice.end);
+}
+
+bool StageOptimizer::sharded() const {
+  return std::any_of(ranges_.begin(), ranges_.end(), [](const Range& r) { return r.shard; });
+}
+
 template <class Visit>
-void StageOptimizer::for_each_slice(std::size_t begin, std::size_t count, Visit visit) const {
+void StageOptimizer::for_each_slice(const Range& range, std::size_t begin, std::size_t count,
+                                    Visit visit) {
   std::size_t offset = 0;  // flat index of the current parameter's first element
-  for (const ParameterView& p : parameters_) {
+  for (const ParameterView& p : range.parameters) {
     const std::size_t lo = std::max(begin, offset), hi = std::min(begin + count, offset + p.count);
     if (lo < hi) visit(p.value.slice(lo - offset, hi - lo), lo - begin);
     offset += p.count;
   }
 }
 
-void StageOptimizer::gather(std::size_t begin, std::size_t count, float* flat) const {
-  for_each_slice(begin, count, [&](TensorView slice, std::size_t at) {
-    backend_.download(flat + at, slice, Stream::compute);
-  });
-  backend_.synchronize(Stream::compute);
+void StageOptimizer::step() {
+  for (Range& r : ranges_) r.adamw->step(config_);
 }
-
-void StageOptimizer::scatter(std::size_t begin, std::size_t count, const float* flat) {
-  for_each_slice(begin, count, [&](TensorView slice, std::size_t at) {
-    backend_.upload(slice, flat + at, Stream::compute);
-  });
-  backend_.synchronize(Stream::compute);
-}
-
-void StageOptimizer::step() { adamw_->step(config_); }
 
 void StageOptimizer::share_parameters() {
-  if (!shard_) return;
-  const std::size_t members = static_cast<std::size_t>(dp_->size());
-  reuse_or_allocate(mine_, backend_, slice_.size, DType::fp32);
-  reuse_or_allocate(flat_, backend_, slice_.size * members, DType::fp32);
-  if (slice_.count() < slice_.size)  // the last shards' padding
-    backend_.fill_zero(mine_.slice(slice_.count(), slice_.size - slice_.count()), Stream::compute);
-  for_each_slice(slice_.begin, slice_.count(), [&](TensorView slice, std::size_t at) {
-    backend_.copy(mine_.slice(at, slice.count), slice, Stream::compute);
+  for (Range& r : ranges_)
+    if (r.shard) share_range(r);
+}
+
+void StageOptimizer::share_range(Range& r) {
+  const std::size_t members = static_cast<std::size_t>(r.group->size());
+  reuse_or_allocate(r.mine, backend_, r.slice.size, DType::fp32);
+  reuse_or_allocate(r.flat, backend_, r.slice.size * members, DType::fp32);
+  if (r.slice.count() < r.slice.size)  // the last shards' padding
+    backend_.fill_zero(r.mine.slice(r.slice.count(), r.slice.size - r.slice.count()),
+                       Stream::compute);
+  for_each_slice(r, r.slice.begin, r.slice.count(), [&](TensorView slice, std::size_t at) {
+    backend_.copy(r.mine.slice(at, slice.count), slice, Stream::compute);
   });
-  dp_->all_gather(mine_.view().as<float>(), flat_.view().as<float>(), slice_.size);
-  for_each_slice(0, total_, [&](TensorView slice, std::size_t at) {
-    backend_.copy(slice, flat_.slice(at, slice.count), Stream::compute);
+  r.group->all_gather(r.mine.view().as<float>(), r.flat.view().as<float>(), r.slice.size);
+  for_each_slice(r, 0, r.total, [&](TensorView slice, std::size_t at) {
+    backend_.copy(slice, r.flat.slice(at, slice.count), Stream::compute);
   });
 }
 
 std::vector<float> StageOptimizer::save_state() const {
-  const std::size_t moments = adamw_->state_count();
-  std::vector<float> state(total_ + 2 * moments + 1);
-  gather(0, total_, state.data());
-  backend_.download(state.data() + total_, adamw_->first_moment(), Stream::compute);
-  backend_.download(state.data() + total_ + moments, adamw_->second_moment(), Stream::compute);
-  backend_.synchronize(Stream::compute);
-  state.back() = static_cast<float>(adamw_->step_count());  // exact below 2^24 steps
+  std::vector<float> state;
+  for (const Range& r : ranges_) {
+    const std::size_t moments = r.adamw->state_count(), at = state.size();
+    state.resize(at + r.total + 2 * moments);
+    float* out = state.data() + at;
+    for_each_slice(r, 0, r.total, [&](TensorView slice, std::size_t offset) {
+      backend_.download(out + offset, slice, Stream::compute);
+    });
+    backend_.download(out + r.total, r.adamw->first_moment(), Stream::compute);
+    backend_.download(out + r.total + moments, r.adamw->second_moment(), Stream::compute);
+    backend_.synchronize(Stream::compute);
+  }
+  // Every range steps together: one count, exact below 2^24 steps.
+  state.push_back(static_cast<float>(ranges_.front().adamw->step_count()));
   return state;
 }
 
 std::size_t StageOptimizer::load_state(const std::vector<float>& state, std::size_t offset) {
-  const std::size_t moments = adamw_->state_count();
-  const std::size_t needed = total_ + 2 * moments + 1;
+  std::size_t needed = 1;
+  for (const Range& r : ranges_) needed += r.total + 2 * r.adamw->state_count();
   if (offset + needed > state.size())
     throw std::invalid_argument("optimizer state: expected " + std::to_string(needed) +
                                 " more floats, " + std::to_string(state.size() - offset) +
                                 " remain");
   const float* at = state.data() + offset;
-  scatter(0, total_, at);
-  backend_.upload(adamw_->first_moment(), at + total_, Stream::compute);
-  backend_.upload(adamw_->second_moment(), at + total_ + moments, Stream::compute);
-  backend_.synchronize(Stream::compute);
-  adamw_->set_step_count(static_cast<int>(at[needed - 1]));
+  const int steps = static_cast<int>(at[needed - 1]);
+  for (Range& r : ranges_) {
+    const std::size_t moments = r.adamw->state_count();
+    for_each_slice(r, 0, r.total, [&](TensorView slice, std::size_t o) {
+      backend_.upload(slice, at + o, Stream::compute);
+    });
+    backend_.upload(r.adamw->first_moment(), at + r.total, Stream::compute);
+    backend_.upload(r.adamw->second_moment(), at + r.total + moments, Stream::compute);
+    backend_.synchronize(Stream::compute);
+    r.adamw->set_step_count(steps);
+    at += r.total + 2 * moments;
+  }
   return needed;
 }
 
