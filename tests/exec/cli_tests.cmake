@@ -73,7 +73,11 @@ set(WHALE_REFERENCE_PLANS
     llama_moe_tp2_ep2_folded:tiny-llama-moe/tp2-ep2-folded:2:tiny-llama-moe/single-mb6:1:5
     # ZeRO-1 with the experts apart: their optimizer state sharded over the expert-dp group
     moe_ep2_dp2_uneven_zero1:tiny-moe/ep2-dp2-uneven-zero1:4:tiny-moe/single-mb3:1:5
-    moe_tp2_dp2_ep2_folded_zero1:tiny-moe/tp2-dp2-ep2-folded-zero1:4:tiny-moe/single-mb6:1:5)
+    moe_tp2_dp2_ep2_folded_zero1:tiny-moe/tp2-dp2-ep2-folded-zero1:4:tiny-moe/single-mb6:1:5
+    # Sequence parallelism in MoE stages: the layer gathers its rows and reduce-scatters its output
+    moe_tp2_sp:tiny-moe/tp2-sp:2:tiny-moe/single-mb6:1:5
+    moe_tp2_dp2_ep2_folded_sp:tiny-moe/tp2-dp2-ep2-folded-sp:4:tiny-moe/single-mb6:1:5
+    llama_moe_tp2_sp:tiny-llama-moe/tp2-sp:2:tiny-llama-moe/single-mb6:1:5)
 foreach(entry ${WHALE_REFERENCE_PLANS})
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
@@ -94,7 +98,8 @@ foreach(entry ${WHALE_REFERENCE_PLANS})
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
-foreach(check resume bad_input signal trace layer_times learning buckets split_ops moe compare)
+foreach(check resume bad_input signal trace layer_times learning buckets split_ops moe moe_layouts
+              compare)
   add_test(NAME whale_run_${check}
     COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>
     WORKING_DIRECTORY ${WHALE_SOURCE_DIR})

@@ -355,7 +355,7 @@ class BlockStage : public StageModule {
   }
 
   /// whale-run's mixture-of-experts stages: ep dividing the experts; with tp > 1, the experts'
-  /// width divisible by tp, expert_tp dividing tp and no sequence parallelism.
+  /// width divisible by tp and expert_tp dividing tp.
   void validate_experts(const std::string& file) const {
     const auto& o = options_;
     if (o.tp_size > 1 && dims_.moe->expert_ffn_hidden % o.tp_size != 0)
@@ -364,11 +364,6 @@ class BlockStage : public StageModule {
                       std::to_string(o.tp_size) + ", got " +
                       std::to_string(dims_.moe->expert_ffn_hidden),
                   "choose a tp that divides expert_ffn_hidden");
-    if (o.tp_size > 1 && o.sequence_parallel)
-      throw Error(file, "sequence_parallel",
-                  "no sequence parallelism in a stage of a mixture-of-experts model with tp " +
-                      std::to_string(o.tp_size) + " for whale-run",
-                  "set sequence_parallel false, or tp 1");
     if (o.ep_size < 1 || o.ep_rank < 0 || o.ep_rank >= o.ep_size ||
         (o.expert_counts.empty() && dims_.moe->experts % o.ep_size != 0))
       throw Error(file, "ep",

@@ -36,11 +36,6 @@ void validate_expert_layout(const plan::Plan& plan) {
                       ") for whale-run, got " + std::to_string(etp),
                   "use expert_tp 1, a divisor of tp, or leave it out (the stage's tp); whale-sim "
                   "models the other layouts");
-    if (s.tp > 1 && s.sequence_parallel)
-      throw Error(file, at + "sequence_parallel",
-                  "no sequence parallelism with tp " + std::to_string(s.tp) +
-                      " in a stage of a mixture-of-experts model for whale-run",
-                  "set sequence_parallel false");
     const int devices = static_cast<int>(s.devices.size());
     if (devices % (s.ep * etp) != 0 || (s.expert_counts.empty() && moe->experts % s.ep != 0))
       throw Error(file, at + "ep",
