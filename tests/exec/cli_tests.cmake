@@ -71,9 +71,11 @@ set(WHALE_REFERENCE_PLANS
     moe_tp2_dp2_ep2_folded:tiny-moe/tp2-dp2-ep2-folded:4:tiny-moe/single-mb6:1:5
     moe_tp4_ep2_etp2_folded:tiny-moe/tp4-ep2-etp2-folded:4:tiny-moe/single-mb6:1:5
     llama_moe_tp2_ep2_folded:tiny-llama-moe/tp2-ep2-folded:2:tiny-llama-moe/single-mb6:1:5
-    # ZeRO-1 with the experts apart: their optimizer state sharded over the expert-dp group
+    # ZeRO with the experts apart: their optimizer state (and gradients) sharded over the
+    # expert-dp group, the rest over dp
     moe_ep2_dp2_uneven_zero1:tiny-moe/ep2-dp2-uneven-zero1:4:tiny-moe/single-mb3:1:5
-    moe_tp2_dp2_ep2_folded_zero1:tiny-moe/tp2-dp2-ep2-folded-zero1:4:tiny-moe/single-mb6:1:5
+    moe_ep2_dp2_uneven_zero2:tiny-moe/ep2-dp2-uneven-zero2:4:tiny-moe/single-mb3:1:5
+    moe_tp2_dp2_ep2_folded_zero2:tiny-moe/tp2-dp2-ep2-folded-zero2:4:tiny-moe/single-mb6:1:5
     # Sequence parallelism in MoE stages: the layer gathers its rows and reduce-scatters its output
     moe_tp2_sp:tiny-moe/tp2-sp:2:tiny-moe/single-mb6:1:5
     moe_tp2_dp2_ep2_folded_sp:tiny-moe/tp2-dp2-ep2-folded-sp:4:tiny-moe/single-mb6:1:5

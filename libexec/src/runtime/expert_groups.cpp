@@ -51,14 +51,6 @@ void validate_expert_layout(const plan::Plan& plan) {
                       "the expert-dp group in the data-parallel buckets), got ep " +
                       std::to_string(s.ep) + " x expert_tp " + std::to_string(etp),
                   "raise ep to " + std::to_string(devices / etp) + ", or use dp > 1");
-    // ZeRO-1 shards the experts' optimizer state over the expert-dp group and the rest over
-    // dp (executor_optimizer.h); ZeRO-2's reduce-scatter of a bucket would need both at once.
-    if (separate_expert_layout(s) && s.shard_gradients)
-      throw Error(file, at + "shard_gradients",
-                  "no sharded gradients (ZeRO-2) with an expert layout apart from attention's in "
-                  "whale-run (ep " + std::to_string(s.ep) + ", expert_tp " + std::to_string(etp) + ")",
-                  "set shard_gradients false (shard_optimizer, ZeRO-1, runs), or use ep 1 and "
-                  "expert_tp = tp");
   }
 }
 

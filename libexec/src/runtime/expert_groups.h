@@ -7,11 +7,10 @@
 
 namespace whale::exec {
 
-/// Throws whale::Error naming the plan file and `stages[i].ep` (or tp, expert_tp,
-/// shard_optimizer, shard_gradients) for an expert layout whale-run cannot run: ep < 1; ep > 1
+/// Throws whale::Error naming the plan file and `stages[i].ep` (or expert_tp) for an expert layout whale-run cannot run: ep < 1; ep > 1
 /// in a dense model; ep x expert_tp not dividing the stage's devices, or ep the experts; an
-/// expert_tp not dividing the stage's tp (or a stage of mixed tp); an expert dp > 1 in a stage of dp 1; sharded gradients (ZeRO-2) with a separate
-/// expert layout (a bucket's reduce-scatter would mix the dp and expert-dp groups).
+/// expert_tp not dividing the stage's tp (or a stage of mixed tp); an expert dp > 1 in a
+/// stage of dp 1.
 void validate_expert_layout(const plan::Plan& plan);
 
 /// Whether the routed experts of a mixture-of-experts stage are laid out apart from attention

@@ -15,8 +15,6 @@ GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
                                  std::vector<plan::GradientBucket> buckets, Communicator* dp,
                                  bool shard_gradients, Communicator* expert_dp)
     : buckets_(std::move(buckets)), dp_(dp) {
-  if (shard_gradients && expert_dp != dp)
-    throw std::logic_error("GradientReducer: sharded gradients with a separate expert group");
   const std::size_t n = buckets_.size();
   begin_.assign(n, nullptr);
   count_.assign(n, 0);
@@ -25,6 +23,9 @@ GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
   started_.resize(n);
   completed_.resize(n);
   float* next = parameters.empty() ? nullptr : parameters.front().gradient.as<float>();
+  // Separate expert groups: each kind's elements in the concatenation of that kind's
+  // parameters alone (StageOptimizer's two flat ranges), which ZeRO-2 shards.
+  std::size_t kind_total[2] = {0, 0};  // [expert_parallel]
   for (const ParameterView& p : parameters) {
     float* gradient = p.gradient.as<float>();
     if (p.gradient.dtype != DType::fp32 || gradient != next)
@@ -42,13 +43,23 @@ GradientReducer::GradientReducer(const std::vector<ParameterView>& parameters,
       runs_.resize(n);
       Communicator* group = p.expert_parallel ? expert_dp : dp;
       if (!runs_[b].empty() && runs_[b].back().group == group &&
+          runs_[b].back().expert == p.expert_parallel &&
           runs_[b].back().begin + runs_[b].back().count == gradient)
         runs_[b].back().count += p.count;
       else
-        runs_[b].push_back({gradient, p.count, group});
+        runs_[b].push_back({gradient, p.count, group, p.expert_parallel, kind_total[p.expert_parallel], {}});
     }
+    kind_total[p.expert_parallel] += p.count;
   }
   if (!shard_gradients) return;
+  if (!runs_.empty()) {  // each run reduce-scattered over its group, in its kind's shards
+    for (std::vector<Run>& bucket : runs_)
+      for (Run& run : bucket)
+        if (run.group)
+          run.blocks = zero_block_counts(kind_total[run.expert], run.group->size(),
+                                         run.kind_offset, run.count);
+    return;
+  }
   const float* flat = parameters.empty() ? nullptr : parameters.front().gradient.as<float>();
   const std::size_t total = static_cast<std::size_t>(next - flat);
   for (std::size_t b = 0; b < n; ++b)
@@ -125,8 +136,12 @@ void GradientReducer::start_through(int b) {
     if (!packing_.empty()) {
       start_packed(next_);
     } else if (!runs_.empty()) {
-      for (const Run& run : runs_[next_])
-        if (run.group) requests.push_back(run.group->start_all_reduce_sum(run.begin, run.count));
+      for (const Run& run : runs_[next_]) {
+        if (!run.group) continue;
+        requests.push_back(run.blocks.empty()
+                               ? run.group->start_all_reduce_sum(run.begin, run.count)
+                               : run.group->start_reduce_scatter_sum(run.begin, run.blocks));
+      }
     } else {
       requests.push_back(blocks_.empty()
                              ? dp_->start_all_reduce_sum(begin_[next_], count_[next_])

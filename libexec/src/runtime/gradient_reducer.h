@@ -34,7 +34,9 @@ class GradientReducer {
   /// this. Expert-parallel parameters (ParameterView::expert_parallel) are summed over
   /// `expert_dp` instead (the replicas holding the same experts; null when this replica alone
   /// holds them) when it is not `dp` itself; each bucket then reduces its runs of dense and
-  /// expert parameters separately. Sharded gradients take expert_dp == dp.
+  /// expert parameters separately, and with `shard_gradients` reduce-scatters each run over
+  /// its group in the ZeRO shards of its kind's own flat range (the dense parameters' over dp,
+  /// the experts' over expert_dp: StageOptimizer's ranges under separate experts).
   GradientReducer(const std::vector<ParameterView>& parameters,
                   std::vector<plan::GradientBucket> buckets, Communicator* dp,
                   bool shard_gradients, Communicator* expert_dp);
@@ -79,6 +81,9 @@ class GradientReducer {
     float* begin = nullptr;
     std::size_t count = 0;
     Communicator* group = nullptr;
+    bool expert = false;           // routed experts' (ParameterView::expert_parallel)
+    std::size_t kind_offset = 0;   // of `begin` among the elements of its kind
+    std::vector<std::size_t> blocks;  // ZeRO-2: each member's part (zero_block_counts)
   };
   std::vector<std::vector<Run>> runs_;  // per bucket when expert parameters reduce apart
   /// Mixed tp: the backend, the flat gradient buffer, per bucket its packs and their buffers,
