@@ -39,8 +39,8 @@ void validate_expert_layout(const plan::Plan& plan) {
     const int devices = static_cast<int>(s.devices.size());
     if (devices % (s.ep * etp) != 0 || (s.expert_counts.empty() && moe->experts % s.ep != 0))
       throw Error(file, at + "ep",
-                  "an ep dividing the stage's devices / expert_tp " + std::to_string(devices / etp) +
-                      " and the " +
+                  "an ep dividing the stage's devices over expert_tp (" +
+                      std::to_string(devices / etp) + ") and the " +
                       std::to_string(moe->experts) + " experts, got " + std::to_string(s.ep));
     // The routed experts' gradients go over the expert-dp group, reduced in the stage's
     // gradient buckets, which the schedule runs when the stage has dp > 1.
