@@ -1,11 +1,14 @@
 // File: step_bound.cpp
 // Simulator::bound: the memory verdict of evaluate and a lower bound on its step time, from the
-// cost table and the schedule analysis of the plan's program, without running the engine.
+// cost table and the schedule analysis of the plan's program, without running the engine; and
+// Simulator::bound_and_evaluate, which runs it only where that bound is low enough.
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <utility>
 #include <vector>
+
+#include "step_bound.h"
 
 #include "cost_table.h"
 #include "whale/plan/schedule_analysis.h"
@@ -56,8 +59,10 @@ ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupPro
   return key;
 }
 
-// Ids of the devices whose peak memory (as evaluate counts it) exceeds their capacity. Replicas
-// of one group alike in replica_memory_key (most of a wide data-parallel group) are counted once.
+}  // namespace
+
+// Replicas of one group alike in replica_memory_key (most of a wide data-parallel group) are
+// counted once.
 std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::ScheduleProgram& program) {
   std::vector<int> out;
   for (const plan::GroupProgram& group : program.groups) {
@@ -82,16 +87,7 @@ std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::Schedul
   return out;
 }
 
-}  // namespace
-
-plan::StepBound Simulator::bound(const plan::Plan& plan) const {
-  const plan::ScheduleProgram program = plan::generate_schedule(plan);
-  plan::StepBound out;
-  out.overflowing = overflowing_devices(plan, program);
-  out.fits = out.overflowing.empty();
-  if (!out.fits) return out;  // the planner raises its memory rungs first: no time needed
-  const CostTable table = build_cost_table(plan);
-  const double exposed = 1.0 - options_.tp_overlap;
+Seconds fastest_makespan_s(const plan::ScheduleProgram& program, const CostTable& table, double exposed) {
   const size_t stages = table.stages.size();
   // Dependencies: every unit of a group waits for the same sends, so the program run at the
   // fastest replica's durations ends no later than any unit of the engine.
@@ -115,8 +111,12 @@ plan::StepBound Simulator::bound(const plan::Plan& plan) const {
     fastest.optimizer_s[s] = optimizer_s;
     fastest.weight_s[s] = weight_s;
   }
-  out.step_time_s = plan::analyze_schedule(program, fastest).makespan_s;
-  // Busy time: every unit's compute stream runs all its stages' work one op after another.
+  return plan::analyze_schedule(program, fastest).makespan_s;
+}
+
+Seconds busiest_compute_s(const plan::Plan& plan, const plan::ScheduleProgram& program, const CostTable& table,
+                          double exposed) {
+  Seconds out = 0;
   for (const plan::GroupProgram& group : program.groups) {
     const int replicas = static_cast<int>(table.stages[group.stages.front()].replicas.size());
     for (int r = 0; r < replicas; ++r) {
@@ -125,9 +125,39 @@ plan::StepBound Simulator::bound(const plan::Plan& plan) const {
         const ReplicaCompute c = replica_compute(table.stages[s], r, exposed);
         busy_s += plan.micro_batches * (c.forward_s + c.input_s + c.weight_s) + c.optimizer_s;
       }
-      out.step_time_s = std::max(out.step_time_s, busy_s);
+      out = std::max(out, busy_s);
     }
   }
+  return out;
+}
+
+plan::StepBound Simulator::bound(const plan::Plan& plan) const {
+  const plan::ScheduleProgram program = plan::generate_schedule(plan);
+  plan::StepBound out;
+  out.overflowing = overflowing_devices(plan, program);
+  out.fits = out.overflowing.empty();
+  if (!out.fits) return out;  // the planner raises its memory rungs first: no time needed
+  const CostTable table = build_cost_table(plan);
+  const double exposed = 1.0 - options_.tp_overlap;
+  out.step_time_s = std::max(fastest_makespan_s(program, table, exposed), busiest_compute_s(plan, program, table, exposed));
+  return out;
+}
+
+plan::BoundedEstimate Simulator::bound_and_evaluate(const plan::Plan& plan, Seconds evaluate_at_most_s,
+                                                    const plan::EvaluateOptions& options) const {
+  const plan::ScheduleProgram program = plan::generate_schedule(plan);
+  plan::BoundedEstimate out;
+  out.bound.overflowing = overflowing_devices(plan, program);
+  out.bound.fits = out.bound.overflowing.empty();
+  if (!out.bound.fits) return out;
+  const CostTable table = build_cost_table(plan);
+  const double exposed = 1.0 - options_.tp_overlap;
+  // The busiest unit's compute costs O(units); the program's makespan, O(instructions).
+  out.bound.step_time_s = busiest_compute_s(plan, program, table, exposed);
+  if (out.bound.step_time_s > evaluate_at_most_s) return out;
+  out.bound.step_time_s = std::max(out.bound.step_time_s, fastest_makespan_s(program, table, exposed));
+  if (out.bound.step_time_s > evaluate_at_most_s) return out;
+  out.estimate = evaluate_program(plan, program, table, options_.tp_overlap, options, nullptr);
   return out;
 }
 
