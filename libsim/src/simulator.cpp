@@ -81,11 +81,13 @@ plan::Estimate evaluate_program(const plan::Plan& plan, const plan::ScheduleProg
   std::map<int, plan::DeviceEstimate> devices;
   std::vector<std::vector<int>> unit_devices(run.units.size());
   double sum_peak_flops = 0;
+  std::vector<std::vector<MemoryBreakdown>> memories(program.groups.size());   // by group, then replica
   for (std::size_t u = 0; u < run.units.size(); ++u) {
     const UnitStats& stats = run.units[u];
     const plan::GroupProgram& group = program.groups[stats.group];
     const plan::Stage& stage = plan.stages[group.stages.front()];
-    const MemoryBreakdown memory = replica_memory(plan, group, stats.replica);
+    if (memories[stats.group].empty()) memories[stats.group] = replica_memories(plan, group);
+    const MemoryBreakdown& memory = memories[stats.group][stats.replica];
     unit_devices[u] = stage.replica_devices(stats.replica);
     for (int id : unit_devices[u]) {
       const plan::DeviceProfile& profile = plan.cluster.profile_of(id);

@@ -62,24 +62,34 @@ ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupPro
 }  // namespace
 
 // Replicas of one group alike in replica_memory_key (most of a wide data-parallel group) are
-// counted once.
+// computed once.
+std::vector<MemoryBreakdown> replica_memories(const plan::Plan& plan, const plan::GroupProgram& group) {
+  const plan::Stage& stage = plan.stages[group.stages.front()];
+  std::map<int, std::vector<double>> parameters_at_tp;  // by replica tp: per stage of the group
+  // (replica r's, the first at its tp; replica_memory_key adds each replica's experts)
+  std::map<ReplicaMemoryKey, int> first_of;   // the first replica of each key
+  std::vector<MemoryBreakdown> out;
+  out.reserve(stage.dp());
+  for (int r = 0; r < stage.dp(); ++r) {
+    std::vector<double>& stage_parameters = parameters_at_tp[stage.replica_tp(r)];
+    if (stage_parameters.empty()) {
+      for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s, r));
+    }
+    const auto [known, added] = first_of.emplace(replica_memory_key(plan, group, stage_parameters, r), r);
+    out.push_back(added ? replica_memory(plan, group, r) : out[known->second]);
+  }
+  return out;
+}
+
 std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::ScheduleProgram& program) {
   std::vector<int> out;
   for (const plan::GroupProgram& group : program.groups) {
     const plan::Stage& stage = plan.stages[group.stages.front()];
-    std::map<int, std::vector<double>> parameters_at_tp;  // by replica tp: per stage of the group
-    // (replica r's, the first at its tp; replica_memory_key adds each replica's experts)
-    std::map<ReplicaMemoryKey, Bytes> need_of;
+    const std::vector<MemoryBreakdown> memories = replica_memories(plan, group);
     for (int r = 0; r < stage.dp(); ++r) {
-      std::vector<double>& stage_parameters = parameters_at_tp[stage.replica_tp(r)];
-      if (stage_parameters.empty()) {
-        for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s, r));
-      }
-      const ReplicaMemoryKey key = replica_memory_key(plan, group, stage_parameters, r);
-      auto known = need_of.find(key);
-      if (known == need_of.end()) known = need_of.emplace(key, replica_memory(plan, group, r).total_bytes()).first;
+      const Bytes need = memories[r].total_bytes();
       for (int id : stage.replica_devices(r)) {
-        if (known->second > plan.cluster.profile_of(id).memory_bytes) out.push_back(id);
+        if (need > plan.cluster.profile_of(id).memory_bytes) out.push_back(id);
       }
     }
   }

@@ -8,9 +8,15 @@
 #include "cost_table.h"
 #include "whale/plan/cost_model.h"
 #include "whale/plan/schedule_program.h"
+#include "whale/sim/memory_model.h"
 #include "whale/sim/simulator.h"
 
 namespace whale::sim {
+
+/// replica_memory of every replica of `group`, by replica; replicas alike in what it depends on
+/// (their devices' profile, and per stage their share, tp, sharded state and experts) share one
+/// computation.
+std::vector<MemoryBreakdown> replica_memories(const plan::Plan& plan, const plan::GroupProgram& group);
 
 /// Ids of the devices whose peak memory (as evaluate counts it) exceeds their capacity,
 /// ascending.
