@@ -79,7 +79,7 @@ class CostModel {
   /// bound(plan), then evaluate(plan) only when the plan fits and its bound is at most
   /// `evaluate_at_most_s` (an incumbent's step time; infinity evaluates every plan that fits):
   /// the estimate is evaluate's, and `bound` is bound's (fits, overflowing and, when evaluated,
-  /// step_time_s). A plan left unevaluated has bound.step_time_s > evaluate_at_most_s, but
+  /// step_time_s). A fitting plan left unevaluated has bound.step_time_s > evaluate_at_most_s, but
   /// possibly below bound(plan)'s: an implementation may stop at a cheaper part of its bound
   /// that already exceeds evaluate_at_most_s. This default makes the two calls; the simulator
   /// shares their work (one schedule program and cost table).
