@@ -48,5 +48,5 @@ for row in "${grid[@]}"; do
   rc=${PIPESTATUS[0]}
   set -e
   echo "rc $rc" >>"$out/$name.txt"
-  printf '%-70s %6.2f s\n' "$name" "$(echo "$(date +%s.%N) - $start" | bc)"
+  awk -v name="$name" -v start="$start" -v end="$(date +%s.%N)" 'BEGIN { printf "%-70s %6.2f s\n", name, end - start }'
 done
