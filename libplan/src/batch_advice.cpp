@@ -59,7 +59,7 @@ BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, cons
         }
       });
     }
-    run_tasks(tasks, !o.clock_s || o.threads > 1 ? 2 : 1);
+    run_tasks(tasks, side_by_side_threads(o));
     const double upper_samples_per_s = upper_bound_of(models, alone).samples_per_s;
     const bool any_failed = std::find(failed.begin(), failed.end(), 1) != failed.end();
     return fraction[batch] = !any_failed && upper_samples_per_s > 0 ? best / upper_samples_per_s : 0.0;

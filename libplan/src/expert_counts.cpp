@@ -97,8 +97,10 @@ bool prefer_uneven_expert_counts(const CostModel& cost, Plan& plan, Estimate& es
   Plan uneven = plan;
   if (!apply_speed_proportional_expert_counts(uneven)) return false;
   try {
-    if (!cost.bound(uneven).fits) return false;
-    Estimate e = cost.evaluate(uneven, EvaluateOptions{});
+    BoundedEstimate run =
+        cost.bound_and_evaluate(uneven, std::numeric_limits<double>::infinity(), EvaluateOptions{});
+    if (!run.estimate) return false;   // it does not fit
+    Estimate e = std::move(*run.estimate);
     if (e.step_time_s >= estimate.step_time_s) return false;
     plan = std::move(uneven);
     estimate = std::move(e);

@@ -1,6 +1,6 @@
 // File: layout_memo.cpp
 // LayoutMemo: range costs by (role, first layer, end layer), cleared row by row when first
-// written in a generation; partitions by key.
+// written in a generation; partitions by key; roles by the values of their groups.
 #include "whale/plan/layout_memo.h"
 
 #include <algorithm>
@@ -13,6 +13,22 @@ namespace whale::plan {
 bool GroupRole::operator<(const GroupRole& o) const {
   return std::tie(group, micro_batch_size, even_shares, in_flight, weight_passes, chunks, min_rung) <
          std::tie(o.group, o.micro_batch_size, o.even_shares, o.in_flight, o.weight_passes, o.chunks, o.min_rung);
+}
+
+bool LayoutMemo::GroupValue::operator<(const GroupValue& o) const {
+  return std::tie(tp, kinds, replica_kind) < std::tie(o.tp, o.kinds, o.replica_kind);
+}
+
+int LayoutMemo::group_id(const GroupSpec& group) {
+  const auto known = id_of_group_.find(&group);
+  if (known != id_of_group_.end()) return known->second;
+  GroupValue value{group.tp, {}, group.replica_kind};
+  for (const ReplicaKind& k : group.kinds) {
+    value.kinds.emplace_back(k.model, k.intra_link.kind, k.intra_link.bandwidth_bytes_per_s, k.intra_link.latency_s);
+  }
+  const int id = group_ids_.emplace(std::move(value), static_cast<int>(group_ids_.size())).first->second;
+  id_of_group_.emplace(&group, id);
+  return id;
 }
 
 void LayoutMemo::forget() {

@@ -178,18 +178,23 @@ void keep_within_budget(std::vector<RankedPlan>& plans, double budget_usd_per_ho
 // Mixed tensor parallelism: the variants of the main search's best plan whose mixed-model
 // groups give each device model its own tp (search_mixed_tp.h), simulated unless the cost
 // model's bound already rules them out; those that fit join the ranking, which the cost
-// model's step times decide.
+// model's step times decide. Past `deadline` the rest are left out and `*timed_out` is set.
 constexpr std::size_t kMixedTpVariants = 16;
 
-void add_mixed_tp_variants(const CostModel& cost, std::vector<RankedPlan>* ranked) {
+void add_mixed_tp_variants(const CostModel& cost, const PlannerOptions& options, Clock::time_point deadline,
+                           std::vector<RankedPlan>* ranked, bool* timed_out) {
   if (ranked->empty()) return;
   const RankedPlan best = ranked->front();
+  // Evaluated only when the bound is below the best's step time.
+  const Seconds below_best_s = std::nextafter(best.estimate.step_time_s, 0.0);
   for (Plan& variant : mixed_tp_variants(best.plan, kMixedTpVariants)) {
-    const StepBound bound = cost.bound(variant);
-    if (!bound.fits || bound.step_time_s >= best.estimate.step_time_s) continue;
-    const Estimate estimate = cost.evaluate(variant, EvaluateOptions{});
-    if (!estimate.fits) continue;
-    ranked->push_back(RankedPlan{std::move(variant), estimate, best.analytic_s, best.label + " mixed-tp"});
+    if (planner_now(options) > deadline) {
+      *timed_out = true;
+      return;
+    }
+    BoundedEstimate run = cost.bound_and_evaluate(variant, below_best_s, EvaluateOptions{});
+    if (!run.estimate || !run.estimate->fits) continue;
+    ranked->push_back(RankedPlan{std::move(variant), std::move(*run.estimate), best.analytic_s, best.label + " mixed-tp"});
   }
 }
 
@@ -274,7 +279,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
       alone[m] = found ? alone_plans[m].estimate.samples_per_s : 0.0;
     });
   }
-  run_tasks(tasks, !options.clock_s || options.threads > 1 ? 2 : 1);
+  run_tasks(tasks, side_by_side_threads(options));
   // With three device models or more, the strongest few together (the weakest idle): a model
   // that adds little compute can still cost a pipeline stage, a slow link or a fallback
   // precision, and the main search uses every device. Under the throughput objective without a
@@ -304,7 +309,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
       subset_found[i] = found;
     });
   }
-  run_tasks(tasks, !options.clock_s || options.threads > 1 ? 2 : 1);
+  run_tasks(tasks, side_by_side_threads(options));
   comparison.searched_upper_bound = options.compare && search_upper_bound_too;
   if (comparison.searched_upper_bound) comparison.upper_bound = upper_bound_of(alone_models, alone);
   if (eo.choices_total == 0) {
@@ -323,6 +328,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   // The baseline's plan and each model's plan alone (and the strongest models together) are
   // candidates too, where they honour the hints (their searches honour only the exclusions).
   std::vector<RankedPlan> others;
+  bool mixed_tp_cut = false;   // the time limit left mixed-tp variants out
   const auto add_other = [&](const RankedPlan& p) {
     if (options.compare && plan_honours_hints(hints, p.plan)) others.push_back(p);
   };
@@ -334,7 +340,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     if (!subset_found[i]) continue;
     // The subset's search is the main search on fewer devices: its mixed-tp variants too.
     std::vector<RankedPlan> subset_ranked{subset_plans[i]};
-    add_mixed_tp_variants(cost, &subset_ranked);
+    add_mixed_tp_variants(cost, options, deadline, &subset_ranked, &mixed_tp_cut);
     for (const RankedPlan& p : subset_ranked) add_other(p);
   }
   if (eo.ranked.empty() && others.empty()) {
@@ -358,7 +364,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     all_devices_found = true;
   }
   result.ranked = std::move(eo.ranked);
-  add_mixed_tp_variants(cost, &result.ranked);
+  add_mixed_tp_variants(cost, options, deadline, &result.ranked, &mixed_tp_cut);
   for (RankedPlan& o : others) result.ranked.push_back(std::move(o));
   if (options.budget_usd_per_hour) keep_within_budget(result.ranked, *options.budget_usd_per_hour);
   std::stable_sort(result.ranked.begin(), result.ranked.end(), [&](const RankedPlan& a, const RankedPlan& b) {
@@ -368,6 +374,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   result.idle = idle_devices(cluster, limits.devices, result.best(), all_devices_found ? &all_devices_best : nullptr,
                              options);
   result.stats = eo.stats;
+  result.stats.timed_out = result.stats.timed_out || mixed_tp_cut;
   result.stats.max_evaluations = options.max_evaluations;
   if (options.compare) {
     Comparison& c = comparison;

@@ -315,14 +315,15 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       StepBound b;
       Estimate e;
       try {
-        b = cost.bound(scratch);
+        BoundedEstimate run = cost.bound_and_evaluate(scratch, prune_above, EvaluateOptions{});
+        b = std::move(run.bound);
         if (b.fits) {
-          if (b.step_time_s > prune_above) {
+          if (!run.estimate) {   // its bound exceeds prune_above
             bounded++;
             return std::nullopt;
           }
           simulated++;
-          e = cost.evaluate(scratch, EvaluateOptions{});
+          e = std::move(*run.estimate);
         }
       } catch (const Error&) {
         return std::nullopt;  // a shape the schedule generator or simulator rejects

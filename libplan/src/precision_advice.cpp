@@ -53,7 +53,6 @@ PrecisionAdvice search_substitute(const Cluster& cluster, const Model& model, co
   other.training.precision = advice.substitute;
   PlannerOptions quiet = options;
   quiet.progress = nullptr;
-  quiet.structure_cache = nullptr;   // `other` dies here: its address must not key a shared cache
   try {
     advice.substitute_result = search_plans(cluster, other, cost, quiet);
     advice.substitute_found = true;
@@ -147,7 +146,7 @@ PlanResult search_with_precision(const Cluster& cluster, Model& model, const Cos
                if (model_mode && then) then(result);
              },
              [&] { advice = search_substitute(cluster, model, cost, options); }},
-            !options.clock_s || options.threads > 1 ? 2 : 1);
+            side_by_side_threads(options));
   rank_substitute(advice, result, options.objective);
   if (model_mode) {
     *note = format_precision_warning(advice, result);

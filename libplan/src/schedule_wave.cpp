@@ -65,10 +65,12 @@ class WavePlay {
     return s == shape_.stages() - 1 || backward_end_[s + 1][mb] <= t;
   }
 
+  // The micro-batches whose backward at stage 0 ended by t: a prefix, as stage 0 runs its
+  // backwards in micro-batch order. t never decreases during the play and an end once set stays,
+  // so the count resumes where the last call left it (O(m) over the play, not per call).
   int backwards_done_at_first_stage(int t) const {
-    int done = 0;
-    while (done < shape_.micro_batches && backward_end_[0][done] <= t) ++done;
-    return done;
+    while (first_stage_done_ < shape_.micro_batches && backward_end_[0][first_stage_done_] <= t) ++first_stage_done_;
+    return first_stage_done_;
   }
 
   ScheduleShape shape_;
@@ -76,6 +78,7 @@ class WavePlay {
   std::vector<std::vector<int>> backward_end_;
   std::vector<int> next_forward_;
   std::vector<int> next_backward_;
+  mutable int first_stage_done_ = 0;   // backwards_done_at_first_stage's count so far
 };
 
 }  // namespace

@@ -221,7 +221,13 @@ Bytes AnalyticModel::boundary_bytes(int end) const {
 MemoryNeed AnalyticModel::memory(const std::string& device_model, int first, int end, int tp, int dp,
                                  int share, int in_flight, Recompute r, bool shard_optimizer,
                                  bool shard_gradients, int weight_passes) const {
-  const DeviceMemory& device = device_memory(device_model);
+  return memory(device_memory(device_model), first, end, tp, dp, share, in_flight, r, shard_optimizer,
+                shard_gradients, weight_passes);
+}
+
+MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end, int tp, int dp,
+                                 int share, int in_flight, Recompute r, bool shard_optimizer,
+                                 bool shard_gradients, int weight_passes) const {
   double experts = 0;
   const double params = device_parameters(first, end, tp, dp, &experts);
   const double elt = element_bytes_;

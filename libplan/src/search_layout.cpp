@@ -25,6 +25,7 @@ struct ModelShare {     // per device model of a group: its largest share and us
   std::string model;
   int share = 0;
   Bytes usable_bytes = 0;
+  const AnalyticModel::DeviceMemory* memory = nullptr;   // an.device_memory(model)
 };
 
 struct GroupInfo {
@@ -89,7 +90,7 @@ GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, const Choice& c, int
     auto it = std::find_if(info.model_max_share.begin(), info.model_max_share.end(),
                            [&](const ModelShare& e) { return e.model == k.model; });
     if (it == info.model_max_share.end()) {
-      info.model_max_share.push_back({k.model, key.second, an.usable_bytes(k.model)});
+      info.model_max_share.push_back({k.model, key.second, an.usable_bytes(k.model), &an.device_memory(k.model)});
     } else {
       it->share = std::max(it->share, key.second);
     }
@@ -147,7 +148,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   LayoutMemo& memo = shared_memo ? *shared_memo : own_memo;
   std::vector<GroupRole> roles;
   for (int g = 0; g < p; ++g) {
-    roles.push_back(GroupRole{st.groups[g].get(), c.micro_batch_size, rules.even_shares, gi[g].in_flight,
+    roles.push_back(GroupRole{memo.group_id(*st.groups[g]), c.micro_batch_size, rules.even_shares, gi[g].in_flight,
                               gi[g].weight_passes, v, min_rung[g]});
   }
   const std::vector<int> role = memo.role_ids(roles, L);
@@ -176,7 +177,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     const int g = stage_group(c.schedule, p, s);
     double worst = -inf;
     for (const ModelShare& ms : gi[g].model_max_share) {
-      MemoryNeed need = an.memory(ms.model, a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
+      MemoryNeed need = an.memory(*ms.memory, a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
                                   rung_recompute(r), rung_shards(r, gi[g].dp),
                                   rung_shards_gradients(r, gi[g].dp), gi[g].weight_passes);
       if (s == S - 1 && table_copy) {

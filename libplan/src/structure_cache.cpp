@@ -3,20 +3,23 @@
 #include "whale/plan/structure_cache.h"
 
 #include <algorithm>
+#include <tuple>
+
+#include "whale/plan/input_equality.h"
 
 namespace whale::plan {
 
 bool StructureCache::Key::operator==(const Key& o) const {
-  return cluster == o.cluster && model == o.model && precision == o.precision && framework == o.framework &&
-         devices == o.devices && max_pipeline_depth == o.max_pipeline_depth && fixed_stages == o.fixed_stages &&
-         sequence_parallel == o.sequence_parallel && shard_gradients == o.shard_gradients;
+  return std::tie(cluster, model, devices, max_pipeline_depth, fixed_stages, sequence_parallel, shard_gradients) ==
+         std::tie(o.cluster, o.model, o.devices, o.max_pipeline_depth, o.fixed_stages, o.sequence_parallel,
+                  o.shard_gradients);
 }
 
 std::vector<Structure> StructureCache::get(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
                                            const SearchStrategies& strategies, long* left_out,
                                            const std::function<std::vector<Structure>(long*)>& make) {
-  Key key{&cluster, &model, model.training.precision, model.training.framework_precision, limits.devices,
-          limits.max_pipeline_depth, limits.fixed_stages, strategies.sequence_parallel, strategies.shard_gradients};
+  Key key{cluster, model, limits.devices, limits.max_pipeline_depth, limits.fixed_stages, strategies.sequence_parallel,
+          strategies.shard_gradients};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const Entry& e : entries_) {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "cost_table.h"
+#include "step_bound.h"
 #include "engine.h"
 #include "whale/plan/schedule_program.h"
 #include "whale/sim/calibration.h"
@@ -57,9 +58,13 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan,
 
 plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateOptions& options,
                                    SimulationStats* stats) const {
-  const plan::ScheduleProgram program = plan::generate_schedule(plan);
-  const CostTable table = build_cost_table(plan);
-  const EngineResult run = run_engine(plan, program, table, options_.tp_overlap, options.timeline);
+  return evaluate_program(plan, plan::generate_schedule(plan), build_cost_table(plan), options_.tp_overlap, options,
+                          stats);
+}
+
+plan::Estimate evaluate_program(const plan::Plan& plan, const plan::ScheduleProgram& program, const CostTable& table,
+                                double tp_overlap, const plan::EvaluateOptions& options, SimulationStats* stats) {
+  const EngineResult run = run_engine(plan, program, table, tp_overlap, options.timeline);
 
   if (stats) {
     stats->engine_events = run.events_processed;
@@ -76,11 +81,13 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateO
   std::map<int, plan::DeviceEstimate> devices;
   std::vector<std::vector<int>> unit_devices(run.units.size());
   double sum_peak_flops = 0;
+  std::vector<std::vector<MemoryBreakdown>> memories(program.groups.size());   // by group, then replica
   for (std::size_t u = 0; u < run.units.size(); ++u) {
     const UnitStats& stats = run.units[u];
     const plan::GroupProgram& group = program.groups[stats.group];
     const plan::Stage& stage = plan.stages[group.stages.front()];
-    const MemoryBreakdown memory = replica_memory(plan, group, stats.replica);
+    if (memories[stats.group].empty()) memories[stats.group] = replica_memories(plan, group);
+    const MemoryBreakdown& memory = memories[stats.group][stats.replica];
     unit_devices[u] = stage.replica_devices(stats.replica);
     for (int id : unit_devices[u]) {
       const plan::DeviceProfile& profile = plan.cluster.profile_of(id);

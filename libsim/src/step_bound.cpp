@@ -1,11 +1,14 @@
 // File: step_bound.cpp
 // Simulator::bound: the memory verdict of evaluate and a lower bound on its step time, from the
-// cost table and the schedule analysis of the plan's program, without running the engine.
+// cost table and the schedule analysis of the plan's program, without running the engine; and
+// Simulator::bound_and_evaluate, which runs it only where that bound is low enough.
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <utility>
 #include <vector>
+
+#include "step_bound.h"
 
 #include "cost_table.h"
 #include "whale/plan/schedule_analysis.h"
@@ -56,25 +59,37 @@ ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupPro
   return key;
 }
 
-// Ids of the devices whose peak memory (as evaluate counts it) exceeds their capacity. Replicas
-// of one group alike in replica_memory_key (most of a wide data-parallel group) are counted once.
+}  // namespace
+
+// Replicas of one group alike in replica_memory_key (most of a wide data-parallel group) are
+// computed once.
+std::vector<MemoryBreakdown> replica_memories(const plan::Plan& plan, const plan::GroupProgram& group) {
+  const plan::Stage& stage = plan.stages[group.stages.front()];
+  std::map<int, std::vector<double>> parameters_at_tp;  // by replica tp: per stage of the group
+  // (replica r's, the first at its tp; replica_memory_key adds each replica's experts)
+  std::map<ReplicaMemoryKey, int> first_of;   // the first replica of each key
+  std::vector<MemoryBreakdown> out;
+  out.reserve(stage.dp());
+  for (int r = 0; r < stage.dp(); ++r) {
+    std::vector<double>& stage_parameters = parameters_at_tp[stage.replica_tp(r)];
+    if (stage_parameters.empty()) {
+      for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s, r));
+    }
+    const auto [known, added] = first_of.emplace(replica_memory_key(plan, group, stage_parameters, r), r);
+    out.push_back(added ? replica_memory(plan, group, r) : out[known->second]);
+  }
+  return out;
+}
+
 std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::ScheduleProgram& program) {
   std::vector<int> out;
   for (const plan::GroupProgram& group : program.groups) {
     const plan::Stage& stage = plan.stages[group.stages.front()];
-    std::map<int, std::vector<double>> parameters_at_tp;  // by replica tp: per stage of the group
-    // (replica r's, the first at its tp; replica_memory_key adds each replica's experts)
-    std::map<ReplicaMemoryKey, Bytes> need_of;
+    const std::vector<MemoryBreakdown> memories = replica_memories(plan, group);
     for (int r = 0; r < stage.dp(); ++r) {
-      std::vector<double>& stage_parameters = parameters_at_tp[stage.replica_tp(r)];
-      if (stage_parameters.empty()) {
-        for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s, r));
-      }
-      const ReplicaMemoryKey key = replica_memory_key(plan, group, stage_parameters, r);
-      auto known = need_of.find(key);
-      if (known == need_of.end()) known = need_of.emplace(key, replica_memory(plan, group, r).total_bytes()).first;
+      const Bytes need = memories[r].total_bytes();
       for (int id : stage.replica_devices(r)) {
-        if (known->second > plan.cluster.profile_of(id).memory_bytes) out.push_back(id);
+        if (need > plan.cluster.profile_of(id).memory_bytes) out.push_back(id);
       }
     }
   }
@@ -82,16 +97,7 @@ std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::Schedul
   return out;
 }
 
-}  // namespace
-
-plan::StepBound Simulator::bound(const plan::Plan& plan) const {
-  const plan::ScheduleProgram program = plan::generate_schedule(plan);
-  plan::StepBound out;
-  out.overflowing = overflowing_devices(plan, program);
-  out.fits = out.overflowing.empty();
-  if (!out.fits) return out;  // the planner raises its memory rungs first: no time needed
-  const CostTable table = build_cost_table(plan);
-  const double exposed = 1.0 - options_.tp_overlap;
+Seconds fastest_makespan_s(const plan::ScheduleProgram& program, const CostTable& table, double exposed) {
   const size_t stages = table.stages.size();
   // Dependencies: every unit of a group waits for the same sends, so the program run at the
   // fastest replica's durations ends no later than any unit of the engine.
@@ -115,8 +121,12 @@ plan::StepBound Simulator::bound(const plan::Plan& plan) const {
     fastest.optimizer_s[s] = optimizer_s;
     fastest.weight_s[s] = weight_s;
   }
-  out.step_time_s = plan::analyze_schedule(program, fastest).makespan_s;
-  // Busy time: every unit's compute stream runs all its stages' work one op after another.
+  return plan::analyze_schedule(program, fastest).makespan_s;
+}
+
+Seconds busiest_compute_s(const plan::Plan& plan, const plan::ScheduleProgram& program, const CostTable& table,
+                          double exposed) {
+  Seconds out = 0;
   for (const plan::GroupProgram& group : program.groups) {
     const int replicas = static_cast<int>(table.stages[group.stages.front()].replicas.size());
     for (int r = 0; r < replicas; ++r) {
@@ -125,9 +135,39 @@ plan::StepBound Simulator::bound(const plan::Plan& plan) const {
         const ReplicaCompute c = replica_compute(table.stages[s], r, exposed);
         busy_s += plan.micro_batches * (c.forward_s + c.input_s + c.weight_s) + c.optimizer_s;
       }
-      out.step_time_s = std::max(out.step_time_s, busy_s);
+      out = std::max(out, busy_s);
     }
   }
+  return out;
+}
+
+plan::StepBound Simulator::bound(const plan::Plan& plan) const {
+  const plan::ScheduleProgram program = plan::generate_schedule(plan);
+  plan::StepBound out;
+  out.overflowing = overflowing_devices(plan, program);
+  out.fits = out.overflowing.empty();
+  if (!out.fits) return out;  // the planner raises its memory rungs first: no time needed
+  const CostTable table = build_cost_table(plan);
+  const double exposed = 1.0 - options_.tp_overlap;
+  out.step_time_s = std::max(fastest_makespan_s(program, table, exposed), busiest_compute_s(plan, program, table, exposed));
+  return out;
+}
+
+plan::BoundedEstimate Simulator::bound_and_evaluate(const plan::Plan& plan, Seconds evaluate_at_most_s,
+                                                    const plan::EvaluateOptions& options) const {
+  const plan::ScheduleProgram program = plan::generate_schedule(plan);
+  plan::BoundedEstimate out;
+  out.bound.overflowing = overflowing_devices(plan, program);
+  out.bound.fits = out.bound.overflowing.empty();
+  if (!out.bound.fits) return out;
+  const CostTable table = build_cost_table(plan);
+  const double exposed = 1.0 - options_.tp_overlap;
+  // The busiest unit's compute costs O(units); the program's makespan, O(instructions).
+  out.bound.step_time_s = busiest_compute_s(plan, program, table, exposed);
+  if (out.bound.step_time_s > evaluate_at_most_s) return out;
+  out.bound.step_time_s = std::max(out.bound.step_time_s, fastest_makespan_s(program, table, exposed));
+  if (out.bound.step_time_s > evaluate_at_most_s) return out;
+  out.estimate = evaluate_program(plan, program, table, options_.tp_overlap, options, nullptr);
   return out;
 }
 

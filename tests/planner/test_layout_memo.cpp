@@ -76,10 +76,33 @@ TEST_CASE("a shared layout memo changes no layout") {
   CHECK(roles > 4 * static_cast<long>(plan::LayoutMemo::kMaxRoles));  // it forgets several times
 }
 
-TEST_CASE("a layout memo keeps range costs by role and forgets them when full") {
-  plan::GroupSpec a, b;
+TEST_CASE("a layout memo keys groups by their values, not their devices") {
   plan::LayoutMemo memo;
-  const std::vector<int> ids = memo.role_ids({{&a, 4, false, 2, 1, 0}, {&b, 4, false, 2, 1, 0}, {&a, 4, false, 1, 1, 0}}, 10);
+  const plan::Link nvlink{"nvlink", 2.4e12, 1e-6}, pcie{"pcie", 2.56e11, 5e-6};
+  plan::GroupSpec a{{0, 1, 2, 3}, 2, {{"a100", nvlink}}, {0, 0}, pcie};
+  plan::GroupSpec on_other_node = a;
+  on_other_node.devices = {8, 9, 10, 11};
+  on_other_node.dp_link = nvlink;   // range costs do not read it
+  plan::GroupSpec other_tp = a;
+  other_tp.tp = 4;
+  other_tp.replica_kind = {0};
+  plan::GroupSpec other_link = a;
+  other_link.kinds[0].intra_link = pcie;
+  plan::GroupSpec mixed{{0, 1, 2, 3}, 2, {{"a100", nvlink}, {"v100", nvlink}}, {0, 1}, pcie};
+  plan::GroupSpec mixed_swapped{{0, 1, 2, 3}, 2, {{"v100", nvlink}, {"a100", nvlink}}, {0, 1}, pcie};
+  const int id = memo.group_id(a);
+  CHECK(memo.group_id(on_other_node) == id);
+  CHECK(memo.group_id(other_tp) != id);
+  CHECK(memo.group_id(other_link) != id);
+  CHECK(memo.group_id(other_link) != memo.group_id(other_tp));
+  CHECK(memo.group_id(mixed) != memo.group_id(mixed_swapped));   // replica order sets the shares
+  CHECK(memo.group_id(a) == id);
+}
+
+TEST_CASE("a layout memo keeps range costs by role and forgets them when full") {
+  plan::LayoutMemo memo;
+  const int a = 0, b = 1;   // group ids
+  const std::vector<int> ids = memo.role_ids({{a, 4, false, 2, 1, 0}, {b, 4, false, 2, 1, 0}, {a, 4, false, 1, 1, 0}}, 10);
   CHECK(ids == std::vector<int>{0, 1, 2});
   CHECK(memo.find(ids[0], 2, 5) == nullptr);
   CHECK(memo.remember(ids[0], 2, 5, 1.5) == 1.5);
@@ -88,14 +111,14 @@ TEST_CASE("a layout memo keeps range costs by role and forgets them when full") 
   CHECK(memo.find(ids[0], 2, 6) == nullptr);   // same row, another end
   CHECK(memo.find(ids[1], 2, 5) == nullptr);   // another role
   // The same role again has the same id and keeps its costs.
-  CHECK(memo.role_ids({{&a, 4, false, 2, 1, 0}}, 10) == std::vector<int>{0});
+  CHECK(memo.role_ids({{a, 4, false, 2, 1, 0}}, 10) == std::vector<int>{0});
   CHECK(*memo.find(0, 2, 5) == 1.5);
   memo.remember_partition({0, 3}, {0, 4, 10});
   REQUIRE(memo.partition({0, 3}) != nullptr);
   CHECK(*memo.partition({0, 3}) == std::vector<int>{0, 4, 10});
   // Filling it: roles beyond its room start it over.
   std::vector<plan::GroupRole> many;
-  for (size_t i = 0; i < plan::LayoutMemo::kMaxRoles; ++i) many.push_back({&b, 8 + static_cast<int>(i), false, 1, 1, 0});
+  for (size_t i = 0; i < plan::LayoutMemo::kMaxRoles; ++i) many.push_back({b, 8 + static_cast<int>(i), false, 1, 1, 0});
   CHECK(memo.role_ids(many, 10).front() == 0);
   CHECK(memo.find(0, 2, 5) == nullptr);
   CHECK(memo.partition({0, 3}) == nullptr);

@@ -4,6 +4,8 @@
 // same plans as the search that simulates every candidate.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "planner_fixtures.h"
@@ -36,7 +38,7 @@ std::vector<Case> cases() {
 TEST_CASE("the step bound never exceeds the simulated step time and agrees on memory") {
   const sim::Simulator simulator;
   std::mt19937 random(20260523);
-  long checked = 0, overflowing = 0;
+  long checked = 0, overflowing = 0, both_checked = 0;
   for (const Case& c : cases()) {
     plan::SpaceLimits limits;
     for (const plan::Device& d : c.cluster.devices) limits.devices.push_back(d.id);
@@ -68,6 +70,33 @@ TEST_CASE("the step bound never exceeds the simulated step time and agrees on me
           if (d.peak_memory_bytes > d.capacity_bytes) over.push_back(d.id);
         }
         CHECK(b.overflowing == over);
+        // One program for both: the same verdict, bound and estimate, to the bit; below the
+        // bound no run, and the bound it reports (maybe a cheaper part) still above the limit.
+        if (checked % 4 == 0) {
+          const plan::BoundedEstimate both =
+              simulator.bound_and_evaluate(scratch, std::numeric_limits<double>::infinity(), plan::EvaluateOptions{});
+          CHECK(both.bound.fits == b.fits);
+          CHECK(both.bound.overflowing == b.overflowing);
+          CHECK(both.estimate.has_value() == b.fits);
+          if (b.fits && both.estimate) {
+            CHECK(both.bound.step_time_s == b.step_time_s);
+            CHECK(both.estimate->step_time_s == e.step_time_s);
+            CHECK(both.estimate->mfu == e.mfu);
+            CHECK(both.estimate->breakdown.idle_s == e.breakdown.idle_s);
+            REQUIRE(both.estimate->devices.size() == e.devices.size());
+            for (size_t d = 0; d < e.devices.size(); ++d) {
+              CHECK(both.estimate->devices[d].peak_memory_bytes == e.devices[d].peak_memory_bytes);
+              CHECK(both.estimate->devices[d].tensor_memory_bytes == e.devices[d].tensor_memory_bytes);
+            }
+            const double below = std::nextafter(b.step_time_s, 0.0);
+            const plan::BoundedEstimate cut = simulator.bound_and_evaluate(scratch, below, plan::EvaluateOptions{});
+            CHECK_FALSE(cut.estimate.has_value());
+            CHECK(cut.bound.fits);
+            CHECK(cut.bound.step_time_s > below);
+            CHECK(cut.bound.step_time_s <= b.step_time_s);
+            ++both_checked;
+          }
+        }
         overflowing += !b.fits;
         ++checked;
       }
@@ -75,6 +104,7 @@ TEST_CASE("the step bound never exceeds the simulated step time and agrees on me
   }
   CHECK(checked > 500);
   CHECK(overflowing > 0);
+  CHECK(both_checked > 100);
 }
 
 TEST_CASE("the search pruned by the bound finds the plans of simulating every candidate") {

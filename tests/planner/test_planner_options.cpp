@@ -3,6 +3,7 @@
 // best plan so far, the baseline's uniform shape, the upper bound's parts, and the JSON keys.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 
@@ -102,4 +103,50 @@ TEST_CASE("the baseline is uniform with even layers and shares; the upper bound 
                           "\"wall_s\""}) {
     CHECK(json.find(key) != std::string::npos);
   }
+}
+
+namespace {
+// A fake clock that reads 0 for its first `zero_readings` readings and 1e9 s after, counting
+// every reading in `*readings`.
+std::function<double()> clock_jumping_after(long zero_readings, std::shared_ptr<long> readings) {
+  return [=] { return (*readings)++ < zero_readings ? 0.0 : 1e9; };
+}
+
+// GPT-2 124M at batch 32 in one pipeline stage on four A100s and four V100s (kTwoNodeMix): its
+// group mixes the two models, so the best plan has mixed-tp variants.
+plan::PlanResult search_one_stage_mix(long zero_readings, std::shared_ptr<long> readings) {
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.compare = false;
+  o.global_batch = 32;
+  o.hints.max_pipeline_depth = 1;
+  o.time_limit_s = 1.0;
+  o.clock_s = clock_jumping_after(zero_readings, std::move(readings));
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("options_two_node_mix.yaml", test::kTwoNodeMix));
+  return plan::search_plans(cluster, test::shipped_model("gpt2-124m"), simulator, o);
+}
+}  // namespace
+
+TEST_CASE("the time limit also cuts the mixed-tp variants, after the search") {
+  auto readings = std::make_shared<long>(0);
+  const plan::PlanResult full = search_one_stage_mix(1L << 40, readings);
+  const long all = *readings;
+  CHECK_FALSE(full.stats.timed_out);
+  REQUIRE(plan::mixed_tp_variants(full.ranked.front().plan, 16).size() >= 2);  // read the clock before each
+  // The last reading (before the last variant) past the limit: the search itself is as
+  // without a limit, the pass over the variants says it was cut.
+  const plan::PlanResult cut = search_one_stage_mix(all - 1, std::make_shared<long>(0));
+  CHECK(cut.stats.timed_out);
+  CHECK(cut.stats.candidates_evaluated == full.stats.candidates_evaluated);
+  CHECK(cut.stats.candidates_simulated == full.stats.candidates_simulated);
+  CHECK(cut.stats.candidates_bounded == full.stats.candidates_bounded);
+  // Every plan it ranks, the full search ranks too.
+  for (const plan::RankedPlan& p : cut.ranked) {
+    CAPTURE(p.label);
+    CHECK(std::any_of(full.ranked.begin(), full.ranked.end(), [&](const plan::RankedPlan& q) {
+      return plan::plan_to_yaml(q.plan, true) == plan::plan_to_yaml(p.plan, true);
+    }));
+  }
+  // With every reading within the limit, nothing is cut.
+  CHECK_FALSE(search_one_stage_mix(all, std::make_shared<long>(0)).stats.timed_out);
 }

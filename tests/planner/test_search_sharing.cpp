@@ -134,3 +134,41 @@ TEST_CASE("search_with_precision hands the result it returns to `then` once, in 
     CHECK(result.best().plan.precision == (request.mode == Mode::model ? plan::Precision::bf16 : plan::Precision::fp16));
   }
 }
+
+TEST_CASE("a structure cache is keyed by values: copies share their structures, a changed field does not") {
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("sharing_two_node_mix.yaml", test::kTwoNodeMix));
+  const plan::Model model = test::shipped_model("gpt2-124m");
+  plan::SpaceLimits limits;
+  for (const plan::Device& d : cluster.devices) limits.devices.push_back(d.id);
+  plan::StructureCache cache;
+  int made = 0;
+  const auto ask = [&](const plan::Cluster& c, const plan::Model& m) {
+    long left_out = -1;
+    const std::vector<plan::Structure> out = cache.get(c, m, limits, plan::SearchStrategies{}, &left_out, [&](long* left) {
+      ++made;
+      *left = 7;
+      return std::vector<plan::Structure>(static_cast<size_t>(made));
+    });
+    CHECK(left_out == 7);
+    return out.size();
+  };
+  CHECK(ask(cluster, model) == 1);
+  {
+    const plan::Cluster cluster_copy = cluster;   // another address, the same values
+    const plan::Model model_copy = model;
+    CHECK(ask(cluster_copy, model_copy) == 1);
+  }
+  CHECK(made == 1);
+  plan::Model other_precision = model;
+  other_precision.training.precision = plan::Precision::fp16;
+  CHECK(ask(cluster, other_precision) == 2);
+  plan::Cluster slower = cluster;
+  slower.profiles.begin()->second.memory_bandwidth_bytes_per_s *= 0.5;   // a profile's figure
+  CHECK(ask(slower, model) == 3);
+  plan::Model wider = model;
+  wider.layers[1].activation_bytes_split += 1;   // one layer's figure
+  CHECK(ask(cluster, wider) == 4);
+  CHECK(ask(cluster, model) == 1);   // the first entry stays
+  CHECK(made == 4);
+  CHECK(cache.size() == 4u);
+}

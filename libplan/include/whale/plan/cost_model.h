@@ -3,6 +3,7 @@
 // planner never depends on the simulator.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,12 @@ struct EvaluateOptions {
   bool timeline = false;   // record every event (slower)
 };
 
+/// What CostModel::bound_and_evaluate found.
+struct BoundedEstimate {
+  StepBound bound;
+  std::optional<Estimate> estimate;   // evaluate(plan), where it was run
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -69,6 +76,19 @@ class CostModel {
   /// A cheap bound of evaluate(plan): the planner skips a plan whose bound is already worse
   /// than the plans it has. Same preconditions; deterministic.
   virtual StepBound bound(const Plan& plan) const = 0;
+  /// bound(plan), then evaluate(plan) only when the plan fits and its bound is at most
+  /// `evaluate_at_most_s` (an incumbent's step time; infinity evaluates every plan that fits):
+  /// the estimate is evaluate's, and `bound` is bound's (fits, overflowing and, when evaluated,
+  /// step_time_s). A fitting plan left unevaluated has bound.step_time_s > evaluate_at_most_s, but
+  /// possibly below bound(plan)'s: an implementation may stop at a cheaper part of its bound
+  /// that already exceeds evaluate_at_most_s. This default makes the two calls; the simulator
+  /// shares their work (one schedule program and cost table).
+  virtual BoundedEstimate bound_and_evaluate(const Plan& plan, Seconds evaluate_at_most_s,
+                                             const EvaluateOptions& options) const {
+    BoundedEstimate out{bound(plan), std::nullopt};
+    if (out.bound.fits && out.bound.step_time_s <= evaluate_at_most_s) out.estimate = evaluate(plan, options);
+    return out;
+  }
 };
 
 }  // namespace whale::plan

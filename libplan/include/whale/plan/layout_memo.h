@@ -7,18 +7,21 @@
 
 #include <map>
 #include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "whale/plan/search_space.h"
 
 namespace whale::plan {
 
-/// Everything a range's cost depends on besides the range: the group, its shares (micro-batch
-/// size and whether they are even), the micro-batches of activations (and of zb-h1 weight-pass
-/// tensors) it keeps in flight, the
+/// Everything a range's cost depends on besides the range: the group's values
+/// (LayoutMemo::group_id), its shares (micro-batch size and whether they are even), the
+/// micro-batches of activations (and of zb-h1 weight-pass tensors) it keeps in flight, the
 /// stages it runs (chunks, each with 1/chunks of the memory) and its lowest memory rung.
 struct GroupRole {
-  const GroupSpec* group = nullptr;
+  int group = 0;   // LayoutMemo::group_id
   int micro_batch_size = 0;
   bool even_shares = false;
   int in_flight = 0;
@@ -35,6 +38,11 @@ class LayoutMemo {
  public:
   static constexpr size_t kMaxRoles = 64;
 
+  /// One id per distinct group value that range costs depend on: tp and, in replica order,
+  /// each replica's device model and intra-node link. Not the device ids: alike groups on
+  /// other nodes (most of a big cluster's) share their costs. Ids are never forgotten.
+  int group_id(const GroupSpec& group);
+
   /// The ids of `roles` (one layout's) for find and the partition keys, valid until the next
   /// call, which may forget every earlier id. `layers` is the model's layer count (the same in
   /// every call).
@@ -49,6 +57,18 @@ class LayoutMemo {
 
  private:
   void forget();
+  // GroupSpec's values as group_id compares them: tp, then per kind its model, link kind,
+  // bandwidth and latency, then the replicas' kinds.
+  struct GroupValue {
+    int tp = 1;
+    std::vector<std::tuple<std::string, std::string, double, double>> kinds;
+    std::vector<int> replica_kind;
+    bool operator<(const GroupValue& o) const;
+  };
+  std::map<GroupValue, int> group_ids_;
+  // group_id of each group asked about, by address: a search's groups are immutable and
+  // outlive the memo (the class's contract), so the address stands for the values read.
+  std::unordered_map<const GroupSpec*, int> id_of_group_;
   std::map<GroupRole, int> ids_;
   int layers_ = 0;
   size_t row_ = 0;                            // layers + 1: entries per (role, first layer)

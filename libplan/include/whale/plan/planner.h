@@ -72,6 +72,12 @@ struct PlannerOptions {
   std::shared_ptr<StructureCache> structure_cache;
 };
 
+/// Threads for the searches one command runs side by side (run_tasks): two, or one where a
+/// test's fake clock (clock_s) is set with threads == 1 and so need not be thread-safe.
+inline int side_by_side_threads(const PlannerOptions& options) {
+  return !options.clock_s || options.threads > 1 ? 2 : 1;
+}
+
 /// One simulated plan.
 struct RankedPlan {
   Plan plan;

@@ -93,6 +93,14 @@ class AnalyticModel {
   MemoryNeed memory(const std::string& device_model, int first, int end, int tp, int dp, int share,
                     int in_flight, Recompute r, bool shard_optimizer, bool shard_gradients = false,
                     int weight_passes = -1) const;
+  /// A device model's memory figures (private contents): looked up by name once, so that the
+  /// search's hot loops ask memory() without comparing names. Valid as long as the model.
+  struct DeviceMemory;
+  const DeviceMemory& device_memory(const std::string& device_model) const;
+  /// As memory() above, for the device model of `device` (device_memory).
+  MemoryNeed memory(const DeviceMemory& device, int first, int end, int tp, int dp, int share,
+                    int in_flight, Recompute r, bool shard_optimizer, bool shard_gradients = false,
+                    int weight_passes = -1) const;
   /// State bytes on one device of model `device_model` of the last stage's copy of a tied token
   /// table (held when the first and last stage run on different groups,
   /// Plan::last_stage_holds_table_copy), as the simulator counts it; 0 for an untied model.
@@ -134,6 +142,8 @@ class AnalyticModel {
   /// the replicated, the experts / ep x expert_tp (expert_shards), and that expert part alone.
   double device_parameters(int first, int end, int tp, int dp, double* experts = nullptr) const;
   std::vector<double> act_replicated_, act_split_, act_input_;
+
+ public:
   // The memory figures of one device model's profile (the simulator's memory model reads them
   // from the profile of a replica's devices).
   struct DeviceMemory {
@@ -149,8 +159,9 @@ class AnalyticModel {
     double activation_scale = 1.0;  // calibration.activation_memory_scale
     double optimizer_bytes = 0;     // plan::held_optimizer_bytes_per_param
   };
+
+ private:
   std::map<std::string, DeviceMemory> device_memory_;
-  const DeviceMemory& device_memory(const std::string& device_model) const;
   // weight_pass_bytes per sample, prefix sums over layers, at tp = 2^k (kWeightPassLevels).
   static constexpr int kWeightPassLevels = 9;
   std::vector<std::vector<double>> weight_pass_;

@@ -21,8 +21,8 @@ class StructureCache {
   /// The structures of (cluster, model, limits, strategies), and how many the search left out
   /// before its engine: `make` computes them the first time they are asked for (outside the
   /// lock: searches on other threads go on), a copy is returned every time. Thread-safe.
-  /// Contract: every cluster and model asked about outlives the cache and does not change
-  /// while it is in use, except for the model's training precision (part of the key).
+  /// Keyed by the values of the cluster and model (a copy of each is kept), so callers may
+  /// pass temporaries and copies: equal ones share their structures.
   std::vector<Structure> get(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
                              const SearchStrategies& strategies, long* left_out,
                              const std::function<std::vector<Structure>(long*)>& make);
@@ -32,10 +32,8 @@ class StructureCache {
 
  private:
   struct Key {
-    const Cluster* cluster = nullptr;
-    const Model* model = nullptr;
-    Precision precision = Precision::fp32;
-    FrameworkPrecision framework;
+    Cluster cluster;
+    Model model;   // its training precision included
     std::vector<int> devices;
     int max_pipeline_depth = 0;
     int fixed_stages = 0;

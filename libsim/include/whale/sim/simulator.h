@@ -36,6 +36,11 @@ class Simulator : public plan::CostModel {
   /// tensor-parallel all-reduces, optimizer), or the busiest replica's summed compute if that
   /// is longer. Transfers, bridges and gradient reductions only delay the engine further.
   plan::StepBound bound(const plan::Plan& plan) const override;
+  /// See CostModel::bound_and_evaluate: one schedule program and cost table for both, and the
+  /// busiest replica's summed compute first, so that a plan it already puts above
+  /// evaluate_at_most_s is neither analysed (plan::analyze_schedule) nor run.
+  plan::BoundedEstimate bound_and_evaluate(const plan::Plan& plan, Seconds evaluate_at_most_s,
+                                           const plan::EvaluateOptions& options) const override;
 
  private:
   SimulatorOptions options_;
