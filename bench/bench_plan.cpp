@@ -2,7 +2,7 @@
 // Planner benchmarks (figures, not tests): GPT-3 175B on mixed-1024 and on 64 A100-80GB at
 // batch 1536; wall time, layouts per second, layouts bounded away and simulated, and the best
 // plan's predicted throughput. The README's figures for the whole whale-plan command come from
-// farm-bench (see the README's benchmark table).
+// whole-process timing from outside (see the README's benchmark table).
 #include <chrono>
 #include <cstdio>
 #include <string>
