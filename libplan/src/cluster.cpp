@@ -42,6 +42,20 @@ Link Cluster::link_between(int a, int b) const {
   return slower(nb, na) ? nb : na;
 }
 
+Link Cluster::concurrent_link_between(int a, int b) const {
+  const Device& da = device_at(*this, a);
+  const Device& db = device_at(*this, b);
+  if (da.node == db.node) return nodes[da.node].intra_link;
+  auto share = [this](int node) {
+    Link l = nodes[node].network;
+    l.bandwidth_bytes_per_s /= std::max<std::size_t>(1, nodes[node].device_ids.size());
+    return l;
+  };
+  const Link na = share(da.node);
+  const Link nb = share(db.node);
+  return slower(nb, na) ? nb : na;
+}
+
 std::vector<std::string> Cluster::device_models() const {
   std::vector<std::string> models;
   for (const Device& device : devices) {

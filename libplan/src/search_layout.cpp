@@ -285,10 +285,19 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       if (s + 1 < S) {
         const int h = stage_group(c.schedule, p, s + 1);
         if (h != g) {
-          const int most = std::max(*std::max_element(gi[g].shares.begin(), gi[g].shares.end()),
-                                    *std::max_element(gi[h].shares.begin(), gi[h].shares.end()));
-          const Link link = an.cluster().link_between(st.groups[g]->devices[0], st.groups[h]->devices[0]);
-          p2p += 2.0 * link.time_for(an.boundary_bytes(b[s + 1]) * most);
+          // As the simulator prices it: every tp rank of the receiver takes its part at once
+          // on its own link share, its 1/tp sequence slice under sequence parallelism; a sender
+          // feeding several receivers sends to them one after another. Forward, the largest
+          // sender sends its whole share; backward, the largest receiver sends its share back.
+          const Link link = an.cluster().concurrent_link_between(st.groups[g]->devices[0], st.groups[h]->devices[0]);
+          const int from_tp = gi[g].tp, to_tp = gi[h].tp;
+          const bool sliced = an.sequence_parallel(from_tp) && an.sequence_parallel(to_tp);
+          const int receivers_per_sender = (to_tp + from_tp - 1) / from_tp;
+          const Bytes bytes_per_sample = an.boundary_bytes(b[s + 1]) / (sliced ? to_tp : 1);
+          for (const GroupInfo* side : {&gi[g], &gi[h]}) {
+            const int most = *std::max_element(side->shares.begin(), side->shares.end());
+            p2p += receivers_per_sender * link.time_for(bytes_per_sample * most);
+          }
         }
       }
     }

@@ -94,4 +94,13 @@ Seconds p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Byte
   return calibrated_link_between(cluster, from_device, to_device).time_for(bytes);
 }
 
+Seconds concurrent_p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Bytes bytes) {
+  if (from_device == to_device || bytes <= 0) return 0;
+  const int from_node = cluster.devices.at(from_device).node;
+  const int to_node = cluster.devices.at(to_device).node;
+  if (from_node == to_node) return calibrated_intra_link(cluster, from_node).time_for(bytes);
+  return slowest(device_network_share(cluster, from_node), device_network_share(cluster, to_node))
+      .time_for(bytes);
+}
+
 }  // namespace whale::sim

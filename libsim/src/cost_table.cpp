@@ -232,17 +232,32 @@ Seconds weight_gather_s(const plan::Plan& plan, const plan::Stage& stage) {
   return all_gather_s(plan.cluster, dp_group(stage), parameters * state.weights);
 }
 
-/// Bridge transfers from `from` to `to`: each moves its samples' output bytes from the
-/// sender's device to the receiver's first device.
+/// Bridge transfers from `from` to `to`. Every tp rank of a receiving replica takes its input
+/// from one device of the sending replica (plan::bridge_source_device), all at once, each pair
+/// on its own link share (concurrent_p2p_s): the full activations of the transfer's samples, or
+/// under sequence parallelism on both stages its 1/tp slice of the sequence (Megatron-LM sends
+/// (sequence / tp, micro-batch, hidden) per rank: forward_backward_pipelining_with_interleaving
+/// and get_tensor_shapes in megatron/core/pipeline_parallel/schedules.py). A sender device that
+/// feeds several receivers (a receiver at a higher tp) sends to them one after another; the
+/// busiest pair sets the transfer's time.
 std::vector<TransferCost> bridge_costs(const plan::Plan& plan, const plan::Stage& from,
                                        const plan::Stage& to) {
   const Bytes bytes_per_sample = plan.model.layers.at(from.end_layer - 1).output_bytes;
   std::vector<TransferCost> out;
   for (const plan::BridgeTransfer& t : plan::bridge_transfers(from, to)) {
-    const int src = plan::bridge_source_device(from, t.from_replica, 0);
-    const int dst = to.devices.at(to.replica_offset(t.to_replica));
-    out.push_back({t.from_replica, t.to_replica,
-                   p2p_s(plan.cluster, src, dst, bytes_per_sample * t.samples)});
+    const int from_tp = from.replica_tp(t.from_replica);
+    const int to_tp = to.replica_tp(t.to_replica);
+    const bool sliced = from.sequence_parallel && to.sequence_parallel;
+    const Bytes bytes = bytes_per_sample * t.samples / (sliced ? to_tp : 1);
+    const int receivers_per_sender = (to_tp + from_tp - 1) / from_tp;
+    const std::vector<int> receivers = to.replica_devices(t.to_replica);
+    Seconds time_s = 0;
+    for (int rank = 0; rank < to_tp; ++rank) {
+      const int src = plan::bridge_source_device(from, t.from_replica, rank);
+      time_s = std::max(time_s, receivers_per_sender *
+                                    concurrent_p2p_s(plan.cluster, src, receivers.at(rank), bytes));
+    }
+    out.push_back({t.from_replica, t.to_replica, time_s});
   }
   return out;
 }

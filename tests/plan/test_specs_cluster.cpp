@@ -1,6 +1,7 @@
 // File: test_specs_cluster.cpp
-// Clusters: node expansion, global device ids, link_between, the save/load round trip, and
-// bad clusters (unknown device model, missing network, duplicate node names).
+// Clusters: node expansion, global device ids, link_between and concurrent_link_between, the
+// save/load round trip, and bad clusters (unknown device model, missing network, duplicate
+// node names).
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -73,6 +74,20 @@ TEST_CASE("link_between: intra-node link, else the slower NIC") {
   // time_for: alpha + bytes / beta.
   CHECK(cross.time_for(12.5e9) == doctest::Approx(1.0 + 20e-6));
   CHECK_SPEC_ERROR([&] { c.link_between(0, 7); }, c.source_file, "", "device 7 is not in cluster 'lab'");
+}
+
+TEST_CASE("concurrent_link_between: intra-node link, else the slower per-device network share") {
+  const Cluster c = load_cluster(scratch_file("lab.yaml", kCluster));
+  CHECK(c.concurrent_link_between(0, 1).bandwidth_bytes_per_s == 600e9);  // NVLink, per device
+  // 200 Gb/s IB shared by the fast nodes' 2 devices: 12.5e9 B/s each.
+  CHECK(c.concurrent_link_between(1, 2).bandwidth_bytes_per_s == 12.5e9);
+  CHECK(c.concurrent_link_between(1, 2).latency_s == doctest::Approx(2e-6));
+  // The mixed node's 100 Gb/s Ethernet over its 3 devices (4.1667e9 B/s) is the slower share.
+  const Link cross = c.concurrent_link_between(0, 5);
+  CHECK(cross.kind == "ethernet");
+  CHECK(cross.bandwidth_bytes_per_s == doctest::Approx(12.5e9 / 3));
+  CHECK(c.concurrent_link_between(5, 0).bandwidth_bytes_per_s == doctest::Approx(12.5e9 / 3));
+  CHECK_SPEC_ERROR([&] { c.concurrent_link_between(0, 7); }, c.source_file, "", "device 7 is not in cluster 'lab'");
 }
 
 TEST_CASE("a cluster survives save and load") {

@@ -51,6 +51,11 @@ struct Cluster {
   /// The link two distinct devices talk over: their node's intra_link when they share a node,
   /// otherwise the slower (bandwidth, then latency) of the two nodes' networks.
   Link link_between(int a, int b) const;
+  /// The link two distinct devices talk over while every device of their nodes transfers at
+  /// once (a pipeline stage's devices each send their part): their node's intra_link when they
+  /// share a node, otherwise the slower of the two nodes' network shares (the node's network
+  /// divided evenly among its devices; one NIC per GPU on an H100 node).
+  Link concurrent_link_between(int a, int b) const;
   /// Distinct device model names, in order of first appearance.
   std::vector<std::string> device_models() const;
 };

@@ -47,4 +47,11 @@ Seconds all_gather_s(const plan::Cluster& cluster, const std::vector<int>& devic
 /// calibrated_link_between(a, b); 0 when a == b or bytes <= 0.
 Seconds p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Bytes bytes);
 
+/// A point-to-point transfer of `bytes` from device a to device b made while the other devices
+/// of their nodes make theirs (the devices of a pipeline stage each send their own part of a
+/// micro-batch at once): across nodes on the slower of the two devices' network shares
+/// (device_network_share; on a node with one NIC per GPU, the GPU's own NIC), inside a node on
+/// the calibrated intra link (each device has its own, as p2p_s). 0 when a == b or bytes <= 0.
+Seconds concurrent_p2p_s(const plan::Cluster& cluster, int from_device, int to_device, Bytes bytes);
+
 }  // namespace whale::sim
