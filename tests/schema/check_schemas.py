@@ -54,7 +54,7 @@ def kind_of(document):
 
 
 def check_files():
-    patterns = ["configs/**/*.yaml", "profiles/*.yaml", "tests/regression/hints/*.yaml"]
+    patterns = ["configs/**/*.yaml", "bench/clusters/*.yaml", "profiles/*.yaml", "tests/regression/hints/*.yaml"]
     files = sorted({f for p in patterns for f in glob.glob(os.path.join(SOURCE, p), recursive=True)})
     validators = {kind: validator(kind) for kind in LOADERS}
     counts = {kind: 0 for kind in LOADERS}
