@@ -27,13 +27,20 @@ void append(PackedGradients* packed, std::size_t flat_offset, std::size_t count)
   packed->count += count;
 }
 
-/// Appends piece `piece` (of `pieces`) of parameter `name`, whose shard `mine` starts at
-/// `flat_offset`, in the piece's element order.
-void append_piece(const plan::Model& model, const std::string& name, const TensorShard& mine,
-                  int piece, int pieces, std::size_t flat_offset, PackedGradients* packed) {
-  std::vector<int64_t> position(mine.full_count(), -1);  // full index -> index in this shard
+/// For each element of the full tensor, its index in shard `mine`, or -1 where `mine` does not
+/// hold it.
+std::vector<int64_t> positions_in_shard(const TensorShard& mine) {
+  std::vector<int64_t> position(mine.full_count(), -1);
   const std::vector<std::size_t> held = shard_full_indices(mine);
   for (std::size_t i = 0; i < held.size(); ++i) position[held[i]] = static_cast<int64_t>(i);
+  return position;
+}
+
+/// Appends piece `piece` (of `pieces`) of parameter `name`, whose shard starts at `flat_offset`
+/// with `position` its positions_in_shard, in the piece's element order.
+void append_piece(const plan::Model& model, const std::string& name,
+                  const std::vector<int64_t>& position, int piece, int pieces,
+                  std::size_t flat_offset, PackedGradients* packed) {
   for (std::size_t full : shard_full_indices(parameter_shard(model, name, piece, pieces))) {
     if (position[full] < 0)
       throw std::logic_error("mixed_tp_packing: piece " + std::to_string(piece) + " of " +
@@ -65,8 +72,9 @@ std::vector<std::vector<PackedGradients>> mixed_tp_packing(
         append(&runs.back(), offset, p.count);
         continue;
       }
+      const std::vector<int64_t> position = positions_in_shard(mine);  // once for all its pieces
       for (int j = first_piece; j < end_piece; ++j)
-        append_piece(model, p.name, mine, j, pieces, offset, &runs[j - first_piece]);
+        append_piece(model, p.name, position, j, pieces, offset, &runs[j - first_piece]);
     }
     std::vector<PackedGradients> nonempty;
     for (PackedGradients& run : runs)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "runtime/expert_groups.h"
 #include "runtime/tied_embedding.h"
 #include "whale/exec/comm/group_communicator.h"
 #include "whale/exec/runtime/comm_groups.h"
@@ -81,7 +82,7 @@ std::vector<RankGroup> expert_layout_groups(const plan::Plan& plan, const RankLa
                                             int rank) {
   const plan::Stage& stage = plan.stages.at(s);
   std::vector<RankGroup> groups;
-  if (!plan.model.moe || (stage.ep < 2 && stage.expert_tp_degree() == stage.tp)) return groups;
+  if (!plan.model.moe || !separate_expert_layout(stage)) return groups;
   const int etp = stage.expert_tp_degree();
   const auto at = std::find(stage.devices.begin(), stage.devices.end(), layout.device_of_rank(rank));
   if (at == stage.devices.end()) return groups;
