@@ -296,13 +296,74 @@ void emit_layer_times(YAML::Emitter& out, const LayerTimes& times) {
   out << YAML::EndSeq << YAML::EndMap;
 }
 
+/// GEMM efficiency curves by precision key (fp32, tf32, fp16, bf16), sizes in GFLOP.
+std::map<Precision, EfficiencyCurve> parse_gemm_curves(const YamlField& field) {
+  field.expect_keys({"fp32", "tf32", "fp16", "bf16"});
+  std::map<Precision, EfficiencyCurve> curves;
+  for (const std::string& key : field.keys()) {
+    curves[precision_key(field, key)] = parse_curve(field.get(key), "gflop", kFlopsPerGflop);
+  }
+  return curves;
+}
+
+void emit_gemm_curves(YAML::Emitter& out, const std::string& key,
+                      const std::map<Precision, EfficiencyCurve>& curves) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  for (Precision p : kPrecisions) {
+    auto it = curves.find(p);
+    if (it == curves.end()) continue;
+    out << YAML::Key << to_string(p) << YAML::Value;
+    emit_curve(out, it->second, "gflop", kFlopsPerGflop);
+  }
+  out << YAML::EndMap;
+}
+
+/// Op-class bandwidths in GB/s, keyed by class name.
+std::map<std::string, BytesPerSecond> parse_op_bandwidths(const YamlField& field) {
+  std::map<std::string, BytesPerSecond> bandwidths;
+  for (const std::string& key : field.keys()) {
+    bandwidths[key] = gbytes_per_s_to_bytes_per_s(field.get(key).positive_number());
+  }
+  return bandwidths;
+}
+
+void emit_op_bandwidths(YAML::Emitter& out, const std::string& key,
+                        const std::map<std::string, BytesPerSecond>& bandwidths) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  for (const auto& [op, bandwidth] : bandwidths) emit_number_field(out, op, bandwidth / 1e9);
+  out << YAML::EndMap;
+}
+
+CacheResidency parse_cache(const YamlField& field) {
+  field.expect_keys({"last_level_cache_mib_per_device", "warm_gemm_efficiency",
+                     "warm_op_bandwidth_gbytes_per_s"});
+  CacheResidency cache;
+  cache.cache_bytes_per_device =
+      field.get("last_level_cache_mib_per_device").positive_number() * kBytesPerMiB;
+  cache.warm_gemm_efficiency = parse_gemm_curves(field.get("warm_gemm_efficiency"));
+  if (field.has("warm_op_bandwidth_gbytes_per_s")) {
+    cache.warm_op_bandwidth_bytes_per_s = parse_op_bandwidths(field.get("warm_op_bandwidth_gbytes_per_s"));
+  }
+  return cache;
+}
+
+void emit_cache(YAML::Emitter& out, const CacheResidency& cache) {
+  out << YAML::Key << "cache" << YAML::Value << YAML::BeginMap;
+  emit_number_field(out, "last_level_cache_mib_per_device", cache.cache_bytes_per_device / kBytesPerMiB);
+  emit_gemm_curves(out, "warm_gemm_efficiency", cache.warm_gemm_efficiency);
+  if (!cache.warm_op_bandwidth_bytes_per_s.empty()) {
+    emit_op_bandwidths(out, "warm_op_bandwidth_gbytes_per_s", cache.warm_op_bandwidth_bytes_per_s);
+  }
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 DeviceProfile parse_device_profile(const YamlField& root, const std::string& expected_name) {
   root.expect_keys({"name", "kind", "source", "memory_gib", "memory_bandwidth_gbytes_per_s",
                     "peak_tflops", "kernel_launch_us", "gemm_efficiency", "memory_efficiency",
                     "slowdown_factor", "op_bandwidth_gbytes_per_s", "framework_memory",
-                    "calibration", "layer_times"});
+                    "calibration", "layer_times", "cache"});
   DeviceProfile profile;
   const YamlField name = root.get("name");
   profile.name = name.text();
@@ -325,11 +386,7 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
         peaks.get(key).positive_number() * kFlopsPerTflop;
   }
   profile.kernel_launch_s = root.get("kernel_launch_us").non_negative_number() * kSecondsPerUs;
-  const YamlField gemm = root.get("gemm_efficiency");
-  gemm.expect_keys({"fp32", "tf32", "fp16", "bf16"});
-  for (const std::string& key : gemm.keys()) {
-    profile.gemm_efficiency[precision_key(gemm, key)] = parse_curve(gemm.get(key), "gflop", kFlopsPerGflop);
-  }
+  profile.gemm_efficiency = parse_gemm_curves(root.get("gemm_efficiency"));
   profile.memory_efficiency = parse_curve(root.get("memory_efficiency"), "mib", kBytesPerMiB);
   if (root.has("slowdown_factor")) {
     const YamlField slow = root.get("slowdown_factor");
@@ -337,10 +394,7 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
     if (profile.slowdown_factor < 1) slow.fail("expected a slowdown_factor >= 1");
   }
   if (root.has("op_bandwidth_gbytes_per_s")) {
-    const YamlField ops = root.get("op_bandwidth_gbytes_per_s");
-    for (const std::string& key : ops.keys()) {
-      profile.op_bandwidth_bytes_per_s[key] = gbytes_per_s_to_bytes_per_s(ops.get(key).positive_number());
-    }
+    profile.op_bandwidth_bytes_per_s = parse_op_bandwidths(root.get("op_bandwidth_gbytes_per_s"));
   }
   profile.framework_memory = root.has("framework_memory")
                                  ? parse_framework_memory(root.get("framework_memory"), profile.kind)
@@ -348,6 +402,7 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
   if (root.has("calibration")) profile.calibration = parse_calibration(root.get("calibration"));
   check_reserves(root, profile);
   if (root.has("layer_times")) profile.layer_times = parse_layer_times(root.get("layer_times"));
+  if (root.has("cache")) profile.cache = parse_cache(root.get("cache"));
   return profile;
 }
 
@@ -370,27 +425,19 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
   }
   out << YAML::EndMap;
   emit_number_field(out, "kernel_launch_us", profile.kernel_launch_s / kSecondsPerUs);
-  out << YAML::Key << "gemm_efficiency" << YAML::Value << YAML::BeginMap;
-  for (Precision p : kPrecisions) {
-    auto it = profile.gemm_efficiency.find(p);
-    if (it == profile.gemm_efficiency.end()) continue;
-    out << YAML::Key << to_string(p) << YAML::Value;
-    emit_curve(out, it->second, "gflop", kFlopsPerGflop);
-  }
-  out << YAML::EndMap;
+  emit_gemm_curves(out, "gemm_efficiency", profile.gemm_efficiency);
   out << YAML::Key << "memory_efficiency" << YAML::Value;
   emit_curve(out, profile.memory_efficiency, "mib", kBytesPerMiB);
   if (profile.slowdown_factor != 1.0) emit_number_field(out, "slowdown_factor", profile.slowdown_factor);
   if (!profile.op_bandwidth_bytes_per_s.empty()) {
-    out << YAML::Key << "op_bandwidth_gbytes_per_s" << YAML::Value << YAML::BeginMap;
-    for (const auto& [op, bandwidth] : profile.op_bandwidth_bytes_per_s) emit_number_field(out, op, bandwidth / 1e9);
-    out << YAML::EndMap;
+    emit_op_bandwidths(out, "op_bandwidth_gbytes_per_s", profile.op_bandwidth_bytes_per_s);
   }
   if (!(profile.framework_memory == default_framework_memory(profile.kind))) {
     emit_framework_memory(out, profile.framework_memory);
   }
   if (!profile.calibration.is_default()) emit_calibration(out, profile.calibration);
   if (!profile.layer_times.empty()) emit_layer_times(out, profile.layer_times);
+  if (!profile.cache.empty()) emit_cache(out, profile.cache);
   out << YAML::EndMap;
   write_file_atomically(path, std::string(out.c_str()) + "\n");
 }

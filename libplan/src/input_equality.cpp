@@ -63,12 +63,18 @@ bool operator==(const ProfileCalibration& a, const ProfileCalibration& b) {
   });
 }
 
+bool operator==(const CacheResidency& a, const CacheResidency& b) {
+  return same_fields(a, b, [](const CacheResidency& x) {
+    return std::tie(x.cache_bytes_per_device, x.warm_gemm_efficiency, x.warm_op_bandwidth_bytes_per_s);
+  });
+}
+
 bool operator==(const DeviceProfile& a, const DeviceProfile& b) {
   return same_fields(a, b, [](const DeviceProfile& x) {
     return std::tie(x.name, x.kind, x.source, x.memory_bytes, x.memory_bandwidth_bytes_per_s,
                     x.peak_flops_per_s, x.gemm_efficiency, x.memory_efficiency, x.kernel_launch_s,
                     x.slowdown_factor, x.op_bandwidth_bytes_per_s, x.framework_memory, x.calibration,
-                    x.layer_times);
+                    x.layer_times, x.cache);
   });
 }
 

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <tuple>
 
 #include "whale/plan/bridge.h"
+#include "whale/plan/cache_warmth.h"
 #include "whale/plan/gradient_buckets.h"
 #include "whale/plan/moe_layer.h"
 #include "whale/sim/calibration.h"
@@ -16,6 +18,7 @@
 #include "whale/sim/link_calibration.h"
 #include "whale/sim/memory_model.h"
 #include "whale/sim/op_cost.h"
+#include "whale/sim/cache_working_set.h"
 #include "mixed_tp_exchange.h"
 
 namespace whale::sim {
@@ -23,22 +26,25 @@ namespace {
 
 /// What a replica's costs depend on: its share, its device model, the experts its busiest ep
 /// rank holds and, per tp device, its node relative to the first device's and that node's
-/// links (all that allreduce_s reads).
+/// links (all that allreduce_s reads), and the warm fractions of its layers (the other
+/// stages its device holds).
 struct ReplicaKey {
   int share = 0;
   std::string model;
   int experts_held = 0;
   double token_scale = 1;  // plan::expert_token_scale
   std::vector<double> layout;
+  std::vector<double> warm_fractions;  // layer_warm_fractions
   bool operator<(const ReplicaKey& o) const {
-    return std::tie(share, model, experts_held, token_scale, layout) <
-           std::tie(o.share, o.model, o.experts_held, o.token_scale, o.layout);
+    return std::tie(share, model, experts_held, token_scale, layout, warm_fractions) <
+           std::tie(o.share, o.model, o.experts_held, o.token_scale, o.layout, o.warm_fractions);
   }
 };
 
 ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int replica) {
   ReplicaKey key;
   key.share = stage.shares.at(replica);
+  key.warm_fractions = layer_warm_fractions(plan, stage, replica);
   if (plan.model.moe) {
     const int experts = plan.model.moe->experts;
     key.experts_held = stage.experts_held(plan::busiest_ep_rank(stage, replica, experts), experts);
@@ -100,10 +106,12 @@ Seconds expert_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int 
   return time_s;
 }
 
-/// `buckets`: the stage's gradient buckets, empty when it has no dp reduction. The replica
+/// `buckets`: the stage's gradient buckets, empty when it has no dp reduction; `warm_fractions`:
+/// layer_warm_fractions of the replica. The replica
 /// computes at its own tp (Stage::as_replica), its tp collectives on its own devices.
 ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int replica,
-                         const std::vector<plan::GradientBucket>& buckets) {
+                         const std::vector<plan::GradientBucket>& buckets,
+                         const std::vector<double>& warm_fractions) {
   const plan::Stage stage = whole.as_replica(replica);
   const std::vector<int> devices = stage.replica_devices(replica);
   const plan::DeviceProfile& profile = plan.cluster.profile_of(devices.front());
@@ -116,7 +124,13 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int r
   // GEMMs run in the device's effective precision (TF32 allowed, documented fallbacks).
   const plan::Precision gemm_precision =
       plan::effective_gemm_precision(plan.precision, plan.framework_precision, profile);
+  // Layers whose operands the last-level cache keeps run partly warm (cache_working_set.h);
+  // every such layer of a device has the same warm fraction, so one blended profile serves them.
+  std::optional<plan::DeviceProfile> warm_profile;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+    const double warm_fraction = warm_fractions[l - stage.first_layer];
+    if (warm_fraction > 0 && !warm_profile) warm_profile = plan::with_warm_fraction(profile, warm_fraction);
+    const plan::DeviceProfile& layer_profile = warm_fraction > 0 ? *warm_profile : profile;
     const plan::Layer& model_layer = plan.model.layers.at(l);
     const bool moe = model_layer.experts > 0;
     // An MoE layer as this replica runs it: its device holding the most experts, at the
@@ -126,7 +140,7 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int r
     const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true, ep_rank, token_scale) : plan::Layer{};
     const plan::Layer& layer = moe ? busiest : model_layer;
     const LayerCost cost =
-        layer_cost(layer, profile, gemm_precision, stage.tp, samples, stage.recompute,
+        layer_cost(layer, layer_profile, gemm_precision, stage.tp, samples, stage.recompute,
                    stage.sequence_parallel);
     out.forward_s += cost.forward_s;
     out.backward_s += cost.backward_s;
@@ -293,7 +307,7 @@ CostTable build_cost_table(const plan::Plan& plan) {
     std::map<ReplicaKey, int> first_alike;
     for (int r = 0; r < stage.dp(); ++r) {
       const auto [it, inserted] = first_alike.emplace(replica_key(plan, stage, r), r);
-      cost.replicas.push_back(inserted ? replica_cost(plan, stage, r, buckets)
+      cost.replicas.push_back(inserted ? replica_cost(plan, stage, r, buckets, it->first.warm_fractions)
                                        : cost.replicas[it->second]);
       cost.optimizer_s.push_back(inserted ? optimizer_s(plan, stage, r)
                                           : cost.optimizer_s[it->second]);

@@ -2,6 +2,7 @@
 // CacheFlusher: a write of twice the last-level cache before each timed call, then a read of
 // the buffers the call should find hot.
 #include "whale/exec/profile/profile_cache_flusher.h"
+#include "whale/exec/profile/profile_cpu_cache.h"
 
 #include <algorithm>
 
@@ -11,7 +12,11 @@ namespace whale::exec {
 namespace {
 
 std::size_t flush_bytes() {
-  const long llc = std::max({sysconf(_SC_LEVEL3_CACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE), 0L});
+  // sysfs describes the cache this CPU has; in a VM, sysconf may report the host's (256 MiB
+  // where sysfs reads 32 MiB), and a flush eight times too large only slows the profile.
+  const Bytes sysfs = read_last_level_cache("/sys/devices/system/cpu/cpu0/cache").size_bytes;
+  const long llc = sysfs > 0 ? static_cast<long>(sysfs)
+                             : std::max({sysconf(_SC_LEVEL3_CACHE_SIZE), sysconf(_SC_LEVEL2_CACHE_SIZE), 0L});
   const std::size_t twice = llc > 0 ? 2 * static_cast<std::size_t>(llc) : std::size_t{64} << 20;
   return std::min(twice, std::size_t{1} << 30);
 }

@@ -50,9 +50,42 @@ struct OpClass {
   std::string name;              // the class key, contained in the model's memory op names
   double model_bytes = 0;        // bytes the model counts for the measured forward
   std::function<void()> forward, backward;
-  double gemm_s = 0;             // time of the GEMMs inside forward, priced by the curve
+  double gemm_s = 0;             // time of the GEMMs inside forward, priced by the cold curve
   std::vector<CacheFlusher::HotBuffer> forward_hot, backward_hot;  // just written before it
 };
+
+struct OpTimes {
+  Seconds forward_s = 0, backward_s = 0;
+};
+
+/// The op's forward and backward medians under the timer options `options(hot buffers)` gives.
+template <typename Options>
+OpTimes time_op(const OpClass& op, const Options& options) {
+  OpTimes t;
+  t.forward_s = median_call_time_s(op.forward, options(op.forward_hot));
+  t.backward_s = op.backward ? median_call_time_s(op.backward, options(op.backward_hot)) : t.forward_s;
+  return t;
+}
+
+/// The class's bandwidth as the model counts bytes: libsim charges the GEMMs (`gemm_s`, by the
+/// curve of the same cache state) forward once and backward twice, the class once each way.
+/// 0, with a progress line saying so, when nothing is left after the GEMMs.
+double class_bandwidth(const OpClass& op, const OpTimes& t, Seconds gemm_s, const char* state,
+                       const ProgressFn& progress) {
+  const Seconds class_s = (t.forward_s + t.backward_s - 3.0 * gemm_s) / 2.0;
+  char line[220];
+  if (class_s <= 0) {
+    std::snprintf(line, sizeof line, "op %s (%s): forward %.3f ms, backward %.3f ms: nothing left "
+                  "after the GEMMs, not recorded", op.name.c_str(), state, t.forward_s * 1e3,
+                  t.backward_s * 1e3);
+    progress(line);
+    return 0;
+  }
+  std::snprintf(line, sizeof line, "op %s (%s): forward %.3f ms, backward %.3f ms, %.3f GB/s as the model counts bytes",
+                op.name.c_str(), state, t.forward_s * 1e3, t.backward_s * 1e3, op.model_bytes / class_s / 1e9);
+  progress(line);
+  return op.model_bytes / class_s;
+}
 
 }  // namespace
 
@@ -86,11 +119,15 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
   backend.synchronize();
 
   // Attention core GEMMs (scores and context) as libsim prices them: flops of one op summed
-  // over heads and samples, forward once, backward twice.
+  // over heads and samples, forward once, backward twice; cold and warm by the curve of each.
   const double attention_gemm_flops = 2.0 * sequence * sequence * head_size * heads * batch;
-  const plan::EfficiencyCurve& curve = profile->gemm_curve(plan::Precision::fp32);
   const double peak = profile->peak(plan::Precision::fp32);
-  const double attention_gemm_s = 2.0 * attention_gemm_flops / (peak * curve.at(attention_gemm_flops));
+  const auto attention_gemm_s = [&](const plan::EfficiencyCurve& curve) {
+    return 2.0 * attention_gemm_flops / (peak * curve.at(attention_gemm_flops));
+  };
+  const double cold_attention_gemm_s = attention_gemm_s(profile->gemm_curve(plan::Precision::fp32));
+  const double warm_attention_gemm_s =
+      attention_gemm_s(profile->cache.warm_gemm_efficiency.at(plan::Precision::fp32));
 
   std::vector<OpClass> classes = {
       {"gelu", 2 * wide_count * kFloatBytes, [&] { backend.gelu_forward(y, x, wide_count); },
@@ -103,7 +140,7 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
       {"softmax", 2 * probs_count * kFloatBytes,
        [&] { backend.attention_forward(y, probs, qkv, batch, sequence, heads, head_size); },
        [&] { backend.attention_backward(dy, y, qkv, probs, batch, sequence, heads, head_size); },
-       attention_gemm_s, {{qkv.as<float>(), 3 * narrow_count}}, {{y.as<float>(), narrow_count}}},
+       cold_attention_gemm_s, {{qkv.as<float>(), 3 * narrow_count}}, {{y.as<float>(), narrow_count}}},
       {"cross_entropy", 2.0 * rows * vocabulary * kFloatBytes,
        [&] { backend.cross_entropy_forward(logits, targets, rows, vocabulary); },
        [&] { backend.cross_entropy_backward(dy, logits, targets, rows, vocabulary, 1.0); },
@@ -115,23 +152,20 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
        },
        nullptr, 0, {}, {}},
   };
+  // Each class cold (the flusher before every call, its hot inputs read back) and warm (calls
+  // repeated on the same buffers, which stay resident).
   for (const OpClass& op : classes) {
-    const Seconds forward_s = median_call_time_s(op.forward, flusher.cold_except(timer, op.forward_hot));
-    const Seconds backward_s =
-        op.backward ? median_call_time_s(op.backward, flusher.cold_except(timer, op.backward_hot)) : forward_s;
-    // libsim charges the GEMMs forward once and backward twice, the class once each way.
-    const Seconds class_s = (forward_s + backward_s - 3.0 * op.gemm_s) / 2.0;
-    char line[200];
-    if (class_s <= 0) {
-      std::snprintf(line, sizeof line, "op %s: forward %.3f ms, backward %.3f ms: nothing left "
-                    "after the GEMMs, not recorded", op.name.c_str(), forward_s * 1e3, backward_s * 1e3);
-      progress(line);
-      continue;
+    const OpTimes cold = time_op(op, [&](const std::vector<CacheFlusher::HotBuffer>& hot) {
+      return flusher.cold_except(timer, hot);
+    });
+    const OpTimes warm = time_op(op, [&](const std::vector<CacheFlusher::HotBuffer>&) { return timer; });
+    const double warm_gemm_s = op.gemm_s > 0 ? warm_attention_gemm_s : 0.0;
+    const double cold_bandwidth = class_bandwidth(op, cold, op.gemm_s, "cold", progress);
+    const double warm_bandwidth = class_bandwidth(op, warm, warm_gemm_s, "warm", progress);
+    if (cold_bandwidth > 0) profile->op_bandwidth_bytes_per_s[op.name] = cold_bandwidth;
+    if (cold_bandwidth > 0 && warm_bandwidth > 0) {
+      profile->cache.warm_op_bandwidth_bytes_per_s[op.name] = warm_bandwidth;
     }
-    profile->op_bandwidth_bytes_per_s[op.name] = op.model_bytes / class_s;
-    std::snprintf(line, sizeof line, "op %s: forward %.3f ms, backward %.3f ms, %.3f GB/s as the model counts bytes",
-                  op.name.c_str(), forward_s * 1e3, backward_s * 1e3, op.model_bytes / class_s / 1e9);
-    progress(line);
   }
 }
 

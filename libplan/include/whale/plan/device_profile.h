@@ -36,6 +36,18 @@ class EfficiencyCurve {
   std::vector<EfficiencyPoint> points_;
 };
 
+/// The cache state of the ops (CPU profiles): whale-profile times each GEMM and op class twice,
+/// from cold caches (the main curves) and with its operands resident (warm, below), and records
+/// the last-level cache one device may fill. libsim prices a device's ops between the two by
+/// the weight bytes its layers hold (cache_working_set.h). Empty on profiles without the block
+/// (the GPU profiles), whose ops are priced cold as before.
+struct CacheResidency {
+  Bytes cache_bytes_per_device = 0;  // YAML: cache.last_level_cache_mib_per_device
+  std::map<Precision, EfficiencyCurve> warm_gemm_efficiency;  // YAML: cache.warm_gemm_efficiency
+  std::map<std::string, BytesPerSecond> warm_op_bandwidth_bytes_per_s;  // YAML: cache.warm_op_bandwidth_gbytes_per_s
+  bool empty() const { return cache_bytes_per_device <= 0; }
+};
+
 struct DeviceProfile {
   std::string name;          // device model name, e.g. "a100-sxm4-80gb"; the file stem
   std::string kind;          // "gpu" or "cpu"
@@ -62,6 +74,8 @@ struct DeviceProfile {
   ProfileCalibration calibration;                                  // YAML: calibration (optional)
   /// Measured per-layer times (whale-calibrate --layer-times); empty: the curves price every layer.
   LayerTimes layer_times;                                          // YAML: layer_times (optional)
+  /// Warm timings and the cache size (optional; CPU profiles of whale-profile).
+  CacheResidency cache;                                            // YAML: cache (optional)
 
   /// Peak of `p`, exactly: no fallback to another precision (a plan's GEMMs are priced at
   /// effective_gemm_precision, framework_precision.h, which applies the documented fallbacks).

@@ -18,6 +18,7 @@ bool operator==(const EfficiencyCurve& a, const EfficiencyCurve& b);
 bool operator==(const MeasuredLayerTime& a, const MeasuredLayerTime& b);
 bool operator==(const LayerTimes& a, const LayerTimes& b);
 bool operator==(const ProfileCalibration& a, const ProfileCalibration& b);
+bool operator==(const CacheResidency& a, const CacheResidency& b);
 bool operator==(const DeviceProfile& a, const DeviceProfile& b);
 bool operator==(const Cluster& a, const Cluster& b);
 bool operator==(const GemmOp& a, const GemmOp& b);

@@ -1,0 +1,46 @@
+// File: cache_warmth.cpp
+// The cold/warm blend of a device profile's GEMM curves and op-class bandwidths.
+#include "whale/plan/cache_warmth.h"
+
+#include <algorithm>
+
+namespace whale::plan {
+namespace {
+
+/// The rate (efficiency or bandwidth) at which an op runs when `f` of its time-at-warm-rate
+/// share is warm: time adds, so rates blend harmonically.
+double blended_rate(double cold, double warm, double f) { return 1.0 / (f / warm + (1.0 - f) / cold); }
+
+EfficiencyCurve blended_curve(const EfficiencyCurve& cold, const EfficiencyCurve& warm, double f) {
+  std::vector<double> sizes;
+  for (const EfficiencyPoint& p : cold.points()) sizes.push_back(p.size);
+  for (const EfficiencyPoint& p : warm.points()) sizes.push_back(p.size);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  std::vector<EfficiencyPoint> points;
+  for (double size : sizes) points.push_back({size, blended_rate(cold.at(size), warm.at(size), f)});
+  return EfficiencyCurve(std::move(points));
+}
+
+}  // namespace
+
+DeviceProfile with_warm_fraction(const DeviceProfile& profile, double warm_fraction) {
+  const double f = std::clamp(warm_fraction, 0.0, 1.0);
+  if (f == 0 || profile.cache.empty()) return profile;
+  DeviceProfile out = profile;
+  for (auto& [precision, curve] : out.gemm_efficiency) {
+    auto warm = profile.cache.warm_gemm_efficiency.find(precision);
+    if (warm != profile.cache.warm_gemm_efficiency.end() && !curve.empty() && !warm->second.empty()) {
+      curve = blended_curve(curve, warm->second, f);
+    }
+  }
+  for (auto& [op_class, bandwidth] : out.op_bandwidth_bytes_per_s) {
+    auto warm = profile.cache.warm_op_bandwidth_bytes_per_s.find(op_class);
+    if (warm != profile.cache.warm_op_bandwidth_bytes_per_s.end()) {
+      bandwidth = blended_rate(bandwidth, warm->second, f);
+    }
+  }
+  return out;
+}
+
+}  // namespace whale::plan

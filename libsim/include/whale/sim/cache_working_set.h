@@ -1,0 +1,32 @@
+// File: cache_working_set.h
+// Which part of a device's op time runs with its operands in the last-level cache: the weights
+// its layers hold against the cache its profile records (CacheResidency).
+#pragma once
+
+#include <vector>
+
+#include "whale/plan/plan.h"
+#include "whale/plan/units.h"
+
+namespace whale::sim {
+
+/// Bytes of `layer`'s parameters and their gradients that one device of replica `replica` of
+/// `stage` holds (the plan's precision, its tp shard; an embedding table 0: its gather touches
+/// only the rows it reads, which are its output).
+Bytes layer_weight_bytes(const plan::Plan& plan, const plan::Stage& stage, int replica, int layer);
+
+/// The warm fraction of each layer of replica `replica` of `stage` (index: layer - first_layer),
+/// for the device profile's cache C bytes (cache.cache_bytes_per_device; all zeros without).
+///
+/// The profile's cold figures already find an op's input hot (the op before it has just
+/// written it); what a training step finds warm or cold is the rest, the weights and their
+/// gradients, used again one micro-batch later, with every other layer of the device in
+/// between. So the working set W is the weight bytes of every layer the device holds in any
+/// stage of the plan (its pipeline chunks), and the layers are priced warm by C / W, at most
+/// 1: the part of the working set the cache holds when uses spread evenly over it. A layer
+/// whose weights alone exceed C streams through the cache: it is priced cold (0) and does not
+/// count against the others (last-level caches insert lines that pass once at low priority).
+/// Activations are written once and read once; like the streaming layers, they are left out.
+std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica);
+
+}  // namespace whale::sim

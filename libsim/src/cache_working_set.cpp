@@ -1,0 +1,53 @@
+// File: cache_working_set.cpp
+// The warm fraction of a device's layers from the weight bytes its layers hold.
+#include "whale/sim/cache_working_set.h"
+
+#include <algorithm>
+
+#include "whale/plan/gradient_buckets.h"
+#include "whale/plan/model_state_bytes.h"
+
+namespace whale::sim {
+namespace {
+
+/// The replica of `stage` whose devices include `device`; -1 when none does.
+int replica_holding(const plan::Stage& stage, int device) {
+  for (int r = 0; r < stage.replicas(); ++r) {
+    const std::vector<int> devices = stage.replica_devices(r);
+    if (std::find(devices.begin(), devices.end(), device) != devices.end()) return r;
+  }
+  return -1;
+}
+
+}  // namespace
+
+Bytes layer_weight_bytes(const plan::Plan& plan, const plan::Stage& whole, int replica, int l) {
+  const plan::Layer& layer = plan.model.layers.at(l);
+  if (layer.kind == plan::LayerKind::embedding) return 0;
+  const plan::StateBytesPerParam state =
+      plan::state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
+  return plan::parameters_per_device(layer, whole.as_replica(replica)) * (state.weights + state.gradients);
+}
+
+std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica) {
+  std::vector<double> fractions(stage.end_layer - stage.first_layer, 0.0);
+  const int device = stage.replica_devices(replica).front();
+  const Bytes cache = plan.cluster.profile_of(device).cache.cache_bytes_per_device;
+  if (cache <= 0) return fractions;
+  Bytes working_set = 0;
+  for (const plan::Stage& other : plan.stages) {
+    const int r = replica_holding(other, device);
+    if (r < 0) continue;
+    for (int l = other.first_layer; l < other.end_layer; ++l) {
+      const Bytes weights = layer_weight_bytes(plan, other, r, l);
+      if (weights <= cache) working_set += weights;
+    }
+  }
+  const double warm = working_set > 0 ? std::min(1.0, cache / working_set) : 1.0;
+  for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+    fractions[l - stage.first_layer] = layer_weight_bytes(plan, stage, replica, l) <= cache ? warm : 0.0;
+  }
+  return fractions;
+}
+
+}  // namespace whale::sim

@@ -1,0 +1,70 @@
+// File: test_specs_profile_cache.cpp
+// The optional cache block of a device profile (warm GEMM curves and op bandwidths, the cache
+// per device): exact loaded figures, save/load, bad values, and the cold/warm blend.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "test_specs_util.h"
+#include "whale/plan/cache_warmth.h"
+#include "whale/plan/device_profile.h"
+#include "whale/plan/input_equality.h"
+
+using namespace whale::plan;
+using whale::plan::testing::kCoreProfile;
+using whale::plan::testing::scratch_file;
+
+namespace {
+
+const std::string kCache =
+    "op_bandwidth_gbytes_per_s: {gelu: 2, adamw: 3}\n"
+    "cache:\n"
+    "  last_level_cache_mib_per_device: 16\n"
+    "  warm_gemm_efficiency: {fp32: [{gflop: 1, efficiency: 1}]}\n"
+    "  warm_op_bandwidth_gbytes_per_s: {gelu: 4}\n";
+
+}  // namespace
+
+TEST_CASE("a profile's cache block loads in bytes and survives save and load") {
+  const DeviceProfile p = load_device_profile(scratch_file("cache/core.yaml", kCoreProfile + kCache));
+  CHECK(p.cache.cache_bytes_per_device == 16.0 * 1024 * 1024);
+  CHECK(p.cache.warm_gemm_efficiency.at(Precision::fp32).at(1e9) == 1.0);
+  CHECK(p.cache.warm_op_bandwidth_bytes_per_s.at("gelu") == 4e9);
+  CHECK_FALSE(p.cache.empty());
+  CHECK(load_device_profile(scratch_file("cache-none/core.yaml", kCoreProfile)).cache.empty());
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/cache-saved";
+  std::filesystem::create_directories(folder);
+  save_device_profile(p, folder + "/core.yaml");
+  CHECK(load_device_profile(folder + "/core.yaml") == p);
+}
+
+TEST_CASE("a bad cache block names the file and the field") {
+  const std::string negative = scratch_file(
+      "cache-bad/core.yaml", kCoreProfile + "cache: {last_level_cache_mib_per_device: -1, "
+                                            "warm_gemm_efficiency: {fp32: [{gflop: 1, efficiency: 1}]}}\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(negative); }, negative,
+                   "cache.last_level_cache_mib_per_device", "positive");
+  const std::string unknown = scratch_file(
+      "cache-unknown/core.yaml", kCoreProfile + "cache: {last_level_cache_mib: 16, "
+                                           "warm_gemm_efficiency: {fp32: [{gflop: 1, efficiency: 1}]}}\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(unknown); }, unknown, "cache.last_level_cache_mib", "");
+  const std::string no_curve =
+      scratch_file("cache-no-curve/core.yaml", kCoreProfile + "cache: {last_level_cache_mib_per_device: 16}\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(no_curve); }, no_curve, "cache.warm_gemm_efficiency", "");
+}
+
+TEST_CASE("the warm blend adds times: rates blend harmonically by the warm fraction") {
+  const DeviceProfile p = load_device_profile(scratch_file("cache-blend/core.yaml", kCoreProfile + kCache));
+  // Cold efficiency 0.5, warm 1: half the time warm is 0.5 * 1/1 + 0.5 * 1/0.5 = 1.5 units of
+  // the peak-rate time, efficiency 1 / 1.5.
+  const DeviceProfile half = with_warm_fraction(p, 0.5);
+  CHECK(half.gemm_curve(Precision::fp32).at(1e9) == doctest::Approx(1.0 / 1.5));
+  // gelu: cold 2 GB/s, warm 4: 1 / (0.5 / 4 + 0.5 / 2) = 2.666... GB/s; adamw has no warm figure.
+  CHECK(half.op_bandwidth_bytes_per_s.at("gelu") == doctest::Approx(1e9 / (0.5 / 4 + 0.5 / 2)));
+  CHECK(half.op_bandwidth_bytes_per_s.at("adamw") == 3e9);
+  CHECK(with_warm_fraction(p, 1).gemm_curve(Precision::fp32).at(1e9) == doctest::Approx(1.0));
+  CHECK(with_warm_fraction(p, 2).op_bandwidth_bytes_per_s.at("gelu") == doctest::Approx(4e9));  // clamped
+  CHECK(with_warm_fraction(p, 0) == p);
+  const DeviceProfile plain = load_device_profile(scratch_file("cache-blend-none/core.yaml", kCoreProfile));
+  CHECK(with_warm_fraction(plain, 1) == plain);  // no warm figures: priced cold
+}

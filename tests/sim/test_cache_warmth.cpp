@@ -1,0 +1,97 @@
+// File: test_cache_warmth.cpp
+// Warm and cold pricing by the weights a device holds: a layer's weight bytes, the warm
+// fraction of a device's layers against its cache, and the step times the simulator gives.
+#include <doctest/doctest.h>
+
+#include "sim_fixtures.h"
+#include "whale/sim/cache_working_set.h"
+#include "whale/sim/simulator.h"
+
+using namespace whale;
+using namespace whale::sim;
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kParameters = 65536;  // bf16 Adam: weights 2 + gradients 2 bytes: 0.25 MiB
+
+/// A device whose GEMMs reach 0.5 of the peak cold and 1 warm, with `cache_mib` of cache (none
+/// when 0).
+plan::DeviceProfile cached_profile(double cache_mib) {
+  plan::DeviceProfile p = test::flat_profile(1e12, 1e12);
+  p.gemm_efficiency[plan::Precision::bf16] = plan::EfficiencyCurve({{1, 0.5}});
+  if (cache_mib > 0) {
+    p.cache.cache_bytes_per_device = cache_mib * kMiB;
+    p.cache.warm_gemm_efficiency[plan::Precision::bf16] = plan::EfficiencyCurve({{1, 1.0}});
+  }
+  return p;
+}
+
+/// Two layers of kParameters parameters on one device, in one stage
+/// (`chunks` 1) or in two pipeline chunks of the same device (`chunks` 2, interleaved).
+plan::Plan two_layer_plan(const plan::DeviceProfile& profile, int chunks) {
+  const plan::Layer layer = test::gemm_layer(64, 64, 64, 0, kParameters);
+  plan::Plan p = test::pipeline_plan(test::make_cluster(1, 1, profile, test::link(1e12, 0), test::link(1e12, 0)),
+                                     {layer, layer}, plan::ScheduleKind::gpipe, 1);
+  if (chunks == 1) {
+    p.stages.pop_back();
+    p.stages.front().end_layer = 2;
+  } else {
+    p.stages.back().devices = {0};
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a layer's weight bytes are its parameters and gradients on one device") {
+  const plan::Plan p = two_layer_plan(cached_profile(1), 1);
+  CHECK(layer_weight_bytes(p, p.stages[0], 0, 0) == doctest::Approx(0.25 * kMiB));
+  plan::Plan with_activations = p;
+  with_activations.model.layers[1].activation_bytes_split = 1000;  // activations stay out
+  with_activations.stages[0].shares = {3};
+  CHECK(layer_weight_bytes(with_activations, with_activations.stages[0], 0, 1) == doctest::Approx(0.25 * kMiB));
+  plan::Plan fp32 = p;
+  fp32.precision = plan::Precision::fp32;  // 4 + 4 bytes
+  CHECK(layer_weight_bytes(fp32, fp32.stages[0], 0, 0) == doctest::Approx(0.5 * kMiB));
+  plan::Plan embedding = p;
+  embedding.model.layers[0].kind = plan::LayerKind::embedding;  // gathers rows: its table stays out
+  CHECK(layer_weight_bytes(embedding, embedding.stages[0], 0, 0) == 0);
+}
+
+TEST_CASE("the warm fraction is the cache over the working set of the device's layers") {
+  // 0.5 MiB touched in all: a 1 MiB cache holds it.
+  CHECK(layer_warm_fractions(two_layer_plan(cached_profile(1), 1), two_layer_plan(cached_profile(1), 1).stages[0], 0) ==
+        std::vector<double>{1.0, 1.0});
+  // 0.375 MiB holds three quarters of it; each layer (0.25 MiB) fits on its own.
+  const plan::Plan partly = two_layer_plan(cached_profile(0.375), 1);
+  CHECK(layer_warm_fractions(partly, partly.stages[0], 0) == std::vector<double>{0.75, 0.75});
+  // Two chunks of the same device share its cache: each chunk sees both layers.
+  const plan::Plan chunked = two_layer_plan(cached_profile(0.375), 2);
+  CHECK(layer_warm_fractions(chunked, chunked.stages[1], 0) == std::vector<double>{0.75});
+  // A layer larger than the cache streams: cold, and not counted against the others.
+  plan::Plan streaming = two_layer_plan(cached_profile(0.375), 1);
+  streaming.model.layers[1].parameters = 4 * kParameters;  // 1 MiB
+  CHECK(layer_warm_fractions(streaming, streaming.stages[0], 0) == std::vector<double>{1.0, 0.0});
+  // No cache block: every layer cold.
+  const plan::Plan uncached = two_layer_plan(cached_profile(0), 1);
+  CHECK(layer_warm_fractions(uncached, uncached.stages[0], 0) == std::vector<double>{0.0, 0.0});
+}
+
+TEST_CASE("the simulator prices fitting layers by the warm curve and streaming ones by the cold") {
+  const Simulator sim;
+  // Each layer's forward: 2 x 64^3 flops at 1e12 x efficiency; the step is three times the
+  // forwards (a backward is two GEMMs) plus nothing else (no links used, no optimizer memory).
+  const double flops = 2.0 * 64 * 64 * 64;
+  const auto step = [&](const plan::Plan& p) { return sim.evaluate(p, {}).step_time_s; };
+  plan::DeviceProfile warm_as_cold = cached_profile(0);
+  warm_as_cold.gemm_efficiency[plan::Precision::bf16] = plan::EfficiencyCurve({{1, 1.0}});
+  const double all_warm = step(two_layer_plan(warm_as_cold, 1));
+  const double all_cold = step(two_layer_plan(cached_profile(0), 1));
+  CHECK(all_cold - all_warm == doctest::Approx(2 * 3 * flops / 1e12 * (1 / 0.5 - 1)));
+  CHECK(step(two_layer_plan(cached_profile(1), 1)) == doctest::Approx(all_warm));
+  CHECK(step(two_layer_plan(cached_profile(0.125), 1)) == doctest::Approx(all_cold));
+  // Three quarters warm: each GEMM takes 0.75 x t_warm + 0.25 x t_cold.
+  CHECK(step(two_layer_plan(cached_profile(0.375), 1)) ==
+        doctest::Approx(all_warm + 0.25 * (all_cold - all_warm)));
+}
