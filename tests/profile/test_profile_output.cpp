@@ -9,6 +9,7 @@
 
 #include "whale/exec/profile/profile_output.h"
 #include "whale/plan/error.h"
+#include "whale/plan/input_equality.h"
 
 using namespace whale::exec;
 using whale::plan::DeviceProfile;
@@ -91,6 +92,15 @@ TEST_CASE("write_validated_profile round-trips a valid profile") {
         "  gemm fp32 peak 16.00 GFLOP/s, at the largest size 8.00 GFLOP/s\n"
         "  memory 2.00 GiB usable, bandwidth 10.00 GB/s\n"
         "  kernel launch 0.050 us\n");
+  DeviceProfile cached = small_profile("cached");
+  cached.cache.cache_bytes_per_device = 16 * 1024 * 1024;
+  cached.cache.warm_gemm_efficiency[Precision::fp32] = EfficiencyCurve({{1e9, 0.75}});
+  cached.cache.warm_op_bandwidth_bytes_per_s = {{"gelu", 4e9}, {"adamw", 5e9}};
+  const DeviceProfile cached_loaded = write_validated_profile(cached, kOutDir + "/cached.yaml");
+  CHECK(cached_loaded.cache == cached.cache);
+  const std::string summary = summarize_profile(cached_loaded);
+  CHECK(summary.substr(summary.find("  cache")) ==
+        "  cache 16.0 MiB per device; warm figures for 1 GEMM curve(s), 2 op class(es)\n");
 }
 
 TEST_CASE("write_validated_profile names the file and field a measurement got wrong") {
