@@ -52,13 +52,14 @@ int group_of_device(const Structure& st, int device) {
 
 std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
                                           const SpaceLimits& limits, const PlannerOptions& options,
-                                          long* left_out) {
-  auto make = [&](long* out_left) {
+                                          Clock::time_point deadline, long* left_out, bool* cut) {
+  *cut = false;
+  auto make = [&](long* out_left, bool* complete) {
     AnalyticModel an(cluster, model, options.strategies);
     StructureFigures figures(an);
     double most_short = -1;  // the largest hold fraction below 1 so far
     *out_left = 0;
-    return enumerate_structures(cluster, model, limits, [&](const Structure& s) {
+    auto keep = [&](const Structure& s) {
       const double held = figures.hold_fraction(s);
       if (held >= 1.0) return true;
       if (held > most_short) {
@@ -67,9 +68,24 @@ std::vector<Structure> holding_structures(const Cluster& cluster, const Model& m
       }
       ++*out_left;
       return false;
-    });
+    };
+    // Without a time limit the clock is never read (a test's fake clock sees no extra calls).
+    std::function<bool()> stop;
+    if (deadline != Clock::time_point::max()) {
+      stop = [&] {
+        if (planner_now(options) <= deadline) return false;
+        *cut = true;
+        return true;
+      };
+    }
+    std::vector<Structure> made = enumerate_structures(cluster, model, limits, keep, stop);
+    *complete = !*cut;
+    return made;
   };
-  if (!options.structure_cache) return make(left_out);
+  if (!options.structure_cache) {
+    bool complete = true;
+    return make(left_out, &complete);
+  }
   return options.structure_cache->get(cluster, model, limits, options.strategies, left_out, make);
 }
 

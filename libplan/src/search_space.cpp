@@ -217,7 +217,8 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
 
 std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model& model,
                                             const SpaceLimits& limits,
-                                            const std::function<bool(const Structure&)>& keep) {
+                                            const std::function<bool(const Structure&)>& keep,
+                                            const std::function<bool()>& stop) {
   const std::vector<int> ordered = ordered_devices(cluster, limits.devices, model.training.precision,
                                                      model.training.framework_precision);
   const auto models = by_model(cluster, ordered);
@@ -245,10 +246,14 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
   std::vector<Structure> out;
   GroupPool pool(cluster);
   std::set<std::vector<const GroupSpec*>> seen;  // the groups of every structure listed
+  long built = 0;  // groupings and structures built
+  // Whether `stop` ends the enumeration: asked every kStopCheckInterval-th piece of work.
+  auto stopping = [&] { return stop && ++built % kStopCheckInterval == 0 && stop(); };
   for (int p = 1; p <= std::min(n, layers); ++p) {
     if (limits.max_pipeline_depth > 0 && p > limits.max_pipeline_depth) break;
     if (limits.fixed_stages > 0 && limits.fixed_stages % p != 0) continue;
     for (const auto& grouping : groupings(ordered, models, p)) {
+      if (stopping()) return out;
       // Per group: the device models it holds, and its finished group by the degree asked.
       std::vector<std::vector<int>> models_in(grouping.size());
       std::vector<std::map<int, SharedGroup>> by_degree(grouping.size());
@@ -260,6 +265,7 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
       }
       std::vector<size_t> pick(models.size(), 0);
       while (true) {
+        if (stopping()) return out;
         // The degree of every group, then its groups: a structure is built only when new.
         Structure s;
         s.groups.reserve(grouping.size());
