@@ -189,16 +189,13 @@ TEST_CASE("a structure cache is keyed by values: copies share their structures, 
 }
 
 TEST_CASE("a structure cache returns an incomplete (time-cut) set but does not keep it") {
-  const CacheInputs inputs;
-  const plan::Cluster& cluster = inputs.cluster;
-  const plan::Model& model = inputs.model;
-  const plan::SpaceLimits& limits = inputs.limits;
+  const CacheInputs in;
   plan::StructureCache cache;
   int made = 0;
   const auto ask = [&](bool complete) {
     long left_out = -1;
     const std::vector<plan::Structure> out =
-        cache.get(cluster, model, limits, plan::SearchStrategies{}, &left_out, [&](long* left, bool* done) {
+        cache.get(in.cluster, in.model, in.limits, plan::SearchStrategies{}, &left_out, [&](long* left, bool* done) {
           ++made;
           *left = 3;
           *done = complete;
