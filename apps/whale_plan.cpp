@@ -1,6 +1,8 @@
 // File: whale_plan.cpp
 // whale-plan: searches the fastest hybrid plan of a model on a cluster with the simulator,
 // prints it (text or JSON) with the baseline / upper-bound comparison, and writes the plan.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -24,6 +26,7 @@
 
 int main(int argc, char** argv) {
   whale::app::keep_freed_memory();
+  const auto command_start = std::chrono::steady_clock::now();  // --time-limit counts from here
   CLI::App app{"whale-plan: find the fastest hybrid-parallel plan on a heterogeneous cluster"};
   app.set_version_flag("--version", whale::plan::version_text("whale-plan"));
   std::string cluster_path, model_path, profiles_dir, hints_path, out_path, format = "text", trace_path, svg_path;
@@ -43,7 +46,7 @@ int main(int argc, char** argv) {
   app.add_option("--trace", trace_path, "write the best plan's predicted timeline as Chrome trace JSON")
       ->check(whale::app::output_file());
   app.add_option("--svg", svg_path, "write the best plan's timeline as an SVG picture")->check(whale::app::output_file());
-  app.add_option("--time-limit", options.time_limit_s, "seconds; return the best plan found so far")
+  app.add_option("--time-limit", options.time_limit_s, "seconds for the whole command (loading, search, advice); past them the best plan found so far")
       ->check(whale::app::number_in(0, 1e9));
   app.add_option("--threads", options.threads, "simulator threads")->check(whale::app::number_in(1, 1024));
   app.add_option("--max-evaluations", options.max_evaluations,
@@ -117,6 +120,13 @@ int main(int argc, char** argv) {
     // known, beside the precision advice's search where that search cannot change the result.
     constexpr double kAdviceTarget = 0.9;  // of the upper bound
     std::string batch_warning;
+    // --time-limit bounds the whole command: the searches get what loading left (at least 1 ms:
+    // 0 would mean no limit), the advice's re-plans what the searches left.
+    const double time_limit_s = options.time_limit_s;
+    auto time_left_s = [&] {
+      return time_limit_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count();
+    };
+    if (time_limit_s > 0) options.time_limit_s = std::max(1e-3, time_left_s());
     auto advise_batch = [&](const whale::plan::PlanResult& planned) {
       const int batch = planned.best().plan.global_batch();
       if (options.objective == whale::plan::Objective::throughput && !options.budget_usd_per_hour &&
@@ -125,8 +135,11 @@ int main(int argc, char** argv) {
                                       kAdviceTarget)) {
         whale::plan::PlannerOptions quiet = options;
         quiet.progress = nullptr;
-        const whale::plan::BatchAdvice advice =
-            whale::plan::advise_global_batch(cluster, model, simulator, quiet, batch, kAdviceTarget);
+        whale::plan::BatchAdvice advice;
+        advice.cut = true;
+        if (time_limit_s > 0) quiet.time_limit_s = time_left_s();
+        if (time_limit_s <= 0 || quiet.time_limit_s > 0)
+          advice = whale::plan::advise_global_batch(cluster, model, simulator, quiet, batch, kAdviceTarget);
         batch_warning = whale::plan::format_batch_warning(batch, planned, advice, kAdviceTarget);
       }
     };

@@ -91,13 +91,16 @@ RankedPlan plan_models_together(const Cluster& cluster, const Model& model, cons
   *found = false;
   if (limits.devices.empty()) return RankedPlan{};
   EngineInput in;
-  in.structures = holding_structures(cluster, model, limits, options, &in.structures_left_out);
+  // The time limit covers the enumeration too; a cut one leaves the best of what it listed.
+  const Clock::time_point deadline = deadline_of(options);
+  bool cut = false;
+  in.structures = holding_structures(cluster, model, limits, options, deadline, &in.structures_left_out, &cut);
   in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
   in.global_batch = batch;
   in.phase = device_models.size() == 1 ? "upper bound " + device_models.front() : "without the weakest";
   in.uneven_experts = device_models.size() > 1;  // as the main search, where ep groups can mix models
   in.keep = 1;
-  EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline_of(options));
+  EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline);
   *found = !eo.ranked.empty();
   return *found ? eo.ranked.front() : RankedPlan{};
 }

@@ -4,13 +4,16 @@
 #include "whale/plan/batch_advice.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "whale/plan/error.h"
 #include "whale/plan/limits.h"
 #include "whale/plan/task_pool.h"
+#include "planner_engine.h"
 
 namespace whale::plan {
 
@@ -26,10 +29,23 @@ BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, cons
   const long devices = static_cast<long>(usable_devices(options.hints, cluster).size());
   const long limit = std::min<long>(kMaxGlobalBatch, 64 * std::max<long>(from_batch, devices));
   std::map<long, double> fraction;  // by batch
+  const Clock::time_point start = planner_now(options);
+  bool cut = false;
+  // Seconds of the time limit left (infinite without one).
+  auto left_s = [&] {
+    if (options.time_limit_s <= 0) return std::numeric_limits<double>::infinity();
+    return options.time_limit_s - std::chrono::duration<double>(planner_now(options) - start).count();
+  };
+  // The fraction of the upper bound at `batch`; 0 and `cut` set once the time limit is spent.
   auto fraction_at = [&](long batch) {
     auto it = fraction.find(batch);
     if (it != fraction.end()) return it->second;
+    if (cut || left_s() <= 0) {
+      cut = true;
+      return 0.0;
+    }
     PlannerOptions o = options;
+    if (options.time_limit_s > 0) o.time_limit_s = left_s();
     o.global_batch = static_cast<int>(batch);
     o.compare = false;
     o.top_k = 0;
@@ -60,19 +76,28 @@ BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, cons
       });
     }
     run_tasks(tasks, side_by_side_threads(o));
+    if (left_s() <= 0) {  // a search may have been cut short: its figure settles nothing
+      cut = true;
+      return 0.0;
+    }
     const double upper_samples_per_s = upper_bound_of(models, alone).samples_per_s;
     const bool any_failed = std::find(failed.begin(), failed.end(), 1) != failed.end();
     return fraction[batch] = !any_failed && upper_samples_per_s > 0 ? best / upper_samples_per_s : 0.0;
   };
   long below = from_batch, above = 2L * from_batch;  // below the target; the candidate above
+  BatchAdvice cut_advice;
+  cut_advice.cut = true;
   while (above <= limit && fraction_at(above) < target) {
+    if (cut) return cut_advice;
     below = above;
     above *= 2;
   }
   if (above > limit) return BatchAdvice{};
   while (above - below > from_batch) {
     const long middle = below + (above - below) / from_batch / 2 * from_batch;
-    (fraction_at(middle) >= target ? above : below) = middle;
+    const double at_middle = fraction_at(middle);
+    if (cut) return cut_advice;
+    (at_middle >= target ? above : below) = middle;
   }
   return BatchAdvice{true, static_cast<int>(above), fraction_at(above)};
 }
@@ -82,7 +107,14 @@ std::string format_batch_warning(int batch, const PlanResult& result, const Batc
   const Plan& best = result.best().plan;
   char line[512];
   const int percent = static_cast<int>(100 * target + 0.5);
-  if (advice.found) {
+  if (advice.cut) {
+    std::snprintf(line, sizeof line,
+                  "warning: global batch %d is too small for this cluster (best plan: %d micro-batches over %d "
+                  "pipeline groups, %.1f%% of the upper bound); the time limit ended the search for a batch "
+                  "that reaches %d%% (raise --time-limit for it)\n",
+                  batch, best.micro_batches, best.pipeline_groups(), 100 * result.fraction_of_upper_bound,
+                  percent);
+  } else if (advice.found) {
     std::snprintf(line, sizeof line,
                   "warning: global batch %d is too small for this cluster (best plan: %d micro-batches over %d "
                   "pipeline groups, %.1f%% of the upper bound); global batch %d is the smallest that reaches "

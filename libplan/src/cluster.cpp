@@ -42,17 +42,17 @@ Link Cluster::link_between(int a, int b) const {
   return slower(nb, na) ? nb : na;
 }
 
+Link Node::per_device_share(Link link) const {
+  link.bandwidth_bytes_per_s /= std::max<std::size_t>(1, device_ids.size());
+  return link;
+}
+
 Link Cluster::concurrent_link_between(int a, int b) const {
   const Device& da = device_at(*this, a);
   const Device& db = device_at(*this, b);
   if (da.node == db.node) return nodes[da.node].intra_link;
-  auto share = [this](int node) {
-    Link l = nodes[node].network;
-    l.bandwidth_bytes_per_s /= std::max<std::size_t>(1, nodes[node].device_ids.size());
-    return l;
-  };
-  const Link na = share(da.node);
-  const Link nb = share(db.node);
+  const Link na = nodes[da.node].per_device_share(nodes[da.node].network);
+  const Link nb = nodes[db.node].per_device_share(nodes[db.node].network);
   return slower(nb, na) ? nb : na;
 }
 

@@ -5,12 +5,20 @@
 
 #include <tuple>
 
+#include "aggregate_fields.h"
+
 namespace whale::plan {
 namespace {
 
-// Whether `fields` (a std::tie of the members) of a and b are equal.
+// Whether `fields` (a std::tie of the members) of a and b are equal. Fails to compile when
+// `fields` ties fewer or more members than T has, so that a field added to T and forgotten
+// here cannot make StructureCache return a stale result: when it fires, add the new field to
+// T's std::tie below (in declaration order), or, if equal inputs may differ in it, say why
+// in a comment and change this check for T.
 template <typename T, typename Fields>
 bool same_fields(const T& a, const T& b, Fields fields) {
+  static_assert(std::tuple_size_v<decltype(fields(a))> == detail::aggregate_field_count<T>(),
+                "operator== must tie every field of its type: see same_fields in input_equality.cpp");
   return fields(a) == fields(b);
 }
 
@@ -86,7 +94,7 @@ bool operator==(const Cluster& a, const Cluster& b) {
 
 bool operator==(const GemmOp& a, const GemmOp& b) {
   return same_fields(a, b, [](const GemmOp& x) {
-    return std::tie(x.name, x.m, x.count, x.tp_split, x.expert);
+    return std::tie(x.name, x.m, x.n, x.k, x.count, x.tp_split, x.expert);
   });
 }
 

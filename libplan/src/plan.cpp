@@ -3,6 +3,10 @@
 // places stages on device groups.
 #include "whale/plan/plan.h"
 
+#include <algorithm>
+
+#include "whale/plan/error.h"
+
 namespace whale::plan {
 namespace {
 
@@ -100,6 +104,20 @@ int Stage::first_sample(int r) const {
   int first = 0;
   for (int i = 0; i < r; ++i) first += shares[i];
   return first;
+}
+
+bool Stage::holds(int device) const {
+  return std::find(devices.begin(), devices.end(), device) != devices.end();
+}
+
+int Stage::index_of(int device) const {
+  const auto at = std::find(devices.begin(), devices.end(), device);
+  if (at == devices.end()) {
+    throw Error("", "devices",
+                "one of the stage's devices " + format_device_list(devices) + ", got device " + std::to_string(device),
+                "ask only for a device the stage holds (Stage::holds)");
+  }
+  return static_cast<int>(at - devices.begin());
 }
 
 int Plan::pipeline_groups() const {

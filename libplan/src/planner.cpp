@@ -259,12 +259,14 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   std::vector<RankedPlan> alone_plans(alone_models.size());
   std::vector<std::function<void()>> tasks;
   tasks.push_back([&] {  // its device groupings too: the comparison needs none of them
-    in.structures = holding_structures(cluster, model, limits, options, &in.structures_left_out);
+    bool cut = false;
+    in.structures = holding_structures(cluster, model, limits, options, deadline, &in.structures_left_out, &cut);
     if (in.structures.empty()) {
       throw Error(hints.source_file.empty() ? cluster.source_file : hints.source_file, "",
                   "no pipeline of device groups satisfies the limits (devices, pipeline depth, stage count)");
     }
     eo = run_engine(cluster, model, cost, in, shared, deadline);
+    if (cut) eo.stats.timed_out = true;
   });
   if (options.compare) {
     tasks.push_back([&] {

@@ -52,13 +52,14 @@ int group_of_device(const Structure& st, int device) {
 
 std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
                                           const SpaceLimits& limits, const PlannerOptions& options,
-                                          long* left_out) {
-  auto make = [&](long* out_left) {
+                                          Clock::time_point deadline, long* left_out, bool* cut) {
+  *cut = false;
+  auto make = [&](long* out_left, bool* complete) {
     AnalyticModel an(cluster, model, options.strategies);
     StructureFigures figures(an);
     double most_short = -1;  // the largest hold fraction below 1 so far
     *out_left = 0;
-    return enumerate_structures(cluster, model, limits, [&](const Structure& s) {
+    auto keep = [&](const Structure& s) {
       const double held = figures.hold_fraction(s);
       if (held >= 1.0) return true;
       if (held > most_short) {
@@ -67,9 +68,24 @@ std::vector<Structure> holding_structures(const Cluster& cluster, const Model& m
       }
       ++*out_left;
       return false;
-    });
+    };
+    // Without a time limit the clock is never read (a test's fake clock sees no extra calls).
+    std::function<bool()> stop;
+    if (deadline != Clock::time_point::max()) {
+      stop = [&] {
+        if (planner_now(options) <= deadline) return false;
+        *cut = true;
+        return true;
+      };
+    }
+    std::vector<Structure> made = enumerate_structures(cluster, model, limits, keep, stop);
+    *complete = !*cut;
+    return made;
   };
-  if (!options.structure_cache) return make(left_out);
+  if (!options.structure_cache) {
+    bool complete = true;
+    return make(left_out, &complete);
+  }
   return options.structure_cache->get(cluster, model, limits, options.strategies, left_out, make);
 }
 
@@ -82,7 +98,18 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   AnalyticModel an(cluster, model, options.strategies);
   StructureFigures figures(an);
   LayoutMemo memo;   // phase 1 runs on this thread; phase 2 lays out under analytic_mutex
-  const int n = static_cast<int>(in.structures.size());
+  // The structures searched: all of them, or, when the deadline passes while they are
+  // prepared (each pass below over them asks every kStopCheckInterval structures, never
+  // before the first), those before it: the search goes on with that prefix, cut.
+  int n = static_cast<int>(in.structures.size());
+  bool truncated = false;
+  auto cut_before = [&](int i) {
+    if (deadline == Clock::time_point::max() || i == 0 || i % kStopCheckInterval != 0) return false;
+    if (planner_now(options) <= deadline) return false;
+    n = i;
+    truncated = true;
+    return true;
+  };
   // Choices depend on a structure only through its depth and largest dp (EngineInput): each
   // list is asked for once, with its runs of one micro-batch size and either one stage per
   // group or several (StructureFigures::memory_bound_s bounds each run).
@@ -93,6 +120,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   std::map<std::pair<int, int>, ChoiceList> lists;
   std::vector<const ChoiceList*> list_of(n);
   for (int i = 0; i < n; ++i) {
+    if (cut_before(i)) break;
     const Structure& s = in.structures[i];
     const std::pair<int, int> key{static_cast<int>(s.groups.size()), s.max_dp()};
     auto it = lists.find(key);
@@ -126,6 +154,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   std::vector<double> held(n);
   int closest = 0;
   for (int i = 0; i < n; ++i) {
+    if (cut_before(i)) break;
     held[i] = figures.hold_fraction(in.structures[i]);
     if (held[i] > held[closest]) closest = i;
   }
@@ -149,6 +178,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   std::vector<std::pair<double, int>> waiting;   // (least bound, structure), ascending
   long total_items = 0;
   for (int i = 0; i < n; ++i) {
+    if (i > closest && cut_before(i)) break;   // the closest structure stays
     if (held[i] < 1.0 && i != closest) {
       out.stats.structures_pruned++;
       continue;
@@ -430,6 +460,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     ++out.stats.rounds;
   }
   for (int i = 0; i < n; ++i) out.stats.structures_pruned += (held[i] >= 1.0 || i == closest) && !visited[i];
+  if (truncated) out.stats.timed_out = true;
   out.stats.structures_pruned += in.structures_left_out;
   out.stats.candidates_simulated = simulated;
   out.stats.candidates_bounded = bounded;

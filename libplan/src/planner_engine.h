@@ -56,10 +56,12 @@ inline Clock::time_point planner_now(const PlannerOptions& options) {
 /// (structure_hold_fraction < 1), which run_engine skips: it keeps those that hold it and,
 /// of the rest, each that holds more than every one before it (so the closest one, with which
 /// run_engine reports a shortfall, stays). `*left_out` counts the others. Taken from
-/// options.structure_cache where it holds them (computed and put there otherwise).
+/// options.structure_cache where it holds them (computed and put there otherwise). Past
+/// `deadline` the enumeration stops (enumerate_structures' `stop`): `*cut` is set and the
+/// structures so far are returned, and not cached.
 std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
                                           const SpaceLimits& limits, const PlannerOptions& options,
-                                          long* left_out);
+                                          Clock::time_point deadline, long* left_out, bool* cut);
 
 /// Runs one search. `deadline` may be Clock::time_point::max().
 EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostModel& cost,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory_resource>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -14,6 +15,16 @@
 
 namespace whale::plan {
 namespace {
+
+// Orders group-pointer sequences of any vector type lexicographically, so that a set of
+// arena-held keys can be searched with a reused scratch vector.
+struct GroupsLess {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+};
 
 // The peak of the device's effective GEMM precision; 0 when it has none.
 double safe_peak(const DeviceProfile& profile, Precision precision, const FrameworkPrecision& framework) {
@@ -217,7 +228,8 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
 
 std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model& model,
                                             const SpaceLimits& limits,
-                                            const std::function<bool(const Structure&)>& keep) {
+                                            const std::function<bool(const Structure&)>& keep,
+                                            const std::function<bool()>& stop) {
   const std::vector<int> ordered = ordered_devices(cluster, limits.devices, model.training.precision,
                                                      model.training.framework_precision);
   const auto models = by_model(cluster, ordered);
@@ -244,11 +256,19 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
   }
   std::vector<Structure> out;
   GroupPool pool(cluster);
-  std::set<std::vector<const GroupSpec*>> seen;  // the groups of every structure listed
+  // The groups of every structure listed, held in an arena: a large space lists millions,
+  // which are freed at once rather than one by one.
+  std::pmr::monotonic_buffer_resource arena;
+  std::pmr::set<std::pmr::vector<const GroupSpec*>, GroupsLess> seen(&arena);
+  std::vector<const GroupSpec*> key;  // scratch: the structure being built
+  long built = 0;  // groupings and structures built
+  // Whether `stop` ends the enumeration: asked every kStopCheckInterval-th piece of work.
+  auto stopping = [&] { return stop && ++built % kStopCheckInterval == 0 && stop(); };
   for (int p = 1; p <= std::min(n, layers); ++p) {
     if (limits.max_pipeline_depth > 0 && p > limits.max_pipeline_depth) break;
     if (limits.fixed_stages > 0 && limits.fixed_stages % p != 0) continue;
     for (const auto& grouping : groupings(ordered, models, p)) {
+      if (stopping()) return out;
       // Per group: the device models it holds, and its finished group by the degree asked.
       std::vector<std::vector<int>> models_in(grouping.size());
       std::vector<std::map<int, SharedGroup>> by_degree(grouping.size());
@@ -260,6 +280,7 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
       }
       std::vector<size_t> pick(models.size(), 0);
       while (true) {
+        if (stopping()) return out;
         // The degree of every group, then its groups: a structure is built only when new.
         Structure s;
         s.groups.reserve(grouping.size());
@@ -283,10 +304,12 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
           s.groups.push_back(group);
         }
         if (ok) {
-          std::vector<const GroupSpec*> key;
-          key.reserve(s.groups.size());
+          key.clear();
           for (const SharedGroup& g : s.groups) key.push_back(g.get());
-          if (seen.insert(std::move(key)).second && (!keep || keep(s))) {
+          auto at = seen.lower_bound(key);
+          const bool is_new = at == seen.end() || GroupsLess()(key, *at);
+          if (is_new) seen.emplace_hint(at, key.begin(), key.end());
+          if (is_new && (!keep || keep(s))) {
             std::string tp_label;
             for (size_t t = 0; t < models.size(); ++t) {
               tp_label += (t ? "," : "") + models[t].first + ":" + std::to_string(tp_options[t][pick[t]]);

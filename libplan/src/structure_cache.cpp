@@ -17,7 +17,7 @@ bool StructureCache::Key::operator==(const Key& o) const {
 
 std::vector<Structure> StructureCache::get(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
                                            const SearchStrategies& strategies, long* left_out,
-                                           const std::function<std::vector<Structure>(long*)>& make) {
+                                           const std::function<std::vector<Structure>(long*, bool*)>& make) {
   Key key{cluster, model, limits.devices, limits.max_pipeline_depth, limits.fixed_stages, strategies.sequence_parallel,
           strategies.shard_gradients};
   {
@@ -32,8 +32,10 @@ std::vector<Structure> StructureCache::get(const Cluster& cluster, const Model& 
   // Two threads asking for the same key at once both compute it: the same structures (the
   // enumeration is deterministic), of which the first stays.
   Entry entry{std::move(key), {}, 0};
-  entry.structures = make(&entry.left_out);
+  bool complete = true;
+  entry.structures = make(&entry.left_out, &complete);
   *left_out = entry.left_out;
+  if (!complete) return std::move(entry.structures);
   std::lock_guard<std::mutex> lock(mutex_);
   const bool known = std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == entry.key; });
   if (!known) entries_.push_back(entry);

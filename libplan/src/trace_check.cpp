@@ -27,7 +27,7 @@ void check_trace_matches_plan(const std::vector<TimelineEvent>& events, const Pl
     }
     if (e.stage >= 0) {
       const std::vector<int>& devices = plan.stages[e.stage].devices;
-      if (std::find(devices.begin(), devices.end(), e.device) == devices.end()) {
+      if (!plan.stages[e.stage].holds(e.device)) {
         throw Error(path, "traceEvents",
                     "stage " + std::to_string(e.stage) + " on the plan's devices " + format_device_list(devices) +
                         ", got " + what,

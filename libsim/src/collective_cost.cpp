@@ -32,9 +32,7 @@ Seconds ring_reduce_scatter_s(Bytes bytes, int ranks, const plan::Link& link) {
 
 plan::Link device_network_share(const plan::Cluster& cluster, int node) {
   const plan::Node& n = cluster.nodes.at(node);
-  plan::Link share = calibrated_link(cluster, node, n.network);
-  share.bandwidth_bytes_per_s /= std::max<std::size_t>(1, n.device_ids.size());
-  return share;
+  return n.per_device_share(calibrated_link(cluster, node, n.network));
 }
 
 Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& devices,

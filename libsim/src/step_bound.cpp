@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -57,6 +58,24 @@ ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupPro
     }
   }
   return key;
+}
+
+// What bound and bound_and_evaluate both start from: the plan's schedule program, evaluate's
+// memory verdict on it (a StepBound with overflowing and fits set, step_time_s 0) and, only
+// when the plan fits, its cost table (the planner raises its memory rungs first: a plan that
+// does not fit needs no time).
+struct BoundInputs {
+  plan::ScheduleProgram program;
+  plan::StepBound memory;
+  std::optional<CostTable> table;
+};
+
+BoundInputs bound_inputs(const plan::Plan& plan) {
+  BoundInputs in{plan::generate_schedule(plan), {}, std::nullopt};
+  in.memory.overflowing = overflowing_devices(plan, in.program);
+  in.memory.fits = in.memory.overflowing.empty();
+  if (in.memory.fits) in.table.emplace(build_cost_table(plan));
+  return in;
 }
 
 }  // namespace
@@ -142,32 +161,28 @@ Seconds busiest_compute_s(const plan::Plan& plan, const plan::ScheduleProgram& p
 }
 
 plan::StepBound Simulator::bound(const plan::Plan& plan) const {
-  const plan::ScheduleProgram program = plan::generate_schedule(plan);
-  plan::StepBound out;
-  out.overflowing = overflowing_devices(plan, program);
-  out.fits = out.overflowing.empty();
-  if (!out.fits) return out;  // the planner raises its memory rungs first: no time needed
-  const CostTable table = build_cost_table(plan);
+  BoundInputs in = bound_inputs(plan);
+  plan::StepBound out = std::move(in.memory);
+  if (!out.fits) return out;
   const double exposed = 1.0 - options_.tp_overlap;
-  out.step_time_s = std::max(fastest_makespan_s(program, table, exposed), busiest_compute_s(plan, program, table, exposed));
+  out.step_time_s = std::max(fastest_makespan_s(in.program, *in.table, exposed),
+                             busiest_compute_s(plan, in.program, *in.table, exposed));
   return out;
 }
 
 plan::BoundedEstimate Simulator::bound_and_evaluate(const plan::Plan& plan, Seconds evaluate_at_most_s,
                                                     const plan::EvaluateOptions& options) const {
-  const plan::ScheduleProgram program = plan::generate_schedule(plan);
+  BoundInputs in = bound_inputs(plan);
   plan::BoundedEstimate out;
-  out.bound.overflowing = overflowing_devices(plan, program);
-  out.bound.fits = out.bound.overflowing.empty();
+  out.bound = std::move(in.memory);
   if (!out.bound.fits) return out;
-  const CostTable table = build_cost_table(plan);
   const double exposed = 1.0 - options_.tp_overlap;
   // The busiest unit's compute costs O(units); the program's makespan, O(instructions).
-  out.bound.step_time_s = busiest_compute_s(plan, program, table, exposed);
+  out.bound.step_time_s = busiest_compute_s(plan, in.program, *in.table, exposed);
   if (out.bound.step_time_s > evaluate_at_most_s) return out;
-  out.bound.step_time_s = std::max(out.bound.step_time_s, fastest_makespan_s(program, table, exposed));
+  out.bound.step_time_s = std::max(out.bound.step_time_s, fastest_makespan_s(in.program, *in.table, exposed));
   if (out.bound.step_time_s > evaluate_at_most_s) return out;
-  out.estimate = evaluate_program(plan, program, table, options_.tp_overlap, options, nullptr);
+  out.estimate = evaluate_program(plan, in.program, *in.table, options_.tp_overlap, options, nullptr);
   return out;
 }
 

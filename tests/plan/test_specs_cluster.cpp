@@ -90,6 +90,17 @@ TEST_CASE("concurrent_link_between: intra-node link, else the slower per-device 
   CHECK_SPEC_ERROR([&] { c.concurrent_link_between(0, 7); }, c.source_file, "", "device 7 is not in cluster 'lab'");
 }
 
+TEST_CASE("per_device_share divides a link's bandwidth among the node's devices, at least one") {
+  Node node;
+  const Link nic{"infiniband", 25e9, 2e-6};
+  CHECK(node.per_device_share(nic).bandwidth_bytes_per_s == 25e9);  // no devices: counted as one
+  node.device_ids = {4, 5, 6, 7};
+  const Link share = node.per_device_share(nic);
+  CHECK(share.bandwidth_bytes_per_s == 6.25e9);
+  CHECK(share.latency_s == 2e-6);
+  CHECK(share.kind == "infiniband");
+}
+
 TEST_CASE("a cluster survives save and load") {
   const Cluster original = load_cluster(scratch_file("lab.yaml", kCluster));
   const std::string path = std::string(WHALE_BINARY_DIR) + "/specs-scratch/lab-saved.yaml";

@@ -18,14 +18,28 @@ double fraction_at(const plan::Cluster& cluster, const plan::Model& model, int b
   return plan::search_plans(cluster, model, simulator, o).fraction_of_upper_bound;
 }
 
+// The advice tests' inputs: mixed-node, gpt3-1.3b, and options at global batch 1.
+struct AdviceInputs {
+  plan::Cluster cluster = test::shipped_cluster("mixed-node");
+  plan::Model model = test::shipped_model("gpt3-1.3b");
+  sim::Simulator simulator;
+  plan::PlannerOptions options = at_batch_one();
+
+  static plan::PlannerOptions at_batch_one() {
+    plan::PlannerOptions o;
+    o.global_batch = 1;
+    return o;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("small-batch advice names the smallest batch that reaches 90% of the upper bound") {
-  const plan::Cluster cluster = test::shipped_cluster("mixed-node");
-  const plan::Model model = test::shipped_model("gpt3-1.3b");
-  const sim::Simulator simulator;
-  plan::PlannerOptions options;
-  options.global_batch = 1;
+  AdviceInputs in;
+  const plan::Cluster& cluster = in.cluster;
+  const plan::Model& model = in.model;
+  const sim::Simulator& simulator = in.simulator;
+  plan::PlannerOptions& options = in.options;
   const plan::PlanResult one = plan::search_plans(cluster, model, simulator, options);
   CHECK(plan::batch_too_small(one, 8, 0.9));
   CHECK(one.fraction_of_upper_bound < 0.9);
@@ -47,4 +61,31 @@ TEST_CASE("small-batch advice names the smallest batch that reaches 90% of the u
   // At batch 64 the best plan fills its pipelines and every device could hold a sample.
   options.global_batch = 64;
   CHECK_FALSE(plan::batch_too_small(plan::search_plans(cluster, model, simulator, options), 8, 0.9));
+}
+
+TEST_CASE("small-batch advice under a time limit: the same answer while time is left, 'cut' once it is spent") {
+  AdviceInputs in;
+  const plan::Cluster& cluster = in.cluster;
+  const plan::Model& model = in.model;
+  const sim::Simulator& simulator = in.simulator;
+  plan::PlannerOptions options = in.options;
+  options.threads = 1;   // a fake clock need not be thread-safe
+  options.time_limit_s = 1.0;
+  options.clock_s = [] { return 0.0; };   // time never passes: the limit is never reached
+  const plan::BatchAdvice timely = plan::advise_global_batch(cluster, model, simulator, options, 1, 0.9);
+  CHECK_FALSE(timely.cut);
+  REQUIRE(timely.found);
+  CHECK(timely.global_batch == 6);
+
+  // The clock jumps past the limit after the advice's first reading: no batch is judged.
+  auto readings = std::make_shared<long>(0);
+  options.clock_s = [readings] { return (*readings)++ == 0 ? 0.0 : 1e9; };
+  const plan::BatchAdvice cut = plan::advise_global_batch(cluster, model, simulator, options, 1, 0.9);
+  CHECK(cut.cut);
+  CHECK_FALSE(cut.found);
+  CHECK(*readings == 2);   // its start, then the check before the first re-plan
+
+  const std::string line = plan::format_batch_warning(1, plan::search_plans(cluster, model, simulator, in.options), cut, 0.9);
+  CHECK(line.find("; the time limit ended the search for a batch that reaches 90% (raise --time-limit for it)\n") !=
+        std::string::npos);
 }

@@ -135,16 +135,31 @@ TEST_CASE("search_with_precision hands the result it returns to `then` once, in 
   }
 }
 
+namespace {
+// The structure cache tests' inputs: the two-node mix, GPT-2 124M and all the cluster's devices.
+struct CacheInputs {
+  plan::Cluster cluster = plan::load_cluster(test::temp_file("sharing_two_node_mix.yaml", test::kTwoNodeMix));
+  plan::Model model = test::shipped_model("gpt2-124m");
+  plan::SpaceLimits limits = all_devices(cluster);
+
+  static plan::SpaceLimits all_devices(const plan::Cluster& c) {
+    plan::SpaceLimits out;
+    for (const plan::Device& d : c.devices) out.devices.push_back(d.id);
+    return out;
+  }
+};
+}  // namespace
+
 TEST_CASE("a structure cache is keyed by values: copies share their structures, a changed field does not") {
-  const plan::Cluster cluster = plan::load_cluster(test::temp_file("sharing_two_node_mix.yaml", test::kTwoNodeMix));
-  const plan::Model model = test::shipped_model("gpt2-124m");
-  plan::SpaceLimits limits;
-  for (const plan::Device& d : cluster.devices) limits.devices.push_back(d.id);
+  const CacheInputs inputs;
+  const plan::Cluster& cluster = inputs.cluster;
+  const plan::Model& model = inputs.model;
+  const plan::SpaceLimits& limits = inputs.limits;
   plan::StructureCache cache;
   int made = 0;
   const auto ask = [&](const plan::Cluster& c, const plan::Model& m) {
     long left_out = -1;
-    const std::vector<plan::Structure> out = cache.get(c, m, limits, plan::SearchStrategies{}, &left_out, [&](long* left) {
+    const std::vector<plan::Structure> out = cache.get(c, m, limits, plan::SearchStrategies{}, &left_out, [&](long* left, bool*) {
       ++made;
       *left = 7;
       return std::vector<plan::Structure>(static_cast<size_t>(made));
@@ -171,4 +186,28 @@ TEST_CASE("a structure cache is keyed by values: copies share their structures, 
   CHECK(ask(cluster, model) == 1);   // the first entry stays
   CHECK(made == 4);
   CHECK(cache.size() == 4u);
+}
+
+TEST_CASE("a structure cache returns an incomplete (time-cut) set but does not keep it") {
+  const CacheInputs in;
+  plan::StructureCache cache;
+  int made = 0;
+  const auto ask = [&](bool complete) {
+    long left_out = -1;
+    const std::vector<plan::Structure> out =
+        cache.get(in.cluster, in.model, in.limits, plan::SearchStrategies{}, &left_out, [&](long* left, bool* done) {
+          ++made;
+          *left = 3;
+          *done = complete;
+          return std::vector<plan::Structure>(static_cast<size_t>(made));
+        });
+    CHECK(left_out == 3);
+    return out.size();
+  };
+  CHECK(ask(false) == 1);
+  CHECK(cache.size() == 0u);
+  CHECK(ask(true) == 2);   // made again, and kept this time
+  CHECK(ask(false) == 2);  // from the cache: make is not called
+  CHECK(made == 2);
+  CHECK(cache.size() == 1u);
 }

@@ -147,3 +147,42 @@ TEST_CASE("choices: wave with a micro-batch count that the pipeline depth does n
     CHECK_NOTHROW(plan::check_schedule(plan::generate_schedule(p.plan)));
   }
 }
+
+// The labels and device groups of `structures`, one string each, for comparing lists.
+static std::vector<std::string> describe(const std::vector<plan::Structure>& structures) {
+  std::vector<std::string> out;
+  for (const plan::Structure& s : structures) {
+    std::string text = s.label;
+    for (const plan::SharedGroup& g : s.groups) text += " [" + plan::format_device_list(g->devices) + " tp" + std::to_string(g->tp) + "]";
+    out.push_back(text);
+  }
+  return out;
+}
+
+TEST_CASE("an enumeration told to stop returns a non-empty prefix of the full list, asking every 1024 builds") {
+  // GPT-3 175B on the 1,024 GPUs of four models: more than 2 x 1024 groupings and structures.
+  const plan::Cluster cl = test::shipped_cluster("mixed-1024");
+  const plan::Model m = test::shipped_model("gpt3-175b");
+  plan::SpaceLimits limits;
+  for (const plan::Device& d : cl.devices) limits.devices.push_back(d.id);
+  long asks = 0;
+  const std::vector<std::string> full = describe(plan::enumerate_structures(cl, m, limits, nullptr, [&] {
+    ++asks;
+    return false;
+  }));
+  REQUIRE(asks >= 2);
+  CHECK(full == describe(plan::enumerate_structures(cl, m, limits)));  // asking changes nothing
+  // Stopped at the first ask (after 1024 builds) or the second: prefixes, the first shorter.
+  for (long stop_at : {1L, 2L}) {
+    CAPTURE(stop_at);
+    long asked = 0;
+    const std::vector<std::string> cut = describe(plan::enumerate_structures(cl, m, limits, nullptr, [&] {
+      return ++asked == stop_at;
+    }));
+    CHECK(asked == stop_at);
+    REQUIRE_FALSE(cut.empty());
+    REQUIRE(cut.size() < full.size());
+    CHECK(std::equal(cut.begin(), cut.end(), full.begin()));
+    if (stop_at == 2) CHECK(cut.size() > describe(plan::enumerate_structures(cl, m, limits, nullptr, [] { return true; })).size());
+  }
+}

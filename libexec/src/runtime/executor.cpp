@@ -124,8 +124,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       module_options.seed = options.seed;
       module_options.init_threads = options.threads;
       if (plan.model.moe && separate_expert_layout(stage)) {  // validate_expert_layout
-        const int index = static_cast<int>(
-            std::find(stage.devices.begin(), stage.devices.end(), im.device) - stage.devices.begin());
+        const int index = stage.index_of(im.device);
         for (const RankGroup& g : expert_layout_groups(plan, layout, kinds, s, im.rank)) {
           std::unique_ptr<Communicator>& made = expert_groups[s].front();
           (g.purpose == GroupPurpose::expert_parallel ? state.ep : state.expert_dp) = std::move(made);

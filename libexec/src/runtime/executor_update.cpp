@@ -1,7 +1,6 @@
 // File: executor_update.cpp
 // Executor: gradient bucket and optimizer instructions, checkpoint state, and the full
 // parameters gathered to rank 0.
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -102,8 +101,7 @@ std::vector<FullParameter> Executor::gather_parameters() {
   for (auto& entry : impl_->stages) {
     const StageState& st = entry.second;
     const plan::Stage& stage = impl_->plan.stages.at(entry.first);
-    const int index = static_cast<int>(
-        std::find(stage.devices.begin(), stage.devices.end(), impl_->device) - stage.devices.begin());
+    const int index = stage.index_of(impl_->device);
     const int expert_tp = stage.expert_tp_degree();
     const bool expert_writer = index < stage.ep * expert_tp;  // expert-dp replica 0
     for (const ParameterView& p : st.module->parameters()) {

@@ -84,9 +84,9 @@ std::vector<RankGroup> expert_layout_groups(const plan::Plan& plan, const RankLa
   std::vector<RankGroup> groups;
   if (!plan.model.moe || !separate_expert_layout(stage)) return groups;
   const int etp = stage.expert_tp_degree();
-  const auto at = std::find(stage.devices.begin(), stage.devices.end(), layout.device_of_rank(rank));
-  if (at == stage.devices.end()) return groups;
-  const int index = static_cast<int>(at - stage.devices.begin());
+  const int device = layout.device_of_rank(rank);
+  if (!stage.holds(device)) return groups;
+  const int index = stage.index_of(device);
   const int replica = index / (stage.ep * etp), tp_rank = index % etp;
   auto add = [&](GroupPurpose purpose, const std::vector<int>& devices) {
     if (devices.size() < 2) return;

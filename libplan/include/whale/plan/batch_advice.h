@@ -19,6 +19,9 @@ struct BatchAdvice {
   bool found = false;                  // false: no batch up to the limit reaches the target
   int global_batch = 0;
   double fraction_of_upper_bound = 0;  // of the best plan at that batch
+  /// The time limit (PlannerOptions::time_limit_s) ended the advice before it settled: found
+  /// is false, and nothing is known about larger batches.
+  bool cut = false;
 };
 
 /// The smallest multiple of `from_batch` (up to 64 times the larger of it and the usable
@@ -27,7 +30,9 @@ struct BatchAdvice {
 /// doubling from `from_batch`, then bisection over the multiples between the last batch
 /// below the target and the first at or above it (the fraction grows with the batch as
 /// bubbles and idle replicas shrink). A batch at which the planner finds no plan counts as
-/// below the target.
+/// below the target. With options.time_limit_s, the searches together get that long: each
+/// gets what is left of it, and once it is spent (or a search may have been cut by it) the
+/// advice stops with `cut` set, since a cut search can misjudge a batch either way.
 BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, const CostModel& cost,
                                 const PlannerOptions& options, int from_batch, double target);
 

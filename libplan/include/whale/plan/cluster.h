@@ -38,6 +38,12 @@ struct Node {
   Link intra_link;               // between devices of this node
   Link network;                  // this node's NIC to the rest of the cluster
   std::vector<int> device_ids;   // global ids of its devices, ascending
+
+  /// `link` divided evenly among this node's devices (at least one): each device's share when
+  /// all of them transfer over it at once, e.g. the node's network (one NIC per GPU on an
+  /// H100 node). Latency and kind are kept. Both the planner (Cluster::concurrent_link_between)
+  /// and the simulator (whale-sim's device_network_share) apply this one rule.
+  Link per_device_share(Link link) const;
 };
 
 struct Cluster {

@@ -108,6 +108,11 @@ struct Stage {
   std::vector<int> piece_holders(int piece) const;
   /// First sample (within a micro-batch) of replica r: the sum of shares before r.
   int first_sample(int r) const;
+  /// Whether global device `device` is one of the stage's devices.
+  bool holds(int device) const;
+  /// The position of global device `device` in `devices` (its replica-major index). Throws
+  /// whale::Error naming the device and the stage's devices when the stage does not hold it.
+  int index_of(int device) const;
 };
 
 /// The schedule. `chunks` is the number of stages per device group (model chunks per device)

@@ -78,10 +78,18 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
 ///   replica inside one node; a group it does not fit takes the largest smaller power of two
 ///   that does); mixed groups need one degree for all their models.
 /// Structures with identical groups are listed once. `keep`, when given, sees every new
-/// structure before its label is set and leaves out those it rejects.
+/// structure before its label is set and leaves out those it rejects. `stop`, when given, is
+/// asked once every kStopCheckInterval device groupings and structures built (kept or not);
+/// once it says true the enumeration ends and returns those listed so far, a prefix of the
+/// full list (never empty when the full list is not: the first structure is built before).
 std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model& model,
                                             const SpaceLimits& limits,
-                                            const std::function<bool(const Structure&)>& keep = nullptr);
+                                            const std::function<bool(const Structure&)>& keep = nullptr,
+                                            const std::function<bool()>& stop = nullptr);
+
+/// How many groupings and structures enumerate_structures builds between two questions to
+/// `stop`: a clock read costs about as much as building one, so checking costs under 0.1%.
+constexpr long kStopCheckInterval = 1024;
 
 /// The heterogeneity-unaware structures of the baseline: for every (pp, tp) with pp * tp
 /// dividing the device count, pp groups of equal size over `devices` in id order, one tp for
