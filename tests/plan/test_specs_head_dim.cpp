@@ -110,3 +110,19 @@ TEST_CASE("a Hugging Face config's head_dim other than hidden_size / heads is th
   plain.replace(plain.find("\"head_dim\": 8"), 13, "\"head_dim\": 4");
   CHECK(load_model(scratch_file("hf-plain-heads-config.json", plain)).head_dim == 0);
 }
+
+TEST_CASE("Qwen3-235B-A22B's config.json loads with heads of width 128, equal to its YAML twin") {
+  Model hf = load_model("configs/models/hf/qwen3-235b-a22b-config.json");
+  CHECK(hf.head_dim == 128);
+  CHECK(hf.hidden == 4096);
+  CHECK(hf.heads * hf.head_dim == 8192);
+  REQUIRE(hf.moe);
+  CHECK(hf.moe->experts == 128);
+  CHECK(hf.moe->top_k == 8);
+  set_sequence(hf, 4096, hf.training.precision, "--sequence");
+  const Model yaml = load_model("configs/validation/megatron-moe-qwen3-2025/qwen3-235b-a22b.yaml");
+  // 235,093,610,496: tests/sim/test_validation_moe_qwen3.cpp counts it by hand.
+  CHECK(hf.parameter_count() == 235093610496.0);
+  CHECK(yaml.parameter_count() == hf.parameter_count());
+  CHECK(yaml.forward_flops_per_sample() == hf.forward_flops_per_sample());
+}
