@@ -126,3 +126,15 @@ TEST_CASE("Qwen3-235B-A22B's config.json loads with heads of width 128, equal to
   CHECK(yaml.parameter_count() == hf.parameter_count());
   CHECK(yaml.forward_flops_per_sample() == hf.forward_flops_per_sample());
 }
+
+TEST_CASE("an attention width heads x head_dim beyond whale's dimension limit is one error naming head_dim") {
+  // 64 x 524288 = 33,554,432 > 16,777,216 (docs/limits.md).
+  const std::string yaml = scratch_file("llama-head-dim-huge.yaml", "name: huge\nfamily: llama\nlayers: 1\n"
+                                        "hidden: 8\nheads: 64\nhead_dim: 524288\nffn_hidden: 12\nsequence: 4\n"
+                                        "vocabulary: 16\ntraining: {global_batch: 4, precision: fp32}\n");
+  CHECK_SPEC_ERROR([&] { load_model(yaml); }, yaml, "head_dim", "expected heads x head_dim at most 16777216, got 33554432");
+  const std::string hf = scratch_file("hf-head-dim-huge-config.json",
+      R"({"model_type": "llama", "hidden_size": 8, "intermediate_size": 12, "num_hidden_layers": 1,
+          "num_attention_heads": 64, "head_dim": 524288, "vocab_size": 16, "max_position_embeddings": 4})");
+  CHECK_SPEC_ERROR([&] { load_model(hf); }, hf, "head_dim", "num_attention_heads x head_dim at most 16777216, got 33554432");
+}
