@@ -94,6 +94,8 @@ std::string megatron_arguments(const Plan& plan) {
   number("--hidden-size", model.hidden);
   number("--ffn-hidden-size", model.ffn_hidden);
   number("--num-attention-heads", model.heads);
+  // Megatron-LM's --kv-channels is the head width (default hidden / heads).
+  if (model.head_dim > 0) number("--kv-channels", model.head_dim);
   number("--seq-length", model.sequence);
   number("--max-position-embeddings", model.sequence);
   if (model.family == "llama") {

@@ -130,8 +130,8 @@ bool operator==(const Training& a, const Training& b) {
 
 bool operator==(const Model& a, const Model& b) {
   return same_fields(a, b, [](const Model& x) {
-    return std::tie(x.name, x.source_file, x.family, x.num_layers, x.hidden, x.heads, x.ffn_hidden,
-                    x.kv_heads, x.tie_embeddings, x.qkv_bias, x.rope_theta, x.sequence, x.vocabulary,
+    return std::tie(x.name, x.source_file, x.family, x.num_layers, x.hidden, x.heads, x.head_dim,
+                    x.ffn_hidden, x.kv_heads, x.tie_embeddings, x.qkv_bias, x.rope_theta, x.sequence, x.vocabulary,
                     x.attention_dropout, x.hidden_dropout, x.moe, x.training, x.layers);
   });
 }

@@ -66,6 +66,11 @@ double Model::parameter_count() const {
   return total;
 }
 
+int Model::attention_head_dim() const {
+  if (head_dim > 0) return head_dim;
+  return heads > 0 ? hidden / heads : 0;
+}
+
 void set_sequence(Model& model, int sequence, Precision precision, const std::string& option) {
   if (model.family == "listed") {
     throw Error("", option, "a family model, got the listed model '" + model.name + "'", "a listed model's layers fix their own sequence");

@@ -32,7 +32,11 @@ TransformerDims transformer_dims(const Model& model, Precision precision) {
   d.a = model.heads;
   d.f = model.ffn_hidden > 0 ? model.ffn_hidden : 4.0 * model.hidden;
   const double kv_heads = model.kv_heads > 0 ? model.kv_heads : model.heads;
-  d.kv = model.heads > 0 ? kv_heads * model.hidden / model.heads : 0;
+  // head_dim defaults to hidden / heads, which heads divides: d.q is then h exactly and every
+  // figure is as it was before head_dim existed.
+  d.head_dim = model.attention_head_dim();
+  d.q = d.a * d.head_dim;
+  d.kv = kv_heads * d.head_dim;
   d.v = model.vocabulary;
   d.b = bytes_per_element(precision);
   d.precision = precision;
@@ -85,14 +89,16 @@ Layer embedding_layer(const std::string& family, const TransformerDims& d) {
 }
 
 Layer gpt_block(const TransformerDims& d, int index) {
-  const double s = d.s, h = d.h, a = d.a, f = d.f, b = d.b;
+  const double s = d.s, h = d.h, a = d.a, q = d.q, f = d.f, b = d.b;
   Layer layer;
   layer.name = "block" + std::to_string(index);
   layer.kind = LayerKind::transformer;
-  gemm(layer, "attention_qkv", s, 3 * h, h);
-  gemm(layer, "attention_scores", s, s, h / a, a);
-  gemm(layer, "attention_context", s, h / a, s, a);
-  gemm(layer, "attention_proj", s, h, h);
+  // q, k and v are each `a` heads of width d.head_dim (q = a * d.head_dim, h by default); the
+  // projection maps the context (width q) back to h.
+  gemm(layer, "attention_qkv", s, 3 * q, h);
+  gemm(layer, "attention_scores", s, s, d.head_dim, a);
+  gemm(layer, "attention_context", s, d.head_dim, s, a);
+  gemm(layer, "attention_proj", s, h, q);
   const bool moe = d.moe && d.moe->is_moe_block(index);
   if (!moe) {
     gemm(layer, "mlp_fc1", s, f, h);
@@ -107,20 +113,23 @@ Layer gpt_block(const TransformerDims& d, int index) {
   if (!moe) memory_op(layer, "mlp_gelu", elementwise_bytes(s * f, b), true);
   if (d.hidden_dropout) memory_op(layer, "mlp_dropout", dropout_bytes(s * h, b));
   memory_op(layer, "residual2", 3 * s * h * b);
-  // Weights 4h^2 + 2hf; biases 3h (qkv) + h (proj) + f (fc1) + h (fc2); two layernorms 4h.
-  // An MoE block's MLP (fc1, fc2 and their biases) is add_moe_mlp's.
-  layer.parameters = 4 * h * h + 3 * h + h + 4 * h + (moe ? 0 : 2 * h * f + f + h);
+  // Weights 3qh (qkv) + qh (proj) + 2hf; biases 3q (qkv) + h (proj) + f (fc1) + h (fc2); two
+  // layernorms 4h (q = h by default: 4h^2 + 2hf). An MoE block's MLP (fc1, fc2 and their
+  // biases) is add_moe_mlp's.
+  layer.parameters = 4 * q * h + 3 * q + h + 4 * h + (moe ? 0 : 2 * h * f + f + h);
   // Every tp shard holds the layernorms and the biases of the row-parallel proj and fc2.
   layer.parameters_replicated = 4 * h + h + (moe ? 0 : h);
   // Korthikanti: 10sh replicated (norm inputs 4sh, qkv and fc1 inputs 4sh, two dropout masks
   // 2sh, 1 byte each, none without hidden dropout); split 24sh = q,k 4sh + v 2sh + proj input
-  // 2sh + fc2 input 2sf + gelu input 2sf, written 8sh + 4sf for any ffn width; attention 5as^2
+  // 2sh + fc2 input 2sf + gelu input 2sf, written 8sh + 4sf for any ffn width, and 8sq + 4sf
+  // for an attention width q other than h (those four terms are q, k, v and the context, each
+  // of width q; the norm and dropout terms stay at h); attention 5as^2
   // (softmax output, dropout mask and output) under Megatron-LM's fused softmax, the figure
   // that a listed copy of the layer and the planner's quick estimate carry; the memory model
   // prices the profile's implementation from the shape (attention_memory.h).
   const double scale = b / 2;
   layer.activation_bytes_replicated = 8 * s * h * scale + (d.hidden_dropout ? 2 * s * h : 0.0);
-  layer.activation_bytes_split = (8 * s * h + (moe ? 0 : 4 * s * f)) * scale;
+  layer.activation_bytes_split = (8 * s * q + (moe ? 0 : 4 * s * f)) * scale;
   layer.attention_score_elements = a * s * s;
   layer.attention_rows = a * s;
   layer.attention_dropout = d.attention_dropout;
@@ -134,14 +143,16 @@ Layer gpt_block(const TransformerDims& d, int index) {
 }
 
 Layer llama_block(const TransformerDims& d, int index) {
-  const double s = d.s, h = d.h, a = d.a, f = d.f, kv = d.kv, b = d.b;
+  const double s = d.s, h = d.h, a = d.a, q = d.q, f = d.f, kv = d.kv, b = d.b;
   Layer layer;
   layer.name = "block" + std::to_string(index);
   layer.kind = LayerKind::transformer;
-  gemm(layer, "attention_qkv", s, h + 2 * kv, h);
-  gemm(layer, "attention_scores", s, s, h / a, a);
-  gemm(layer, "attention_context", s, h / a, s, a);
-  gemm(layer, "attention_out", s, h, h);
+  // Q is `a` heads of width d.head_dim (q = a * d.head_dim, h by default), K and V kv_heads
+  // heads each; the output projection maps the context (width q) back to h.
+  gemm(layer, "attention_qkv", s, q + 2 * kv, h);
+  gemm(layer, "attention_scores", s, s, d.head_dim, a);
+  gemm(layer, "attention_context", s, d.head_dim, s, a);
+  gemm(layer, "attention_out", s, h, q);
   const bool moe = d.moe && d.moe->is_moe_block(index);
   if (!moe) {
     gemm(layer, "mlp_gate", s, f, h);
@@ -149,22 +160,23 @@ Layer llama_block(const TransformerDims& d, int index) {
     gemm(layer, "mlp_down", s, h, f);
   }
   memory_op(layer, "rmsnorm1", elementwise_bytes(s * h, b));
-  memory_op(layer, "rotary", elementwise_bytes(s * (h + kv), b), true);
+  memory_op(layer, "rotary", elementwise_bytes(s * (q + kv), b), true);
   memory_op(layer, "attention_softmax", elementwise_bytes(a * s * s, b), true);
   if (d.attention_dropout) memory_op(layer, "attention_dropout", dropout_bytes(a * s * s, b), true);
   memory_op(layer, "residual1", 3 * s * h * b);
   memory_op(layer, "rmsnorm2", elementwise_bytes(s * h, b));
   if (!moe) memory_op(layer, "mlp_swiglu", 3 * s * f * b, true);  // reads gate and up, writes one
   memory_op(layer, "residual2", 3 * s * h * b);
-  // No biases: q,k,v h(h + 2kv), out h^2, gate/up/down 3hf, two RMSNorm weights 2h.
-  layer.parameters = h * (h + 2 * kv) + h * h + (moe ? 0 : 3 * h * f) + 2 * h;
-  if (d.qkv_bias) layer.parameters += h + 2 * kv;  // column-parallel: split across tp
+  // No biases: q,k,v h(q + 2kv), out qh, gate/up/down 3hf, two RMSNorm weights 2h (q = h by
+  // default: h(h + 2kv) + h^2).
+  layer.parameters = h * (q + 2 * kv) + q * h + (moe ? 0 : 3 * h * f) + 2 * h;
+  if (d.qkv_bias) layer.parameters += q + 2 * kv;  // column-parallel: split across tp
   layer.parameters_replicated = 2 * h;
   // As gpt without dropout masks: norm inputs 2sh, qkv and gate/up inputs 2sh (replicated);
-  // q,k,v s(h + 2kv), out input sh, gate and up outputs 2sf, down input sf (split); softmax as^2
+  // q,k,v s(q + 2kv), out input sq, gate and up outputs 2sf, down input sf (split); softmax as^2
   // (plus the mask and the dropped-out probabilities under an attention dropout).
   layer.activation_bytes_replicated = 4 * s * h * b;
-  layer.activation_bytes_split = s * (2 * h + 2 * kv + (moe ? 0 : 3 * f)) * b;
+  layer.activation_bytes_split = s * (2 * q + 2 * kv + (moe ? 0 : 3 * f)) * b;
   layer.attention_score_elements = a * s * s;
   layer.attention_rows = a * s;
   layer.attention_dropout = d.attention_dropout;

@@ -16,8 +16,10 @@ struct TransformerDims {
   double s = 0;      // sequence (tokens per sample)
   double h = 0;      // hidden
   double a = 0;      // attention heads
+  double head_dim = 0;  // width of one attention head (Model::head_dim; h / a by default)
+  double q = 0;      // attention width of Q (and of the context): a * d (= h by default)
   double f = 0;      // ffn hidden
-  double kv = 0;     // width of K (= of V): kv_heads * h / a
+  double kv = 0;     // width of K (= of V): kv_heads * d
   double v = 0;      // vocabulary
   double b = 0;      // bytes per element
   Precision precision = Precision::bf16;  // whose element b is

@@ -4,7 +4,7 @@
 // Mixture-of-experts decoders (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE) get their moe block from
 // model_hf_moe.cpp. Fields that change the compute in ways whale does not model (experts on a
 // dense model type, multi-head latent attention, sliding windows shorter than the sequence, MLP
-// biases, a head_dim other than hidden/heads) fail naming the field. Schema and mapping:
+// biases) fail naming the field. Schema and mapping:
 // docs/model.md, docs/moe.md.
 #include <algorithm>
 #include <climits>
@@ -135,13 +135,26 @@ void reject_mixture_of_experts(const YamlField& root) {
   }
 }
 
-// The shape under the keys that GPT-NeoX and the llama-style decoders share.
-void read_shape(const YamlField& root, Model& model) {
+// The shape under the keys that GPT-NeoX and the llama-style decoders share. With
+// `reads_head_dim` (the llama-style decoders), a head_dim other than hidden_size /
+// num_attention_heads (Qwen3, Gemma) is the model's own head width; equal to it, it is the
+// default and is left unset.
+void read_shape(const YamlField& root, Model& model, bool reads_head_dim) {
   model.hidden = hf_integer(root, "hidden_size");
   model.ffn_hidden = hf_integer(root, "intermediate_size");
   model.num_layers = hf_integer(root, "num_hidden_layers");
   model.heads = hf_integer(root, "num_attention_heads");
-  check_heads_divide(root, "num_attention_heads", "hidden_size", model);
+  if (reads_head_dim && !is_null(root, "head_dim") &&
+      int64_t{hf_integer(root, "head_dim")} * model.heads != model.hidden) {
+    model.head_dim = hf_integer(root, "head_dim");
+    if (int64_t{model.head_dim} * model.heads > kMaxModelDimension) {
+      root.get("head_dim").fail("num_attention_heads x head_dim at most " + std::to_string(kMaxModelDimension) +
+                                    ", got " + std::to_string(int64_t{model.head_dim} * model.heads),
+                                "whale's limit on a model dimension (docs/limits.md)");
+    }
+  } else {
+    check_heads_divide(root, "num_attention_heads", "hidden_size", model);
+  }
   model.vocabulary = hf_integer(root, "vocab_size");
   model.sequence = hf_integer(root, "max_position_embeddings");
 }
@@ -158,7 +171,7 @@ std::optional<double> dropout_of(const YamlField& root, const std::string& key) 
 // The llama-style decoders: Llama, Mistral, Qwen2.
 void read_llama_style(const YamlField& root, const std::string& model_type, Model& model) {
   model.family = "llama";
-  read_shape(root, model);
+  read_shape(root, model, true);
   if (!is_null(root, "num_key_value_heads")) {
     const YamlField kv = root.get("num_key_value_heads");
     model.kv_heads = hf_integer(root, "num_key_value_heads");
@@ -166,11 +179,6 @@ void read_llama_style(const YamlField& root, const std::string& model_type, Mode
       kv.fail("expected num_key_value_heads to divide num_attention_heads (" + std::to_string(model.heads) +
               "), got " + std::to_string(model.kv_heads));
     }
-  }
-  if (!is_null(root, "head_dim") && int64_t{hf_integer(root, "head_dim")} * model.heads != model.hidden) {
-    root.get("head_dim").fail("head_dim = hidden_size / num_attention_heads (" +
-                              std::to_string(model.hidden / model.heads) + ")",
-                              "models with a wider or narrower head_dim are not supported");
   }
   model.tie_embeddings = root.boolean_or("tie_word_embeddings", false);
   model.rope_theta = is_null(root, "rope_theta") ? 10000 : hf_number(root, "rope_theta");
@@ -211,7 +219,7 @@ void read_gpt2(const YamlField& root, Model& model) {
 
 void read_gpt_neox(const YamlField& root, Model& model) {
   model.family = "gpt";
-  read_shape(root, model);
+  read_shape(root, model, false);
   model.tie_embeddings = root.boolean_or("tie_word_embeddings", false);
   // Rotary positions on rotary_pct of each head (no position table); the base is carried.
   if (root.has("rotary_pct")) hf_number(root, "rotary_pct");

@@ -96,8 +96,17 @@ void parse_family_hyperparameters(const YamlField& root, Model& model) {
   model.hidden = dimension(root.get("hidden"));
   const YamlField heads = root.get("heads");
   model.heads = heads.positive_integer();
-  if (model.hidden % model.heads != 0) {
-    heads.fail("expected heads to divide hidden (" + std::to_string(model.hidden) + ")");
+  if (root.has("head_dim")) {
+    // An explicit head width frees the attention width (heads x head_dim) from hidden.
+    const YamlField head_dim = root.get("head_dim");
+    model.head_dim = dimension(head_dim);
+    if (int64_t{model.heads} * model.head_dim > kMaxModelDimension) {
+      head_dim.fail("expected heads x head_dim at most " + std::to_string(kMaxModelDimension) + ", got " +
+                        std::to_string(int64_t{model.heads} * model.head_dim),
+                    "whale's limit on a model dimension (docs/limits.md)");
+    }
+  } else if (model.hidden % model.heads != 0) {
+    heads.fail("expected heads to divide hidden (" + std::to_string(model.hidden) + ")", "or give head_dim");
   }
   model.sequence = dimension(root.get("sequence"));
   model.vocabulary = dimension(root.get("vocabulary"));
@@ -134,7 +143,7 @@ void parse_family_hyperparameters(const YamlField& root, Model& model) {
 }  // namespace
 
 Model parse_model(const YamlField& root) {
-  root.expect_keys({"name", "family", "layers", "hidden", "heads", "ffn_hidden", "kv_heads",
+  root.expect_keys({"name", "family", "layers", "hidden", "heads", "head_dim", "ffn_hidden", "kv_heads",
                     "tie_embeddings", "qkv_bias", "rope_theta", "attention_dropout",
                     "hidden_dropout", "sequence", "vocabulary", "training", "layer_list", "moe"});
   Model model;
@@ -144,7 +153,7 @@ Model parse_model(const YamlField& root) {
   model.family = family.text();
   model.training = parse_training(root.get("training"));
   if (model.family == "listed") {
-    for (const char* key : {"layers", "hidden", "ffn_hidden", "kv_heads", "vocabulary", "tie_embeddings",
+    for (const char* key : {"layers", "hidden", "head_dim", "ffn_hidden", "kv_heads", "vocabulary", "tie_embeddings",
                             "qkv_bias", "rope_theta", "attention_dropout", "hidden_dropout", "moe"}) {
       if (root.has(key)) root.get(key).fail(std::string(key) + " applies to family models only", "give layer_list entries instead");
     }
@@ -184,6 +193,7 @@ void emit_model(YAML::Emitter& out, const Model& model) {
     emit_number_field(out, "layers", model.num_layers);
     emit_number_field(out, "hidden", model.hidden);
     emit_number_field(out, "heads", model.heads);
+    if (model.head_dim > 0) emit_number_field(out, "head_dim", model.head_dim);
     emit_number_field(out, "ffn_hidden", model.ffn_hidden);
     if (model.kv_heads > 0) emit_number_field(out, "kv_heads", model.kv_heads);
     if (model.tie_embeddings) out << YAML::Key << "tie_embeddings" << YAML::Value << true;

@@ -4,6 +4,7 @@
 #include "model/gpt_parameters.h"
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 
 #include "model/moe_parameters.h"
@@ -25,6 +26,13 @@ void require_transformer_dims(const plan::Model& model) {
   require_positive(model, "heads", model.heads);
   require_positive(model, "sequence", model.sequence);
   require_positive(model, "vocabulary", model.vocabulary);
+  // The runtime's blocks run attention at width hidden (head size hidden / heads); a wider or
+  // narrower head_dim is planned and simulated only.
+  if (model.head_dim > 0 && int64_t{model.head_dim} * model.heads != model.hidden)
+    throw Error(model.source_file, "head_dim",
+                "heads x head_dim equal to hidden " + std::to_string(model.hidden) + " for whale-run, got " +
+                    std::to_string(model.heads) + " x " + std::to_string(model.head_dim),
+                "whale-plan and whale-sim model this attention width; whale-run trains head_dim = hidden / heads only");
   if (model.hidden % model.heads != 0)
     throw Error(model.source_file, "heads",
                 "a divisor of hidden " + std::to_string(model.hidden) + ", got " +

@@ -120,6 +120,10 @@ struct Model {
   int heads = 0;
   int ffn_hidden = 0;        // default 4*hidden (gpt, bert)
   int kv_heads = 0;          // llama grouped-query attention: key/value heads (0 = heads)
+  /// Width of one attention head (0 = hidden / heads). Wider heads (Qwen3, Gemma) make the
+  /// attention width heads x head_dim differ from hidden: q, k, v and the attention core run
+  /// at that width, and the output projection maps it back to hidden.
+  int head_dim = 0;
   bool tie_embeddings = false;  // the LM head reuses the token table (counted once, in the
                                 // embedding layer); the head's GEMM still runs
   bool qkv_bias = false;     // llama only: biases on q, k and v (Qwen2)
@@ -142,6 +146,8 @@ struct Model {
 
   /// Forward flops of one sample through every layer.
   Flops forward_flops_per_sample() const;
+  /// head_dim when set, else hidden / heads (0 for a listed model).
+  int attention_head_dim() const;
   double parameter_count() const;
 };
 
