@@ -10,11 +10,13 @@
 namespace whale::exec {
 
 /// Evicts the CPU caches by writing a buffer of twice the last-level cache (sysfs, else sysconf;
-/// 64 MiB when unknown; at most 1 GiB), one byte per 64-byte line. A training step whose parameters,
-/// gradients and activations outgrow the cache streams them through it, so its ops start cold;
-/// an op timed hot on its own repeated buffers reads up to 17% (large GEMMs) to 50%
-/// (layernorm) faster, and small GEMMs up to 1.5x. whale-profile times both states and libsim
-/// prices between them by the weight bytes a device's layers hold (cache_working_set.h).
+/// 64 MiB when unknown; at most 1 GiB), one byte per 64-byte line. A larger flush evicts nothing
+/// more but times ops colder (sysconf reported a VM host's 256 MiB L3 for a guest's 32 MiB: a
+/// width-128 block's GEMMs ran 1.6x slower after its 512 MiB flush; docs/fidelity.md). A training
+/// step whose weights outgrow the cache streams them through it, so its ops start cold; an op
+/// timed hot on its own repeated buffers reads up to 17% (large GEMMs) to 50% (layernorm) faster,
+/// and small GEMMs up to 1.5x. whale-profile times both states and libsim prices between them by
+/// the weight bytes a device's layers hold (cache_working_set.h).
 class CacheFlusher {
  public:
   CacheFlusher();
