@@ -30,10 +30,10 @@ Bytes layer_weight_bytes(const plan::Plan& plan, const plan::Stage& whole, int r
 }
 
 std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica) {
-  std::vector<double> fractions(stage.end_layer - stage.first_layer, 0.0);
-  const int device = stage.replica_devices(replica).front();
+  const int device = stage.devices.at(stage.replica_offset(replica));
   const Bytes cache = plan.cluster.profile_of(device).cache.cache_bytes_per_device;
-  if (cache <= 0) return fractions;
+  if (cache <= 0) return {};
+  std::vector<double> fractions(stage.end_layer - stage.first_layer, 0.0);
   Bytes working_set = 0;
   for (const plan::Stage& other : plan.stages) {
     const int r = replica_holding(other, device);

@@ -107,7 +107,7 @@ Seconds expert_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int 
 }
 
 /// `buckets`: the stage's gradient buckets, empty when it has no dp reduction; `warm_fractions`:
-/// layer_warm_fractions of the replica. The replica
+/// layer_warm_fractions of the replica (empty: every layer cold). The replica
 /// computes at its own tp (Stage::as_replica), its tp collectives on its own devices.
 ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int replica,
                          const std::vector<plan::GradientBucket>& buckets,
@@ -128,7 +128,7 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int r
   // every such layer of a device has the same warm fraction, so one blended profile serves them.
   std::optional<plan::DeviceProfile> warm_profile;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-    const double warm_fraction = warm_fractions[l - stage.first_layer];
+    const double warm_fraction = warm_fractions.empty() ? 0.0 : warm_fractions[l - stage.first_layer];
     if (warm_fraction > 0 && !warm_profile) warm_profile = plan::with_warm_fraction(profile, warm_fraction);
     const plan::DeviceProfile& layer_profile = warm_fraction > 0 ? *warm_profile : profile;
     const plan::Layer& model_layer = plan.model.layers.at(l);

@@ -16,7 +16,8 @@ namespace whale::sim {
 Bytes layer_weight_bytes(const plan::Plan& plan, const plan::Stage& stage, int replica, int layer);
 
 /// The warm fraction of each layer of replica `replica` of `stage` (index: layer - first_layer),
-/// for the device profile's cache C bytes (cache.cache_bytes_per_device; all zeros without).
+/// for the device profile's cache C bytes (cache.cache_bytes_per_device). Empty when the profile
+/// has no cache block: every layer cold, and nothing allocated on the search's hot path.
 ///
 /// The profile's cold figures already find an op's input hot (the op before it has just
 /// written it); what a training step finds warm or cold is the rest, the weights and their
