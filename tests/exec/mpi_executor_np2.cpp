@@ -101,3 +101,35 @@ TEST_CASE("a pp2 executor restored from save_state continues bit for bit") {
   CHECK(second.train_step(loader, 1) == second_step);
   CHECK_THROWS_AS(second.load_state(std::vector<float>(3)), std::invalid_argument);
 }
+
+// ZeRO-1 (dp2-zero) against plain data parallelism (dp2), the same plan otherwise: every step's
+// loss and the parameters after it agree bit for bit (AdamW is element-wise, the all-gather
+// copies), and the sharded rank holds less: the moments of the other half of the parameters
+// (2 x 4 bytes each), since the all-gather of the updated shards lands in the gradient buffer
+// rather than in a buffer of its own.
+TEST_CASE("ZeRO-1 trains as dp2 does and holds the moments of half the parameters less") {
+  const whale::plan::Plan plain = whale::plan::load_plan("configs/plans/tiny/dp2.yaml");
+  const whale::plan::Plan zero = whale::plan::load_plan("configs/plans/tiny/dp2-zero.yaml");
+  auto world = world_communicator();
+  auto transport = make_mpi_transport();
+  const DataLoader loader(load_tokens(kData), plain, 3);
+  ExecutorOptions options;
+  options.seed = 3;
+  Executor replicated(plain, RankLayout(plain), *world, *transport, options);
+  Executor sharded(zero, RankLayout(zero), *world, *transport, options);
+  for (int64_t step = 0; step < 2; ++step)
+    CHECK(sharded.train_step(loader, step) == replicated.train_step(loader, step));
+  const std::vector<FullParameter> a = replicated.gather_parameters(), b = sharded.gather_parameters();
+  REQUIRE(a.size() == b.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].values == b[i].values);
+    total += a[i].values.size();
+  }
+  // tiny: 8 blocks of 49,984 (h 64, ffn 256: two layernorms 2 x 128, qkv 12,480, out 4,160, fc1
+  // 16,640, fc2 16,448) + the token table 256 x 64 + the position table 32 x 64 + the final
+  // layernorm 128 + the LM head 64 x 256 = 434,816 parameters (gathered on rank 0); each
+  // rank's shard is 217,408.
+  if (world->rank() == 0) CHECK(total == 434816);
+  CHECK(replicated.peak_memory_bytes() - sharded.peak_memory_bytes() == 2 * 217408 * 4);
+}

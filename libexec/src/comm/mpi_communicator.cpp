@@ -116,7 +116,9 @@ class MpiCommunicator : public Communicator {
     check_host_pointer(input, "MpiCommunicator::all_gather");
     check_host_pointer(output, "MpiCommunicator::all_gather");
     const int n = to_mpi_count(count_per_rank);
-    WHALE_MPI_CHECK(MPI_Allgather(input, n, MPI_FLOAT, output, n, MPI_FLOAT, comm_));
+    const bool in_place = input == output + static_cast<std::size_t>(rank_) * count_per_rank;
+    WHALE_MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input, n, MPI_FLOAT, output, n,
+                                  MPI_FLOAT, comm_));
   }
 
   void send(const float* data, std::size_t count, int peer, int tag) override {

@@ -1,6 +1,6 @@
 // File: executor_optimizer.cpp
 // StageOptimizer: AdamW (adamw.h) on the whole flattened parameters or, under ZeRO-1/2, on this
-// member's shard of them followed by an all-gather; with a separate expert layout, the routed
+// member's shard of them followed by an all-gather (into the dead gradient buffer); with a separate expert layout, the routed
 // experts' parameters as a second range over their own group.
 #include "runtime/executor_optimizer.h"
 
@@ -60,20 +60,56 @@ void StageOptimizer::share_parameters() {
     if (r.shard) share_range(r);
 }
 
+float* StageOptimizer::contiguous_gradients(const Range& r) {
+  if (r.parameters.empty()) return nullptr;
+  float* const first = r.parameters.front().gradient.as<float>();
+  std::size_t offset = 0;
+  for (const ParameterView& p : r.parameters) {
+    if (p.gradient.dtype != DType::fp32 || p.gradient.as<float>() != first + offset) return nullptr;
+    offset += p.count;
+  }
+  return first;
+}
+
 void StageOptimizer::share_range(Range& r) {
   const std::size_t members = static_cast<std::size_t>(r.group->size());
-  reuse_or_allocate(r.mine, backend_, r.slice.size, DType::fp32);
-  reuse_or_allocate(r.flat, backend_, r.slice.size * members, DType::fp32);
-  if (r.slice.count() < r.slice.size)  // the last shards' padding
-    backend_.fill_zero(r.mine.slice(r.slice.count(), r.slice.size - r.slice.count()),
-                       Stream::compute);
-  for_each_slice(r, r.slice.begin, r.slice.count(), [&](TensorView slice, std::size_t at) {
-    backend_.copy(r.mine.slice(at, slice.count), slice, Stream::compute);
+  const std::size_t shard = r.slice.size;
+  // The range's gradients are dead from the optimizer step to the next step's zero_gradients,
+  // and their buffer holds total >= members * floor(total / members) floats: the first
+  // floor(total / members) floats of every shard are gathered there, in place, and the rest (at
+  // most one float a shard, as shard = ceil(total / members)) through a members-float scratch.
+  // So sharing adds no buffer of the parameters' size, as Megatron-LM's distributed optimizer
+  // all-gathers into its contiguous parameter buffer. Gradients not back to back (a range of a
+  // separate expert layout): one round through a scratch of members * shard floats.
+  float* const gradients = contiguous_gradients(r);
+  const std::size_t in_place = gradients ? r.total / members : 0;
+  if (in_place > 0) gather_round(r, gradients, 0, in_place);
+  if (in_place < shard) {
+    reuse_or_allocate(r.scratch, backend_, (shard - in_place) * members, DType::fp32);
+    gather_round(r, r.scratch.view().as<float>(), in_place, shard - in_place);
+  }
+}
+
+void StageOptimizer::gather_round(Range& r, float* out, std::size_t offset, std::size_t count) {
+  const int members = r.group->size(), rank = r.group->rank();
+  // Floats of `shard` at [offset, offset + count) that hold elements (the last shards are short).
+  const auto held = [&](const ZeroShard& shard) {
+    return std::min(count, shard.count() > offset ? shard.count() - offset : std::size_t{0});
+  };
+  const TensorView mine{out + static_cast<std::size_t>(rank) * count, count, DType::fp32};
+  const std::size_t own = held(r.slice);
+  for_each_slice(r, r.slice.begin + offset, own, [&](TensorView slice, std::size_t at) {
+    backend_.copy(mine.slice(at, slice.count), slice, Stream::compute);
   });
-  r.group->all_gather(r.mine.view().as<float>(), r.flat.view().as<float>(), r.slice.size);
-  for_each_slice(r, 0, r.total, [&](TensorView slice, std::size_t at) {
-    backend_.copy(slice, r.flat.slice(at, slice.count), Stream::compute);
-  });
+  if (own < count) backend_.fill_zero(mine.slice(own, count - own), Stream::compute);
+  r.group->all_gather(mine.as<float>(), out, count);
+  for (int m = 0; m < members; ++m) {
+    const ZeroShard shard = zero_shard(r.total, members, m);
+    const TensorView block{out + static_cast<std::size_t>(m) * count, count, DType::fp32};
+    for_each_slice(r, shard.begin + offset, held(shard), [&](TensorView slice, std::size_t at) {
+      backend_.copy(slice, block.slice(at, slice.count), Stream::compute);
+    });
+  }
 }
 
 std::vector<float> StageOptimizer::save_state() const {

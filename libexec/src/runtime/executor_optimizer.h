@@ -36,8 +36,10 @@ class StageOptimizer {
   /// the gradients of those shards only, which is all ZeRO-2's reduce-scatter sums).
   void step();
   /// Sharded: all-gathers the updated shards, so that every member holds all the parameters
-  /// (whale-sim's "allgather weights"); nothing otherwise. Follows step(). The shards travel
-  /// in backend memory (device buffers on a GPU rank, for NCCL), copied on the compute stream.
+  /// (whale-sim's "allgather weights"); nothing otherwise. Follows step(), and overwrites the
+  /// stage's gradients (dead until the next step's zero_gradients) with the gathered shards.
+  /// The shards travel in backend memory (device buffers on a GPU rank, for NCCL), copied on
+  /// the compute stream.
   void share_parameters();
   bool sharded() const;
 
@@ -57,10 +59,10 @@ class StageOptimizer {
     std::size_t total = 0;          // the range's elements
     ZeroShard slice;                // this member's flat elements (all of them when not sharded)
     std::unique_ptr<AdamW> adamw;   // over slice
-    // Step-to-step scratch in backend memory, kept so that every step reuses warm memory (a
-    // fresh 10+ MB buffer per step costs more in page faults than the all-gather itself on CPUs):
-    Tensor flat;  // fp32, the flattened parameters, padded to the group's shards
-    Tensor mine;  // fp32, this member's shard (padded to the shard size)
+    // The all-gather's scratch in backend memory (share_range), kept from step to step so that
+    // every step reuses warm memory: members floats when the gradients lie back to back, else
+    // the flattened parameters padded to the group's shards.
+    Tensor scratch;
   };
   void add_range(std::vector<ParameterView> parameters, Communicator* group, bool shard);
   /// Calls visit(parameter slice, its offset from `begin`) for every parameter's part of the
@@ -69,6 +71,12 @@ class StageOptimizer {
   static void for_each_slice(const Range& range, std::size_t begin, std::size_t count,
                              Visit visit);
   void share_range(Range& range);
+  /// The range's gradients when they lie back to back in its parameters' order (fp32), else null.
+  static float* contiguous_gradients(const Range& range);
+  /// One all-gather of the floats [offset, offset + count) of every member's shard through
+  /// `out` (backend memory, members * count floats; this member's block is filled in place),
+  /// copied into the parameters they belong to.
+  void gather_round(Range& range, float* out, std::size_t offset, std::size_t count);
 
   AdamWConfig config_;
   Backend& backend_;

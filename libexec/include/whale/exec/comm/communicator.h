@@ -54,7 +54,9 @@ class Communicator {
   virtual void reduce_scatter_sum(const float* input, float* output,
                                   std::size_t count_per_rank) = 0;
   /// Gathers count_per_rank floats from every member into output (size()*count_per_rank),
-  /// in rank order.
+  /// in rank order. In place when input is output + rank() * count_per_rank (this rank's
+  /// block already in its place, as NCCL's in-place all-gather and MPI_IN_PLACE take it);
+  /// input and output overlap in no other way.
   virtual void all_gather(const float* input, float* output, std::size_t count_per_rank) = 0;
   /// Blocking send to `peer` (a rank of this communicator); returns once `data` may be reused.
   virtual void send(const float* data, std::size_t count, int peer, int tag) = 0;
