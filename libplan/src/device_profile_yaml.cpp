@@ -160,7 +160,7 @@ Bytes gib_field_bytes(const YamlField& field, bool zero_allowed) {
 FrameworkMemory parse_framework_memory(const YamlField& block, const std::string& device_kind) {
   block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "attention_implementation",
                      "fused_attention", "cross_entropy_implementation", "gradients_freed_after_step",
-                     "gradient_bucket_copy", "fp32_gradient_copy"});
+                     "gradient_bucket_copy", "fp32_gradient_copy", "stage_buffer_cache"});
   FrameworkMemory f = default_framework_memory(device_kind);
   f.source = block.get("source").text();
   if (block.has("reserve_gib")) f.reserve_bytes = gib_field_bytes(block.get("reserve_gib"), true);
@@ -197,6 +197,7 @@ FrameworkMemory parse_framework_memory(const YamlField& block, const std::string
   f.gradients_freed_after_step = block.boolean_or("gradients_freed_after_step", f.gradients_freed_after_step);
   f.gradient_bucket_copy = block.boolean_or("gradient_bucket_copy", f.gradient_bucket_copy);
   f.fp32_gradient_copy = block.boolean_or("fp32_gradient_copy", f.fp32_gradient_copy);
+  f.stage_buffer_cache = block.boolean_or("stage_buffer_cache", f.stage_buffer_cache);
   return f;
 }
 
@@ -228,7 +229,7 @@ void check_reserves(const YamlField& root, const DeviceProfile& profile) {
   }
 }
 
-void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
+void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f, const std::string& device_kind) {
   out << YAML::Key << "framework_memory" << YAML::Value << YAML::BeginMap;
   emit_text_field(out, "source", f.source);
   emit_number_field(out, "reserve_gib", f.reserve_bytes / kBytesPerGiB);
@@ -239,6 +240,8 @@ void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f) {
   if (f.gradients_freed_after_step) out << YAML::Key << "gradients_freed_after_step" << YAML::Value << true;
   if (f.gradient_bucket_copy) out << YAML::Key << "gradient_bucket_copy" << YAML::Value << true;
   if (f.fp32_gradient_copy) out << YAML::Key << "fp32_gradient_copy" << YAML::Value << true;
+  if (f.stage_buffer_cache != default_framework_memory(device_kind).stage_buffer_cache)
+    out << YAML::Key << "stage_buffer_cache" << YAML::Value << f.stage_buffer_cache;
   out << YAML::EndMap;
 }
 
@@ -433,7 +436,7 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
     emit_op_bandwidths(out, "op_bandwidth_gbytes_per_s", profile.op_bandwidth_bytes_per_s);
   }
   if (!(profile.framework_memory == default_framework_memory(profile.kind))) {
-    emit_framework_memory(out, profile.framework_memory);
+    emit_framework_memory(out, profile.framework_memory, profile.kind);
   }
   if (!profile.calibration.is_default()) emit_calibration(out, profile.calibration);
   if (!profile.layer_times.empty()) emit_layer_times(out, profile.layer_times);

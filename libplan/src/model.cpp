@@ -97,4 +97,13 @@ void generate_layers(Model& model, Precision precision) {
               "families with generated layers: gpt, bert, llama");
 }
 
+// Family defaults (Model::attention_dropout): 0.1 for gpt and bert, none for llama.
+static double family_dropout(const Model& model) { return model.family == "llama" ? 0.0 : 0.1; }
+
+double attention_dropout_of(const Model& model) {
+  return model.attention_dropout.value_or(family_dropout(model));
+}
+
+double hidden_dropout_of(const Model& model) { return model.hidden_dropout.value_or(family_dropout(model)); }
+
 }  // namespace whale::plan

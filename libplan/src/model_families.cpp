@@ -40,10 +40,8 @@ TransformerDims transformer_dims(const Model& model, Precision precision) {
   d.v = model.vocabulary;
   d.b = bytes_per_element(precision);
   d.precision = precision;
-  // Family defaults (Model::attention_dropout): 0.1 for gpt and bert, none for llama.
-  const double dropout_default = model.family == "llama" ? 0.0 : 0.1;
-  d.attention_dropout = model.attention_dropout.value_or(dropout_default) > 0;
-  d.hidden_dropout = model.hidden_dropout.value_or(dropout_default) > 0;
+  d.attention_dropout = attention_dropout_of(model) > 0;
+  d.hidden_dropout = hidden_dropout_of(model) > 0;
   d.tied = model.tie_embeddings;
   d.qkv_bias = model.qkv_bias;
   d.learned_positions = model.family != "llama" && model.rope_theta <= 0;
@@ -135,6 +133,12 @@ Layer gpt_block(const TransformerDims& d, int index) {
   layer.attention_dropout = d.attention_dropout;
   layer.activation_bytes_attention =
       attention_kept_bytes(layer, AttentionImplementation::fused_softmax, d.precision);
+  // A backward's gradient buffers (whale-run's gpt Block::backward): the GELU's output and
+  // input 2sf, the context sq and q, k, v 3sq (split); both layernorms' outputs, the residual
+  // stream between the halves, and the block's input and output gradients 5sh (replicated). An
+  // MoE block's MLP keeps its own (moe_layer.h), left out here.
+  layer.backward_buffer_bytes_split = s * ((moe ? 0 : 2 * f) + 4 * q) * b;
+  layer.backward_buffer_bytes_replicated = 5 * s * h * b;
   layer.input_bytes = s * h * b;
   layer.output_bytes = s * h * b;
   layer.tp_allreduce_bytes = 2 * s * h * b;  // after attention_proj and after mlp_fc2
@@ -182,6 +186,11 @@ Layer llama_block(const TransformerDims& d, int index) {
   layer.attention_dropout = d.attention_dropout;
   layer.activation_bytes_attention =
       attention_kept_bytes(layer, AttentionImplementation::fused_softmax, d.precision);
+  // A backward's gradient buffers (whale-run's llama Block::backward): SwiGLU's output, gate and
+  // up 3sf, the context sq and q, k, v s(q + 2kv) (split); both norms' outputs, the residual
+  // stream between the halves, and the block's input and output gradients 5sh (replicated).
+  layer.backward_buffer_bytes_split = s * ((moe ? 0 : 3 * f) + 2 * q + 2 * kv) * b;
+  layer.backward_buffer_bytes_replicated = 5 * s * h * b;
   layer.input_bytes = s * h * b;
   layer.output_bytes = s * h * b;
   layer.tp_allreduce_bytes = 2 * s * h * b;

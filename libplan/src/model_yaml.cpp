@@ -23,6 +23,8 @@ const LayerNumber kLayerNumbers[] = {
     {"activation_bytes_split", &Layer::activation_bytes_split, false},
     {"activation_bytes_attention", &Layer::activation_bytes_attention, false},
     {"input_bytes", &Layer::input_bytes, false},
+    {"backward_buffer_bytes_split", &Layer::backward_buffer_bytes_split, false},
+    {"backward_buffer_bytes_replicated", &Layer::backward_buffer_bytes_replicated, false},
     {"output_bytes", &Layer::output_bytes, true},
     {"tp_allreduce_bytes", &Layer::tp_allreduce_bytes, false},
 };

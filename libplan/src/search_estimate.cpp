@@ -51,6 +51,8 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     // The routed experts' kept activations, per device 1/tp of the token copies (moe_layer.h,
     // at expert_tp 1): a tp-split figure.
     act_split_.back() += l.activation_bytes_expert * l.expert_load_imbalance;
+    backward_buffers_split_ = std::max(backward_buffers_split_, l.backward_buffer_bytes_split);
+    backward_buffers_replicated_ = std::max(backward_buffers_replicated_, l.backward_buffer_bytes_replicated);
   }
   node_devices_ = 0;
   for (const Node& node : cluster.nodes) {
@@ -74,6 +76,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     DeviceMemory& d = device_memory_[name];
     d.activation_scale = profile.calibration.activation_memory_scale;
     d.optimizer_bytes = held_optimizer_bytes_per_param(state, profile.framework_memory);
+    d.stage_buffer_cache = profile.framework_memory.stage_buffer_cache;
     d.act_attention.assign(1, 0.0);
     d.loss_transient.assign(1, 0.0);
     d.act_max.assign(1, {});
@@ -263,6 +266,10 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
   // vocabulary-parallel across tp. Gradients freed after each step (framework_memory.h) are
   // still counted in state_bytes here: the estimate stays at or above the simulator's.
   need.activation_bytes += range(device.loss_transient, first, end) / tp * share;
+  // One layer's backward buffers under stage_buffer_cache, the model's largest (the
+  // simulator adds the range's largest).
+  if (device.stage_buffer_cache)
+    need.activation_bytes += (backward_buffers_split_ / tp + backward_buffers_replicated_ / sp) * share;
   if (weight_passes >= 0) {
     const double weight_pass = weight_pass_range(first, end, tp);
     need.activation_bytes += (weight_pass * weight_passes + std::max(0.0, weight_pass - per_sample)) * share;

@@ -61,6 +61,11 @@ Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recomput
   return recompute_transient_bytes(layer, tp, recompute, sequence_parallel, layer.activation_bytes_attention);
 }
 
+Bytes backward_buffer_bytes(const plan::Layer& layer, int tp, bool sequence_parallel) {
+  return layer.backward_buffer_bytes_split / tp +
+         layer.backward_buffer_bytes_replicated / (sequence_parallel ? tp : 1);
+}
+
 double flat_shard_elements(double elements, int members, int member) {
   const long long total = std::llround(elements);
   if (members <= 1) return static_cast<double>(total);
@@ -107,13 +112,14 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   std::vector<Bytes> gradients_of_stage(plan.stages.size(), 0);        // by stage: its gradients
   Bytes transient_bytes = 0;  // the most one layer's backward holds beyond what it keeps: its
                               // recomputed activations and its loss's buffers
+  Bytes cached_buffers = 0;   // under stage_buffer_cache: every stage's backward buffers
   for (int s : program.stages) {
     const plan::Stage stage = plan.stages.at(s).as_replica(replica);  // at the replica's tp
     const double samples = stage.shares.at(replica);
     const double parameters = stage_parameters_per_device(plan, s, replica);
     const int ep_rank = plan.model.moe ? plan::busiest_ep_rank(stage, replica, plan.model.moe->experts) : 0;
     double expert_parameters = 0;  // the routed experts' part, sharded over expert dp
-    Bytes kept = 0, weight_pass = 0;
+    Bytes kept = 0, weight_pass = 0, stage_buffers = 0;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const plan::Layer& model_layer = plan.model.layers.at(l);
       const bool moe = model_layer.experts > 0;
@@ -134,7 +140,9 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
                                                       stage.sequence_parallel, attention) +
                             loss) *
                                samples);
+      stage_buffers = std::max(stage_buffers, backward_buffer_bytes(layer, stage.tp, stage.sequence_parallel) * samples);
     }
+    if (framework.stage_buffer_cache) cached_buffers += stage_buffers;
     kept_per_micro_batch[s] = kept;
     weight_pass_per_micro_batch[s] = weight_pass;
     // Sharded state: this replica's piece of the flat buffer (ceil(n/dp) elements, the last
@@ -199,6 +207,26 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       peak_transient = transient;
       peak_gradients = held_gradients;
       out.peak_in_flight = in_flight;
+    }
+  }
+  // A framework that caches every stage's buffers (whale-run) holds, once each stage has reached
+  // its most micro-batches in flight, all those activations at once, and every stage's backward
+  // buffers: never less than the walk's peak.
+  if (framework.stage_buffer_cache) {
+    Bytes cached_live = 0;
+    int cached_in_flight = 0;
+    for (int s : program.stages) {
+      const int most = peak_in_flight(program, s);
+      cached_live += most * kept_per_micro_batch[s];
+      cached_in_flight += most;
+    }
+    const Bytes cached_total = (cached_live + transient_bytes + cached_buffers) * scale + out.gradients_bytes;
+    if (cached_total > peak_total) {
+      peak_total = cached_total;
+      peak_live = cached_live;
+      peak_transient = transient_bytes + cached_buffers;
+      peak_gradients = out.gradients_bytes;
+      out.peak_in_flight = cached_in_flight;
     }
   }
   out.gradients_bytes = peak_gradients;

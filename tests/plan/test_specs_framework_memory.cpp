@@ -1,6 +1,6 @@
 // File: test_specs_framework_memory.cpp
 // The profile's framework_memory block (attention implementation, the older fused_attention
-// flag, fp32_gradient_copy) and the models' dropout (model YAML and config.json): loaded
+// flag, fp32_gradient_copy, stage_buffer_cache) and the models' dropout (model YAML and config.json): loaded
 // values, defaults, save/load and bad values.
 #include <doctest/doctest.h>
 
@@ -12,6 +12,7 @@
 
 using namespace whale::plan;
 using whale::plan::testing::kCoreProfile;
+using whale::plan::testing::read_text;
 using whale::plan::testing::scratch_file;
 
 namespace {
@@ -108,4 +109,18 @@ TEST_CASE("a model's dropout: YAML fields, config.json keys and the families' de
   std::filesystem::create_directories(folder);
   save_model(off, folder + "/m.yaml");
   CHECK(*load_model(folder + "/m.yaml").hidden_dropout == 0.0);
+}
+
+TEST_CASE("stage_buffer_cache: on by default for a cpu profile, off for a gpu one; save and load") {
+  CHECK(profile_with("none", "").framework_memory.stage_buffer_cache);  // kCoreProfile: kind cpu
+  CHECK_FALSE(default_framework_memory("gpu").stage_buffer_cache);
+  DeviceProfile off = profile_with("cache-off", ", stage_buffer_cache: false");
+  CHECK_FALSE(off.framework_memory.stage_buffer_cache);
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/framework-memory/cache-saved";
+  std::filesystem::create_directories(folder);
+  save_device_profile(off, folder + "/core.yaml");  // false differs from the cpu default: written
+  CHECK_FALSE(load_device_profile(folder + "/core.yaml").framework_memory.stage_buffer_cache);
+  off.kind = "gpu";  // the gpu default: not written, read back as false
+  save_device_profile(off, folder + "/core.yaml");
+  CHECK(read_text(folder + "/core.yaml").find("stage_buffer_cache") == std::string::npos);
 }

@@ -243,18 +243,21 @@ class BlockStage : public StageModule {
     }
     region_.keep_held_rows(dx_all, dx);
     if (has_head_) layer_done(dims_.layers + 1);
+    const bool full = options_.recompute == plan::Recompute::full;
     for (std::size_t k = blocks_.size(); k-- > 0;) {
-      if (options_.recompute == plan::Recompute::full) {  // redo the block's forward
+      // Full recomputation redoes the block's forward into the one block's worth of scratch
+      // activations that every forward of this stage writes (dropped_), so it holds one
+      // block's activations at any time; otherwise the micro-batch kept its own, and they are
+      // kept after the backward for the next forward (the peak, all blocks', is the same).
+      BlockActivations& activations = full ? dropped_ : s.blocks[k];
+      if (full) {
         reuse_or_allocate(recomputed_output_, *backend_, held(s), act_);
-        blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, s.blocks[k], true);
+        blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, activations, true);
       }
       reuse_or_allocate(dx_spare_, *backend_, held(s), act_);  // overwritten by the block
       weight_gradients_.set_layer(first_block_ + static_cast<int>(k));
       timed_layer(first_block_ + static_cast<int>(k), true, report_layers,
-                  [&] { blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, s.blocks[k]); });
-      // Full recomputation holds one block's activations at a time; otherwise they are kept
-      // for the next forward (the peak, all blocks' activations, is the same).
-      if (options_.recompute == plan::Recompute::full) s.blocks[k] = BlockActivations{};
+                  [&] { blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, activations); });
       std::swap(dx, dx_spare_);
       layer_done(first_block_ + static_cast<int>(k));
     }

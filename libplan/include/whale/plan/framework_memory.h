@@ -72,6 +72,16 @@ struct FrameworkMemory {
   /// (4 * params + 16 * params / gpus). Megatron-LM accumulates in fp32 already
   /// (grad_reduce_precision fp32) and keeps no copy. YAML: fp32_gradient_copy.
   bool fp32_gradient_copy = false;
+  /// Whether every pipeline stage on a device keeps the buffers it has used for its next
+  /// micro-batches and steps, as whale-run's stage modules do: the activations of as many
+  /// micro-batches as the stage ever had in flight, and one block's backward gradient buffers
+  /// (Layer::backward_buffer_bytes_*), all held at once, in a scratch its blocks share. The
+  /// device's stages then hold the sum of their own peaks, not the program's simultaneous peak.
+  /// False: activations are freed after their backward and each intermediate's gradient once
+  /// consumed (PyTorch autograd; Korthikanti et al. 2022's activation model, which counts no
+  /// such buffer, matches measured peaks). YAML: stage_buffer_cache; default true on a CPU
+  /// profile (whale-run's own backend), false on a GPU one.
+  bool stage_buffer_cache = false;
   /// Where the figures come from (YAML: source).
   std::string source;
 

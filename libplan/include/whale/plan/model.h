@@ -80,6 +80,11 @@ struct Layer {
   double logit_elements = 0;
   Bytes input_bytes = 0;              // per sample: the layer's input, all that full
                                       // recomputation keeps
+  // The gradient buffers of one backward of the layer, per sample, when the framework holds all
+  // of a block's at once (FrameworkMemory::stage_buffer_cache, whale-run's block scratch):
+  // the gradients of the block's intermediates and of its input and output.
+  Bytes backward_buffer_bytes_split = 0;       // divided by tp (tp-split widths: ffn, heads)
+  Bytes backward_buffer_bytes_replicated = 0;  // width h, divided by tp under sequence parallelism
   Bytes output_bytes = 0;             // per sample: the tensor that crosses to the next layer
   Bytes tp_allreduce_bytes = 0;       // per sample: bytes all-reduced across tp per forward pass
                                       // (the same again in backward)
@@ -165,6 +170,11 @@ void set_sequence(Model& model, int sequence, Precision precision, const std::st
 /// (detected by the .json name or a model_type key; see docs/model.md). Throws whale::Error on
 /// bad input, naming the file and the field.
 Model load_model(const std::string& path);
+
+/// The dropout probabilities a model trains with: its attention_dropout and hidden_dropout, or
+/// its family's default when unset (Model::attention_dropout).
+double attention_dropout_of(const Model& model);
+double hidden_dropout_of(const Model& model);
 /// Writes the model (hyperparameters for a family model, the layer list for a listed one).
 void save_model(const Model& model, const std::string& path);
 

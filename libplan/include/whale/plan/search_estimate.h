@@ -142,6 +142,9 @@ class AnalyticModel {
   /// the replicated, the experts / ep x expert_tp (expert_shards), and that expert part alone.
   double device_parameters(int first, int end, int tp, int dp, double* experts = nullptr) const;
   std::vector<double> act_replicated_, act_split_, act_input_;
+  // The largest Layer::backward_buffer_bytes_split and _replicated of any layer, per sample: a
+  // bound on the stage's buffers the simulator adds under stage_buffer_cache.
+  double backward_buffers_split_ = 0, backward_buffers_replicated_ = 0;
 
  public:
   // The memory figures of one device model's profile (the simulator's memory model reads them
@@ -158,6 +161,7 @@ class AnalyticModel {
     std::vector<std::vector<double>> act_max;
     double activation_scale = 1.0;  // calibration.activation_memory_scale
     double optimizer_bytes = 0;     // plan::held_optimizer_bytes_per_param
+    bool stage_buffer_cache = false;  // framework_memory's
   };
 
  private:

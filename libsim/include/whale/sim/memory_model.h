@@ -42,6 +42,12 @@ Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recomput
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
                                 bool sequence_parallel = false);
 
+/// Bytes per sample of one layer's backward buffers (Layer::backward_buffer_bytes_*) at tp
+/// degree `tp`: the split part / tp, the replicated part / tp under sequence parallelism. The
+/// memory model adds every stage's largest when the framework caches them per stage
+/// (FrameworkMemory::stage_buffer_cache).
+Bytes backward_buffer_bytes(const plan::Layer& layer, int tp, bool sequence_parallel);
+
 /// Bytes per sample that a split backward (zb-h1) keeps from its input pass to its weight pass
 /// in a layer: plan::weight_pass_bytes (model.h).
 using plan::weight_pass_bytes;

@@ -1,0 +1,96 @@
+// File: test_stage_buffer_cache.cpp
+// A framework that caches every stage's buffers (FrameworkMemory::stage_buffer_cache, whale-run):
+// by hand, one block's backward buffers per stage on top of 1F1B's peak, and a device holding
+// two interleaved chunks at the sum of their own peaks; the GPT and Llama blocks' buffer sizes;
+// the YAML default by device kind and its round trip.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "sim_fixtures.h"
+#include "whale/plan/device_profile.h"
+#include "whale/plan/model.h"
+#include "whale/plan/schedule_program.h"
+#include "whale/sim/memory_model.h"
+#include "whale/sim/simulator.h"
+
+using namespace whale;
+using namespace whale::sim;
+
+namespace {
+
+// One device per stage, 1F1B over 4 micro-batches of 1 sample. A layer: 1000 parameters (bf16
+// Adam: 16 bytes each), 70 bytes kept per sample (10 replicated, 40 split, 20 attention) and
+// backward buffers of 16 split + 6 replicated bytes per sample.
+plan::Layer buffered_layer() {
+  plan::Layer layer = test::gemm_layer(10, 10, 10, 0, 1000);
+  layer.activation_bytes_replicated = 10;
+  layer.activation_bytes_split = 40;
+  layer.activation_bytes_attention = 20;
+  layer.backward_buffer_bytes_split = 16;
+  layer.backward_buffer_bytes_replicated = 6;
+  return layer;
+}
+
+plan::Plan buffered_plan(int stages, int devices, bool cache) {
+  const plan::Cluster c = test::make_cluster(1, devices, test::flat_profile(1e14, 1e12),
+                                             test::link(1e11, 0), test::link(1e10, 0));
+  plan::Plan p = test::pipeline_plan(c, std::vector<plan::Layer>(stages, buffered_layer()),
+                                     plan::ScheduleKind::one_f_one_b, 4);
+  for (auto& [name, profile] : p.cluster.profiles) profile.framework_memory.stage_buffer_cache = cache;
+  return p;
+}
+
+double peak_of(const plan::Plan& p, int device) {
+  return Simulator().evaluate(p, {}).devices.at(device).peak_memory_bytes;
+}
+
+}  // namespace
+
+TEST_CASE("stage_buffer_cache adds one block's backward buffers to each stage's peak") {
+  // Two stages on two devices: device 0 keeps 2 micro-batches in flight (140 bytes), device 1
+  // one (70); the buffers are 16 + 6 = 22 bytes a stage; the state 16 x 1000.
+  const plan::Plan freed = buffered_plan(2, 2, false), cached = buffered_plan(2, 2, true);
+  CHECK(peak_of(freed, 0) == doctest::Approx(16000 + 140));
+  CHECK(peak_of(cached, 0) == doctest::Approx(16000 + 140 + 22));
+  CHECK(peak_of(cached, 1) == doctest::Approx(16000 + 70 + 22));
+  // At tp 2 the split part halves: 8 + 6; under sequence parallelism the replicated part too.
+  CHECK(backward_buffer_bytes(buffered_layer(), 2, false) == 14);
+  CHECK(backward_buffer_bytes(buffered_layer(), 2, true) == 11);
+}
+
+TEST_CASE("stage_buffer_cache: a device's interleaved chunks hold the sum of their own peaks") {
+  // Four stages, two chunks on each of two devices (stage s on device s % 2), 4 micro-batches.
+  plan::Plan p = buffered_plan(4, 2, true);
+  p.schedule = {plan::ScheduleKind::interleaved_1f1b, 2};
+  for (int s = 0; s < 4; ++s) p.stages[s].devices = {s % 2};
+  const plan::ScheduleProgram program = plan::generate_schedule(p);
+  // Megatron-LM's interleaved 1F1B on device 0 (stages 0 and 2): chunk 0 has all 4 micro-batches
+  // in flight before its first backward (warm-up 2 x (2 - 0 - 1) + (2 - 1) x 2 = 4 forwards,
+  // then one more with the first backward), chunk 2 at most 2.
+  const int first = peak_in_flight(program.groups[0], 0), second = peak_in_flight(program.groups[0], 2);
+  CHECK(first == 4);
+  CHECK(second == 2);
+  // Cached: (4 + 2) x 70 kept plus two stages' buffers, beside the two stages' state.
+  CHECK(peak_of(p, 0) == doctest::Approx(2 * 16000 + 6 * 70 + 2 * 22));
+  // Freed, the walk's simultaneous peak is lower.
+  for (auto& [name, profile] : p.cluster.profiles) profile.framework_memory.stage_buffer_cache = false;
+  CHECK(peak_of(p, 0) < 2 * 16000 + 6 * 70);
+}
+
+TEST_CASE("a GPT and a Llama block's backward buffers, per sample") {
+  // bench-d256: s 128, h 256, ffn 1024, fp32: split s (2 ffn + 4 h) x 4 = 1,572,864 bytes
+  // (GELU output and input, context, q, k, v), replicated 5 s h x 4 = 655,360.
+  const plan::Model gpt = plan::load_model(std::string(WHALE_SOURCE_DIR) + "/configs/models/bench-d256.yaml");
+  CHECK(gpt.layers.at(1).backward_buffer_bytes_split == 1572864);
+  CHECK(gpt.layers.at(1).backward_buffer_bytes_replicated == 655360);
+  CHECK(gpt.layers.at(0).backward_buffer_bytes_split == 0);  // the embedding has none
+  // tiny-llama: the buffers are s (3 ffn + 2 q + 2 kv) x bytes split, 5 s h x bytes replicated.
+  const plan::Model llama = plan::load_model(std::string(WHALE_SOURCE_DIR) + "/configs/models/tiny-llama.yaml");
+  const plan::Layer& block = llama.layers.at(1);
+  const double s = llama.sequence, h = llama.hidden, f = llama.ffn_hidden;
+  const double kv = static_cast<double>(llama.kv_heads) * h / llama.heads;
+  const double e = plan::bytes_per_element(llama.training.precision);
+  CHECK(block.backward_buffer_bytes_split == doctest::Approx(s * (3 * f + 2 * h + 2 * kv) * e));
+  CHECK(block.backward_buffer_bytes_replicated == doctest::Approx(5 * s * h * e));
+}
