@@ -175,8 +175,13 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   Bytes peak_live = 0, peak_gradients = held_gradients, peak_transient = transient_at(0);
   Bytes peak_total = peak_transient * scale + held_gradients;
   int in_flight = 0;
+  // By stage: micro-batches in flight now and at most (peak_in_flight), for stage_buffer_cache.
+  std::vector<int> stage_in_flight(plan.stages.size(), 0), stage_most(plan.stages.size(), 0);
   using K = plan::InstructionKind;
   for (const plan::Instruction& ins : program.instructions) {
+    if (ins.kind == K::forward)
+      stage_most[ins.stage] = std::max(stage_most[ins.stage], ++stage_in_flight[ins.stage]);
+    if (plan::completes_gradients(ins.kind)) --stage_in_flight[ins.stage];
     switch (ins.kind) {
       case K::forward:
         live += kept_per_micro_batch[ins.stage];
@@ -216,9 +221,8 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
     Bytes cached_live = 0;
     int cached_in_flight = 0;
     for (int s : program.stages) {
-      const int most = peak_in_flight(program, s);
-      cached_live += most * kept_per_micro_batch[s];
-      cached_in_flight += most;
+      cached_live += stage_most[s] * kept_per_micro_batch[s];
+      cached_in_flight += stage_most[s];
     }
     const Bytes cached_total = (cached_live + transient_bytes + cached_buffers) * scale + out.gradients_bytes;
     if (cached_total > peak_total) {
