@@ -93,11 +93,19 @@ double stage_parameters_per_device(const plan::Plan& plan, int s, int replica) {
 
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
                                int replica) {
+  const auto instructions = [&](const InstructionVisitor& visit) {
+    for (const plan::Instruction& ins : program.instructions) visit(ins);
+  };
+  return replica_memory(plan, program.stages, instructions, replica);
+}
+
+MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& group_stages,
+                               const InstructionSequence& instructions, int replica) {
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   // The devices of a replica are one model; every stage of the group runs on them.
   const plan::DeviceProfile& profile = plan.cluster.profile_of(
-      plan.stages.at(program.stages.front()).replica_devices(replica).front());
+      plan.stages.at(group_stages.front()).replica_devices(replica).front());
   const plan::FrameworkMemory& framework = profile.framework_memory;
   // DeepSpeed ZeRO-1/2's fp32 copy of the optimizer's gradients, when they are not fp32 already.
   const double optimizer_bytes = plan::held_optimizer_bytes_per_param(state, framework);
@@ -107,7 +115,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   std::vector<Bytes> gradients_of_stage(plan.stages.size(), 0);        // by stage: its gradients
   Bytes transient_bytes = 0;  // the most one layer's backward holds beyond what it keeps: its
                               // recomputed activations and its loss's buffers
-  for (int s : program.stages) {
+  for (int s : group_stages) {
     const plan::Stage stage = plan.stages.at(s).as_replica(replica);  // at the replica's tp
     const double samples = stage.shares.at(replica);
     const double parameters = stage_parameters_per_device(plan, s, replica);
@@ -168,7 +176,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   Bytes peak_total = peak_transient * scale + held_gradients;
   int in_flight = 0;
   using K = plan::InstructionKind;
-  for (const plan::Instruction& ins : program.instructions) {
+  instructions([&](const plan::Instruction& ins) {
     switch (ins.kind) {
       case K::forward:
         live += kept_per_micro_batch[ins.stage];
@@ -200,7 +208,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       peak_gradients = held_gradients;
       out.peak_in_flight = in_flight;
     }
-  }
+  });
   out.gradients_bytes = peak_gradients;
   out.activations_bytes = (peak_live + peak_transient) * scale;
   const Bytes tensors = out.tensor_bytes();
