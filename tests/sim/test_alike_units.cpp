@@ -32,13 +32,13 @@ void check_identical(const plan::Estimate& a, const plan::Estimate& b) {
   CHECK(a.mfu == b.mfu);
   CHECK(a.bubble_fraction == b.bubble_fraction);
   CHECK(a.fits == b.fits);
-  CHECK(a.breakdown.compute_s == b.breakdown.compute_s);
-  CHECK(a.breakdown.recompute_s == b.breakdown.recompute_s);
-  CHECK(a.breakdown.tp_comm_s == b.breakdown.tp_comm_s);
-  CHECK(a.breakdown.pp_comm_s == b.breakdown.pp_comm_s);
-  CHECK(a.breakdown.dp_comm_s == b.breakdown.dp_comm_s);
-  CHECK(a.breakdown.exposed_comm_s == b.breakdown.exposed_comm_s);
-  CHECK(a.breakdown.idle_s == b.breakdown.idle_s);
+  using Part = double plan::TimeBreakdown::*;
+  for (Part part : {&plan::TimeBreakdown::compute_s, &plan::TimeBreakdown::recompute_s,
+                    &plan::TimeBreakdown::tp_comm_s, &plan::TimeBreakdown::pp_comm_s,
+                    &plan::TimeBreakdown::dp_comm_s, &plan::TimeBreakdown::exposed_comm_s,
+                    &plan::TimeBreakdown::idle_s}) {
+    CHECK(a.breakdown.*part == b.breakdown.*part);
+  }
   REQUIRE(a.devices.size() == b.devices.size());
   for (std::size_t i = 0; i < a.devices.size(); ++i) {
     CHECK(a.devices[i].id == b.devices[i].id);
