@@ -27,11 +27,12 @@ plan::Estimate run(const plan::Plan& p, bool merge, sim::SimulationStats* stats)
 
 /// Every figure of two estimates, compared with == (bit-identical doubles, not approximately).
 void check_identical(const plan::Estimate& a, const plan::Estimate& b) {
-  CHECK(a.step_time_s == b.step_time_s);
-  CHECK(a.samples_per_s == b.samples_per_s);
-  CHECK(a.mfu == b.mfu);
-  CHECK(a.bubble_fraction == b.bubble_fraction);
   CHECK(a.fits == b.fits);
+  using Figure = double plan::Estimate::*;
+  for (Figure figure : {&plan::Estimate::step_time_s, &plan::Estimate::samples_per_s, &plan::Estimate::mfu,
+                        &plan::Estimate::bubble_fraction}) {
+    CHECK(a.*figure == b.*figure);
+  }
   using Part = double plan::TimeBreakdown::*;
   for (Part part : {&plan::TimeBreakdown::compute_s, &plan::TimeBreakdown::recompute_s,
                     &plan::TimeBreakdown::tp_comm_s, &plan::TimeBreakdown::pp_comm_s,
