@@ -62,8 +62,8 @@ int main() {
   std::printf("  simulated step        %.3f s (MFU %.1f%%, bubble %.1f%%)\n", est.step_time_s,
               100 * est.mfu, 100 * est.bubble_fraction);
   std::printf("  wall time per step    %.2f ms (mean of %d, one thread)\n", 1e3 * seconds, repeats);
-  std::printf("  engine events         %llu (%d replica units) -> %.2f M events/s\n",
-              static_cast<unsigned long long>(stats.engine_events), stats.replica_units,
+  std::printf("  engine events         %llu (%d replica units, %d run) -> %.2f M events/s\n",
+              static_cast<unsigned long long>(stats.engine_events), stats.replica_units, stats.simulated_units,
               stats.engine_events / seconds / 1e6);
   std::printf("  peak RSS              %.1f MB\n", usage.ru_maxrss / 1024.0);
   return 0;

@@ -1,6 +1,6 @@
 // File: schedule_one_f_one_b.cpp
 // Compute orders of gpipe, 1f1b (PipeDream-flush) and Megatron-LM's interleaved 1F1B: each is
-// a forward list, a backward list and a warm-up count, merged by one rule (zb-h1 splits the
+// a k-th forward, a k-th backward and a warm-up count, merged by one rule (zb-h1 splits the
 // backwards of 1f1b's order: schedule_zero_bubble.cpp).
 #include <algorithm>
 
@@ -8,23 +8,6 @@
 
 namespace whale::plan::detail {
 namespace {
-
-/// The order of one group: the first `warmup` forwards, then one forward and one backward in
-/// turn while forwards remain, then the remaining backwards.
-std::vector<ComputeOp> merge_one_f_one_b(const std::vector<ComputeOp>& forwards,
-                                         const std::vector<ComputeOp>& backwards, int warmup) {
-  std::vector<ComputeOp> order;
-  order.reserve(forwards.size() + backwards.size());
-  const size_t n_warmup = std::min(forwards.size(), static_cast<size_t>(std::max(warmup, 0)));
-  order.insert(order.end(), forwards.begin(), forwards.begin() + n_warmup);
-  size_t next_backward = 0;
-  for (size_t f = n_warmup; f < forwards.size(); ++f) {
-    order.push_back(forwards[f]);
-    order.push_back(backwards[next_backward++]);
-  }
-  order.insert(order.end(), backwards.begin() + next_backward, backwards.end());
-  return order;
-}
 
 /// Megatron's k-th forward (or backward) of a group under interleaving: micro-batches go in
 /// runs of p; within a run, chunk 0 .. v-1 for forwards and v-1 .. 0 for backwards.
@@ -38,22 +21,17 @@ ComputeOp interleaved_op(const ScheduleShape& shape, int group, int k, bool forw
   return ComputeOp{forward, chunk * p + group, micro_batch};
 }
 
-std::vector<ComputeOp> group_order(const ScheduleShape& shape, int group) {
+}  // namespace
+
+ComputeOp one_f_one_b_op(const ScheduleShape& shape, int group, int k, bool forward) {
+  if (shape.kind == ScheduleKind::interleaved_1f1b) return interleaved_op(shape, group, k, forward);
+  if (forward) return ComputeOp{true, group, k};
+  return ComputeOp{false, group, shape.kind == ScheduleKind::gpipe ? shape.micro_batches - 1 - k : k};
+}
+
+void visit_one_f_one_b(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit) {
   const int p = shape.groups;
-  const int m = shape.micro_batches;
-  const int total = shape.chunks * m;
-  std::vector<ComputeOp> forwards;
-  std::vector<ComputeOp> backwards;
-  for (int k = 0; k < total; ++k) {
-    if (shape.kind == ScheduleKind::interleaved_1f1b) {
-      forwards.push_back(interleaved_op(shape, group, k, true));
-      backwards.push_back(interleaved_op(shape, group, k, false));
-    } else {
-      forwards.push_back(ComputeOp{true, group, k});
-      const int backward_mb = shape.kind == ScheduleKind::gpipe ? m - 1 - k : k;
-      backwards.push_back(ComputeOp{false, group, backward_mb});
-    }
-  }
+  const int total = shape.chunks * shape.micro_batches;
   int warmup = total;  // gpipe
   if (shape.kind == ScheduleKind::one_f_one_b || shape.kind == ScheduleKind::zb_h1) {
     warmup = p - group - 1;
@@ -61,14 +39,24 @@ std::vector<ComputeOp> group_order(const ScheduleShape& shape, int group) {
   if (shape.kind == ScheduleKind::interleaved_1f1b) {
     warmup = (p - group - 1) * 2 + (shape.chunks - 1) * p;
   }
-  return merge_one_f_one_b(forwards, backwards, warmup);
+  // The first `warmup` forwards, then one forward and one backward in turn while forwards
+  // remain, then the remaining backwards.
+  const int n_warmup = std::min(total, std::max(warmup, 0));
+  for (int f = 0; f < n_warmup; ++f) visit(one_f_one_b_op(shape, group, f, true));
+  int next_backward = 0;
+  for (int f = n_warmup; f < total; ++f) {
+    visit(one_f_one_b_op(shape, group, f, true));
+    visit(one_f_one_b_op(shape, group, next_backward++, false));
+  }
+  for (; next_backward < total; ++next_backward) visit(one_f_one_b_op(shape, group, next_backward, false));
 }
 
-}  // namespace
-
 ComputeOrders one_f_one_b_orders(const ScheduleShape& shape) {
-  ComputeOrders orders;
-  for (int g = 0; g < shape.groups; ++g) orders.push_back(group_order(shape, g));
+  ComputeOrders orders(shape.groups);
+  for (int g = 0; g < shape.groups; ++g) {
+    orders[g].reserve(2 * static_cast<std::size_t>(shape.chunks) * shape.micro_batches);
+    visit_one_f_one_b(shape, g, [&](const ComputeOp& op) { orders[g].push_back(op); });
+  }
   return orders;
 }
 

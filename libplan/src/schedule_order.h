@@ -3,6 +3,7 @@
 // (stage, micro-batch)), from which schedule_program.cpp emits the instructions.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "whale/plan/plan.h"
@@ -38,6 +39,11 @@ using ComputeOrders = std::vector<std::vector<ComputeOp>>;
 /// gpipe, 1f1b and interleaved-1f1b: a warm-up of forwards, then one forward and one backward
 /// in turn, then the remaining backwards (Megatron-LM's order; gpipe's warm-up is everything).
 ComputeOrders one_f_one_b_orders(const ScheduleShape& shape);
+/// The same order of one group, op by op, without building it.
+void visit_one_f_one_b(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit);
+/// Group `group`'s k-th forward (or backward) in that order's lists (gpipe's backwards run in
+/// reverse micro-batch order).
+ComputeOp one_f_one_b_op(const ScheduleShape& shape, int group, int k, bool forward);
 
 /// wave (Hanayo): the order each group runs when the step is played with unit costs over the
 /// V placement, a ready backward first, else a ready forward, at most p micro-batches admitted
@@ -49,5 +55,7 @@ ComputeOrders wave_orders(const ScheduleShape& shape);
 /// backward when k >= g; the g weight parts left run at the end, filling the cool-down. Peak
 /// in flight (forward to weight part) is p on every group, 1f1b's peak on group 0.
 ComputeOrders zb_h1_orders(const ScheduleShape& shape);
+/// The same order of one group, op by op, without building it.
+void visit_zb_h1(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit);
 
 }  // namespace whale::plan::detail

@@ -1,8 +1,8 @@
 // File: schedule_program.cpp
 // generate_schedule: checks the shape, takes each group's compute order from its generator and
 // emits the instructions, with sends and receives only where adjacent stages change group;
-// add_gradient_reductions then places every dp stage's gradient buckets after the backward
-// (or backward_weight) that completes them.
+// every dp stage's gradient buckets follow the backward (or backward_weight) that completes
+// them: placed as the plan's program is emitted, or added to a program by add_gradient_reductions.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -76,13 +76,19 @@ InstructionKind backward_kind(detail::BackwardPart part) {
 }
 
 /// Appends one compute op with its receive before and its send after, when the neighbouring
-/// stage (the input's for forwards, the output gradient's for backwards) is on another group.
-/// A backward's weight part neither receives nor sends: its input part did.
-void emit_compute(const detail::ComputeOp& op, const std::vector<int>& group_of, int group,
+/// stage (the input's for forwards, the output gradient's for backwards) is on another group,
+/// and `buckets` reduce_bucket instructions of its stage directly after the compute (the op
+/// completes the stage's gradients: add_gradient_reductions). A backward's weight part neither
+/// receives nor sends: its input part did.
+void emit_compute(const detail::ComputeOp& op, const std::vector<int>& group_of, int group, int buckets,
                   std::vector<Instruction>* out) {
   using K = InstructionKind;
+  const auto reductions = [&] {
+    for (int b = 0; b < buckets; ++b) out->push_back({K::reduce_bucket, op.stage, -1, b});
+  };
   if (!op.forward && op.part == detail::BackwardPart::weight) {
     out->push_back({K::backward_weight, op.stage, op.micro_batch});
+    reductions();
     return;
   }
   const int last = static_cast<int>(group_of.size()) - 1;
@@ -93,13 +99,15 @@ void emit_compute(const detail::ComputeOp& op, const std::vector<int>& group_of,
   if (recv) out->push_back({op.forward ? K::recv_activation : K::recv_gradient, op.stage,
                             op.micro_batch});
   out->push_back({op.forward ? K::forward : backward_kind(op.part), op.stage, op.micro_batch});
+  reductions();
   if (send) out->push_back({op.forward ? K::send_activation : K::send_gradient, op.stage,
                             op.micro_batch});
 }
 
-}  // namespace
-
-ScheduleProgram generate_schedule(ScheduleKind kind, int groups, int chunks, int micro_batches) {
+/// generate_schedule of the shape, with add_gradient_reductions(buckets_per_stage) done as the
+/// instructions are emitted (no stage has buckets when `buckets_per_stage` is empty).
+ScheduleProgram generate_with_reductions(ScheduleKind kind, int groups, int chunks, int micro_batches,
+                                         const std::vector<int>& buckets_per_stage) {
   const detail::ScheduleShape shape{kind, groups, chunks, micro_batches};
   check_shape(shape);
   const detail::ComputeOrders orders = kind == ScheduleKind::wave    ? detail::wave_orders(shape)
@@ -108,19 +116,35 @@ ScheduleProgram generate_schedule(ScheduleKind kind, int groups, int chunks, int
   std::vector<int> group_of(shape.stages());
   for (int s = 0; s < shape.stages(); ++s) group_of[s] = group_of_stage(kind, groups, chunks, s);
 
+  const auto buckets_of = [&](int s) { return buckets_per_stage.empty() ? 0 : buckets_per_stage.at(s); };
   ScheduleProgram program;
   program.groups.resize(groups);
   for (int s = 0; s < shape.stages(); ++s) program.groups[group_of[s]].stages.push_back(s);
+  // Every (stage, micro-batch) completes its gradients once: the m-th such op of a stage is its last.
+  std::vector<int> completed(shape.stages(), 0);
   for (int g = 0; g < groups; ++g) {
     GroupProgram& gp = program.groups[g];
     gp.group = g;
-    gp.instructions.reserve(3 * orders[g].size() + gp.stages.size());  // receive, compute, send
-    for (const detail::ComputeOp& op : orders[g]) emit_compute(op, group_of, g, &gp.instructions);
+    std::size_t reductions = 0;
+    for (int s : gp.stages) reductions += 1 + static_cast<std::size_t>(buckets_of(s));
+    gp.instructions.reserve(3 * orders[g].size() + gp.stages.size() + reductions);  // receive, compute, send
+    for (const detail::ComputeOp& op : orders[g]) {
+      const bool completes = !op.forward && op.part != detail::BackwardPart::input;
+      const bool last = completes && ++completed[op.stage] == micro_batches;
+      emit_compute(op, group_of, g, last ? buckets_of(op.stage) : 0, &gp.instructions);
+    }
     for (auto s = gp.stages.rbegin(); s != gp.stages.rend(); ++s) {
+      if (buckets_of(*s) > 0) gp.instructions.push_back({InstructionKind::wait_reductions, *s, -1});
       gp.instructions.push_back({InstructionKind::optimizer_step, *s, -1});
     }
   }
   return program;
+}
+
+}  // namespace
+
+ScheduleProgram generate_schedule(ScheduleKind kind, int groups, int chunks, int micro_batches) {
+  return generate_with_reductions(kind, groups, chunks, micro_batches, {});
 }
 
 void add_gradient_reductions(const std::vector<int>& buckets_per_stage,
@@ -146,26 +170,72 @@ void add_gradient_reductions(const std::vector<int>& buckets_per_stage,
   }
 }
 
-ScheduleProgram generate_schedule(const Plan& plan) {
+/// Runs f, naming the plan's file in the errors it throws (a plan built in code names none).
+template <class F>
+auto naming_plan_file(const Plan& plan, F f) {
   try {
+    return f();
+  } catch (const Error& e) {
+    if (plan.source_file.empty()) throw;
+    throw Error(plan.source_file, e.yaml_path(), e.expected(), e.hint());
+  }
+}
+
+void check_schedule_shape(const Plan& plan) {
+  naming_plan_file(plan, [&] {
     const int chunks = plan.schedule.chunks;
     const int stages = static_cast<int>(plan.stages.size());
     require(chunks >= 1, "chunks >= 1 (got " + std::to_string(chunks) + ")");
     require(stages >= 1 && stages % chunks == 0,
             "a stage count divisible by chunks (got " + std::to_string(stages) +
                 " stages, chunks " + std::to_string(chunks) + ")");
-    ScheduleProgram program = generate_schedule(plan.schedule.kind, plan.pipeline_groups(),
-                                                chunks, plan.micro_batches);
+    check_shape({plan.schedule.kind, plan.pipeline_groups(), chunks, plan.micro_batches});
+  });
+}
+
+namespace {
+
+Instruction compute_instruction(const detail::ComputeOp& op) {
+  return {op.forward ? InstructionKind::forward : backward_kind(op.part), op.stage, op.micro_batch};
+}
+
+}  // namespace
+
+ComputeSequences::ComputeSequences(const Plan& plan)
+    : kind_(plan.schedule.kind), groups_(plan.pipeline_groups()), chunks_(plan.schedule.chunks),
+      micro_batches_(plan.micro_batches) {
+  if (kind_ != ScheduleKind::wave) return;
+  for (const std::vector<detail::ComputeOp>& order :
+       detail::wave_orders({kind_, groups_, chunks_, micro_batches_})) {
+    std::vector<Instruction>& group = played_.emplace_back();
+    group.reserve(order.size());
+    for (const detail::ComputeOp& op : order) group.push_back(compute_instruction(op));
+  }
+}
+
+void ComputeSequences::for_each(int group, const std::function<void(const Instruction&)>& visit) const {
+  const detail::ScheduleShape shape{kind_, groups_, chunks_, micro_batches_};
+  const auto emit = [&](const detail::ComputeOp& op) { visit(compute_instruction(op)); };
+  switch (kind_) {
+    case ScheduleKind::wave:
+      for (const Instruction& ins : played_.at(group)) visit(ins);
+      return;
+    case ScheduleKind::zb_h1: detail::visit_zb_h1(shape, group, emit); return;
+    default: detail::visit_one_f_one_b(shape, group, emit); return;
+  }
+}
+
+ScheduleProgram generate_schedule(const Plan& plan) {
+  check_schedule_shape(plan);
+  return naming_plan_file(plan, [&] {
+    const int stages = static_cast<int>(plan.stages.size());
     std::vector<int> buckets(stages, 0);
     for (int s = 0; s < stages; ++s) {
       if (plan.stages[s].dp() > 1) buckets[s] = static_cast<int>(gradient_buckets(plan, s).size());
     }
-    add_gradient_reductions(buckets, &program);
-    return program;
-  } catch (const Error& e) {
-    if (plan.source_file.empty()) throw;
-    throw Error(plan.source_file, e.yaml_path(), e.expected(), e.hint());
-  }
+    return generate_with_reductions(plan.schedule.kind, plan.pipeline_groups(), plan.schedule.chunks,
+                                    plan.micro_batches, buckets);
+  });
 }
 
 }  // namespace whale::plan

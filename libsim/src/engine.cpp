@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "alike_units.h"
 #include "event_queue.h"
 #include "whale/plan/check.h"
 
@@ -43,15 +44,19 @@ struct UnitState {
 class Engine {
  public:
   Engine(const plan::Plan& plan, const plan::ScheduleProgram& program, const CostTable& table,
-         double tp_overlap, bool record)
-      : plan_(plan), program_(program), table_(table), exposed_(1.0 - tp_overlap),
+         const UnitClasses& classes, double tp_overlap, bool record)
+      : plan_(plan), program_(program), table_(table), classes_(classes), exposed_(1.0 - tp_overlap),
         record_(record), stages_(static_cast<int>(plan.stages.size())),
         micro_batches_(plan.micro_batches), replicas_(table.max_replicas),
         queue_(static_cast<std::size_t>(stages_) * micro_batches_ * 2 * replicas_ + 64) {
     for (const plan::GroupProgram& g : program.groups) {
       result_.group_first_unit.push_back(static_cast<int>(result_.units.size()));
       const int dp = plan.stages.at(g.stages.front()).dp();
-      for (int r = 0; r < dp; ++r) result_.units.push_back(UnitStats{g.group, r});
+      running_in_group_.push_back(0);
+      for (int r = 0; r < dp; ++r) {
+        running_in_group_.back() += classes.runs(static_cast<int>(result_.units.size()));
+        result_.units.push_back(UnitStats{g.group, r});
+      }
     }
     units_.resize(result_.units.size());
     const std::size_t keys = static_cast<std::size_t>(stages_) * micro_batches_ * 2 * replicas_;
@@ -60,10 +65,10 @@ class Engine {
     transfer_start_s_.assign(keys, 0);
     waiting_unit_.assign(keys, -1);
     for (int s = 0; s + 1 < stages_; ++s) {
-      for (const TransferCost& t : table.stages[s].to_next) {
+      for (std::size_t i = 0; i < table.stages[s].to_next.size(); ++i) {
         for (int mb = 0; mb < micro_batches_; ++mb) {
-          ++pending_[key(s + 1, mb, kActivation, t.to_replica)];
-          ++pending_[key(s, mb, kGradient, t.from_replica)];
+          for (int to : classes.activation_receivers[s][i]) ++pending_[key(s + 1, mb, kActivation, to)];
+          for (int to : classes.gradient_receivers[s][i]) ++pending_[key(s, mb, kGradient, to)];
         }
       }
     }
@@ -81,7 +86,7 @@ class Engine {
 
   EngineResult run() {
     for (std::size_t u = 0; u < units_.size(); ++u) {
-      queue_.push(0, EventKind::resume_unit, static_cast<int>(u));
+      if (classes_.runs(static_cast<int>(u))) queue_.push(0, EventKind::resume_unit, static_cast<int>(u));
     }
     while (!queue_.empty()) {
       const Event e = queue_.pop();
@@ -93,6 +98,7 @@ class Engine {
       }
     }
     for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (!classes_.runs(static_cast<int>(u))) continue;
       const UnitStats& st = result_.units[u];
       WHALE_CHECK(units_[u].pc == program_.groups[st.group].instructions.size(),
                   "whale-sim engine: the program of group " + std::to_string(st.group) +
@@ -101,8 +107,25 @@ class Engine {
       result_.units[u].end_s = std::max(result_.units[u].end_s, dp_free_s_[st.group]);
       result_.step_time_s = std::max(result_.step_time_s, result_.units[u].end_s);
     }
+    result_.simulated_units = 0;
+    for (std::size_t u = 0; u < units_.size(); ++u) result_.simulated_units += classes_.runs(static_cast<int>(u));
+    // A unit that did not run takes its representative's figures, bit for bit (alike_units.h).
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      const int rep = classes_.representative[u];
+      if (rep == static_cast<int>(u)) continue;
+      const UnitStats& own = result_.units[u];
+      UnitStats copy = result_.units[rep];
+      copy.group = own.group;
+      copy.replica = own.replica;
+      result_.units[u] = copy;
+    }
     return std::move(result_);
   }
+
+  /// Whether two transfers into one key landed at the same time with different starts: then
+  /// the start kept (and the exposed wait) depends on the order the units ran in, which only
+  /// a run of every unit reproduces.
+  bool order_dependent() const { return order_dependent_; }
 
  private:
   std::size_t key(int stage, int mb, int direction, int replica) const {
@@ -218,23 +241,32 @@ class Engine {
     UnitState& st = units_[u];
     const int replica = result_.units[u].replica;
     const int boundary = direction == kActivation ? ins.stage : ins.stage - 1;
-    for (const TransferCost& t : table_.stages[boundary].to_next) {
+    const std::vector<TransferCost>& transfers = table_.stages[boundary].to_next;
+    const std::vector<std::vector<int>>& receivers = direction == kActivation
+                                                         ? classes_.activation_receivers[boundary]
+                                                         : classes_.gradient_receivers[boundary];
+    const int to_stage = direction == kActivation ? ins.stage + 1 : ins.stage - 1;
+    for (std::size_t i = 0; i < transfers.size(); ++i) {
+      const TransferCost& t = transfers[i];
       const int from = direction == kActivation ? t.from_replica : t.to_replica;
       if (from != replica) continue;
-      const int to = direction == kActivation ? t.to_replica : t.from_replica;
-      const int to_stage = direction == kActivation ? ins.stage + 1 : ins.stage - 1;
       const Seconds start_s = std::max(st.send_free_s, st.compute_free_s);
       st.send_free_s = start_s + t.time_s;
       result_.units[u].pp_s += t.time_s;
       record(u, Lane::pp, direction == kActivation ? 'A' : 'G', ins.stage, ins.micro_batch,
              start_s, t.time_s);
-      const std::size_t k = key(to_stage, ins.micro_batch, direction, to);
-      if (st.send_free_s >= arrival_s_[k]) {
-        arrival_s_[k] = st.send_free_s;
-        transfer_start_s_[k] = start_s;
-      }
-      queue_.push(st.send_free_s, EventKind::arrival, static_cast<int>(k));
+      for (int to : receivers[i]) land(key(to_stage, ins.micro_batch, direction, to), start_s, st.send_free_s);
     }
+  }
+
+  /// A transfer of [start_s, end_s) lands in key k: the key keeps its latest landing.
+  void land(std::size_t k, Seconds start_s, Seconds end_s) {
+    if (end_s >= arrival_s_[k]) {
+      if (end_s == arrival_s_[k] && start_s != transfer_start_s_[k]) order_dependent_ = true;
+      arrival_s_[k] = end_s;
+      transfer_start_s_[k] = start_s;
+    }
+    queue_.push(end_s, EventKind::arrival, static_cast<int>(k));
   }
 
   /// Unit u reached reduce_bucket(stage, bucket) (schedule_program.h). The last replica to
@@ -245,10 +277,12 @@ class Engine {
   void reduce_bucket(int u, int stage, int bucket) {
     const int group = result_.units[u].group;
     const plan::Stage& st = plan_.stages[stage];
-    if (++bucket_reached_[stage].at(bucket) < st.dp()) return;
+    if (++bucket_reached_[stage].at(bucket) < running_in_group_[group]) return;
     const StageCost& cost = table_.stages[stage];
+    const int first_unit = result_.group_first_unit[group];
     Seconds ready_s = 0;
     for (int r = 0; r < st.dp(); ++r) {
+      if (!classes_.runs(first_unit + r)) continue;
       const ReplicaCost& c = cost.replicas[r];
       const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
       Seconds passed_s = last_backward_start_s_[slot];
@@ -263,8 +297,8 @@ class Engine {
     const Seconds start_s = std::max(dp_free_s, ready_s);
     const Seconds duration_s = cost.bucket_allreduce_s[bucket];
     dp_free_s = start_s + duration_s;
-    const int first_unit = result_.group_first_unit[group];
     for (int r = 0; r < st.dp(); ++r) {
+      if (!classes_.runs(first_unit + r)) continue;
       result_.units[first_unit + r].dp_s += duration_s;
       record(first_unit + r, Lane::dp, 'D', stage, -1, start_s, duration_s, bucket);
     }
@@ -272,12 +306,13 @@ class Engine {
     // The stage's last bucket: every bucket is scheduled, so the reduction's end is known.
     reduce_done_s_[stage] = dp_free_s;
     for (int r = 0; r < st.dp(); ++r) {
+      if (!classes_.runs(first_unit + r)) continue;
       const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
       gradients_ready_s_[stage] = std::max(gradients_ready_s_[stage], last_backward_end_s_[slot]);
     }
     for (int r = 0; r < st.dp(); ++r) {
       const int unit = first_unit + r;
-      if (units_[unit].waiting_reduce_stage == stage) {
+      if (classes_.runs(unit) && units_[unit].waiting_reduce_stage == stage) {
         units_[unit].waiting_reduce_stage = -1;
         queue_.push(reduce_done_s_[stage], EventKind::resume_unit, unit);
       }
@@ -335,6 +370,9 @@ class Engine {
   const plan::Plan& plan_;
   const plan::ScheduleProgram& program_;
   const CostTable& table_;
+  const UnitClasses& classes_;
+  std::vector<int> running_in_group_;  // per group: its units that run (one per class)
+  bool order_dependent_ = false;
   const double exposed_;  // share of TP time on the critical path
   const bool record_;
   const int stages_, micro_batches_, replicas_;
@@ -359,8 +397,18 @@ class Engine {
 }  // namespace
 
 EngineResult run_engine(const plan::Plan& plan, const plan::ScheduleProgram& program,
-                        const CostTable& table, double tp_overlap, bool record_events) {
-  return Engine(plan, program, table, tp_overlap, record_events).run();
+                        const CostTable& table, double tp_overlap, bool record_events,
+                        bool merge_alike_units) {
+  if (merge_alike_units && !record_events) {
+    const UnitClasses classes = alike_units(program, table);
+    if (classes.classes < static_cast<int>(classes.representative.size())) {
+      Engine merged(plan, program, table, classes, tp_overlap, false);
+      EngineResult result = merged.run();
+      if (!merged.order_dependent()) return result;
+    }
+  }
+  const UnitClasses alone = each_unit_alone(program, table);
+  return Engine(plan, program, table, alone, tp_overlap, record_events).run();
 }
 
 }  // namespace whale::sim

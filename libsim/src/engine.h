@@ -54,11 +54,17 @@ struct EngineResult {
   std::vector<UnitStats> units;
   std::vector<UnitEvent> events;       // only when recording
   std::uint64_t events_processed = 0;  // queue events plus executed instructions
+  int simulated_units = 0;             // units that ran (one per class when merged)
 };
 
-/// Runs one step. `tp_overlap` is SimulatorOptions::tp_overlap. Throws whale::InternalError if the
-/// program deadlocks (a schedule generator bug, not bad input).
+/// Runs one step. `tp_overlap` is SimulatorOptions::tp_overlap. With `merge_alike_units` (and
+/// no events recorded), runs one unit per class of alike units (alike_units.h) and gives the
+/// others its figures: the same result, bit for bit, as running every unit (which it falls
+/// back to where the order of the units could matter); events_processed counts what ran.
+/// Throws whale::InternalError if the program deadlocks (a schedule generator bug, not bad
+/// input).
 EngineResult run_engine(const plan::Plan& plan, const plan::ScheduleProgram& program,
-                        const CostTable& table, double tp_overlap, bool record_events);
+                        const CostTable& table, double tp_overlap, bool record_events,
+                        bool merge_alike_units);
 
 }  // namespace whale::sim

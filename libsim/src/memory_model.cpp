@@ -98,11 +98,19 @@ double stage_parameters_per_device(const plan::Plan& plan, int s, int replica) {
 
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
                                int replica) {
+  const auto instructions = [&](const InstructionVisitor& visit) {
+    for (const plan::Instruction& ins : program.instructions) visit(ins);
+  };
+  return replica_memory(plan, program.stages, instructions, replica);
+}
+
+MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& group_stages,
+                               const InstructionSequence& instructions, int replica) {
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   // The devices of a replica are one model; every stage of the group runs on them.
   const plan::DeviceProfile& profile = plan.cluster.profile_of(
-      plan.stages.at(program.stages.front()).replica_devices(replica).front());
+      plan.stages.at(group_stages.front()).replica_devices(replica).front());
   const plan::FrameworkMemory& framework = profile.framework_memory;
   // DeepSpeed ZeRO-1/2's fp32 copy of the optimizer's gradients, when they are not fp32 already.
   const double optimizer_bytes = plan::held_optimizer_bytes_per_param(state, framework);
@@ -113,7 +121,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   Bytes transient_bytes = 0;  // the most one layer's backward holds beyond what it keeps: its
                               // recomputed activations and its loss's buffers
   Bytes cached_buffers = 0;   // under stage_buffer_cache: every stage's backward buffers
-  for (int s : program.stages) {
+  for (int s : group_stages) {
     const plan::Stage stage = plan.stages.at(s).as_replica(replica);  // at the replica's tp
     const double samples = stage.shares.at(replica);
     const double parameters = stage_parameters_per_device(plan, s, replica);
@@ -178,7 +186,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
   // By stage: micro-batches in flight now and at most (peak_in_flight), for stage_buffer_cache.
   std::vector<int> stage_in_flight(plan.stages.size(), 0), stage_most(plan.stages.size(), 0);
   using K = plan::InstructionKind;
-  for (const plan::Instruction& ins : program.instructions) {
+  instructions([&](const plan::Instruction& ins) {
     if (ins.kind == K::forward)
       stage_most[ins.stage] = std::max(stage_most[ins.stage], ++stage_in_flight[ins.stage]);
     if (plan::completes_gradients(ins.kind)) --stage_in_flight[ins.stage];
@@ -213,14 +221,14 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram&
       peak_gradients = held_gradients;
       out.peak_in_flight = in_flight;
     }
-  }
+  });
   // A framework that caches every stage's buffers (whale-run) holds, once each stage has reached
   // its most micro-batches in flight, all those activations at once, and every stage's backward
   // buffers: never less than the walk's peak.
   if (framework.stage_buffer_cache) {
     Bytes cached_live = 0;
     int cached_in_flight = 0;
-    for (int s : program.stages) {
+    for (int s : group_stages) {
       cached_live += stage_most[s] * kept_per_micro_batch[s];
       cached_in_flight += stage_most[s];
     }

@@ -58,17 +58,22 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan,
 
 plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateOptions& options,
                                    SimulationStats* stats) const {
-  return evaluate_program(plan, plan::generate_schedule(plan), build_cost_table(plan), options_.tp_overlap, options,
-                          stats);
+  const plan::ScheduleProgram program = plan::generate_schedule(plan);
+  return evaluate_program(plan, program, program_memories(plan, group_stages(plan)), build_cost_table(plan), options_,
+                          options, stats);
 }
 
-plan::Estimate evaluate_program(const plan::Plan& plan, const plan::ScheduleProgram& program, const CostTable& table,
-                                double tp_overlap, const plan::EvaluateOptions& options, SimulationStats* stats) {
-  const EngineResult run = run_engine(plan, program, table, tp_overlap, options.timeline);
+plan::Estimate evaluate_program(const plan::Plan& plan, const plan::ScheduleProgram& program,
+                                const ProgramMemories& memories, const CostTable& table,
+                                const SimulatorOptions& simulator, const plan::EvaluateOptions& options,
+                                SimulationStats* stats) {
+  const EngineResult run =
+      run_engine(plan, program, table, simulator.tp_overlap, options.timeline, simulator.merge_alike_units);
 
   if (stats) {
     stats->engine_events = run.events_processed;
     stats->replica_units = static_cast<int>(run.units.size());
+    stats->simulated_units = run.simulated_units;
   }
   plan::Estimate est;
   // The engine's step, plus the fitted fixed per-step overhead (0 without calibration).
@@ -81,12 +86,10 @@ plan::Estimate evaluate_program(const plan::Plan& plan, const plan::ScheduleProg
   std::map<int, plan::DeviceEstimate> devices;
   std::vector<std::vector<int>> unit_devices(run.units.size());
   double sum_peak_flops = 0;
-  std::vector<std::vector<MemoryBreakdown>> memories(program.groups.size());   // by group, then replica
   for (std::size_t u = 0; u < run.units.size(); ++u) {
     const UnitStats& stats = run.units[u];
     const plan::GroupProgram& group = program.groups[stats.group];
     const plan::Stage& stage = plan.stages[group.stages.front()];
-    if (memories[stats.group].empty()) memories[stats.group] = replica_memories(plan, group);
     const MemoryBreakdown& memory = memories[stats.group][stats.replica];
     unit_devices[u] = stage.replica_devices(stats.replica);
     for (int id : unit_devices[u]) {

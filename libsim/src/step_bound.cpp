@@ -43,11 +43,11 @@ ReplicaCompute replica_compute(const StageCost& stage, int replica, double expos
 // devices' profile, and per stage of the group its share and its piece of the sharded state.
 using ReplicaMemoryKey = std::pair<const plan::DeviceProfile*, std::vector<double>>;
 
-ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupProgram& group,
+ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const std::vector<int>& stages,
                                     const std::vector<double>& stage_parameters, int replica) {
-  ReplicaMemoryKey key{&plan.cluster.profile_of(plan.stages[group.stages.front()].replica_devices(replica).front()), {}};
-  for (std::size_t i = 0; i < group.stages.size(); ++i) {
-    const plan::Stage& stage = plan.stages[group.stages[i]];
+  ReplicaMemoryKey key{&plan.cluster.profile_of(plan.stages[stages.front()].replica_devices(replica).front()), {}};
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const plan::Stage& stage = plan.stages[stages[i]];
     key.second.push_back(stage.shares.at(replica));
     key.second.push_back(stage.replica_tp(replica));
     key.second.push_back(flat_shard_elements(stage_parameters[i], stage.dp(), replica));
@@ -60,19 +60,23 @@ ReplicaMemoryKey replica_memory_key(const plan::Plan& plan, const plan::GroupPro
   return key;
 }
 
-// What bound and bound_and_evaluate both start from: the plan's schedule program, evaluate's
-// memory verdict on it (a StepBound with overflowing and fits set, step_time_s 0) and, only
-// when the plan fits, its cost table (the planner raises its memory rungs first: a plan that
-// does not fit needs no time).
+// What bound and bound_and_evaluate both start from: evaluate's memory verdict on the plan's
+// program (a StepBound with overflowing and fits set, step_time_s 0), from the compute
+// instructions alone, and, only when the plan fits, its cost table (the planner raises its
+// memory rungs first: a plan that does not fit needs no time). The program itself is generated
+// only where a bound needs its makespan.
 struct BoundInputs {
-  plan::ScheduleProgram program;
+  GroupStages groups;
+  ProgramMemories memories;
   plan::StepBound memory;
   std::optional<CostTable> table;
 };
 
 BoundInputs bound_inputs(const plan::Plan& plan) {
-  BoundInputs in{plan::generate_schedule(plan), {}, std::nullopt};
-  in.memory.overflowing = overflowing_devices(plan, in.program);
+  plan::check_schedule_shape(plan);  // the program's errors first, as when it was generated
+  BoundInputs in{group_stages(plan), {}, {}, std::nullopt};
+  in.memories = program_memories(plan, in.groups);
+  in.memory.overflowing = overflowing_devices(plan, in.groups, in.memories);
   in.memory.fits = in.memory.overflowing.empty();
   if (in.memory.fits) in.table.emplace(build_cost_table(plan));
   return in;
@@ -82,8 +86,16 @@ BoundInputs bound_inputs(const plan::Plan& plan) {
 
 // Replicas of one group alike in replica_memory_key (most of a wide data-parallel group) are
 // computed once.
-std::vector<MemoryBreakdown> replica_memories(const plan::Plan& plan, const plan::GroupProgram& group) {
-  const plan::Stage& stage = plan.stages[group.stages.front()];
+GroupStages group_stages(const plan::Plan& plan) {
+  GroupStages out(plan.pipeline_groups());
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) out.at(plan.group_of_stage(s)).push_back(s);
+  return out;
+}
+
+std::vector<MemoryBreakdown> replica_memories(const plan::Plan& plan, const std::vector<int>& stages, int group,
+                                              const plan::ComputeSequences& sequences) {
+  const plan::Stage& stage = plan.stages[stages.front()];
+  const auto instructions = [&](const InstructionVisitor& visit) { sequences.for_each(group, visit); };
   std::map<int, std::vector<double>> parameters_at_tp;  // by replica tp: per stage of the group
   // (replica r's, the first at its tp; replica_memory_key adds each replica's experts)
   std::map<ReplicaMemoryKey, int> first_of;   // the first replica of each key
@@ -92,21 +104,30 @@ std::vector<MemoryBreakdown> replica_memories(const plan::Plan& plan, const plan
   for (int r = 0; r < stage.dp(); ++r) {
     std::vector<double>& stage_parameters = parameters_at_tp[stage.replica_tp(r)];
     if (stage_parameters.empty()) {
-      for (int s : group.stages) stage_parameters.push_back(stage_parameters_per_device(plan, s, r));
+      for (int s : stages) stage_parameters.push_back(stage_parameters_per_device(plan, s, r));
     }
-    const auto [known, added] = first_of.emplace(replica_memory_key(plan, group, stage_parameters, r), r);
-    out.push_back(added ? replica_memory(plan, group, r) : out[known->second]);
+    const auto [known, added] = first_of.emplace(replica_memory_key(plan, stages, stage_parameters, r), r);
+    out.push_back(added ? replica_memory(plan, stages, instructions, r) : out[known->second]);
   }
   return out;
 }
 
-std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::ScheduleProgram& program) {
+ProgramMemories program_memories(const plan::Plan& plan, const GroupStages& groups) {
+  const plan::ComputeSequences sequences(plan);
+  ProgramMemories out;
+  out.reserve(groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    out.push_back(replica_memories(plan, groups[g], static_cast<int>(g), sequences));
+  return out;
+}
+
+std::vector<int> overflowing_devices(const plan::Plan& plan, const GroupStages& groups,
+                                     const ProgramMemories& memories) {
   std::vector<int> out;
-  for (const plan::GroupProgram& group : program.groups) {
-    const plan::Stage& stage = plan.stages[group.stages.front()];
-    const std::vector<MemoryBreakdown> memories = replica_memories(plan, group);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const plan::Stage& stage = plan.stages[groups[g].front()];
     for (int r = 0; r < stage.dp(); ++r) {
-      const Bytes need = memories[r].total_bytes();
+      const Bytes need = memories[g][r].total_bytes();
       for (int id : stage.replica_devices(r)) {
         if (need > plan.cluster.profile_of(id).memory_bytes) out.push_back(id);
       }
@@ -143,14 +164,14 @@ Seconds fastest_makespan_s(const plan::ScheduleProgram& program, const CostTable
   return plan::analyze_schedule(program, fastest).makespan_s;
 }
 
-Seconds busiest_compute_s(const plan::Plan& plan, const plan::ScheduleProgram& program, const CostTable& table,
+Seconds busiest_compute_s(const plan::Plan& plan, const GroupStages& groups, const CostTable& table,
                           double exposed) {
   Seconds out = 0;
-  for (const plan::GroupProgram& group : program.groups) {
-    const int replicas = static_cast<int>(table.stages[group.stages.front()].replicas.size());
+  for (const std::vector<int>& stages : groups) {
+    const int replicas = static_cast<int>(table.stages[stages.front()].replicas.size());
     for (int r = 0; r < replicas; ++r) {
       Seconds busy_s = 0;
-      for (int s : group.stages) {
+      for (int s : stages) {
         const ReplicaCompute c = replica_compute(table.stages[s], r, exposed);
         busy_s += plan.micro_batches * (c.forward_s + c.input_s + c.weight_s) + c.optimizer_s;
       }
@@ -165,8 +186,8 @@ plan::StepBound Simulator::bound(const plan::Plan& plan) const {
   plan::StepBound out = std::move(in.memory);
   if (!out.fits) return out;
   const double exposed = 1.0 - options_.tp_overlap;
-  out.step_time_s = std::max(fastest_makespan_s(in.program, *in.table, exposed),
-                             busiest_compute_s(plan, in.program, *in.table, exposed));
+  out.step_time_s = std::max(fastest_makespan_s(plan::generate_schedule(plan), *in.table, exposed),
+                             busiest_compute_s(plan, in.groups, *in.table, exposed));
   return out;
 }
 
@@ -178,11 +199,12 @@ plan::BoundedEstimate Simulator::bound_and_evaluate(const plan::Plan& plan, Seco
   if (!out.bound.fits) return out;
   const double exposed = 1.0 - options_.tp_overlap;
   // The busiest unit's compute costs O(units); the program's makespan, O(instructions).
-  out.bound.step_time_s = busiest_compute_s(plan, in.program, *in.table, exposed);
+  out.bound.step_time_s = busiest_compute_s(plan, in.groups, *in.table, exposed);
   if (out.bound.step_time_s > evaluate_at_most_s) return out;
-  out.bound.step_time_s = std::max(out.bound.step_time_s, fastest_makespan_s(in.program, *in.table, exposed));
+  const plan::ScheduleProgram program = plan::generate_schedule(plan);
+  out.bound.step_time_s = std::max(out.bound.step_time_s, fastest_makespan_s(program, *in.table, exposed));
   if (out.bound.step_time_s > evaluate_at_most_s) return out;
-  out.estimate = evaluate_program(plan, in.program, *in.table, options_.tp_overlap, options, nullptr);
+  out.estimate = evaluate_program(plan, program, in.memories, *in.table, options_, options, nullptr);
   return out;
 }
 

@@ -13,27 +13,41 @@
 
 namespace whale::sim {
 
-/// replica_memory of every replica of `group`, by replica; replicas alike in what it depends on
-/// (their devices' profile, and per stage their share, tp, sharded state and experts) share one
-/// computation.
-std::vector<MemoryBreakdown> replica_memories(const plan::Plan& plan, const plan::GroupProgram& group);
+/// The stages each device group of the plan runs (index = group), ascending: the program's
+/// GroupProgram::stages, without the program.
+using GroupStages = std::vector<std::vector<int>>;
+GroupStages group_stages(const plan::Plan& plan);
 
-/// Ids of the devices whose peak memory (as evaluate counts it) exceeds their capacity,
-/// ascending.
-std::vector<int> overflowing_devices(const plan::Plan& plan, const plan::ScheduleProgram& program);
+/// replica_memory of every replica of group `group`, by replica, from its compute instructions
+/// (plan::ComputeSequences: the program is not built); replicas alike in what it depends on
+/// (their devices' profile, and per stage their share, tp, sharded state and experts) share one
+/// computation. Requires plan::check_schedule_shape(plan) to pass.
+std::vector<MemoryBreakdown> replica_memories(const plan::Plan& plan, const std::vector<int>& stages, int group,
+                                              const plan::ComputeSequences& sequences);
+
+/// replica_memories of every group of the plan: by group, then replica (what the plan's program
+/// would give, bit for bit).
+using ProgramMemories = std::vector<std::vector<MemoryBreakdown>>;
+ProgramMemories program_memories(const plan::Plan& plan, const GroupStages& groups);
+
+/// Ids of the devices whose peak memory (`memories`) exceeds their capacity, ascending.
+std::vector<int> overflowing_devices(const plan::Plan& plan, const GroupStages& groups,
+                                     const ProgramMemories& memories);
 
 /// The busiest replica unit's compute: each unit's compute stream runs all its stages' work
 /// (kernels, `exposed` share of the tp all-reduces, optimizer) one op after another. O(stages x
 /// replicas), without the program's instructions.
-Seconds busiest_compute_s(const plan::Plan& plan, const plan::ScheduleProgram& program, const CostTable& table,
+Seconds busiest_compute_s(const plan::Plan& plan, const GroupStages& groups, const CostTable& table,
                           double exposed);
 
 /// The makespan of the program (plan::analyze_schedule) at each stage's fastest replica's
 /// compute: no unit of the engine ends earlier.
 Seconds fastest_makespan_s(const plan::ScheduleProgram& program, const CostTable& table, double exposed);
 
-/// Simulator::evaluate on the plan's program and cost table.
-plan::Estimate evaluate_program(const plan::Plan& plan, const plan::ScheduleProgram& program, const CostTable& table,
-                                double tp_overlap, const plan::EvaluateOptions& options, SimulationStats* stats);
+/// Simulator::evaluate on the plan's program, its memories (program_memories) and cost table.
+plan::Estimate evaluate_program(const plan::Plan& plan, const plan::ScheduleProgram& program,
+                                const ProgramMemories& memories, const CostTable& table,
+                                const SimulatorOptions& simulator, const plan::EvaluateOptions& options,
+                                SimulationStats* stats);
 
 }  // namespace whale::sim

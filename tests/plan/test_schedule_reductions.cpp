@@ -146,3 +146,34 @@ TEST_CASE("every generator places the reduction by the same rule, and the progra
     }
   }
 }
+
+TEST_CASE("the plan's program, reductions placed as it is emitted, equals generate_schedule plus add_gradient_reductions") {
+  struct Case {
+    ScheduleKind kind;
+    int stages, chunks;
+  };
+  for (const Case& c : {Case{ScheduleKind::gpipe, 3, 1}, Case{ScheduleKind::one_f_one_b, 4, 1},
+                        Case{ScheduleKind::interleaved_1f1b, 4, 2}, Case{ScheduleKind::wave, 6, 2},
+                        Case{ScheduleKind::zb_h1, 4, 1}}) {
+    for (int micro_batches : {2, 4, 8, 12}) {
+      // dp 1 on the first stage (no buckets), 2 and 3 elsewhere.
+      std::vector<int> dp(c.stages, 2);
+      dp.front() = 1;
+      dp.back() = 3;
+      const Plan plan = plan_of(c.kind, c.stages, c.chunks, micro_batches, dp);
+      CAPTURE(whale::plan::to_string(c.kind));
+      CAPTURE(micro_batches);
+      auto expected = generate_schedule(c.kind, c.stages / c.chunks, c.chunks, micro_batches);
+      std::vector<int> buckets(c.stages, 0);
+      for (int s = 0; s < c.stages; ++s)
+        if (dp[s] > 1) buckets[s] = static_cast<int>(whale::plan::gradient_buckets(plan, s).size());
+      whale::plan::add_gradient_reductions(buckets, &expected);
+      const auto program = generate_schedule(plan);
+      REQUIRE(program.groups.size() == expected.groups.size());
+      for (std::size_t g = 0; g < program.groups.size(); ++g) {
+        CHECK(program.groups[g].stages == expected.groups[g].stages);
+        CHECK(program.groups[g].instructions == expected.groups[g].instructions);
+      }
+    }
+  }
+}

@@ -3,6 +3,7 @@
 // The simulator and the runtime execute the same program.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -100,5 +101,24 @@ void add_gradient_reductions(const std::vector<int>& buckets_per_stage, Schedule
 /// The program of a plan: generate_schedule of its shape, with the reduction of every stage
 /// with dp > 1 in gradient_buckets(plan, s).
 ScheduleProgram generate_schedule(const Plan& plan);
+/// Throws what generate_schedule(plan) throws for the plan's shape (chunks, stage count,
+/// micro-batches), without generating anything.
+void check_schedule_shape(const Plan& plan);
+/// The compute instructions (forward, backward, backward_input, backward_weight) of each group's
+/// program in generate_schedule(plan), in program order, without building the program: O(1)
+/// memory, but for wave, whose order is played once, at construction.
+class ComputeSequences {
+ public:
+  /// Requires check_schedule_shape(plan) to pass.
+  explicit ComputeSequences(const Plan& plan);
+  /// Calls `visit` with each compute instruction of group `group` (0 <= group < the plan's
+  /// pipeline_groups()), in order.
+  void for_each(int group, const std::function<void(const Instruction&)>& visit) const;
+
+ private:
+  ScheduleKind kind_;
+  int groups_, chunks_, micro_batches_;
+  std::vector<std::vector<Instruction>> played_;  // wave: each group's compute instructions
+};
 
 }  // namespace whale::plan

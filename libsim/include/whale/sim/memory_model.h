@@ -4,6 +4,7 @@
 // beyond the tensors (the profile's framework_memory and calibrated reserve).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,16 @@ double stage_parameters_per_device(const plan::Plan& plan, int s, int replica = 
 /// any backward).
 MemoryBreakdown replica_memory(const plan::Plan& plan, const plan::GroupProgram& program,
                                int replica);
+
+/// A group's instructions in program order, given one by one to a visitor.
+using InstructionVisitor = std::function<void(const plan::Instruction&)>;
+using InstructionSequence = std::function<void(const InstructionVisitor&)>;
+
+/// replica_memory of the group that runs `group_stages` (ascending) with the instructions of
+/// `instructions`: its program's, or only its compute instructions (plan::ComputeSequences),
+/// which give the same breakdown bit for bit (the other instructions change nothing it walks).
+MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& group_stages,
+                               const InstructionSequence& instructions, int replica);
 
 /// The most micro-batches of `stage` in flight at once in `program` (from forward to backward,
 /// or to backward_weight).
