@@ -30,12 +30,8 @@ std::string scratch(const std::string& name, const std::string& text) {
 
 // A tiny llama of two MoE blocks (4 experts of width 6, top 2), fp32, on 4 CPUs of one node.
 void write_specs() {
-  scratch("cluster.yaml",
-          "name: four\nnetwork: {kind: shm, bandwidth_gbps: 40, latency_us: 1}\n"
-          "nodes:\n  - {name: n, devices: [{model: cpu, count: 4}], intra_link: {kind: shm, bandwidth_gbps: 40, latency_us: 1}}\n");
-  scratch("model.yaml",
-          "name: moe\nfamily: llama\nlayers: 2\nhidden: 8\nheads: 2\nffn_hidden: 16\nsequence: 4\nvocabulary: 10\n"
-          "moe: {experts: 4, top_k: 2, expert_ffn_hidden: 6}\ntraining: {global_batch: 8, precision: fp32}\n");
+  scratch("cluster.yaml", test::kFourCpuClusterYaml);
+  scratch("model.yaml", test::kTinyMoeLlamaYaml);
   scratch("dense.yaml",
           "name: dense\nfamily: llama\nlayers: 2\nhidden: 8\nheads: 2\nffn_hidden: 16\nsequence: 4\nvocabulary: 10\n"
           "training: {global_batch: 8, precision: fp32}\n");
