@@ -64,14 +64,14 @@ OpSums op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
   OpSums out;
   LayerCost& cost = out.cost;
   for (const plan::GemmOp& gemm : layer.gemms) {
-    const Seconds kernel_s = gemm_kernel_s(gemm, profile, precision, tp, samples) + gemm_kernels(gemm) * launch_s;
-    cost.forward_s += kernel_s;
-    cost.backward_s += 2.0 * kernel_s;  // input gradient and weight gradient
+    const Seconds op_s = gemm_kernel_s(gemm, profile, precision, tp, samples) + gemm_kernels(gemm) * launch_s;
+    cost.forward_s += op_s;
+    cost.backward_s += 2.0 * op_s;  // input gradient and weight gradient
     cost.forward_flops += gemm_flops(gemm, tp, samples);
     if (is_attention_core(gemm.name)) {
-      out.attention_core_s += kernel_s;  // both operands are activations: no weights
+      out.attention_core_s += op_s;  // both operands are activations: no weights
     } else {
-      cost.backward_weight_s += kernel_s;
+      cost.backward_weight_s += op_s;
     }
   }
   for (const plan::MemoryOp& op : layer.memory_ops) {
