@@ -19,7 +19,15 @@ std::vector<std::pair<std::string, std::string>> megatron_moe_arguments(const Pl
   args.push_back({"--expert-model-parallel-size", std::to_string(stage.ep)});
   args.push_back({"--expert-tensor-parallel-size", std::to_string(stage.expert_tp_degree())});
   args.push_back({"--moe-grouped-gemm", ""});
-  args.push_back({"--moe-token-dispatcher-type", "alltoall"});
+  if (plan.moe_dispatcher == MoeDispatcher::deepep) {
+    // Megatron-Core's flex dispatcher with the DeepEP backend, as Megatron-MoE-ModelZoo's
+    // sbatch_benchmarking.sh asks for it (DISPATCHER=deepep); Megatron-LM before the backend
+    // option took --moe-enable-deepep instead.
+    args.push_back({"--moe-token-dispatcher-type", "flex"});
+    args.push_back({"--moe-flex-dispatcher-backend", "deepep"});
+  } else {
+    args.push_back({"--moe-token-dispatcher-type", "alltoall"});
+  }
   if (moe.shared_experts > 0) {
     args.push_back({"--moe-shared-expert-intermediate-size", std::to_string(moe.shared_experts * moe.expert_ffn_hidden)});
   }

@@ -1,5 +1,5 @@
 // File: moe.cpp
-// The router's names as model files write them, and the rules of a valid MoeSpec (moe.h).
+// The router's and the dispatcher's names as files write them, and the rules of a valid MoeSpec (moe.h).
 #include "whale/plan/moe.h"
 
 #include <cstdio>
@@ -18,6 +18,24 @@ bool parse_moe_router(const std::string& name, MoeRouter* router) {
   for (MoeRouter r : {MoeRouter::softmax_topk, MoeRouter::sigmoid_bias}) {
     if (name == to_string(r)) {
       *router = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* to_string(MoeDispatcher dispatcher) {
+  switch (dispatcher) {
+    case MoeDispatcher::alltoall: return "alltoall";
+    case MoeDispatcher::deepep: return "deepep";
+  }
+  return "alltoall";
+}
+
+bool parse_moe_dispatcher(const std::string& name, MoeDispatcher* dispatcher) {
+  for (MoeDispatcher d : {MoeDispatcher::alltoall, MoeDispatcher::deepep}) {
+    if (name == to_string(d)) {
+      *dispatcher = d;
       return true;
     }
   }

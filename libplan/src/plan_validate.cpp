@@ -33,6 +33,10 @@ void check_schedule(const Plan& plan, const std::string& file) {
                     std::to_string(static_cast<int64_t>(kMaxGradientBucketMib)) + ", got " + got,
                 "leave it out for PyTorch DDP's 25 MiB");
   }
+  if (plan.moe_dispatcher != MoeDispatcher::alltoall && !plan.model.moe) {
+    throw Error(file, "moe_dispatcher", std::string("moe_dispatcher ") + to_string(plan.moe_dispatcher) + " needs a mixture-of-experts model (a moe: block)",
+                "leave it out for a dense model");
+  }
   const int chunks = plan.schedule.chunks;
   if (chunks <= 0) throw Error(file, "schedule.chunks", "expected a positive chunks");
   const bool multi_chunk = plan.schedule.kind == ScheduleKind::interleaved_1f1b || plan.schedule.kind == ScheduleKind::wave;

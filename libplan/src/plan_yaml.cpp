@@ -128,6 +128,8 @@ std::string plan_text(const Plan& plan, const std::string& cluster_ref, const st
   emit_number_field(out, "micro_batches", plan.micro_batches);
   if (plan.gradient_bucket_mib != kDefaultGradientBucketMib)  // the default stays implicit
     emit_number_field(out, "gradient_bucket_mib", plan.gradient_bucket_mib);
+  if (plan.moe_dispatcher != MoeDispatcher::alltoall)  // so does the default dispatcher
+    emit_text_field(out, "moe_dispatcher", to_string(plan.moe_dispatcher));
   out << YAML::Key << "schedule" << YAML::Value << YAML::Flow << YAML::BeginMap;
   emit_text_field(out, "kind", to_string(plan.schedule.kind));
   emit_number_field(out, "chunks", plan.schedule.chunks);
@@ -174,7 +176,7 @@ Plan load_plan(const std::string& path, const std::string& profiles_dir) {
   const YamlField root = load_yaml_file(path);
   root.expect_keys({"cluster", "model", "profiles_dir", "precision", "allow_tf32",
                     "grad_reduce_precision", "master_weights", "micro_batch_size", "micro_batches",
-                    "gradient_bucket_mib", "schedule", "stages"});
+                    "gradient_bucket_mib", "moe_dispatcher", "schedule", "stages"});
   const std::string folder = parent_folder(path);
   Plan plan;
   plan.source_file = path;
@@ -210,6 +212,14 @@ Plan load_plan(const std::string& path, const std::string& profiles_dir) {
   plan.micro_batch_size = static_cast<int>(root.get("micro_batch_size").count(kMaxGlobalBatch, "samples per micro-batch"));
   plan.micro_batches = static_cast<int>(root.get("micro_batches").count(kMaxMicroBatches, "micro-batches"));
   plan.gradient_bucket_mib = root.positive_number_or("gradient_bucket_mib", kDefaultGradientBucketMib);
+  if (root.has("moe_dispatcher")) {
+    const YamlField dispatcher = root.get("moe_dispatcher");
+    if (!parse_moe_dispatcher(dispatcher.text(), &plan.moe_dispatcher)) {
+      dispatcher.fail("unknown dispatcher '" + dispatcher.text() + "'",
+                      "use alltoall (Megatron's alltoall dispatcher, the default) or deepep (its flex dispatcher with DeepEP)");
+    }
+    if (!plan.model.moe) dispatcher.fail("moe_dispatcher " + dispatcher.text() + " needs a mixture-of-experts model (a moe: block)", "leave it out for a dense model");
+  }
   plan.schedule = parse_schedule(root.get("schedule"));
   const YamlField stages = root.get("stages");
   for (const YamlField& stage : stages.elements()) plan.stages.push_back(parse_stage(stage, plan.micro_batch_size, static_cast<int64_t>(plan.cluster.devices.size())));

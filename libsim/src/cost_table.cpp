@@ -15,6 +15,7 @@
 #include "whale/plan/moe_layer.h"
 #include "whale/sim/calibration.h"
 #include "whale/sim/collective_cost.h"
+#include "whale/sim/deepep_exchange.h"
 #include "whale/sim/link_calibration.h"
 #include "whale/sim/memory_model.h"
 #include "whale/sim/op_cost.h"
@@ -84,8 +85,9 @@ Flops mean_forward_flops(const plan::Layer& layer, const plan::Stage& stage, int
 /// expert-tp rank, Stage::expert_parallel_group), at the busiest receiver's bytes (the group's
 /// mean share, moe_layer.h) or the largest sender's (uneven shares), whichever is more; with
 /// expert_tp > 1, the dispatched tokens all-gathered over the expert-tp group and the expert
-/// outputs reduce-scattered back (Megatron-Core's all-to-all dispatcher). The backward moves
-/// the same bytes again.
+/// outputs reduce-scattered back (Megatron-Core's all-to-all dispatcher). Under the deepep
+/// dispatcher the all-to-alls are DeepEP's deduplicated exchanges (deepep_exchange.h) of the
+/// same tokens. The backward moves the same bytes again.
 Seconds expert_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int replica,
                           const plan::Layer& layer) {
   const int etp = stage.expert_tp_degree();
@@ -97,7 +99,19 @@ Seconds expert_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int 
   const double most = *std::max_element(shares.begin(), shares.end());
   const Bytes bytes = std::max(plan::all_to_all_bytes_per_device(layer, stage, mean, true),
                                plan::all_to_all_bytes_per_device(layer, stage, most, false));
-  Seconds time_s = 2.0 * all_to_all_s(plan.cluster, stage.expert_parallel_group(expert_replica, expert_tp_rank), bytes);
+  const std::vector<int> group = stage.expert_parallel_group(expert_replica, expert_tp_rank);
+  Seconds time_s = 0;
+  if (plan.moe_dispatcher == plan::MoeDispatcher::deepep) {
+    // DeepEP dedups by the expert counts themselves: the bytes at the imbalance alone.
+    const int experts = static_cast<int>(layer.experts), top_k = plan.model.moe->top_k;
+    std::vector<int> counts;
+    for (int rank = 0; rank < stage.ep; ++rank) counts.push_back(stage.experts_held(rank, experts));
+    const Bytes copies = std::max(plan::all_to_all_bytes_per_device(layer, stage, mean, false) * layer.expert_load_imbalance,
+                                  plan::all_to_all_bytes_per_device(layer, stage, most, false));
+    time_s = 2.0 * deepep_exchange_s(plan.cluster, group, counts, top_k, copies / top_k);
+  } else {
+    time_s = 2.0 * all_to_all_s(plan.cluster, group, bytes);
+  }
   if (etp > 1) {
     const int first = index - expert_tp_rank;
     const std::vector<int> group(stage.devices.begin() + first, stage.devices.begin() + first + etp);

@@ -5,6 +5,8 @@
 // shape the profile measured whole (layer_times) takes its measured time (measured_layer_time.h).
 #include "whale/sim/op_cost.h"
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -39,6 +41,10 @@ Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& pro
   return calibrated_memory_op_s(bytes / (profile.memory_bandwidth_bytes_per_s * efficiency), profile);
 }
 
+double gemm_kernels(const plan::GemmOp& gemm) {
+  return gemm.expert ? std::max(1.0, std::round(gemm.count)) : 1.0;
+}
+
 bool recomputed_in_full(plan::LayerKind kind) {
   return kind != plan::LayerKind::embedding && kind != plan::LayerKind::head;
 }
@@ -58,14 +64,14 @@ OpSums op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
   OpSums out;
   LayerCost& cost = out.cost;
   for (const plan::GemmOp& gemm : layer.gemms) {
-    const Seconds kernel_s = gemm_kernel_s(gemm, profile, precision, tp, samples);
-    cost.forward_s += kernel_s + launch_s;
-    cost.backward_s += 2.0 * (kernel_s + launch_s);  // input gradient and weight gradient
+    const Seconds op_s = gemm_kernel_s(gemm, profile, precision, tp, samples) + gemm_kernels(gemm) * launch_s;
+    cost.forward_s += op_s;
+    cost.backward_s += 2.0 * op_s;  // input gradient and weight gradient
     cost.forward_flops += gemm_flops(gemm, tp, samples);
     if (is_attention_core(gemm.name)) {
-      out.attention_core_s += kernel_s + launch_s;  // both operands are activations: no weights
+      out.attention_core_s += op_s;  // both operands are activations: no weights
     } else {
-      cost.backward_weight_s += kernel_s + launch_s;
+      cost.backward_weight_s += op_s;
     }
   }
   for (const plan::MemoryOp& op : layer.memory_ops) {

@@ -92,4 +92,13 @@ inline plan::Plan pipeline_plan(const plan::Cluster& cluster, std::vector<plan::
   return p;
 }
 
+/// Four CPUs of one node on a shared-memory link (cluster YAML), and a tiny llama of two MoE
+/// blocks (4 experts of width 6, top 2, fp32; model YAML): the MoE tests' scratch specs.
+inline const char* const kFourCpuClusterYaml =
+    "name: four\nnetwork: {kind: shm, bandwidth_gbps: 40, latency_us: 1}\n"
+    "nodes:\n  - {name: n, devices: [{model: cpu, count: 4}], intra_link: {kind: shm, bandwidth_gbps: 40, latency_us: 1}}\n";
+inline const char* const kTinyMoeLlamaYaml =
+    "name: moe\nfamily: llama\nlayers: 2\nhidden: 8\nheads: 2\nffn_hidden: 16\nsequence: 4\nvocabulary: 10\n"
+    "moe: {experts: 4, top_k: 2, expert_ffn_hidden: 6}\ntraining: {global_batch: 8, precision: fp32}\n";
+
 }  // namespace whale::sim::test

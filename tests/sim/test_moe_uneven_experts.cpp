@@ -90,13 +90,9 @@ TEST_CASE("uneven shares: an expert takes its share of the whole ep group's toke
 }
 
 TEST_CASE("uneven experts: weights, gradients and optimizer state follow each rank's count") {
-  scratch("cluster.yaml",
-          "name: four\nnetwork: {kind: shm, bandwidth_gbps: 40, latency_us: 1}\n"
-          "nodes:\n  - {name: n, devices: [{model: cpu, count: 4}], intra_link: {kind: shm, bandwidth_gbps: 40, latency_us: 1}}\n");
+  scratch("cluster.yaml", test::kFourCpuClusterYaml);
   // Two MoE blocks of 4 experts, each 3 x 8 x 6 = 144 parameters (576 per block).
-  scratch("model.yaml",
-          "name: moe\nfamily: llama\nlayers: 2\nhidden: 8\nheads: 2\nffn_hidden: 16\nsequence: 4\nvocabulary: 10\n"
-          "moe: {experts: 4, top_k: 2, expert_ffn_hidden: 6}\ntraining: {global_batch: 8, precision: fp32}\n");
+  scratch("model.yaml", test::kTinyMoeLlamaYaml);
   const auto load = [](const std::string& name, const std::string& layout) {
     return plan::load_plan(scratch(name, "cluster: cluster.yaml\nmodel: model.yaml\nmicro_batch_size: 4\nmicro_batches: 2\n"
                                          "schedule: 1f1b\nstages:\n  - {layers: [0, 3], devices: \"0-3\", tp: 1, " + layout + "}\n"),

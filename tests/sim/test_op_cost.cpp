@@ -1,6 +1,6 @@
 // File: test_op_cost.cpp
 // Exact op costs on flat and curved profiles: GEMM and memory-op time, tp split, backward
-// (and its weight-gradient part), recomputation.
+// (and its weight-gradient part), recomputation, and a grouped expert GEMM's launches.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -83,4 +83,28 @@ TEST_CASE("op costs: the weight pass is the weight-gradient GEMMs, the attention
   cost = layer_cost(layer, profile, plan::Precision::bf16, 1, 1, plan::Recompute::none);
   CHECK(cost.backward_s == doctest::Approx(4e-3 + 4 * profile.kernel_launch_s));
   CHECK(cost.backward_weight_s == doctest::Approx(1e-3 + profile.kernel_launch_s));
+}
+
+TEST_CASE("a routed expert's grouped GEMM launches one kernel per expert the device holds") {
+  plan::DeviceProfile p = test::flat_profile(1e14, 1e12);
+  p.kernel_launch_s = 5e-6;
+  // 4 experts of 100 rows each (2e6 flops each, 8e6 in all: 8e-8 s at 1e14) and a dense GEMM
+  // of the same flops: the grouped one pays 4 launches, the dense one 1.
+  const plan::GemmOp grouped{"expert_up", 100, 100, 100, 4, false, true};
+  const plan::GemmOp dense{"fc", 200, 200, 100, 1, false};
+  CHECK(gemm_kernels(grouped) == 4);
+  CHECK(gemm_kernels(dense) == 1);
+  plan::GemmOp none_held = grouped;
+  none_held.count = 0.4;  // a fraction of an expert still launches one kernel
+  CHECK(gemm_kernels(none_held) == 1);
+  plan::Layer layer;
+  layer.kind = plan::LayerKind::transformer;
+  layer.gemms = {grouped};
+  const LayerCost experts = layer_cost(layer, p, plan::Precision::bf16, 1, 1, plan::Recompute::none);
+  CHECK(experts.forward_s == doctest::Approx(8e-8 + 4 * 5e-6));
+  CHECK(experts.backward_s == doctest::Approx(2 * (8e-8 + 4 * 5e-6)));
+  CHECK(experts.backward_weight_s == doctest::Approx(8e-8 + 4 * 5e-6));
+  layer.gemms = {dense};
+  const LayerCost one = layer_cost(layer, p, plan::Precision::bf16, 1, 1, plan::Recompute::none);
+  CHECK(one.forward_s == doctest::Approx(8e-8 + 5e-6));
 }

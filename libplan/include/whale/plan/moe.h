@@ -21,6 +21,19 @@ const char* to_string(MoeRouter router);
 /// Reads a router's name into `router`; false (and `router` unchanged) for an unknown name.
 bool parse_moe_router(const std::string& name, MoeRouter* router);
 
+/// How a plan's MoE layers exchange tokens among an ep group (Megatron-Core's
+/// --moe-token-dispatcher-type; docs/moe.md, "Dispatchers"). The math is the same; the bytes
+/// differ.
+/// alltoall: NCCL all-to-alls of every (token, expert) copy (Megatron's alltoall dispatcher).
+/// deepep:   DeepEP's normal kernels (Megatron's flex dispatcher, --moe-flex-dispatcher-backend
+///           deepep): one copy per (token, destination node) over the network, forwarded over
+///           NVLink to each destination rank there; one copy per (token, rank) inside a node.
+enum class MoeDispatcher { alltoall, deepep };
+/// "alltoall" or "deepep".
+const char* to_string(MoeDispatcher dispatcher);
+/// Reads a dispatcher's name into `dispatcher`; false (and it unchanged) for an unknown name.
+bool parse_moe_dispatcher(const std::string& name, MoeDispatcher* dispatcher);
+
 struct MoeSpec {
   int experts = 0;             // routed experts in each MoE block
   int top_k = 0;               // routed experts each token passes through

@@ -142,6 +142,9 @@ struct Plan {
   /// gradients. Default: PyTorch DDP's (torch.nn.parallel.DistributedDataParallel,
   /// bucket_cap_mb = 25).
   double gradient_bucket_mib = kDefaultGradientBucketMib;
+  /// How the MoE layers exchange tokens (moe.h); YAML `moe_dispatcher`, only with a `moe:`
+  /// model. It changes what whale-sim prices and what the Megatron export asks for, not the math.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   Schedule schedule;
   /// Stages in model order. With chunks v over p device groups there are p*v stages;
   /// interleaved-1f1b places stage s on group s % p; wave places chunk c = s / p on group

@@ -22,6 +22,14 @@ Flops gemm_flops(const plan::GemmOp& gemm, int tp, double samples);
 Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profile,
                       plan::Precision precision, int tp, double samples);
 
+/// The kernels a GEMM op launches, each paying op_launch_s: one, or one per expert for a routed
+/// expert's grouped GEMM (its count, the experts the device holds, rounded; at least one).
+/// Megatron-Core's --moe-grouped-gemm runs Transformer Engine's GroupedLinear, which in bf16 and
+/// fp16 loops over the experts launching one cuBLAS GEMM each on its compute streams
+/// (multi_stream_cublas_gemm, transformer_engine/common/gemm/cublaslt_gemm.cu), and whale-run's
+/// CUDA backend loops over the experts as well (docs/moe.md).
+double gemm_kernels(const plan::GemmOp& gemm);
+
 /// Kernel time of one forward memory-bound op (no launch):
 /// bytes / (memory bandwidth * memory_efficiency.at(bytes)), bytes divided by tp if tp_split
 /// or under sequence parallelism (which shards layernorm, dropout and residual along the
