@@ -64,6 +64,7 @@ TEST_CASE("gpu_profile_from: peaks, curves, bandwidths from hand-checked times")
   CHECK(p.framework_memory.reserve_bytes == 2.0 * whale::kBytesPerGiB);
   CHECK(p.framework_memory.allocator_slack_fraction == 0);
   CHECK(p.framework_memory.attention == whale::plan::AttentionImplementation::flash);
+  CHECK(p.framework_memory.stage_buffer_cache);  // whale-run's stage modules, as on the CPU
 }
 
 TEST_CASE("the GPU profile written by whale-profile loads back in whale-plan unchanged") {

@@ -93,6 +93,10 @@ class CpuProber : public DeviceProber {
     plan::DeviceProfile& profile = result.profile;
     profile.name = options.name.empty() ? default_name() : options.name;
     profile.kind = "cpu";
+    profile.framework_memory = plan::default_framework_memory("cpu");  // whale-run's CPU backend
+    profile.framework_memory.source =
+        "whale-run's CPU backend: it counts its tensors only, and its stage modules cache their "
+        "micro-batch activations and block gradient buffers (stage_buffer_cache)";
 
     // GEMMs and the op classes are timed from cold caches (CacheFlusher) and warm (libsim
     // prices between the two by the weight bytes a device's layers hold: cache_working_set.h);
