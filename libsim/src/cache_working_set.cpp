@@ -6,6 +6,7 @@
 
 #include "whale/plan/gradient_buckets.h"
 #include "whale/plan/model_state_bytes.h"
+#include "whale/sim/memory_model.h"
 
 namespace whale::sim {
 namespace {
@@ -29,6 +30,12 @@ Bytes layer_weight_bytes(const plan::Plan& plan, const plan::Stage& whole, int r
   return plan::parameters_per_device(layer, whole.as_replica(replica)) * (state.weights + state.gradients);
 }
 
+Bytes layer_pass_activation_bytes(const plan::Plan& plan, const plan::Stage& whole, int replica, int l) {
+  const plan::Stage stage = whole.as_replica(replica);
+  return kept_activation_bytes(plan.model.layers.at(l), stage.tp, plan::Recompute::none, stage.sequence_parallel) *
+         stage.shares.at(replica);
+}
+
 std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica) {
   const int device = stage.devices.at(stage.replica_offset(replica));
   const Bytes cache = plan.cluster.profile_of(device).cache.cache_bytes_per_device;
@@ -41,6 +48,7 @@ std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Sta
     for (int l = other.first_layer; l < other.end_layer; ++l) {
       const Bytes weights = layer_weight_bytes(plan, other, r, l);
       if (weights <= cache) working_set += weights;
+      working_set += layer_pass_activation_bytes(plan, other, r, l);
     }
   }
   const double warm = working_set > 0 ? std::min(1.0, cache / working_set) : 1.0;

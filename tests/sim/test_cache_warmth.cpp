@@ -1,6 +1,6 @@
 // File: test_cache_warmth.cpp
-// Warm and cold pricing by the weights a device holds: a layer's weight bytes, the warm
-// fraction of a device's layers against its cache, and the step times the simulator gives.
+// Warm and cold pricing by the weights a device holds: a layer's weight bytes and a pass's
+// activations, the warm fraction of a device's layers against its cache, and the step times the simulator gives.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -73,6 +73,12 @@ TEST_CASE("the warm fraction is the cache over the working set of the device's l
   plan::Plan streaming = two_layer_plan(cached_profile(0.375), 1);
   streaming.model.layers[1].parameters = 4 * kParameters;  // 1 MiB
   CHECK(layer_warm_fractions(streaming, streaming.stages[0], 0) == std::vector<double>{1.0, 0.0});
+  // A micro-batch's activations count too: 1/8 MiB a layer for its one sample, W = 0.5 + 0.25
+  // MiB, of which 0.375 MiB holds half.
+  plan::Plan with_activations = two_layer_plan(cached_profile(0.375), 1);
+  for (plan::Layer& layer : with_activations.model.layers) layer.activation_bytes_split = kMiB / 8;
+  CHECK(layer_pass_activation_bytes(with_activations, with_activations.stages[0], 0, 1) == kMiB / 8);
+  CHECK(layer_warm_fractions(with_activations, with_activations.stages[0], 0) == std::vector<double>{0.5, 0.5});
   // No cache block: every layer cold (an empty list).
   const plan::Plan uncached = two_layer_plan(cached_profile(0), 1);
   CHECK(layer_warm_fractions(uncached, uncached.stages[0], 0).empty());
