@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   app.add_option("--layer-times", o.layer_times_file,
                  "CSV of median per-layer times (whale-calibrate --layer-times)")
       ->check(whale::app::output_file());
+  app.add_option("--kernel-times", o.kernel_times_file,
+                 "CSV of rank 0's GPU kernels per timed step, through CUPTI (rank 0 on a GPU)")
+      ->check(whale::app::output_file());
   app.add_option("--dump-params", o.dump_params_file,
                  "every full parameter after training (\"name count\", then one value a line)")
       ->check(whale::app::output_file());
@@ -52,7 +55,9 @@ int main(int argc, char** argv) {
   return whale::app::run_tool("whale-run", app, argc, argv, [&] {
     o.seed_given = seed->count() > 0;
     whale::app::check_distinct_outputs({{"--metrics", o.metrics_file}, {"--trace", o.trace_file},
-                                        {"--layer-times", o.layer_times_file}, {"--dump-params", o.dump_params_file}});
+                                        {"--layer-times", o.layer_times_file},
+                                        {"--kernel-times", o.kernel_times_file},
+                                        {"--dump-params", o.dump_params_file}});
     // GPU ranks size their device arenas from whale-sim's memory model of the same plan.
     o.predicted_tensor_bytes = [](const whale::plan::Plan& plan) {
       const whale::plan::Estimate estimate = whale::sim::Simulator().evaluate(plan, {});

@@ -4,15 +4,19 @@
 # a benchmark and whale-sim's JSON of its plan and prints "key value" lines (tokens/s, MFU, peak
 # memory, measured step); `predict` prints whale-sim's predicted step and peak; `report` writes
 # gpu-check.md and gpu-check.json from the phases' results and the benchmarks' values; `curve`
-# holds a bf16 loss curve to the fp32 one; `tokens` writes random benchmark data.
+# holds a bf16 loss curve to the fp32 one; `tokens` writes random benchmark data; `kernels`
+# sums Nsight Compute's kernel durations of a benchmark's last step by kernel and by op class.
 # Usage: gpu_check_report.py bench METRICS_JSONL SIM_JSON PEAK_BF16_TFLOPS
+#        gpu_check_report.py kernels KERNEL_TIMES_CSV MODEL OUT_CSV
 #        gpu_check_report.py curve FP32_METRICS BF16_METRICS STEPS
 #        gpu_check_report.py tokens OUT_FILE VOCABULARY COUNT SEED
 #        gpu_check_report.py predict SIM_JSON
 #        gpu_check_report.py report RESULTS_TSV VALUES_TSV OUT_DIR TITLE
 import array
+import csv
 import json
 import random
+import re
 import statistics
 import struct
 import sys
@@ -99,6 +103,48 @@ def goals(benches):
     return out
 
 
+# Op classes of a kernel, by the first pattern its name holds: the kernels' own names (whale's
+# CUDA backend) and cuBLAS's GEMM kernels (nvjet, sm90_xmma, cutlass).
+KERNEL_CLASSES = [("flash_", "attention"), ("attention", "attention"),
+                  ("nvjet", "gemm"), ("gemm", "gemm"), ("xmma", "gemm"), ("cutlass", "gemm"),
+                  ("layernorm", "norm"), ("rmsnorm", "norm"), ("bias_add_backward", "column sums"),
+                  ("column_", "column sums"),
+                  ("adamw", "optimizer"), ("cross_entropy", "loss"), ("embedding", "embedding"),
+                  ("gelu", "pointwise"), ("swiglu", "pointwise"), ("residual", "pointwise"),
+                  ("elementwise", "pointwise"), ("map_kernel", "pointwise"), ("nccl", "collective")]
+
+
+def kernel_class(name):
+    lower = name.lower()
+    return next((c for pattern, c in KERNEL_CLASSES if pattern in lower), "other")
+
+
+def kernels(kernel_times_csv, model, out_csv):
+    """whale-run --kernel-times of a benchmark (per timed step): appends its rows with the model
+    and each kernel's op class to OUT_CSV (model, class, kernel, launches_per_step, ms_per_step,
+    share) and prints one line: the step's kernel time and its classes by share."""
+    try:
+        rows = list(csv.DictReader(open(kernel_times_csv)))
+    except OSError as e:
+        print(f"FAIL {model}: {e.strerror}: {kernel_times_csv}")
+        return
+    if not rows:
+        print(f"FAIL {model}: no kernel in {kernel_times_csv}")
+        return
+    total_ms = sum(float(r["ms_per_step"]) for r in rows)
+    by_class = {}
+    with open(out_csv, "a", newline="") as f:
+        w = csv.writer(f)
+        if f.tell() == 0:
+            w.writerow(["model", "class", "kernel", "launches_per_step", "ms_per_step", "share"])
+        for r in rows:
+            name = re.sub(r"^void |whale::(exec::)?(cuda::)?(<unnamed>::|\(anonymous namespace\)::)?", "", r["kernel"])
+            w.writerow([model, kernel_class(name), name, r["launches_per_step"], r["ms_per_step"], r["share"]])
+            by_class[kernel_class(name)] = by_class.get(kernel_class(name), 0.0) + float(r["ms_per_step"])
+    shares = " ".join(f"{c} {ms / total_ms:.1%}" for c, ms in sorted(by_class.items(), key=lambda kv: -kv[1]))
+    print(f"PASS {model}: {len(rows)} kernels, {total_ms:.2f} ms a step; {shares}")
+
+
 def report(results_path, values_path, out_dir, title):
     phases = []
     for line in open(results_path):
@@ -149,6 +195,8 @@ if __name__ == "__main__":
         curve(args[0], args[1], int(args[2]))
     elif command == "predict":
         predict(args[0])
+    elif command == "kernels":
+        kernels(*args)
     elif command == "report":
         report(*args)
     else:

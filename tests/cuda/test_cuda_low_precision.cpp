@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/gpu_host/adamw_chunks.h"
 #include "backend/kernel_math/attention_saved_state.h"
+#include "backend/kernel_math/launch_geometry.h"
 #include "cuda_test_fixtures.h"
 
 using namespace whale::exec;
@@ -90,6 +91,18 @@ TEST_CASE("layernorm forward in bf16 storage") {
   DeviceArray<float> dmean(N), drstd(N);
   cuda::layernorm_forward(nullptr, out.data, dmean.data, drstd.data, x->data, dw->data, db->data, N, C);
   CHECK(normwise_error(to_host(out), ref) <= kBf16Tolerance);
+  // The input gradient (8 bf16 columns a 16-byte chunk) added into a bf16 dinp, against the CPU.
+  const auto dout = random_vector(N * C, 5), dinp_start = random_vector(N * C, 6);
+  std::vector<float> dinp_ref = dinp_start, dweight(C), dbias(C);
+  cpu->layernorm_backward(view(dinp_ref), view(dweight), view(dbias), view(dout), view(inp), view(w),
+                          view(mean), view(rstd), N, C);
+  const auto ddout = to_device<__nv_bfloat16>(dout);
+  const auto ddinp = to_device<__nv_bfloat16>(dinp_start);
+  DeviceArray<float> ddweight(C), ddbias(C);
+  DeviceArray<double> partials(kmath::column_partials_count(N, C));
+  cuda::layernorm_backward(nullptr, ddinp->data, ddweight.data, ddbias.data, ddout->data, x->data,
+                           dw->data, dmean.data, drstd.data, N, C, partials.data);
+  CHECK(normwise_error(to_host(*ddinp), dinp_ref) <= kBf16Tolerance);
 }
 
 namespace {

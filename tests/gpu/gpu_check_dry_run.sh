@@ -14,14 +14,14 @@ rc=$?
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 [ $rc = 0 ] || fail "exit code $rc (expected 0)"
-want="env ops memcheck fp32_step bridge nccl bf16_curve bench_gpt2 bench_gpt3 torch_bench torch_grid profile predict report"
+want="env ops memcheck fp32_step bridge nccl bf16_curve bench_gpt2 bench_gpt3 torch_bench torch_grid profile predict kernels report"
 got=$(sed -n 's/^gpu-check: phase \([a-z0-9_]*\) .*/\1/p' <<< "$output" | tr '\n' ' ' | sed 's/ $//')
 [ "$got" = "$want" ] || fail "phases: expected '$want', got '$got'"
 sum=$(sed -n 's/^gpu-check: phase [a-z0-9_]* *\([0-9]*\) s:.*/\1/p' <<< "$output" | awk '{s += $1} END {print s}')
 printed=$(sed -n 's/.*deadline 360 s; phases and budgets (sum \([0-9]*\) s):$/\1/p' <<< "$output")
 [ "$sum" = "$printed" ] || fail "budgets add up to $sum, the script says '$printed'"
 [ "${sum:-999}" -le 360 ] || fail "budgets add up to $sum s, over 360 s"
-for phase in ops memcheck fp32_step bridge nccl bench_gpt2 bench_gpt3 torch_grid profile; do
+for phase in ops memcheck fp32_step bridge nccl bench_gpt2 bench_gpt3 torch_grid profile kernels; do
   grep -q "^gpu-check: $phase: SKIP .* - dry run: needs a GPU$" <<< "$output" || fail "$phase not SKIP (needs a GPU)"
 done
 grep -q "^gpu-check: env: SKIP .* - no kit at $scratch/no-kit" <<< "$output" || fail "env not SKIP (no kit)"
@@ -30,7 +30,7 @@ grep -q "^gpu-check: torch_bench: SKIP .* - dry run: the script reads both model
 grep -q ": FAIL (" <<< "$output" && fail "a phase failed"
 phases=$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); print(len(d["phases"]), d["counts"]["FAIL"], "mfu" in d)' \
   "$scratch/report/gpu-check.json" 2>&1)
-[ "$phases" = "14 0 True" ] || fail "gpu-check.json: expected 14 phases, 0 FAIL and an mfu key, got '$phases'"
+[ "$phases" = "15 0 True" ] || fail "gpu-check.json: expected 15 phases, 0 FAIL and an mfu key, got '$phases'"
 [ -s "$scratch/report/gpu-check.md" ] || fail "no gpu-check.md"
 archived=$(tar -tzf "$scratch/report/gpu-check-logs.tar.gz")
 grep -qx 'work/results.tsv' <<< "$archived" || fail "the archive lacks work/results.tsv"
@@ -39,5 +39,5 @@ rc=$?
 [ $rc = 2 ] || fail "--only with an unknown phase: exit code $rc (expected 2)"
 [ "$unknown" = "gpu-check: error: --only: unknown phase 'opz' (the phases: ${want// /,})" ] ||
   fail "--only with an unknown phase: expected one error line naming 'opz' and the phases, got '$unknown'"
-[ $status = 0 ] && echo "ok: 14 phases in order, budgets $sum s of 360, report written"
+[ $status = 0 ] && echo "ok: 15 phases in order, budgets $sum s of 360, report written"
 exit $status

@@ -19,11 +19,13 @@ namespace whale::exec::test {
 namespace {
 using namespace whale::exec::kmath;
 
-/// A warp's sum of term over a row of n: lane shares, then the butterfly.
+/// A warp's sum of term over a row of n as the norm kernels make it on fp32 rows of 16-byte
+/// aligned pointers: lane shares of norm_chunk_width columns at a time, then the butterfly.
 template <class Term>
 float warp_row_sum(int n, Term term) {
+  const int width = norm_chunk_width(n, static_cast<int>(sizeof(float)), true);
   float lanes[kWarpSize];
-  for (int lane = 0; lane < kWarpSize; ++lane) lanes[lane] = lane_strided_sum(n, lane, kWarpSize, term);
+  for (int lane = 0; lane < kWarpSize; ++lane) lanes[lane] = lane_chunked_sum(n, lane, kWarpSize, width, term);
   return butterfly_reduce_host(lanes, [](float a, float b) { return a + b; });
 }
 }  // namespace

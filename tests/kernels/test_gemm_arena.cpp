@@ -77,17 +77,23 @@ TEST_CASE("GEMM mapping: row strides set the leading dimensions (a logits matrix
   check_layout(weight.out, 4, 5, 4);
 }
 
-TEST_CASE("GEMM padding: rows rounded up to 16 bytes, only for misaligned matrices of 4 MiB or more") {
+TEST_CASE("GEMM padding: sizes rounded up to 16 bytes, only for products with a matrix of 4 MiB or more") {
   CHECK(aligned_row_elements(50257, 2) == 50264);  // bf16: 8 elements a vector
   CHECK(aligned_row_elements(50257, 4) == 50260);  // fp32: 4
   CHECK(aligned_row_elements(768, 2) == 768);
   CHECK(aligned_row_elements(3, 16) == 3);
-  // GPT-2's bf16 logits of 8 x 1024 tokens: 823 MB, misaligned
-  CHECK(gemm_operand_needs_padding(8192, 50257, 2));
-  // aligned rows never; small matrices not worth a copy: 41 rows x 50257 x 2 B < 4 MiB
-  CHECK_FALSE(gemm_operand_needs_padding(8192, 50264, 2));
-  CHECK_FALSE(gemm_operand_needs_padding(41, 50257, 2));
-  CHECK(gemm_operand_needs_padding(42, 50257, 2));  // 4,221,588 B >= 4,194,304
+  // GPT-2's head in bf16 over 8 x 1024 tokens (logits 823 MB): the forward's n, the input
+  // gradient's k and the weight gradient's m go from 50257 to 50264; the rest stay
+  CHECK(padded_gemm_dims({8192, 50257, 768}, 2, 2) == GemmDims{8192, 50264, 768});
+  CHECK(padded_gemm_dims({8192, 768, 50257}, 2, 2) == GemmDims{8192, 768, 50264});
+  CHECK(padded_gemm_dims({50257, 768, 8192}, 2, 4) == GemmDims{50264, 768, 8192});  // fp32 gradient
+  // fp32 in and out: 4 elements a vector
+  CHECK(padded_gemm_dims({8192, 50257, 768}, 4, 4) == GemmDims{8192, 50260, 768});
+  // whole sizes stay; a product whose largest matrix is under 4 MiB is not worth the copies:
+  // 41 x 50257 x 2 B = 4,121,074 B, while 42 rows make 4,221,588 B >= 4,194,304
+  CHECK(padded_gemm_dims({8192, 50264, 768}, 2, 2) == GemmDims{8192, 50264, 768});
+  CHECK(padded_gemm_dims({41, 50257, 1}, 2, 2) == GemmDims{41, 50257, 1});
+  CHECK(padded_gemm_dims({42, 50257, 1}, 2, 2) == GemmDims{48, 50264, 8});
 }
 
 TEST_CASE("GEMM alignment: the largest power of two dividing the address, at most 256") {

@@ -50,9 +50,11 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
   if (!keep_saved) a.probs.reset();  // backward recomputes them
   reuse_or_allocate(a.x_mid, be_, NhC, act_);
   const TensorView attention_sum = region.all_rows(a.x_mid, g.partial, NC);
-  be_.linear_forward(attention_sum, a.atty, p_.proj_w.value, TensorView{}, N, Cl, C);
+  // A row-parallel linear's bias is added once, after the group's sum; with one rank, in the product.
+  be_.linear_forward(attention_sum, a.atty, p_.proj_w.value,
+                     region.single() ? p_.proj_b.value : ConstTensorView{}, N, Cl, C);
   region.leave(attention_sum, a.x_mid);
-  be_.bias_add_forward(a.x_mid, p_.proj_b.value, Nh, C);
+  if (!region.single()) be_.bias_add_forward(a.x_mid, p_.proj_b.value, Nh, C);
   be_.add_forward(a.x_mid, a.x_mid, x_in, NhC);
 
   reuse_or_allocate(a.ln2, be_, NhC, act_);
@@ -72,9 +74,10 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
   reuse_or_allocate(a.gelu, be_, NF, act_);
   be_.gelu_forward(a.gelu, a.fc1, NF);
   const TensorView mlp_sum = region.all_rows(x_out, g.partial, NC);
-  be_.linear_forward(mlp_sum, a.gelu, p_.fc2_w.value, TensorView{}, N, Fl, C);
+  be_.linear_forward(mlp_sum, a.gelu, p_.fc2_w.value,
+                     region.single() ? p_.fc2_b.value : ConstTensorView{}, N, Fl, C);
   region.leave(mlp_sum, x_out);
-  be_.bias_add_forward(x_out, p_.fc2_b.value, Nh, C);
+  if (!region.single()) be_.bias_add_forward(x_out, p_.fc2_b.value, Nh, C);
   be_.add_forward(x_out, x_out, a.x_mid, NhC);
 }
 

@@ -23,6 +23,9 @@ class TensorParallelRegion {
   TensorParallelRegion(Backend& backend, Communicator* tp, bool sequence_parallel);
 
   bool sequence_parallel() const { return sequence_parallel_; }
+  /// Whether the group has one rank: leave() then sums nothing, so a row-parallel linear's
+  /// bias may go into its product (the GEMM's epilogue) instead of after leave().
+  bool single() const { return tp_ == nullptr; }
   /// How many of `rows` rows outside the region this rank holds: rows, or rows / tp under
   /// sequence parallelism (rank r holds rows [r * rows / tp, (r + 1) * rows / tp)).
   int held_rows(int rows) const;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backend/gpu_host/arena_size.h"
+#include "runtime/kernel_times.h"
 #include "runtime/run_outputs.h"
 #include "whale/exec/backend/backend_factory.h"
 #include "whale/exec/runtime/checkpoint.h"
@@ -194,6 +195,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
   }
 
   // 2. Outputs, then training.
+  KernelTimesRecorder kernel_times(options.kernel_times_file, root, executor.device_name());
   std::unique_ptr<AtomicFile> metrics;
   if (root && !options.metrics_file.empty())
     metrics = std::make_unique<AtomicFile>(options.metrics_file, "--metrics");
@@ -212,6 +214,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
   int64_t saved_step = resumed ? first_step : -1;
   while (step < options.steps) {
     const auto start = Clock::now();
+    kernel_times.before_step(step, first_step, options.steps);
     StepRecord record;
     record.loss = executor.train_step(loader, step);
     if (!std::isfinite(record.loss)) {
@@ -249,6 +252,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
     }
   }
   if (metrics) metrics->commit();
+  kernel_times.finish();
   const std::string peaks = gather_peak_memory_line(executor.peak_memory_bytes(), *transport);
   if (root) log << peaks << std::endl;
   if (!options.trace_file.empty())

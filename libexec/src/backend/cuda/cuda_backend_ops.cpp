@@ -96,34 +96,52 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, ConstTen
     call.epilogue = gpu::GemmEpilogue::kBias;
     call.bias = bias.data;
   }
-  // Large operands whose rows are not 16-byte aligned (a 50257-entry vocabulary) are staged in
-  // copies with aligned rows, so that cuBLASLt may use its vectorized tensor-core algorithms.
+  // A large product with a size that is not a whole number of 16-byte vectors (a 50257-entry
+  // vocabulary) runs at padded sizes on zero-padded copies, so that cuBLASLt may use its
+  // vectorized tensor-core algorithms; the padding adds zeros to every sum, and the rows and
+  // columns of c past (m, n) are dropped.
   const int in_bytes = static_cast<int>(element_bytes(a.dtype));
   const int out_bytes = static_cast<int>(element_bytes(c.dtype));
-  std::optional<Scratch> a_padded, b_padded, c_padded;
-  const auto stage = [&](const void* data, int rows, int row, int bytes, bool copy_in,
-                         std::optional<Scratch>& padded, int& stride) -> void* {
-    stride = gpu::aligned_row_elements(row, bytes);
-    padded.emplace(*arena_, static_cast<std::size_t>(rows) * stride * bytes);
-    const std::size_t row_bytes = static_cast<std::size_t>(row) * bytes;
-    if (copy_in)
-      copy_rows(padded->as<void>(), static_cast<std::size_t>(stride) * bytes, data, row_bytes,
-                row_bytes, rows, compute());
-    return padded->as<void>();
+  const gpu::GemmDims padded = gpu::padded_gemm_dims({m, n, k}, in_bytes, out_bytes);
+  std::optional<Scratch> a_padded, b_padded, c_padded, bias_padded;
+  // The row-major (rows, cols) matrix at data, or its copy as (padded_rows, padded_cols) with
+  // zeros past it (left unset when !copy_in: an output the product overwrites whole).
+  const auto stage = [&](const void* data, int rows, int cols, int padded_rows, int padded_cols,
+                         int bytes, bool copy_in, std::optional<Scratch>& copy) -> void* {
+    if (rows == padded_rows && cols == padded_cols) return const_cast<void*>(data);
+    const std::size_t row_bytes = static_cast<std::size_t>(cols) * bytes;
+    const std::size_t padded_row_bytes = static_cast<std::size_t>(padded_cols) * bytes;
+    copy.emplace(*arena_, static_cast<std::size_t>(padded_rows) * padded_row_bytes);
+    auto* base = copy->as<char>();
+    if (copy_in) {
+      copy_rows(base, padded_row_bytes, data, row_bytes, row_bytes, rows, compute());
+      if (padded_cols > cols)
+        WHALE_CUDA_CHECK(cudaMemset2DAsync(base + row_bytes, padded_row_bytes, 0,
+                                           padded_row_bytes - row_bytes, rows, compute()));
+      if (padded_rows > rows)
+        WHALE_CUDA_CHECK(cudaMemsetAsync(base + rows * padded_row_bytes, 0,
+                                         (padded_rows - rows) * padded_row_bytes, compute()));
+    }
+    return base;
   };
-  const int a_rows = trans_a ? k : m, a_row = trans_a ? m : k;
-  const int b_rows = trans_b ? n : k, b_row = trans_b ? k : n;
-  if (gpu::gemm_operand_needs_padding(a_rows, a_row, in_bytes))
-    call.a = stage(a.data, a_rows, a_row, in_bytes, true, a_padded, call.strides.a);
-  if (gpu::gemm_operand_needs_padding(b_rows, b_row, in_bytes))
-    call.b = stage(b.data, b_rows, b_row, in_bytes, true, b_padded, call.strides.b);
-  if (gpu::gemm_operand_needs_padding(m, n, out_bytes))
-    call.c = stage(c.data, m, n, out_bytes, accumulate, c_padded, call.strides.c);
+  if (trans_a)
+    call.a = stage(a.data, k, m, padded.k, padded.m, in_bytes, true, a_padded);
+  else
+    call.a = stage(a.data, m, k, padded.m, padded.k, in_bytes, true, a_padded);
+  if (trans_b)
+    call.b = stage(b.data, n, k, padded.n, padded.k, in_bytes, true, b_padded);
+  else
+    call.b = stage(b.data, k, n, padded.k, padded.n, in_bytes, true, b_padded);
+  call.c = stage(c.data, m, n, padded.m, padded.n, out_bytes, accumulate, c_padded);
+  if (call.bias != nullptr) call.bias = stage(call.bias, 1, n, 1, padded.n, out_bytes, true, bias_padded);
+  call.m = padded.m;
+  call.n = padded.n;
+  call.k = padded.k;
   gemm_->run(compute(), call);
   if (c_padded)
     copy_rows(c.data, static_cast<std::size_t>(n) * out_bytes, call.c,
-              static_cast<std::size_t>(call.strides.c) * out_bytes,
-              static_cast<std::size_t>(n) * out_bytes, m, compute());
+              static_cast<std::size_t>(padded.n) * out_bytes, static_cast<std::size_t>(n) * out_bytes, m,
+              compute());
 }
 
 void CudaBackend::matmul(bool trans_a, bool trans_b, int m, int n, int k, ConstTensorView a,

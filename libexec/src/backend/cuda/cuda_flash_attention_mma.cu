@@ -63,10 +63,6 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi, __half) {
   return bits;
 }
 
-__device__ __forceinline__ uint32_t load_pair(const uint16_t* at) {
-  return *reinterpret_cast<const uint32_t*>(at);
-}
-
 struct Lane {
   int warp, g, t;
 };
@@ -75,27 +71,46 @@ __device__ __forceinline__ Lane this_lane() {
   return {static_cast<int>(threadIdx.x) / 32, lane / 4, lane % 4};
 }
 
-/// A fragment of rows r0..r0+15, columns k0..k0+15 of a row-major tile (ld elements a row).
+// ---- fragment loads: ldmatrix ---------------------------------------------------------
+// ldmatrix.x4 (x2) loads four (two) 8x8 matrices of 16-bit values from shared memory, lanes
+// 8j..8j+7 naming the 16-byte rows of matrix j; lane 4g + t receives row g, columns 2t..2t+1 of
+// each (with .trans, of its transpose), exactly the mma fragment layout above. Every tile row is
+// 16-byte aligned ((D + kPad) * 2 bytes apart), and 8 rows of one matrix fall in 32 distinct
+// banks ((D + kPad) * 2 / 4 = 4 mod 32 words apart at D = 64 and 128).
+
+__device__ __forceinline__ uint32_t shared_address(const uint16_t* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ int lane_id(Lane l) { return 4 * l.g + l.t; }
+
+/// A fragment of rows r0..r0+15, columns k0..k0+15 of a row-major tile (ld elements a row):
+/// matrices (rows r0.., k0..), (r0+8.., k0..), (r0.., k0+8..), (r0+8.., k0+8..) are a0..a3.
 __device__ __forceinline__ void load_a(uint32_t a[4], const uint16_t* s, int ld, int r0, int k0, Lane l) {
-  const uint16_t* p = s + (r0 + l.g) * ld + k0 + 2 * l.t;
-  a[0] = load_pair(p);
-  a[1] = load_pair(p + 8 * ld);
-  a[2] = load_pair(p + 8);
-  a[3] = load_pair(p + 8 * ld + 8);
+  const int lane = lane_id(l);
+  const uint16_t* p = s + (r0 + lane % 8 + 8 * ((lane / 8) % 2)) * ld + k0 + 8 * (lane / 16);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(shared_address(p)));
 }
 
-/// B fragment (k0..k0+15) x (n0..n0+7) of a tile stored [n][k] (k contiguous): B = tile^T.
+/// B fragment (k0..k0+15) x (n0..n0+7) of a tile stored [n][k] (k contiguous): B = tile^T;
+/// matrices (rows n0.., k0..) and (n0.., k0+8..) are b0 and b1 (lanes 16..31 name no row).
 __device__ __forceinline__ void load_b_nk(uint32_t b[2], const uint16_t* s, int ld, int n0, int k0, Lane l) {
-  const uint16_t* p = s + (n0 + l.g) * ld + k0 + 2 * l.t;
-  b[0] = load_pair(p);
-  b[1] = load_pair(p + 8);
+  const int lane = lane_id(l) % 16;
+  const uint16_t* p = s + (n0 + lane % 8) * ld + k0 + 8 * (lane / 8);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(b[0]), "=r"(b[1])
+               : "r"(shared_address(p)));
 }
 
-/// B fragment (k0..k0+15) x (n0..n0+7) of a tile stored [k][n] (n contiguous): B = tile.
+/// B fragment (k0..k0+15) x (n0..n0+7) of a tile stored [k][n] (n contiguous): B = tile; the
+/// transposes of matrices (rows k0.., n0..) and (k0+8.., n0..) are b0 and b1.
 __device__ __forceinline__ void load_b_kn(uint32_t b[2], const uint16_t* s, int ld, int k0, int n0, Lane l) {
-  const uint16_t* p = s + (k0 + 2 * l.t) * ld + n0 + l.g;
-  b[0] = static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[ld]) << 16);
-  b[1] = static_cast<uint32_t>(p[8 * ld]) | (static_cast<uint32_t>(p[9 * ld]) << 16);
+  const uint16_t* p = s + (k0 + lane_id(l) % 16) * ld + n0;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(b[0]), "=r"(b[1])
+               : "r"(shared_address(p)));
 }
 
 /// The A fragment (16 rows x keys 16*kk..16*kk+15) of a probability/gradient tile held as C
@@ -145,6 +160,23 @@ __device__ __forceinline__ void score_product(float (*x)[4], const uint16_t* a_t
       mma(x[nt], a, b, T{});
     }
   }
+}
+
+// ---- the grid: the longest blocks first --------------------------------------------------
+// Blocks start in blockIdx order, x fastest. Under the causal mask a query tile's work grows
+// with its index and a key tile's shrinks, so the grid is (sample x head, tile) and tiles are
+// numbered from the long end: every head's longest tiles start first and the short ones fill
+// the tail (longest-processing-time-first scheduling).
+
+/// The (sample, query head) of block column blockIdx.x = b * NH + h.
+__device__ __forceinline__ HeadView grid_head_view(int sequence, int heads, int kv_heads, int head_size) {
+  const int bh = static_cast<int>(blockIdx.x);
+  return head_view(bh / heads, bh % heads, sequence, heads, kv_heads, head_size);
+}
+
+/// The query tile of block row blockIdx.y: the last tile (the most keys) first.
+__device__ __forceinline__ int longest_first_query_tile() {
+  return static_cast<int>(gridDim.y - 1 - blockIdx.y);
 }
 
 /// Copies rows first..first+rows-1 (16-byte vectors; rows past the sequence are zeros) of a
@@ -201,9 +233,9 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
   uint16_t* q_s = reinterpret_cast<uint16_t*>(shared_raw);
   uint16_t* k_s = q_s + kBlockRows * ld;
   uint16_t* v_s = k_s + kBlockRows * ld;
-  const HeadView hv = query_head_view(sequence, heads, kv_heads, D);
+  const HeadView hv = grid_head_view(sequence, heads, kv_heads, D);
   const uint16_t* base = reinterpret_cast<const uint16_t*>(qkv);
-  const int qt = static_cast<int>(blockIdx.x), q_first = qt * kBlockRows;
+  const int qt = longest_first_query_tile(), q_first = qt * kBlockRows;
   const Lane l = this_lane();
   const int r0 = l.warp * kRowsPerWarp;
   load_tile<D>(q_s, base + hv.q, hv.qkv_stride, q_first, kBlockRows, sequence);
@@ -301,9 +333,9 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
   const BackwardShared sh = carve_backward_shared<D>(shared_raw, kBlockRows, kBlockRows, kBlockRows);
   uint16_t *q_s = sh.fixed1, *do_s = sh.fixed2, *k_s = sh.streamed1, *v_s = sh.streamed2;
   float *lse_s = sh.lse, *delta_s = sh.delta;
-  const HeadView hv = query_head_view(sequence, heads, kv_heads, D);
+  const HeadView hv = grid_head_view(sequence, heads, kv_heads, D);
   const uint16_t* base = reinterpret_cast<const uint16_t*>(qkv);
-  const int qt = static_cast<int>(blockIdx.x), q_first = qt * kBlockRows;
+  const int qt = longest_first_query_tile(), q_first = qt * kBlockRows;
   const Lane l = this_lane();
   const int r0 = l.warp * kRowsPerWarp;
   load_tile<D>(q_s, base + hv.q, hv.qkv_stride, q_first, kBlockRows, sequence);
@@ -337,7 +369,7 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
   add_rows<T, D>(dqkv + hv.q, hv.qkv_stride, dq, q_first + r0, sequence, scale, l);
 }
 
-/// dk, dv of a 64-key tile of key/value head blockIdx.y % KV: over its query heads in order and
+/// dk, dv of a 64-key tile of key/value head blockIdx.x % KV: over its query heads in order and
 /// each head's query tiles at or after the key tile, S^T = K Q^T and dP^T = V dout^T recomputed,
 /// dv += P^T dout, dk += dS^T Q; added (dk times the score scale) into dqkv's key/value columns.
 template <class T, int D>
@@ -350,12 +382,12 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
   const BackwardShared sh = carve_backward_shared<D>(shared_raw, kBlockRows, bq, bq);
   uint16_t *k_s = sh.fixed1, *v_s = sh.fixed2, *q_s = sh.streamed1, *do_s = sh.streamed2;
   float *lse_s = sh.lse, *delta_s = sh.delta;
-  const int b = static_cast<int>(blockIdx.y) / kv_heads, kv = static_cast<int>(blockIdx.y) % kv_heads;
+  const int b = static_cast<int>(blockIdx.x) / kv_heads, kv = static_cast<int>(blockIdx.x) % kv_heads;
   const int group = heads / kv_heads;
   const HeadView kv_view = head_view(b, kv * group, sequence, heads, kv_heads, D);
   const uint16_t* base = reinterpret_cast<const uint16_t*>(qkv);
   const uint16_t* dout_base = reinterpret_cast<const uint16_t*>(dout);
-  const int kt = static_cast<int>(blockIdx.x), k_first = kt * kBlockRows;
+  const int kt = static_cast<int>(blockIdx.y), k_first = kt * kBlockRows;  // tile 0 is the longest
   const Lane l = this_lane();
   const int r0 = l.warp * kRowsPerWarp;
   load_tile<D>(k_s, base + kv_view.k, kv_view.qkv_stride, k_first, kBlockRows, sequence);
@@ -419,7 +451,7 @@ void forward_at(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch
                 int heads, int kv_heads) {
   constexpr std::size_t bytes = forward_shared_bytes<D>();
   allow_shared(flash_forward_kernel<T, D>, bytes);
-  const dim3 grid(ceil_tiles(sequence, kBlockRows), static_cast<unsigned>(batch * heads));
+  const dim3 grid(static_cast<unsigned>(batch * heads), ceil_tiles(sequence, kBlockRows));
   flash_forward_kernel<T, D><<<grid, kThreads, bytes, stream>>>(out, lse, qkv, sequence, heads, kv_heads,
                                                                 score_scale(D) * kmath::kLog2e);
   WHALE_CUDA_CHECK_LAUNCH();
@@ -432,11 +464,11 @@ void backward_at(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv, cons
   constexpr std::size_t dq_bytes = dq_shared_bytes<D>(), dkv_bytes = dkv_shared_bytes<D>();
   allow_shared(flash_dq_kernel<T, D>, dq_bytes);
   allow_shared(flash_dkv_kernel<T, D>, dkv_bytes);
-  const dim3 dq_grid(ceil_tiles(sequence, kBlockRows), static_cast<unsigned>(batch * heads));
+  const dim3 dq_grid(static_cast<unsigned>(batch * heads), ceil_tiles(sequence, kBlockRows));
   flash_dq_kernel<T, D><<<dq_grid, kThreads, dq_bytes, stream>>>(dqkv, dout, qkv, lse, delta, sequence,
                                                                  heads, kv_heads, scale, scale_log2);
   WHALE_CUDA_CHECK_LAUNCH();
-  const dim3 dkv_grid(ceil_tiles(sequence, kBlockRows), static_cast<unsigned>(batch * kv_heads));
+  const dim3 dkv_grid(static_cast<unsigned>(batch * kv_heads), ceil_tiles(sequence, kBlockRows));
   flash_dkv_kernel<T, D><<<dkv_grid, kThreads, dkv_bytes, stream>>>(dqkv, dout, qkv, lse, delta, sequence,
                                                                     heads, kv_heads, scale, scale_log2);
   WHALE_CUDA_CHECK_LAUNCH();

@@ -1,8 +1,13 @@
 // File: cuda_norm_kernels.cu
-// Layernorm and RMSNorm CUDA kernels: one warp per row (lane-strided sums, butterfly); the weight
+// Layernorm and RMSNorm CUDA kernels: one warp per row, each lane over chunks of one 16-byte
+// vector of columns (kmath::lane_chunked_sum's order, butterfly-combined); the weight
 // (and bias) gradients by the parallel column sum (cuda_column_sum.cuh: double partials over
 // row chunks, a fixed order, no atomics).
+#include <cstdint>
+#include <type_traits>
+
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_chunk.h"
 #include "backend/cuda/cuda_column_sum.cuh"
 #include "backend/cuda/cuda_dtype.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -19,95 +24,156 @@ __device__ __forceinline__ int warp_row() {
   return static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / kWarpSize);
 }
 
-/// A warp's sum of term over a row of n (the twin of the host tests' warp_row_sum).
-template <class Term>
-__device__ float warp_row_sum(int n, Term term) {
-  return warp_sum(kmath::lane_strided_sum(n, static_cast<int>(threadIdx.x % kWarpSize), kWarpSize, term));
+/// Calls body(c0) for each of this lane's chunks of W consecutive columns of a row of n: chunks
+/// lane, lane + 32, ... in order (kmath::lane_chunked_sum's order; n is a multiple of W).
+template <int W, class Body>
+__device__ __forceinline__ void for_lane_chunks(int n, Body body) {
+  for (int c0 = static_cast<int>(threadIdx.x % kWarpSize) * W; c0 < n; c0 += kWarpSize * W) body(c0);
 }
 
-template <class T>
+/// Calls term(dnorm, x) with dnorm = dout * weight and x = inp for each column of this lane's
+/// chunks of a row, in order: the row sums of a norm's input gradient.
+template <int W, class T, class Term>
+__device__ __forceinline__ void for_lane_dnorm(int channels, const T* dout, const T* inp,
+                                               const T* weight, Term term) {
+  for_lane_chunks<W>(channels, [&](int c0) {
+    float dy[W], x[W], w[W];
+    load_chunk<W>(dy, dout + c0);
+    load_chunk<W>(x, inp + c0);
+    load_chunk<W>(w, weight + c0);
+#pragma unroll
+    for (int j = 0; j < W; ++j) term(dy[j] * w[j], x[j]);
+  });
+}
+
+/// dinp += gradient(dnorm, x) over this lane's chunks of a row (dnorm = dout * weight, x = inp).
+template <int W, class T, class Gradient>
+__device__ __forceinline__ void add_lane_input_gradient(int channels, T* dinp, const T* dout,
+                                                        const T* inp, const T* weight,
+                                                        Gradient gradient) {
+  for_lane_chunks<W>(channels, [&](int c0) {
+    float dy[W], x[W], w[W], d[W];
+    load_chunk<W>(dy, dout + c0);
+    load_chunk<W>(x, inp + c0);
+    load_chunk<W>(w, weight + c0);
+    load_chunk<W>(d, dinp + c0);
+#pragma unroll
+    for (int j = 0; j < W; ++j) d[j] += gradient(dy[j] * w[j], x[j]);
+    store_chunk<W>(dinp + c0, d);
+  });
+}
+
+template <class T, int W>
 __global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* inp,
                                          const T* weight, const T* bias, int rows, int channels) {
   const int r = warp_row();
   if (r >= rows) return;  // whole warps leave together
   const T* x = inp + static_cast<std::size_t>(r) * channels;
-  const float mu = warp_row_sum(channels, [&](int c) { return to_float(x[c]); }) /
-                   static_cast<float>(channels);
-  const float var = warp_row_sum(channels, [&](int c) {
-                      const float d = to_float(x[c]) - mu;
-                      return d * d;
-                    }) /
-                    static_cast<float>(channels);
-  const float s = kmath::layernorm_rstd(var);
+  float sum = 0.0f;
+  for_lane_chunks<W>(channels, [&](int c0) {
+    float v[W];
+    load_chunk<W>(v, x + c0);
+#pragma unroll
+    for (int j = 0; j < W; ++j) sum += v[j];
+  });
+  const float mu = warp_sum(sum) / static_cast<float>(channels);
+  float squares = 0.0f;
+  for_lane_chunks<W>(channels, [&](int c0) {
+    float v[W];
+    load_chunk<W>(v, x + c0);
+#pragma unroll
+    for (int j = 0; j < W; ++j) squares += (v[j] - mu) * (v[j] - mu);
+  });
+  const float s = kmath::layernorm_rstd(warp_sum(squares) / static_cast<float>(channels));
   T* y = out + static_cast<std::size_t>(r) * channels;
-  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-  for (int c = lane; c < channels; c += kWarpSize)
-    y[c] = from_float<T>(kmath::layernorm_out(to_float(x[c]), mu, s, to_float(weight[c]), to_float(bias[c])));
-  if (lane == 0) {
+  for_lane_chunks<W>(channels, [&](int c0) {
+    float v[W], w[W], b[W];
+    load_chunk<W>(v, x + c0);
+    load_chunk<W>(w, weight + c0);
+    load_chunk<W>(b, bias + c0);
+#pragma unroll
+    for (int j = 0; j < W; ++j) v[j] = kmath::layernorm_out(v[j], mu, s, w[j], b[j]);
+    store_chunk<W>(y + c0, v);
+  });
+  if (threadIdx.x % kWarpSize == 0) {
     mean[r] = mu;
     rstd[r] = s;
   }
 }
 
-template <class T>
+/// dinp += the layernorm input gradient; both row means in one pass over dout, inp and weight.
+template <class T, int W>
 __global__ void layernorm_dinp_kernel(T* dinp, const T* dout, const T* inp, const T* weight,
                                       const float* mean, const float* rstd, int rows, int channels) {
   const int r = warp_row();
   if (r >= rows) return;
   const std::size_t base = static_cast<std::size_t>(r) * channels;
   const float mu = mean[r], s = rstd[r];
-  const float dnorm_mean =
-      warp_row_sum(channels, [&](int c) { return to_float(dout[base + c]) * to_float(weight[c]); }) /
-      static_cast<float>(channels);
-  const float dnorm_norm_mean = warp_row_sum(channels, [&](int c) {
-                                  return to_float(dout[base + c]) * to_float(weight[c]) *
-                                         kmath::layernorm_norm(to_float(inp[base + c]), mu, s);
-                                }) /
-                                static_cast<float>(channels);
-  for (int c = static_cast<int>(threadIdx.x % kWarpSize); c < channels; c += kWarpSize)
-    dinp[base + c] = from_float<T>(
-        to_float(dinp[base + c]) +
-        kmath::layernorm_dinp(to_float(dout[base + c]) * to_float(weight[c]),
-                              kmath::layernorm_norm(to_float(inp[base + c]), mu, s), dnorm_mean,
-                              dnorm_norm_mean, s));
+  float dnorm_sum = 0.0f, dnorm_norm_sum = 0.0f;
+  for_lane_dnorm<W>(channels, dout + base, inp + base, weight, [&](float dnorm, float x) {
+    dnorm_sum += dnorm;
+    dnorm_norm_sum += dnorm * kmath::layernorm_norm(x, mu, s);
+  });
+  const float dnorm_mean = warp_sum(dnorm_sum) / static_cast<float>(channels);
+  const float dnorm_norm_mean = warp_sum(dnorm_norm_sum) / static_cast<float>(channels);
+  add_lane_input_gradient<W>(channels, dinp + base, dout + base, inp + base, weight,
+                             [&](float dnorm, float x) {
+                               return kmath::layernorm_dinp(dnorm, kmath::layernorm_norm(x, mu, s),
+                                                            dnorm_mean, dnorm_norm_mean, s);
+                             });
 }
 
-template <class T>
+template <class T, int W>
 __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp, const T* weight, int rows,
                                        int channels) {
   const int r = warp_row();
   if (r >= rows) return;  // whole warps leave together
   const T* x = inp + static_cast<std::size_t>(r) * channels;
-  const float mean_square = warp_row_sum(channels, [&](int c) {
-                              const float v = to_float(x[c]);
-                              return v * v;
-                            }) /
-                            static_cast<float>(channels);
-  const float s = kmath::rmsnorm_rstd(mean_square);
+  float squares = 0.0f;
+  for_lane_chunks<W>(channels, [&](int c0) {
+    float v[W];
+    load_chunk<W>(v, x + c0);
+#pragma unroll
+    for (int j = 0; j < W; ++j) squares += v[j] * v[j];
+  });
+  const float s = kmath::rmsnorm_rstd(warp_sum(squares) / static_cast<float>(channels));
   T* y = out + static_cast<std::size_t>(r) * channels;
-  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-  for (int c = lane; c < channels; c += kWarpSize)
-    y[c] = from_float<T>(kmath::rmsnorm_out(to_float(x[c]), s, to_float(weight[c])));
-  if (lane == 0) rstd[r] = s;
+  for_lane_chunks<W>(channels, [&](int c0) {
+    float v[W], w[W];
+    load_chunk<W>(v, x + c0);
+    load_chunk<W>(w, weight + c0);
+#pragma unroll
+    for (int j = 0; j < W; ++j) v[j] = kmath::rmsnorm_out(v[j], s, w[j]);
+    store_chunk<W>(y + c0, v);
+  });
+  if (threadIdx.x % kWarpSize == 0) rstd[r] = s;
 }
 
-template <class T>
+template <class T, int W>
 __global__ void rmsnorm_dinp_kernel(T* dinp, const T* dout, const T* inp, const T* weight,
                                     const float* rstd, int rows, int channels) {
   const int r = warp_row();
   if (r >= rows) return;
   const std::size_t base = static_cast<std::size_t>(r) * channels;
   const float s = rstd[r];
-  const float dnorm_norm_mean = warp_row_sum(channels, [&](int c) {
-                                  return to_float(dout[base + c]) * to_float(weight[c]) *
-                                         (to_float(inp[base + c]) * s);
-                                }) /
-                                static_cast<float>(channels);
-  for (int c = static_cast<int>(threadIdx.x % kWarpSize); c < channels; c += kWarpSize)
-    dinp[base + c] = from_float<T>(
-        to_float(dinp[base + c]) +
-        kmath::rmsnorm_dinp(to_float(dout[base + c]) * to_float(weight[c]),
-                            to_float(inp[base + c]) * s, dnorm_norm_mean, s));
+  float dnorm_norm_sum = 0.0f;
+  for_lane_dnorm<W>(channels, dout + base, inp + base, weight,
+                    [&](float dnorm, float x) { dnorm_norm_sum += dnorm * (x * s); });
+  const float dnorm_norm_mean = warp_sum(dnorm_norm_sum) / static_cast<float>(channels);
+  add_lane_input_gradient<W>(channels, dinp + base, dout + base, inp + base, weight,
+                             [&](float dnorm, float x) {
+                               return kmath::rmsnorm_dinp(dnorm, x * s, dnorm_norm_mean, s);
+                             });
+}
+
+/// Launches kernel<W> with W = kmath::norm_chunk_width (a 16-byte vector of T, or 1).
+template <class T, class Launch>
+void with_chunk_width(int channels, bool aligned, Launch launch) {
+  constexpr int vector = static_cast<int>(16 / sizeof(T));
+  if (kmath::norm_chunk_width(channels, static_cast<int>(sizeof(T)), aligned) == vector)
+    launch(std::integral_constant<int, vector>{});
+  else
+    launch(std::integral_constant<int, 1>{});
 }
 
 }  // namespace
@@ -117,7 +183,9 @@ void rmsnorm_forward(cudaStream_t stream, T* out, float* rstd, const T* inp, con
                      int rows, int channels) {
   const kmath::Launch l = kmath::warp_per_row_launch(rows);
   if (l.grid_x == 0) return;
-  rmsnorm_forward_kernel<<<l.grid_x, l.block, 0, stream>>>(out, rstd, inp, weight, rows, channels);
+  with_chunk_width<T>(channels, all_aligned16(out, inp, weight), [&](auto w) {
+    rmsnorm_forward_kernel<T, decltype(w)::value><<<l.grid_x, l.block, 0, stream>>>(out, rstd, inp, weight, rows, channels);
+  });
   WHALE_CUDA_CHECK_LAUNCH();
 }
 
@@ -127,8 +195,10 @@ void rmsnorm_backward(cudaStream_t stream, T* dinp, float* dweight, const T* dou
                       double* partials) {
   const kmath::Launch rows_launch = kmath::warp_per_row_launch(rows);
   if (rows_launch.grid_x == 0 || channels <= 0) return;
-  rmsnorm_dinp_kernel<<<rows_launch.grid_x, rows_launch.block, 0, stream>>>(
-      dinp, dout, inp, weight, rstd, rows, channels);
+  with_chunk_width<T>(channels, all_aligned16(dinp, dout, inp, weight), [&](auto w) {
+    rmsnorm_dinp_kernel<T, decltype(w)::value><<<rows_launch.grid_x, rows_launch.block, 0, stream>>>(
+        dinp, dout, inp, weight, rstd, rows, channels);
+  });
   WHALE_CUDA_CHECK_LAUNCH();
   column_sum(stream, dweight, partials, rows, channels, [=] __device__(int r, int c) {
     const std::size_t at = static_cast<std::size_t>(r) * channels + c;
@@ -141,8 +211,10 @@ void layernorm_forward(cudaStream_t stream, T* out, float* mean, float* rstd, co
                        const T* weight, const T* bias, int rows, int channels) {
   const kmath::Launch l = kmath::warp_per_row_launch(rows);
   if (l.grid_x == 0) return;
-  layernorm_forward_kernel<<<l.grid_x, l.block, 0, stream>>>(out, mean, rstd, inp, weight, bias,
-                                                             rows, channels);
+  with_chunk_width<T>(channels, all_aligned16(out, inp, weight, bias), [&](auto w) {
+    layernorm_forward_kernel<T, decltype(w)::value><<<l.grid_x, l.block, 0, stream>>>(out, mean, rstd, inp, weight,
+                                                                       bias, rows, channels);
+  });
   WHALE_CUDA_CHECK_LAUNCH();
 }
 
@@ -152,8 +224,10 @@ void layernorm_backward(cudaStream_t stream, T* dinp, float* dweight, float* dbi
                         int rows, int channels, double* partials) {
   const kmath::Launch rows_launch = kmath::warp_per_row_launch(rows);
   if (rows_launch.grid_x == 0 || channels <= 0) return;
-  layernorm_dinp_kernel<<<rows_launch.grid_x, rows_launch.block, 0, stream>>>(
-      dinp, dout, inp, weight, mean, rstd, rows, channels);
+  with_chunk_width<T>(channels, all_aligned16(dinp, dout, inp, weight), [&](auto w) {
+    layernorm_dinp_kernel<T, decltype(w)::value><<<rows_launch.grid_x, rows_launch.block, 0, stream>>>(
+        dinp, dout, inp, weight, mean, rstd, rows, channels);
+  });
   WHALE_CUDA_CHECK_LAUNCH();
   column_sum(stream, dweight, partials, rows, channels, [=] __device__(int r, int c) {
     const std::size_t at = static_cast<std::size_t>(r) * channels + c;

@@ -1,6 +1,7 @@
 // File: cuda_pointwise_kernels.cu
 // Point-wise CUDA kernels: GELU and SwiGLU forward/backward, residual add, accumulate, bias add/grad and
-// dtype casts; grid-stride loops over kmath::elementwise_launch.
+// dtype casts; grid-stride loops over kmath::elementwise_launch, in 16-byte chunks where the
+// pointers allow (launch_map).
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_column_sum.cuh"
 #include "backend/cuda/cuda_dtype.h"
@@ -13,17 +14,15 @@ namespace whale::exec::cuda {
 
 template <class T>
 void gelu_forward(cudaStream_t stream, T* out, const T* inp, std::size_t count) {
-  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
-    out[i] = from_float<T>(kmath::gelu_forward(to_float(inp[i])));
-  });
+  launch_map(stream, count, [] __device__(float x) { return kmath::gelu_forward(x); }, out, inp);
 }
 
 template <class T>
 void gelu_backward(cudaStream_t stream, T* dinp, const T* inp, const T* dout, std::size_t count) {
-  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
-    dinp[i] = from_float<T>(to_float(dinp[i]) +
-                            kmath::gelu_derivative(to_float(inp[i])) * to_float(dout[i]));
-  });
+  launch_map(
+      stream, count,
+      [] __device__(float d, float x, float g) { return d + kmath::gelu_derivative(x) * g; }, dinp,
+      static_cast<const T*>(dinp), inp, dout);
 }
 
 template <class T>
@@ -46,9 +45,8 @@ void swiglu_backward(cudaStream_t stream, T* dgate, T* dup, const T* gate, const
 
 template <class T>
 void add_forward(cudaStream_t stream, T* out, const T* a, const T* b, std::size_t count) {
-  launch_elementwise(stream, count, [=] __device__(std::size_t i) {
-    out[i] = from_float<T>(kmath::residual_add(to_float(a[i]), to_float(b[i])));
-  });
+  launch_map(stream, count, [] __device__(float x, float y) { return kmath::residual_add(x, y); },
+             out, a, b);
 }
 
 template <class T>
@@ -75,8 +73,7 @@ void bias_add_backward(cudaStream_t stream, float* dbias, const T* dout, int row
 
 template <class Dst, class Src>
 void cast(cudaStream_t stream, Dst* dst, const Src* src, std::size_t count) {
-  launch_elementwise(stream, count,
-                     [=] __device__(std::size_t i) { dst[i] = from_float<Dst>(to_float(src[i])); });
+  launch_map(stream, count, [] __device__(float x) { return x; }, dst, src);
 }
 
 template <class T>

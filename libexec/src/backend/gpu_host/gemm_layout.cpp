@@ -2,6 +2,8 @@
 // Row-major GEMM to cuBLASLt's column-major arguments (see gemm_layout.h).
 #include "backend/gpu_host/gemm_layout.h"
 
+#include <algorithm>
+
 namespace whale::exec::gpu {
 namespace {
 /// A row-major (rows, cols) matrix whose rows lie `stride` elements apart (0: cols) read as
@@ -33,10 +35,16 @@ int aligned_row_elements(int row_elements, int element_bytes) {
   return (row_elements + per_vector - 1) / per_vector * per_vector;
 }
 
-bool gemm_operand_needs_padding(long long rows, int row_elements, int element_bytes) {
-  const auto bytes = static_cast<std::size_t>(rows) * row_elements * element_bytes;
-  return aligned_row_elements(row_elements, element_bytes) != row_elements &&
-         bytes >= kPaddedGemmMinBytes;
+GemmDims padded_gemm_dims(GemmDims dims, int in_bytes, int out_bytes) {
+  const auto bytes = [](int rows, int cols, int element_bytes) {
+    return static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols) * element_bytes;
+  };
+  const std::size_t largest = std::max({bytes(dims.m, dims.k, in_bytes), bytes(dims.k, dims.n, in_bytes),
+                                        bytes(dims.m, dims.n, out_bytes)});
+  if (largest < kPaddedGemmMinBytes) return dims;
+  const int element_bytes = std::min(in_bytes, out_bytes);
+  return {aligned_row_elements(dims.m, element_bytes), aligned_row_elements(dims.n, element_bytes),
+          aligned_row_elements(dims.k, element_bytes)};
 }
 
 std::uint32_t gemm_alignment_bytes(std::uintptr_t address) {

@@ -43,16 +43,26 @@ struct RowStrides {
 LtGemm lt_gemm(bool trans_a, bool trans_b, int m, int n, int k, bool accumulate,
                RowStrides strides = {});
 
-/// Tensor cores read 16-byte vectors: a GEMM operand whose rows are not a multiple of 16 bytes
-/// apart (GPT-2's 50257-entry logits in bf16) gets only element-wise (align1) algorithms, several
-/// times slower. A matrix of at least kPaddedGemmMinBytes whose row is misaligned is worth copying
-/// to a padded buffer first (a strided copy moves its bytes twice at memory speed).
+/// Tensor cores read 16-byte vectors: a GEMM with a size that is not a whole number of vectors
+/// along an operand's rows (GPT-2's 50257-entry vocabulary in bf16: the head's k in the input
+/// gradient, its m in the weight gradient) gets only element-wise (align1) algorithms, several
+/// times slower; a padded row stride alone does not help, as the kernel would read past the
+/// size. A product whose largest matrix is at least kPaddedGemmMinBytes is run at padded sizes
+/// on zero-padded copies instead (a copy moves its bytes at memory speed).
 constexpr std::size_t kPaddedGemmMinBytes = std::size_t{1} << 22;  // 4 MiB
 /// The row stride, in elements, that makes a row of `row_elements` 16-byte aligned; equal to
 /// row_elements when it already is.
 int aligned_row_elements(int row_elements, int element_bytes);
-/// Whether a row-major (rows, row_elements) matrix should be staged with aligned rows for a GEMM.
-bool gemm_operand_needs_padding(long long rows, int row_elements, int element_bytes);
+
+/// The sizes of a row-major c (m, n) = op(a) (m, k) op(b) (k, n).
+struct GemmDims {
+  int m = 0, n = 0, k = 0;
+  bool operator==(const GemmDims& o) const { return m == o.m && n == o.n && k == o.k; }
+};
+/// The sizes to run the product at: each of m, n and k rounded up to a whole 16-byte vector of
+/// the smaller element size (a and b's `in_bytes`, c's `out_bytes`) when the largest of a, b
+/// and c is at least kPaddedGemmMinBytes; `dims` itself otherwise, or when all are whole.
+GemmDims padded_gemm_dims(GemmDims dims, int in_bytes, int out_bytes);
 
 /// The most alignment cuBLASLt's algorithm choice asks about (its MIN_ALIGNMENT preferences go
 /// up to 256 bytes, the alignment of cudaMalloc's blocks).

@@ -1,7 +1,7 @@
 // File: norm_math.h
 // Layernorm (eps 1e-5, biased variance) and RMSNorm (eps 1e-5) element arithmetic, shared by the
-// CUDA kernels (one warp per row, lanes strided over the channels, butterfly-combined), the CPU
-// backend and the host tests.
+// CUDA kernels (one warp per row, each lane over chunks of a 16-byte vector's columns,
+// butterfly-combined), the CPU backend and the host tests.
 #pragma once
 
 #include "backend/kernel_math/host_device.h"
@@ -10,13 +10,23 @@ namespace whale::exec::kmath {
 
 constexpr double kLayernormEps = 1e-5;
 
-/// The sum of term(c) over c = lane, lane + lanes, ... < n, in that order: one lane's share
-/// of a row reduction.
+/// The sum of term(c) over a lane's chunks of `width` consecutive columns, chunks lane,
+/// lane + lanes, ... (chunk j holds columns j*width..j*width+width-1 < n), each chunk's columns in
+/// order: one lane's share of a row reduction whose lanes load `width` elements at once.
 template <class Term>
-WHALE_HOST_DEVICE float lane_strided_sum(int n, int lane, int lanes, Term term) {
+WHALE_HOST_DEVICE float lane_chunked_sum(int n, int lane, int lanes, int width, Term term) {
   float sum = 0.0f;
-  for (int c = lane; c < n; c += lanes) sum += term(c);
+  for (int c0 = lane * width; c0 < n; c0 += lanes * width)
+    for (int c = c0; c < c0 + width && c < n; ++c) sum += term(c);
   return sum;
+}
+
+/// The columns a norm kernel's lane loads at once: a 16-byte vector of elements of
+/// `element_bytes` when the row length is a multiple of it and every row pointer is 16-byte
+/// aligned (`aligned`), else 1 (scalar loads).
+WHALE_HOST_DEVICE int norm_chunk_width(int channels, int element_bytes, bool aligned) {
+  const int vector = 16 / element_bytes;
+  return aligned && channels % vector == 0 ? vector : 1;
 }
 
 /// rstd = 1 / sqrt(var + eps), in double then rounded (one per row, as the CPU backend does).

@@ -5,6 +5,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -35,6 +36,7 @@ struct KernelRecord {
 
 std::mutex g_mutex;
 std::vector<KernelRecord> g_records;
+std::size_t g_max_name_chars = 96;
 
 std::string demangled(const char* name) {
   if (name == nullptr) return "(unnamed kernel)";
@@ -42,7 +44,7 @@ std::string demangled(const char* name) {
   char* text = abi::__cxa_demangle(name, nullptr, nullptr, &status);
   std::string result = status == 0 && text != nullptr ? text : name;
   std::free(text);
-  if (result.size() > 96) result = result.substr(0, 93) + "...";
+  if (result.size() > g_max_name_chars) result = result.substr(0, g_max_name_chars - 3) + "...";
   return result;
 }
 
@@ -67,10 +69,11 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
 
 }  // namespace
 
-KernelActivityCollector::KernelActivityCollector() {
+KernelActivityCollector::KernelActivityCollector(std::size_t max_name_chars) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_records.clear();
+    g_max_name_chars = std::max<std::size_t>(max_name_chars, 4);
   }
   WHALE_CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   WHALE_CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));

@@ -32,6 +32,7 @@ struct RunOptions {
   std::string metrics_file;         // JSON lines, one object per step
   std::string trace_file;           // Chrome trace of the last step
   std::string layer_times_file;     // CSV of median per-layer times (plan::kLayerTimesCsvHeader)
+  std::string kernel_times_file;    // CSV of rank 0's GPU kernel times per step (kernel_times.h)
   std::string dump_params_file;     // per-parameter summary after training
   int64_t log_every = 1;            // 0 = no per-step log lines
   int threads = 0;                  // CPU threads per rank; 0 = cores / ranks on the node
