@@ -152,9 +152,11 @@ gpu_plan() {
   echo "$work/plans/$2.yaml"
 }
 # bench_plan MODEL LAST_LAYER MICRO_BATCH: a one-GPU bf16 plan of MODEL.
+# whale-run accumulates and reduces parameter gradients in fp32 whatever the precision
+# (docs/run.md), so the plan says grad_reduce_precision fp32 for whale-sim to count them so.
 bench_plan() {
   printf '%s\n' "cluster: $work/gpu-cpu.yaml" "model: $src/configs/models/$1.yaml" "precision: bf16" \
-    "micro_batch_size: $3" "micro_batches: 1" "schedule: 1f1b" "stages:" \
+    "grad_reduce_precision: fp32" "micro_batch_size: $3" "micro_batches: 1" "schedule: 1f1b" "stages:" \
     "  - {layers: [0, $2], devices: \"0\"}" > "$work/plans/bench-$1.yaml"
   echo "$work/plans/bench-$1.yaml"
 }
