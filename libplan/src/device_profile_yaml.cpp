@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "flash_attention_rates_yaml.h"
 #include "spec_yaml.h"
 #include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
@@ -366,7 +367,7 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
   root.expect_keys({"name", "kind", "source", "memory_gib", "memory_bandwidth_gbytes_per_s",
                     "peak_tflops", "kernel_launch_us", "gemm_efficiency", "memory_efficiency",
                     "slowdown_factor", "op_bandwidth_gbytes_per_s", "framework_memory",
-                    "calibration", "layer_times", "cache"});
+                    "calibration", "layer_times", "cache", "flash_attention_tflops"});
   DeviceProfile profile;
   const YamlField name = root.get("name");
   profile.name = name.text();
@@ -406,6 +407,8 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
   check_reserves(root, profile);
   if (root.has("layer_times")) profile.layer_times = parse_layer_times(root.get("layer_times"));
   if (root.has("cache")) profile.cache = parse_cache(root.get("cache"));
+  if (root.has("flash_attention_tflops"))
+    profile.flash_attention = parse_flash_attention_rates(root.get("flash_attention_tflops"));
   return profile;
 }
 
@@ -441,6 +444,7 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
   if (!profile.calibration.is_default()) emit_calibration(out, profile.calibration);
   if (!profile.layer_times.empty()) emit_layer_times(out, profile.layer_times);
   if (!profile.cache.empty()) emit_cache(out, profile.cache);
+  if (!profile.flash_attention.empty()) emit_flash_attention_rates(out, profile.flash_attention);
   out << YAML::EndMap;
   write_file_atomically(path, std::string(out.c_str()) + "\n");
 }

@@ -77,12 +77,22 @@ bool operator==(const CacheResidency& a, const CacheResidency& b) {
   });
 }
 
+bool operator==(const FlashAttentionRate& a, const FlashAttentionRate& b) {
+  return same_fields(a, b, [](const FlashAttentionRate& x) {
+    return std::tie(x.head_size, x.forward_flops_per_s, x.backward_flops_per_s);
+  });
+}
+
+bool operator==(const FlashAttentionRates& a, const FlashAttentionRates& b) {
+  return same_fields(a, b, [](const FlashAttentionRates& x) { return std::tie(x.rates); });
+}
+
 bool operator==(const DeviceProfile& a, const DeviceProfile& b) {
   return same_fields(a, b, [](const DeviceProfile& x) {
     return std::tie(x.name, x.kind, x.source, x.memory_bytes, x.memory_bandwidth_bytes_per_s,
                     x.peak_flops_per_s, x.gemm_efficiency, x.memory_efficiency, x.kernel_launch_s,
                     x.slowdown_factor, x.op_bandwidth_bytes_per_s, x.framework_memory, x.calibration,
-                    x.layer_times, x.cache);
+                    x.layer_times, x.cache, x.flash_attention);
   });
 }
 

@@ -2,7 +2,8 @@
 // Forward, backward and recomputation time of a layer from a device profile's peaks and
 // achieved-efficiency curves (a roofline when the profile has no curve); memory ops of a class
 // the profile measured as compute-bound (op_bandwidth) take the measured time instead; a layer
-// shape the profile measured whole (layer_times) takes its measured time (measured_layer_time.h).
+// shape the profile measured whole (layer_times) takes its measured time (measured_layer_time.h);
+// the attention core of a framework with measured flash-attention rates takes those rates.
 #include "whale/sim/op_cost.h"
 
 #include <algorithm>
@@ -58,12 +59,43 @@ struct OpSums {
   Seconds attention_core_s = 0;
 };
 
+/// Whether the profile's framework runs the attention core as one flash kernel whose rates it
+/// measured: its GEMMs and memory ops are then priced by those rates together.
+bool flash_priced(const plan::DeviceProfile& profile) {
+  return !profile.flash_attention.empty() &&
+         profile.framework_memory.attention == plan::AttentionImplementation::flash;
+}
+
+/// The attention core of a flash-priced layer: its GEMMs' FLOPs at the measured rate of the
+/// nearest head size (the scores GEMM's k), forward one kernel, backward three (whale-run's
+/// row statistics, dq, and dk with dv); the softmax and dropout are inside the kernels.
+void add_flash_attention(const plan::Layer& layer, const plan::DeviceProfile& profile, int tp,
+                         double samples, Seconds launch_s, OpSums* out) {
+  Flops flops = 0;
+  int head_size = 0;
+  for (const plan::GemmOp& gemm : layer.gemms) {
+    if (!is_attention_core(gemm.name)) continue;
+    flops += gemm_flops(gemm, tp, samples);
+    if (gemm.name.find("score") != std::string::npos) head_size = static_cast<int>(gemm.k);
+  }
+  if (flops <= 0) return;
+  const plan::FlashAttentionRate& rate = profile.flash_attention.nearest(head_size);
+  const Seconds forward_s = flops / rate.forward_flops_per_s + launch_s;
+  out->cost.forward_s += forward_s;
+  out->cost.backward_s += 2.0 * flops / rate.backward_flops_per_s + 3.0 * launch_s;
+  out->cost.forward_flops += flops;
+  out->attention_core_s += forward_s;
+}
+
 OpSums op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
                plan::Precision precision, int tp, double samples, bool sequence_parallel) {
   const Seconds launch_s = op_launch_s(profile);
+  const bool flash = flash_priced(profile);
   OpSums out;
   LayerCost& cost = out.cost;
+  if (flash) add_flash_attention(layer, profile, tp, samples, launch_s, &out);
   for (const plan::GemmOp& gemm : layer.gemms) {
+    if (flash && is_attention_core(gemm.name)) continue;
     const Seconds op_s = gemm_kernel_s(gemm, profile, precision, tp, samples) + gemm_kernels(gemm) * launch_s;
     cost.forward_s += op_s;
     cost.backward_s += 2.0 * op_s;  // input gradient and weight gradient
@@ -75,6 +107,7 @@ OpSums op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
     }
   }
   for (const plan::MemoryOp& op : layer.memory_ops) {
+    if (flash && is_attention_core(op.name)) continue;
     const Seconds kernel_s = memory_kernel_s(op, profile, tp, samples, sequence_parallel);
     cost.forward_s += kernel_s + launch_s;
     cost.backward_s += kernel_s + launch_s;

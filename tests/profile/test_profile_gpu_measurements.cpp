@@ -31,6 +31,7 @@ GpuMeasurements hand_measurements() {
   m.kernel_launch_s = 4e-6;
   m.op_classes["gelu"] = {8e6, 4e-6};       // 2000 GB/s
   m.op_classes["layernorm"] = {2e6, 2e-6};  // 1000 GB/s
+  m.flash_attention = {{64, 3e12, 1e-2, 4e-2}, {128, 3e12, 1e-2, 3e-2}};  // model FLOPs, s, s
   return m;
 }
 
@@ -65,6 +66,13 @@ TEST_CASE("gpu_profile_from: peaks, curves, bandwidths from hand-checked times")
   CHECK(p.framework_memory.allocator_slack_fraction == 0);
   CHECK(p.framework_memory.attention == whale::plan::AttentionImplementation::flash);
   CHECK(p.framework_memory.stage_buffer_cache);  // whale-run's stage modules, as on the CPU
+  // flash attention: forward 3e12 / 1e-2 = 300 TFLOP/s; backward 2 x 3e12 / 4e-2 = 150, / 3e-2 = 200
+  REQUIRE(p.flash_attention.rates.size() == 2);
+  CHECK(p.flash_attention.rates[0].head_size == 64);
+  CHECK(p.flash_attention.rates[0].forward_flops_per_s == same(3e14));
+  CHECK(p.flash_attention.rates[0].backward_flops_per_s == same(1.5e14));
+  CHECK(p.flash_attention.rates[1].head_size == 128);
+  CHECK(p.flash_attention.rates[1].backward_flops_per_s == same(2e14));
 }
 
 TEST_CASE("the GPU profile written by whale-profile loads back in whale-plan unchanged") {

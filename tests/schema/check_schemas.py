@@ -16,7 +16,7 @@ import yaml
 SOURCE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
 SCHEMA_DIR = os.path.join(SOURCE, "docs", "schema")
 # A kind's loader: its source file, or "a.cpp+b.cpp" when its keys are read in several.
-LOADERS = {"cluster": "cluster_yaml.cpp", "model": "model_yaml.cpp+moe_yaml.cpp", "profile": "device_profile_yaml.cpp",
+LOADERS = {"cluster": "cluster_yaml.cpp", "model": "model_yaml.cpp+moe_yaml.cpp", "profile": "device_profile_yaml.cpp+flash_attention_rates.cpp",
            "plan": "plan_yaml.cpp", "hints": "hints.cpp"}
 HINT_KEYS = {"layers", "stage_boundaries", "schedules", "max_pipeline_depth", "exclude_devices"}
 failures = []

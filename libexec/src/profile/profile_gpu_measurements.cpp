@@ -58,6 +58,9 @@ plan::DeviceProfile gpu_profile_from(const GpuMeasurements& m) {
   profile.memory_efficiency = efficiency_curve(bytes, achieved, achieved.back());
   for (const auto& [name, timed] : m.op_classes)
     profile.op_bandwidth_bytes_per_s[name] = timed.size / timed.time_s;
+  for (const GpuMeasurements::FlashAttentionTimes& f : m.flash_attention)
+    profile.flash_attention.rates.push_back(
+        {f.head_size, f.forward_flops / f.forward_s, 2.0 * f.forward_flops / f.backward_s});
   profile.framework_memory = whale_run_cuda_memory();
   return profile;
 }

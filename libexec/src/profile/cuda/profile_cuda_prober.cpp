@@ -1,7 +1,8 @@
 // File: profile_cuda_prober.cpp
 // CudaProber: cuBLASLt GEMM sweeps per dtype (L2 flushed between repetitions, cudaEvent timing,
-// median), device-to-device copy bandwidth, the GELU and layernorm op classes, cudaMemGetInfo,
-// empty-kernel launch overhead, and CUPTI kernel timings of one transformer layer's kernels.
+// median), device-to-device copy bandwidth, the GELU and layernorm op classes, whale-run's flash
+// attention at head sizes 64 and 128, cudaMemGetInfo, empty-kernel launch overhead, and CUPTI
+// kernel timings of one transformer layer's kernels.
 // The times become a profile through gpu_profile_from (tested on the host).
 #include <algorithm>
 #include <cstdio>
@@ -10,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <cuda_bf16.h>
+
 #include "profile/cuda/profile_cuda_buffer.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_kernels.h"
 #include "profile/cuda/profile_cublaslt_gemm.h"
 #include "profile/cuda/profile_cuda_factory.h"
 #include "profile/cuda/profile_cuda_kernels.h"
@@ -97,6 +101,7 @@ class CudaProber : public DeviceProber {
       m.gemm[p] = measure_gemm(gpu, p, options.quick, progress);
     m.copy = measure_copy(gpu, options.quick, progress);
     m.op_classes = measure_op_classes(gpu, options.quick, progress);
+    m.flash_attention = measure_flash_attention(gpu, options.quick, progress);
     m.kernel_launch_s = measure_launch(gpu, progress);
     ProbeResult result;
     result.op_timings = time_layer_kernels(gpu, options.quick);
@@ -111,7 +116,9 @@ class CudaProber : public DeviceProber {
                (options.quick ? " --quick" : "") + " on " + props_.name +
                "; peaks = best cuBLASLt GEMM of each dtype's sweep (L2 flushed, median); "
                "memory bandwidth = the largest device-to-device copy (read + write bytes); "
-               "op classes gelu and layernorm = their forward kernels, L2 flushed";
+               "op classes gelu and layernorm = their forward kernels, L2 flushed; flash "
+               "attention = whale-run's causal kernels, bf16, 2 x 2048 tokens of width 2048, "
+               "L2 flushed, median";
     result.profile = gpu_profile_from(m);
     return result;
   }
@@ -185,6 +192,50 @@ class CudaProber : public DeviceProber {
       progress(std::string("op ") + name + format(": %.3f ms, %.2f GB/s", timed.time_s * 1e3,
                                                 timed.size / timed.time_s / 1e9));
     return classes;
+  }
+
+  /// whale-run's attention (cuda::attention_forward and attention_backward, bf16, causal,
+  /// L2 flushed) at 2 x 2048 tokens of width 2048 for head sizes 64 and 128: the attention
+  /// core's FLOPs as the model counts them (4 s^2 d per head and sample) and the two times.
+  std::vector<GpuMeasurements::FlashAttentionTimes> measure_flash_attention(GpuContext& gpu, bool quick,
+                                                                             const ProgressFn& progress) {
+    using T = __nv_bfloat16;
+    const int batch = 2, sequence = 2048, channels = 2048, reps = quick ? 3 : 10;
+    const std::size_t rows = static_cast<std::size_t>(batch) * sequence;
+    std::vector<GpuMeasurements::FlashAttentionTimes> out;
+    for (int head_size : {64, 128}) {
+      const int heads = channels / head_size;
+      const std::size_t stats = static_cast<std::size_t>(batch) * heads * sequence;
+      DeviceBuffer qkv(rows * 3 * channels * sizeof(T)), dqkv(rows * 3 * channels * sizeof(T));
+      DeviceBuffer context(rows * channels * sizeof(T)), dout(rows * channels * sizeof(T));
+      DeviceBuffer lse(stats * sizeof(float)), delta(stats * sizeof(float));
+      for (const DeviceBuffer* buffer : {&qkv, &dqkv, &context, &dout})
+        cuda_kernels::fill(buffer->get(), buffer->bytes() / sizeof(T), Precision::bf16, gpu.stream());
+      T* q = static_cast<T*>(qkv.get());
+      T* o = static_cast<T*>(context.get());
+      GpuMeasurements::FlashAttentionTimes times;
+      times.head_size = head_size;
+      times.forward_flops = 4.0 * sequence * static_cast<double>(sequence) * head_size * heads * batch;
+      times.forward_s = gpu.median_time_s(
+          [&] {
+            cuda::attention_forward<T>(gpu.stream(), o, lse.floats(), q, batch, sequence, heads,
+                                       heads, head_size);
+          },
+          reps, true);
+      times.backward_s = gpu.median_time_s(
+          [&] {
+            cuda::attention_backward<T>(gpu.stream(), static_cast<T*>(dqkv.get()),
+                                        static_cast<const T*>(dout.get()), q, o, lse.floats(),
+                                        delta.floats(), batch, sequence, heads, heads, head_size);
+          },
+          reps, true);
+      progress(format("flash attention d=%.0f: forward %.3f ms, %.1f TFLOP/s (model FLOPs)", head_size,
+                      times.forward_s * 1e3, times.forward_flops / times.forward_s / 1e12) +
+               format("; backward %.3f ms, %.1f TFLOP/s", times.backward_s * 1e3,
+                      2 * times.forward_flops / times.backward_s / 1e12));
+      out.push_back(times);
+    }
+    return out;
   }
 
   Seconds measure_launch(GpuContext& gpu, const ProgressFn& progress) {

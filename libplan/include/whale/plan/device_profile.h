@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "whale/plan/flash_attention_rates.h"
 #include "whale/plan/framework_memory.h"
 #include "whale/plan/layer_times.h"
 #include "whale/plan/precision.h"
@@ -76,6 +77,9 @@ struct DeviceProfile {
   LayerTimes layer_times;                                          // YAML: layer_times (optional)
   /// Warm timings and the cache size (optional; CPU profiles of whale-profile).
   CacheResidency cache;                                            // YAML: cache (optional)
+  /// The framework's flash-attention rates per head size (GPU profiles of whale-profile: its
+  /// own kernels); empty: the attention core is priced as GEMMs plus the softmax's bytes.
+  FlashAttentionRates flash_attention;                             // YAML: flash_attention_tflops (optional)
 
   /// Peak of `p`, exactly: no fallback to another precision (a plan's GEMMs are priced at
   /// effective_gemm_precision, framework_precision.h, which applies the documented fallbacks).

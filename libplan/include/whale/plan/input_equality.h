@@ -19,6 +19,8 @@ bool operator==(const MeasuredLayerTime& a, const MeasuredLayerTime& b);
 bool operator==(const LayerTimes& a, const LayerTimes& b);
 bool operator==(const ProfileCalibration& a, const ProfileCalibration& b);
 bool operator==(const CacheResidency& a, const CacheResidency& b);
+bool operator==(const FlashAttentionRate& a, const FlashAttentionRate& b);
+bool operator==(const FlashAttentionRates& a, const FlashAttentionRates& b);
 bool operator==(const DeviceProfile& a, const DeviceProfile& b);
 bool operator==(const Cluster& a, const Cluster& b);
 bool operator==(const GemmOp& a, const GemmOp& b);
