@@ -14,11 +14,14 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "profile/profile_cpu_op_bandwidth.h"
 #include "whale/exec/backend/backend_factory.h"
 #include "whale/exec/profile/profile_output.h"
 #include "whale/exec/profile/profile_statistics.h"
 #include "whale/exec/profile/profile_cache_flusher.h"
+#include "whale/exec/profile/profile_cache_sweep.h"
 #include "whale/exec/profile/profile_cpu_cache.h"
 #include "whale/exec/profile/profile_timer.h"
 #include "whale/plan/check.h"
@@ -114,14 +117,13 @@ class CpuProber : public DeviceProber {
         timer);
     progress(format("launch: 1x1x1 matmul call %.3f us", profile.kernel_launch_s * 1e6));
     measure_cpu_op_bandwidth(*backend_, options.quick, cold, flusher_, progress, &profile);
-    const LastLevelCache cache = read_last_level_cache("/sys/devices/system/cpu/cpu0/cache");
+    const LastLevelCache cache = last_level_cache(options.quick, timer, progress);
     profile.cache.cache_bytes_per_device = cache_bytes_per_device(cache, Eigen::nbThreads());
     if (profile.cache.empty()) {
-      progress("cache: the last-level cache is not in sysfs: the profile keeps the cold figures only");
+      progress("cache: neither sysfs nor a read sweep shows the last-level cache: the profile keeps the cold figures only");
     } else {
-      progress(format("cache: L%.0f %.1f MiB shared by %.0f CPU(s): %.1f MiB per device", cache.level,
-                      cache.size_bytes / 1048576.0, cache.shared_cpus,
-                      profile.cache.cache_bytes_per_device / 1048576.0));
+      progress(format("cache: %.1f MiB shared by %.0f CPU(s): %.1f MiB per device", cache.size_bytes / 1048576.0,
+                      cache.shared_cpus, profile.cache.cache_bytes_per_device / 1048576.0));
     }
     result.op_timings = time_layer_ops(options.quick, timer);
     result.op_timing_source = "wall clock, CPU backend";
@@ -134,6 +136,29 @@ class CpuProber : public DeviceProber {
   }
 
  private:
+  /// The last-level cache from sysfs; where sysfs has none (some VMs, whose sysconf reports the
+  /// host's cache), the capacity a read sweep shows, taken as this device's own: profiled as
+  /// ranks train (one profiler per core at once, docs/profile-tool.md), the sweep already shares
+  /// the cache with the other cores' work.
+  LastLevelCache last_level_cache(bool quick, const TimerOptions& timer, const ProgressFn& progress) {
+    LastLevelCache cache = read_last_level_cache("/sys/devices/system/cpu/cpu0/cache");
+    if (cache.size_bytes > 0) {
+      progress(format("cache: sysfs: L%.0f %.1f MiB", cache.level, cache.size_bytes / 1048576.0));
+      return cache;
+    }
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    const Bytes smallest = 2.0 * (l2 > 0 ? static_cast<double>(l2) : 1048576.0);
+    const Bytes largest = (quick ? 128.0 : 512.0) * 1048576.0;
+    const std::vector<CacheSweepPoint> sweep = sweep_read_bandwidth(smallest, largest, timer);
+    std::string points;
+    for (const CacheSweepPoint& p : sweep) points += format(" %.1f", p.bytes / 1048576.0) + format(":%.1f", p.read_bytes_per_s / 1e9);
+    progress("cache: not in sysfs; read sweep MiB:GB/s" + points);
+    cache.size_bytes = cache_capacity_from_sweep(sweep);
+    cache.shared_cpus = 1;
+    cache.level = 0;
+    return cache;
+  }
+
   /// Fills the fp32 peak and curve; returns the sentence of `source` that says where the peak
   /// comes from.
   std::string measure_gemm(bool quick, const TimerOptions& timer, const ProgressFn& progress,
