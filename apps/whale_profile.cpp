@@ -111,6 +111,7 @@ int run_check(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  whale::app::keep_freed_memory();
   CLI::App app{"whale-profile: measure a device or the links between ranks for whale-plan"};
   app.set_version_flag("--version", whale::plan::version_text("whale-profile"));
   Args args;

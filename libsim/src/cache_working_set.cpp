@@ -36,7 +36,12 @@ Bytes layer_pass_activation_bytes(const plan::Plan& plan, const plan::Stage& who
          stage.shares.at(replica);
 }
 
-std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica) {
+double passes_in_flight(int peak_in_flight_pairs, int stages_in_group) {
+  return std::max(1.0, static_cast<double>(peak_in_flight_pairs) / std::max(1, stages_in_group));
+}
+
+std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica,
+                                         double in_flight_passes) {
   const int device = stage.devices.at(stage.replica_offset(replica));
   const Bytes cache = plan.cluster.profile_of(device).cache.cache_bytes_per_device;
   if (cache <= 0) return {};
@@ -48,7 +53,7 @@ std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Sta
     for (int l = other.first_layer; l < other.end_layer; ++l) {
       const Bytes weights = layer_weight_bytes(plan, other, r, l);
       if (weights <= cache) working_set += weights;
-      working_set += layer_pass_activation_bytes(plan, other, r, l);
+      working_set += in_flight_passes * layer_pass_activation_bytes(plan, other, r, l);
     }
   }
   const double warm = working_set > 0 ? std::min(1.0, cache / working_set) : 1.0;

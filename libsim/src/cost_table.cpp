@@ -42,10 +42,10 @@ struct ReplicaKey {
   }
 };
 
-ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int replica) {
+ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int replica, double passes) {
   ReplicaKey key;
   key.share = stage.shares.at(replica);
-  key.warm_fractions = layer_warm_fractions(plan, stage, replica);
+  key.warm_fractions = layer_warm_fractions(plan, stage, replica, passes);
   if (plan.model.moe) {
     const int experts = plan.model.moe->experts;
     key.experts_held = stage.experts_held(plan::busiest_ep_rank(stage, replica, experts), experts);
@@ -306,11 +306,14 @@ Seconds tied_embedding_s(const plan::Plan& plan) {
 
 }  // namespace
 
-CostTable build_cost_table(const plan::Plan& plan) {
+CostTable build_cost_table(const plan::Plan& plan, const std::vector<std::vector<MemoryBreakdown>>& memories) {
   CostTable table;
   table.stages.resize(plan.stages.size());
+  std::vector<int> stages_in_group(plan.pipeline_groups(), 0);
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) ++stages_in_group.at(plan.group_of_stage(static_cast<int>(s)));
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const plan::Stage& stage = plan.stages[s];
+    const int group = plan.group_of_stage(static_cast<int>(s));
     StageCost& cost = table.stages[s];
     table.max_replicas = std::max(table.max_replicas, stage.dp());
     // The same buckets as the schedule program's reduce_bucket instructions.
@@ -320,7 +323,8 @@ CostTable build_cost_table(const plan::Plan& plan) {
     // Replicas with the same share, device model and node layout cost the same: compute once.
     std::map<ReplicaKey, int> first_alike;
     for (int r = 0; r < stage.dp(); ++r) {
-      const auto [it, inserted] = first_alike.emplace(replica_key(plan, stage, r), r);
+      const double passes = passes_in_flight(memories.at(group).at(r).peak_in_flight, stages_in_group[group]);
+      const auto [it, inserted] = first_alike.emplace(replica_key(plan, stage, r, passes), r);
       cost.replicas.push_back(inserted ? replica_cost(plan, stage, r, buckets, it->first.warm_fractions)
                                        : cost.replicas[it->second]);
       cost.optimizer_s.push_back(inserted ? optimizer_s(plan, stage, r)

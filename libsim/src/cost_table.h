@@ -9,6 +9,7 @@
 
 #include "whale/plan/plan.h"
 #include "whale/plan/units.h"
+#include "whale/sim/memory_model.h"
 
 namespace whale::sim {
 
@@ -61,7 +62,9 @@ struct CostTable {
   int max_replicas = 1;
 };
 
-/// Builds the table of a validated plan.
-CostTable build_cost_table(const plan::Plan& plan);
+/// Builds the table of a validated plan; `memories` are its replicas' peaks by [pipeline group]
+/// [replica] (program_memories), whose micro-batches in flight size the cache working set of
+/// each replica's layers (layer_warm_fractions).
+CostTable build_cost_table(const plan::Plan& plan, const std::vector<std::vector<MemoryBreakdown>>& memories);
 
 }  // namespace whale::sim

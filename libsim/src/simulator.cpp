@@ -59,8 +59,8 @@ plan::Estimate Simulator::evaluate(const plan::Plan& plan,
 plan::Estimate Simulator::evaluate(const plan::Plan& plan, const plan::EvaluateOptions& options,
                                    SimulationStats* stats) const {
   const plan::ScheduleProgram program = plan::generate_schedule(plan);
-  return evaluate_program(plan, program, program_memories(plan, group_stages(plan)), build_cost_table(plan), options_,
-                          options, stats);
+  const ProgramMemories memories = program_memories(plan, group_stages(plan));
+  return evaluate_program(plan, program, memories, build_cost_table(plan, memories), options_, options, stats);
 }
 
 plan::Estimate evaluate_program(const plan::Plan& plan, const plan::ScheduleProgram& program,

@@ -78,7 +78,7 @@ BoundInputs bound_inputs(const plan::Plan& plan) {
   in.memories = program_memories(plan, in.groups);
   in.memory.overflowing = overflowing_devices(plan, in.groups, in.memories);
   in.memory.fits = in.memory.overflowing.empty();
-  if (in.memory.fits) in.table.emplace(build_cost_table(plan));
+  if (in.memory.fits) in.table.emplace(build_cost_table(plan, in.memories));
   return in;
 }
 

@@ -5,6 +5,8 @@
 
 #include "sim_fixtures.h"
 #include "whale/sim/cache_working_set.h"
+#include "whale/plan/schedule_program.h"
+#include "whale/sim/memory_model.h"
 #include "whale/sim/simulator.h"
 
 using namespace whale;
@@ -62,26 +64,56 @@ TEST_CASE("a layer's weight bytes are its parameters and gradients on one device
 TEST_CASE("the warm fraction is the cache over the working set of the device's layers") {
   // 0.5 MiB touched in all: a 1 MiB cache holds it.
   const plan::Plan fits = two_layer_plan(cached_profile(1), 1);
-  CHECK(layer_warm_fractions(fits, fits.stages[0], 0) == std::vector<double>{1.0, 1.0});
+  CHECK(layer_warm_fractions(fits, fits.stages[0], 0, 1.0) == std::vector<double>{1.0, 1.0});
   // 0.375 MiB holds three quarters of it; each layer (0.25 MiB) fits on its own.
   const plan::Plan partly = two_layer_plan(cached_profile(0.375), 1);
-  CHECK(layer_warm_fractions(partly, partly.stages[0], 0) == std::vector<double>{0.75, 0.75});
+  CHECK(layer_warm_fractions(partly, partly.stages[0], 0, 1.0) == std::vector<double>{0.75, 0.75});
   // Two chunks of the same device share its cache: each chunk sees both layers.
   const plan::Plan chunked = two_layer_plan(cached_profile(0.375), 2);
-  CHECK(layer_warm_fractions(chunked, chunked.stages[1], 0) == std::vector<double>{0.75});
+  CHECK(layer_warm_fractions(chunked, chunked.stages[1], 0, 1.0) == std::vector<double>{0.75});
   // A layer larger than the cache streams: cold, and not counted against the others.
   plan::Plan streaming = two_layer_plan(cached_profile(0.375), 1);
   streaming.model.layers[1].parameters = 4 * kParameters;  // 1 MiB
-  CHECK(layer_warm_fractions(streaming, streaming.stages[0], 0) == std::vector<double>{1.0, 0.0});
+  CHECK(layer_warm_fractions(streaming, streaming.stages[0], 0, 1.0) == std::vector<double>{1.0, 0.0});
   // A micro-batch's activations count too: 1/8 MiB a layer for its one sample, W = 0.5 + 0.25
   // MiB, of which 0.375 MiB holds half.
   plan::Plan with_activations = two_layer_plan(cached_profile(0.375), 1);
   for (plan::Layer& layer : with_activations.model.layers) layer.activation_bytes_split = kMiB / 8;
   CHECK(layer_pass_activation_bytes(with_activations, with_activations.stages[0], 0, 1) == kMiB / 8);
-  CHECK(layer_warm_fractions(with_activations, with_activations.stages[0], 0) == std::vector<double>{0.5, 0.5});
+  CHECK(layer_warm_fractions(with_activations, with_activations.stages[0], 0, 1.0) == std::vector<double>{0.5, 0.5});
+  // Two micro-batches in flight (the first of two 1F1B stages): W = 0.5 + 2 x 0.25 MiB, of which
+  // 0.375 MiB holds three eighths.
+  CHECK(layer_warm_fractions(with_activations, with_activations.stages[0], 0, 2.0) == std::vector<double>{0.375, 0.375});
   // No cache block: every layer cold (an empty list).
   const plan::Plan uncached = two_layer_plan(cached_profile(0), 1);
-  CHECK(layer_warm_fractions(uncached, uncached.stages[0], 0).empty());
+  CHECK(layer_warm_fractions(uncached, uncached.stages[0], 0, 1.0).empty());
+}
+
+TEST_CASE("passes in flight are the group's in-flight pairs over its stages, at least one") {
+  CHECK(passes_in_flight(1, 1) == 1.0);   // a single stage, or the last of a 1F1B pipeline
+  CHECK(passes_in_flight(2, 1) == 2.0);   // the first of two 1F1B stages
+  CHECK(passes_in_flight(8, 1) == 8.0);   // GPipe, 8 micro-batches
+  CHECK(passes_in_flight(6, 2) == 3.0);   // two chunks of a device, 6 (chunk, micro-batch) pairs
+  CHECK(passes_in_flight(1, 2) == 1.0);   // never below one pass
+  CHECK(passes_in_flight(0, 0) == 1.0);
+}
+
+TEST_CASE("the first of two 1F1B stages holds two micro-batches of activations, the last one") {
+  // Two stages on two devices, 1F1B, 4 micro-batches of one sample: stage 0 runs F0 F1 B0 ...
+  // (two in flight), stage 1 F0 B0 F1 ... (one). Per layer 0.25 MiB of weights and 1/8 MiB of
+  // activations; a 0.25 MiB cache: stage 1's W = 0.25 + 0.125 (warm 2/3), stage 0's W = 0.25 +
+  // 2 x 0.125 (warm 1/2).
+  const plan::Layer layer = test::gemm_layer(64, 64, 64, 0, kParameters);
+  plan::Plan p = test::pipeline_plan(test::make_cluster(1, 2, cached_profile(0.25), test::link(1e12, 0), test::link(1e12, 0)),
+                                     {layer, layer}, plan::ScheduleKind::one_f_one_b, 4);
+  for (plan::Layer& l : p.model.layers) l.activation_bytes_split = kMiB / 8;
+  const plan::ScheduleProgram program = plan::generate_schedule(p);
+  CHECK(peak_in_flight(program.groups.at(0), 0) == 2);
+  CHECK(peak_in_flight(program.groups.at(1), 1) == 1);
+  CHECK(layer_warm_fractions(p, p.stages[0], 0, passes_in_flight(2, 1)) == std::vector<double>{0.5});
+  const std::vector<double> last = layer_warm_fractions(p, p.stages[1], 0, passes_in_flight(1, 1));
+  REQUIRE(last.size() == 1);
+  CHECK(last[0] == doctest::Approx(2.0 / 3));
 }
 
 TEST_CASE("the simulator prices fitting layers by the warm curve and streaming ones by the cold") {

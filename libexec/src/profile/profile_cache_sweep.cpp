@@ -13,8 +13,8 @@ namespace {
 constexpr std::size_t kLineFloats = 64 / sizeof(float);
 constexpr double kLeastCacheToMemoryRatio = 1.5;
 
-/// Reads every 64-byte line of data[0, count) once, four lines in flight; returns a sum the
-/// caller keeps so that the reads are not optimised away.
+}  // namespace
+
 float read_lines(const float* data, std::size_t count) {
   float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   std::size_t i = 0;
@@ -27,8 +27,6 @@ float read_lines(const float* data, std::size_t count) {
   for (; i < count; i += kLineFloats) s0 += data[i];
   return (s0 + s1) + (s2 + s3);
 }
-
-}  // namespace
 
 Bytes cache_capacity_from_sweep(const std::vector<CacheSweepPoint>& sweep) {
   const std::size_t n = sweep.size();

@@ -57,6 +57,7 @@ struct BlockLinear {
 };
 constexpr BlockLinear kBlockLinears[] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}};
 constexpr int kTokensPerWidth = 2;
+constexpr const char* kSysfsCacheDir = "/sys/devices/system/cpu/cpu0/cache";
 
 /// fp32 tensors of the backend, released by the destructor; get() is the host address (the
 /// CPU backend's memory is host memory) for the cache flusher.
@@ -101,12 +102,18 @@ class CpuProber : public DeviceProber {
         "whale-run's CPU backend: it counts its tensors only, and its stage modules cache their "
         "micro-batch activations and block gradient buffers (stage_buffer_cache)";
 
+    // The flush before every cold timing is sized by sysfs's cache; the read sweep that stands
+    // in where sysfs has none runs last, away from the other cores' profilers starting at once
+    // (CacheFlusher).
+    const LastLevelCache sysfs_cache = read_last_level_cache(kSysfsCacheDir);
+    CacheFlusher flusher(sysfs_cache.size_bytes);
+
     // GEMMs and the op classes are timed from cold caches (CacheFlusher) and warm (libsim
     // prices between the two by the weight bytes a device's layers hold: cache_working_set.h);
     // the copy sweep stays hot: its small sizes are meant to read the caches' bandwidth.
     TimerOptions cold = timer;
     cold.samples = options.quick ? 5 : 9;
-    const std::string source_peak = measure_gemm(options.quick, cold, progress, &profile);
+    const std::string source_peak = measure_gemm(options.quick, cold, flusher, progress, &profile);
     const std::string source_memory = measure_memory(options.quick, timer, progress, &profile);
     profile.memory_bytes = mem_available_bytes(read_text_file("/proc/meminfo"));
     progress(format("memory: MemAvailable %.2f GiB", profile.memory_bytes / kBytesPerGiB));
@@ -116,14 +123,23 @@ class CpuProber : public DeviceProber {
         [&] { backend_->matmul(false, false, 1, 1, 1, one.view(0), one.view(1), one.view(2), false); },
         timer);
     progress(format("launch: 1x1x1 matmul call %.3f us", profile.kernel_launch_s * 1e6));
-    measure_cpu_op_bandwidth(*backend_, options.quick, cold, flusher_, progress, &profile);
-    const LastLevelCache cache = last_level_cache(options.quick, timer, progress);
+    measure_cpu_op_bandwidth(*backend_, options.quick, cold, flusher, progress, &profile);
+    LastLevelCache cache = sysfs_cache;
+    if (cache.size_bytes > 0) {
+      progress(format("cache: sysfs: L%.0f %.1f MiB", cache.level, cache.size_bytes / kBytesPerMiB));
+    } else {
+      cache = swept_cache(options.quick, timer, progress);
+    }
     profile.cache.cache_bytes_per_device = cache_bytes_per_device(cache, Eigen::nbThreads());
     if (profile.cache.empty()) {
       progress("cache: neither sysfs nor a read sweep shows the last-level cache: the profile keeps the cold figures only");
     } else {
-      progress(format("cache: %.1f MiB shared by %.0f CPU(s): %.1f MiB per device", cache.size_bytes / 1048576.0,
-                      cache.shared_cpus, profile.cache.cache_bytes_per_device / 1048576.0));
+      progress(format("cache: %.1f MiB shared by %.0f CPU(s): %.1f MiB per device", cache.size_bytes / kBytesPerMiB,
+                      cache.shared_cpus, profile.cache.cache_bytes_per_device / kBytesPerMiB));
+    }
+    if (2 * cache.size_bytes > flusher.bytes()) {
+      progress(format("cache: warning: the flush before each cold timing wrote %.1f MiB, under twice this cache: "
+                      "the cold figures may be partly warm", flusher.bytes() / kBytesPerMiB));
     }
     result.op_timings = time_layer_ops(options.quick, timer);
     result.op_timing_source = "wall clock, CPU backend";
@@ -136,33 +152,27 @@ class CpuProber : public DeviceProber {
   }
 
  private:
-  /// The last-level cache from sysfs; where sysfs has none (some VMs, whose sysconf reports the
-  /// host's cache), the capacity a read sweep shows, taken as this device's own: profiled as
-  /// ranks train (one profiler per core at once, docs/profile-tool.md), the sweep already shares
-  /// the cache with the other cores' work.
-  LastLevelCache last_level_cache(bool quick, const TimerOptions& timer, const ProgressFn& progress) {
-    LastLevelCache cache = read_last_level_cache("/sys/devices/system/cpu/cpu0/cache");
-    if (cache.size_bytes > 0) {
-      progress(format("cache: sysfs: L%.0f %.1f MiB", cache.level, cache.size_bytes / 1048576.0));
-      return cache;
-    }
+  /// The last-level cache a read sweep shows, for machines whose sysfs has none (some VMs, whose
+  /// sysconf reports the host's cache), taken as this device's own: profiled as ranks train (one
+  /// profiler per core at once, docs/profile-tool.md), the sweep already shares the cache with
+  /// the other cores' work.
+  LastLevelCache swept_cache(bool quick, const TimerOptions& timer, const ProgressFn& progress) {
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    const Bytes smallest = 2.0 * (l2 > 0 ? static_cast<double>(l2) : 1048576.0);
-    const Bytes largest = (quick ? 128.0 : 512.0) * 1048576.0;
+    const Bytes smallest = 2.0 * (l2 > 0 ? static_cast<double>(l2) : kBytesPerMiB);
+    const Bytes largest = (quick ? 128.0 : 512.0) * kBytesPerMiB;
     const std::vector<CacheSweepPoint> sweep = sweep_read_bandwidth(smallest, largest, timer);
     std::string points;
-    for (const CacheSweepPoint& p : sweep) points += format(" %.1f", p.bytes / 1048576.0) + format(":%.1f", p.read_bytes_per_s / 1e9);
+    for (const CacheSweepPoint& p : sweep) points += format(" %.1f:%.1f", p.bytes / kBytesPerMiB, p.read_bytes_per_s / 1e9);
     progress("cache: not in sysfs; read sweep MiB:GB/s" + points);
+    LastLevelCache cache;
     cache.size_bytes = cache_capacity_from_sweep(sweep);
-    cache.shared_cpus = 1;
-    cache.level = 0;
     return cache;
   }
 
   /// Fills the fp32 peak and curve; returns the sentence of `source` that says where the peak
   /// comes from.
-  std::string measure_gemm(bool quick, const TimerOptions& timer, const ProgressFn& progress,
-                           plan::DeviceProfile* profile) {
+  std::string measure_gemm(bool quick, const TimerOptions& timer, CacheFlusher& flusher,
+                           const ProgressFn& progress, plan::DeviceProfile* profile) {
     // Each point: the GEMMs a transformer block of width h runs in training, over 2h tokens,
     // which is what libsim prices with this curve. Square GEMMs of the same FLOPs run up to 15%
     // faster in Eigen (and power-of-two squares hit cache-set conflicts the model's shapes
@@ -191,7 +201,7 @@ class CpuProber : public DeviceProber {
             {[&] { backend_->matmul(true, false, n, k, m, y.view(), x.view(), w.view(), true); }, {y.get(), y_count}},
         };
         for (const auto& [product, hot] : products) {
-          cold_s += median_call_time_s(product, flusher_.cold_except(timer, {hot}));
+          cold_s += median_call_time_s(product, flusher.cold_except(timer, {hot}));
           warm_s += median_call_time_s(product, timer);
         }
         block_flops += 3 * 2.0 * m * n * k;
@@ -244,7 +254,7 @@ class CpuProber : public DeviceProber {
                     max_value(achieved) / 1e9));
     return format("memory bandwidth = median copy of %.0f MiB (read + write bytes); smaller "
                   "copies reached up to %.2f GB/s, clamped to efficiency 1",
-                  largest / 1048576.0, max_value(achieved) / 1e9);
+                  largest / kBytesPerMiB, max_value(achieved) / 1e9);
   }
 
   /// Wall-clock medians of one GPT layer's forward ops through the backend, at 512 tokens x
@@ -294,7 +304,6 @@ class CpuProber : public DeviceProber {
 
   std::string model_name_;
   std::unique_ptr<Backend> backend_;
-  CacheFlusher flusher_;  // cold-cache timing of the GEMMs and the op classes
 };
 
 }  // namespace

@@ -92,7 +92,7 @@ std::string summarize_profile(const plan::DeviceProfile& profile) {
   out << line;
   if (!profile.cache.empty()) {
     std::snprintf(line, sizeof line, "  cache %.1f MiB per device; warm figures for %zu GEMM curve(s), %zu op class(es)\n",
-                  profile.cache.cache_bytes_per_device / (1024.0 * 1024.0),
+                  profile.cache.cache_bytes_per_device / kBytesPerMiB,
                   profile.cache.warm_gemm_efficiency.size(), profile.cache.warm_op_bandwidth_bytes_per_s.size());
     out << line;
   }

@@ -49,7 +49,7 @@ std::string gather_peak_memory_line(std::size_t peak_memory_bytes, PeerTransport
   std::string line = "whale-run: peak memory per rank, MiB:";
   for (const std::string& bytes : peaks) {
     char mib[32];
-    std::snprintf(mib, sizeof(mib), " %.2f", std::stod(bytes) / (1024.0 * 1024.0));
+    std::snprintf(mib, sizeof(mib), " %.2f", std::stod(bytes) / kBytesPerMiB);
     line += mib;
   }
   return line;

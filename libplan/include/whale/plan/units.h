@@ -17,6 +17,8 @@ using BytesPerSecond = double;
 
 /// Bytes in one GiB (2^30).
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+/// Bytes in one MiB (2^20).
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
 /// Gigabits per second (the unit of `_gbps` YAML fields) to bytes per second.
 constexpr BytesPerSecond gbps_to_bytes_per_s(double gbps) { return gbps * 1e9 / 8.0; }

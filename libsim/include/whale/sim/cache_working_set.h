@@ -25,17 +25,25 @@ Bytes layer_pass_activation_bytes(const plan::Plan& plan, const plan::Stage& sta
 /// has no cache block: every layer cold, and nothing allocated on the search's hot path.
 ///
 /// The profile's cold figures already find an op's input hot (the op before it has just
-/// written it); what a training step finds warm or cold is the rest, the weights and their
-/// gradients, used again one micro-batch later, with every other layer of the device in
-/// between. Between two uses of a layer's weights the device touches the other layers' weights
-/// and gradients and the activations a micro-batch's pass writes (and its backward reads back).
-/// So the working set W is the weight bytes of every layer the device holds in any stage of
-/// the plan (its pipeline chunks) plus each of those layers' activations of one micro-batch
-/// (layer_pass_activation_bytes), and the layers are priced warm by C / W, at most 1: the part
-/// of the working set the cache holds when uses spread evenly over it (a reuse distance of W).
-/// A layer whose weights alone exceed C streams through the cache: it is priced cold (0) and
-/// its weights do not count against the others (last-level caches insert lines that pass once
-/// at low priority).
-std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica);
+/// written it); what a training step finds warm or cold is the rest: the weights and their
+/// gradients, used again one micro-batch later, and the activations a forward writes, read back
+/// by its backward. Between those uses the device touches the other layers' weights and
+/// gradients and the activations of every micro-batch in flight on it: `in_flight_passes`
+/// passes through its layers (1 for a single stage or the last stage of a 1F1B pipeline; 2 on
+/// the first of two 1F1B stages, whose backward of micro-batch k follows the forward of k + 1;
+/// every micro-batch under GPipe). So the working set W is the weight bytes of every layer the
+/// device holds in any stage of the plan (its pipeline chunks) plus `in_flight_passes` times
+/// those layers' activations of one micro-batch (layer_pass_activation_bytes), and the layers
+/// are priced warm by C / W, at most 1: the part of the working set the cache holds when uses
+/// spread evenly over it (a reuse distance of W). A layer whose weights alone exceed C streams
+/// through the cache: it is priced cold (0) and its weights do not count against the others
+/// (last-level caches insert lines that pass once at low priority).
+std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica,
+                                         double in_flight_passes);
+
+/// Passes through all of a device's layers in flight at once: the memory model's peak of
+/// (stage, micro-batch) pairs in flight on its group (MemoryBreakdown::peak_in_flight) over the
+/// group's stages (its pipeline chunks; one pass covers each once), at least 1.
+double passes_in_flight(int peak_in_flight_pairs, int stages_in_group);
 
 }  // namespace whale::sim

@@ -6,20 +6,31 @@
 #include <vector>
 
 #include "whale/exec/profile/profile_timer.h"
+#include "whale/plan/units.h"
 
 namespace whale::exec {
 
-/// Evicts the CPU caches by writing a buffer of twice the last-level cache (sysfs, else sysconf;
-/// 64 MiB when unknown; at most 1 GiB), one byte per 64-byte line. A larger flush evicts nothing
-/// more but times ops colder (sysconf reported a VM host's 256 MiB L3 for a guest's 32 MiB: a
-/// width-128 block's GEMMs ran 1.6x slower after its 512 MiB flush; docs/fidelity.md). A training
-/// step whose weights outgrow the cache streams them through it, so its ops start cold; an op
-/// timed hot on its own repeated buffers reads up to 17% (large GEMMs) to 50% (layernorm) faster,
-/// and small GEMMs up to 1.5x. whale-profile times both states and libsim prices between them by
-/// the weight bytes a device's layers hold (cache_working_set.h).
+/// The bytes a flush writes: twice the last-level cache that sysfs reports (`sysfs_cache`), at
+/// most 1 GiB; 64 MiB where sysfs reports none. sysconf is not asked: VMs whose sysfs lacks the
+/// cache report the host's through it (508 MiB on a 2-vCPU guest whose read sweep shows 15-22).
+std::size_t cache_flush_bytes(Bytes sysfs_cache);
+
+/// Evicts the CPU caches by writing a buffer of cache_flush_bytes, one byte per 64-byte line. A
+/// larger flush evicts nothing more but times ops colder and the profile longer (sysconf reported
+/// a VM host's 256 MiB L3 for a guest's 32 MiB: a width-128 block's GEMMs ran 1.6x slower after
+/// its 512 MiB flush; where a VM's sysconf reports 508 MiB and a sweep shows 19.4 MiB, its 1 GiB
+/// flush timed the width-32 block at 27.8 GFLOP/s cold against 61.6 after a 39 MiB one, and the
+/// whole profile took 65.6 s against 35.5; docs/fidelity.md). A training step whose weights
+/// outgrow the cache streams them through it, so its ops start cold; an op timed hot on its own
+/// repeated buffers reads up to 17% (large GEMMs) to 50% (layernorm) faster, and small GEMMs up
+/// to 1.5x. whale-profile times both states and libsim prices between them by the weight bytes
+/// a device's layers hold (cache_working_set.h).
 class CacheFlusher {
  public:
-  CacheFlusher();
+  /// Flushes of cache_flush_bytes(sysfs_cache) (0: sysfs reports no cache).
+  explicit CacheFlusher(Bytes sysfs_cache);
+  /// The bytes each flush writes.
+  std::size_t bytes() const { return lines_.size(); }
   /// Timer options whose every sample starts with flush() and then reads `hot` (count floats
   /// each) back into the caches: the inputs that the op before it in a training step has just
   /// written (a GEMM's activation or output gradient, GELU's input), while weights, saved

@@ -4,6 +4,7 @@
 // sysfs does not describe their caches (some VMs), where sysconf reports the host's.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "whale/exec/profile/profile_timer.h"
@@ -15,6 +16,10 @@ struct CacheSweepPoint {
   Bytes bytes = 0;                        // working set read over and over
   BytesPerSecond read_bytes_per_s = 0;    // its read bandwidth, warm (the set read before)
 };
+
+/// Reads every 64-byte line of data[0, count) once, four lines in flight; returns a sum the
+/// caller keeps so that the reads are not optimised away.
+float read_lines(const float* data, std::size_t count);
 
 /// The capacity a sweep shows (points in ascending size): the cache level is the best bandwidth
 /// of the sweep's first half (in log size), memory's the median of its second half; the
