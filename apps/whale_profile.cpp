@@ -1,8 +1,10 @@
 // File: whale_profile.cpp
-// whale-profile: measures a device (--device cpu|cuda:N) into a profile YAML, or, under mpirun,
-// the links between ranks (--links) into the link section of a cluster YAML; --check validates
-// a profile file. Errors in the input: one line on stderr, exit 2.
+// whale-profile: measures a device (--device cpu|cuda:N) into a profile YAML; under mpirun,
+// every rank's CPU core at once in step (--lockstep), or the links between ranks (--links) into
+// the link section of a cluster YAML; --check validates a profile file. Errors in the input:
+// one line on stderr, exit 2.
 #include <cstdio>
+#include <functional>
 #include <iostream>
 
 #include "whale/exec/comm/mpi_communicator.h"
@@ -13,6 +15,7 @@
 #include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/launch.h"
+#include "whale/plan/tool_boundary.h"
 #include "whale/plan/version.h"
 
 namespace {
@@ -26,6 +29,7 @@ struct Args {
   std::string link_kind;
   bool quick = false;
   bool links = false;
+  bool lockstep = false;
   whale::plan::LaunchRequests launches;  // --export-launch slurm|mpirun FILE
   std::string cluster, nodes, hosts;
 };
@@ -43,22 +47,55 @@ std::string op_table(const std::vector<OpTiming>& timings, const std::string& so
   return text;
 }
 
-int run_device(const Args& args) {
+/// Measures the device into `out` (default: NAME.yaml of the prober's default name), calling
+/// `in_step` as ProbeOptions says; progress lines go through `progress`.
+int profile_device(const Args& args, const std::string& out_path, const std::function<void()>& in_step,
+                   const ProgressFn& progress) {
   const DeviceSpec spec = parse_device_spec(args.device);
-  if (!args.out.empty()) check_writable(args.out);
+  if (!out_path.empty()) check_writable(out_path);
   std::unique_ptr<DeviceProber> prober = make_device_prober(spec);
   ProbeOptions options;
   options.quick = args.quick;
-  options.name = args.out.empty() ? prober->default_name() : profile_name_for(args.out);
-  const std::string out = args.out.empty() ? options.name + ".yaml" : args.out;
+  options.in_step = in_step;
+  options.name = out_path.empty() ? prober->default_name() : profile_name_for(out_path);
+  const std::string out = out_path.empty() ? options.name + ".yaml" : out_path;
   check_writable(out);
-  progress_line("measuring " + prober->description() + (args.quick ? " (quick)" : ""));
-  const ProbeResult result = prober->measure(options, progress_line);
+  progress("measuring " + prober->description() + (args.quick ? " (quick)" : ""));
+  const ProbeResult result = prober->measure(options, progress);
   const whale::plan::DeviceProfile loaded = write_validated_profile(result.profile, out);
-  progress_line("wrote " + out + " (loaded back and validated)");
+  progress("wrote " + out + " (loaded back and validated)");
   std::cout << summarize_profile(loaded);
   if (!result.op_timings.empty()) std::cout << op_table(result.op_timings, result.op_timing_source);
   return 0;
+}
+
+int run_device(const Args& args) { return profile_device(args, args.out, {}, progress_line); }
+
+/// Under mpirun: every rank profiles the CPU core it is bound to, all at once, a barrier before
+/// each timed measurement, into --out with {rank} replaced. A rank that fails ends the job (the
+/// others would wait at the next barrier).
+int run_device_lockstep(const Args& args) {
+  MpiSession mpi;
+  std::unique_ptr<Communicator> world = world_communicator();
+  const int rank = world->rank();
+  std::string out;
+  try {  // the same verdicts on every rank
+    if (parse_device_spec(args.device).kind != DeviceSpec::Kind::cpu)
+      throw whale::Error("", "--lockstep", "--device cpu (the ranks profile their CPU cores at once), got \"" +
+                             args.device + "\"", "profile each GPU with its own whale-profile --device cuda:N");
+    out = rank_output_path(args.out, rank);
+  } catch (const whale::Error&) {
+    if (rank == 0) throw;
+    return whale::kExitBadInput;  // rank 0 reports it
+  }
+  float cell = 0;
+  const std::string who = "rank " + std::to_string(rank);
+  const int code = whale::run_guarded("whale-profile", [&] {
+    return profile_device(args, out, [&] { world->all_reduce_sum(&cell, 1); },
+                          [&](const std::string& line) { progress_line(who + ": " + line); });
+  }, who);
+  if (code != 0 && world->size() > 1) abort_world_after_report(code);
+  return code;
 }
 
 int run_links(const Args& args) {
@@ -71,7 +108,7 @@ int run_links(const Args& args) {
       check_writable_on_rank0(args.out);
     } catch (const whale::Error&) {
       if (comm.rank() == 0) throw;
-      return 2;  // rank 0 reports it
+      return whale::kExitBadInput;  // rank 0 reports it
     }
   }
   LinkSweepOptions options;
@@ -122,6 +159,10 @@ int main(int argc, char** argv) {
   CLI::Option* quick = app.add_flag("--quick", args.quick, "a smaller sweep that runs in a few seconds");
   CLI::Option* links = app.add_flag("--links", args.links, "time ping-pong and all-reduce between MPI ranks");
   app.add_option("--link-kind", args.link_kind, "the link kind written with --links")->needs(links);
+  CLI::Option* lockstep = app.add_flag("--lockstep", args.lockstep,
+                 "under mpirun: every rank profiles its CPU core at once, a barrier before each timed "
+                 "measurement; --out must hold {rank} (docs/profile-tool.md)")
+                 ->needs(out)->excludes(links);
   CLI::Option* launch = app.add_option("--export-launch", args.launches,
                  "slurm FILE or mpirun FILE: write the launch of --links across the --cluster's nodes "
                  "instead of measuring (docs/profile-tool.md)")->needs(links);
@@ -135,10 +176,12 @@ int main(int argc, char** argv) {
       ->excludes(device)
       ->excludes(quick)
       ->excludes(links)
+      ->excludes(lockstep)
       ->excludes(out);
   return whale::app::run_tool("whale-profile", app, argc, argv, [&] {
     if (!args.check.empty()) return run_check(args);
     if (!args.launches.empty()) return export_links_launch(args);
-    return args.links ? run_links(args) : run_device(args);
+    if (args.links) return run_links(args);
+    return args.lockstep ? run_device_lockstep(args) : run_device(args);
   });
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # File: fidelity.sh
-# The fidelity check: profiles this machine's CPU and MPI links, then runs every plan of
-# configs/plans/fidelity/ with whale-run and simulates it with whale-sim, and prints predicted
+# The fidelity check: profiles this machine's MPI links, then runs every plan of
+# configs/plans/fidelity/ with whale-run and simulates it with whale-sim from a profile of the
+# CPU cores taken just before the run, and prints predicted
 # against measured step time, then predicted against measured peak memory per rank. Summary
 # lines: `fidelity: N plans, MAPE X%, mean signed error S%, rank correlation Y` and
 # `fidelity memory: N plans, ...`.
@@ -12,7 +13,7 @@
 #   --work DIR        output folder (default: $WHALE_FIDELITY_DIR, else <build>/fidelity)
 #   --steps N         training steps per run; step 1 is warm-up, the median of the rest counts (5)
 #   --rounds R        runs of every plan, round by round; the median is over all of them (3)
-#   --reuse-profile   keep the profile and cluster that an earlier run wrote into the work folder
+#   --reuse-profile   keep the profiles and cluster that an earlier run wrote last into the work folder
 #   --plans LIST      only these plans of configs/plans/fidelity/, comma-separated names (default: all)
 #   --calibrate-on LIST  also fit each round's profile with whale-calibrate to the measured step
 #                     times of these plans (comma-separated names, e.g. dp2,tp2,pp2-gpipe) and
@@ -24,7 +25,10 @@
 #   --calibrate-parameters LIST  with --calibrate-on: one more fit of the figures LIST (whale-calibrate
 #                     --parameters, e.g. gemm_efficiency_scale,step_overhead_us,micro_batch_overhead_us),
 #                     reported as `fidelity calibrated with LIST on ...`
-# Writes only into the work folder: generated/profiles/cpu-measured.yaml,
+# Rank r runs on core r (mpirun --map-by core --bind-to core), and core r is profiled as device
+# model cpu-core<r> by a rank bound to it (whale-profile --lockstep): the cores of a virtual
+# machine need not be equally fast, and a plan's step waits for its slowest rank.
+# Writes only into the work folder: generated/profiles/cpu-core<r>.yaml,
 # generated/clusters/cpu-measured.yaml, the plans pointed at them (generated/plans/), the logs,
 # metrics and fidelity.tsv. The tracked profiles/ and configs/ are never rewritten.
 set -euo pipefail
@@ -72,28 +76,35 @@ GENERATED=$WORK/generated
 mkdir -p "$GENERATED/profiles" "$GENERATED/clusters" "$GENERATED/plans"
 cd "$ROOT"
 RANKS=2
-PROFILE=$GENERATED/profiles/cpu-measured.yaml
+CORES=$(seq 0 $((RANKS - 1)))
 CLUSTER=$GENERATED/clusters/cpu-measured.yaml
-if [ "$REUSE" = 1 ] && { [ ! -f "$PROFILE" ] || [ ! -f "$CLUSTER" ]; }; then
-  echo "fidelity.sh: error: $PROFILE or $CLUSTER not found (hint: run once without --reuse-profile)" >&2
+for core in $CORES; do
+  if [ "$REUSE" = 1 ] && { [ ! -f "$GENERATED/profiles/cpu-core$core.yaml" ] || [ ! -f "$CLUSTER" ]; }; then
+    echo "fidelity.sh: error: $GENERATED/profiles/cpu-core$core.yaml or $CLUSTER not found (hint: run once without --reuse-profile)" >&2
+    exit 2
+  fi
+done
+if [ "$(nproc)" -lt "$RANKS" ]; then
+  echo "fidelity.sh: error: needs $RANKS cores, one per rank, found $(nproc) (hint: run it on a machine with $RANKS or more)" >&2
   exit 2
 fi
+BIND=(--map-by core --bind-to core)  # rank r on core r, for the profiler of cpu-core<r> and whale-run
 echo "fidelity: load before measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-profile_cpu() {  # folder: writes folder/cpu-measured.yaml
-  # One profiler per core at once: the plans keep every core busy, so the profile describes a
-  # core whose neighbour computes too (they share caches and memory bandwidth).
-  mkdir -p "$1/neighbour"
-  for r in $(seq 1 $((RANKS - 1))); do
-    "$BUILD/apps/whale-profile" --device cpu --out "$1/neighbour/cpu-neighbour-$r.yaml" > "$1/neighbour/profile-$r.log" 2>&1 &
-  done
-  "$BUILD/apps/whale-profile" --device cpu --out "$1/cpu-measured.yaml" > "$1/profile.log" 2>&1
-  wait
+profile_cpu() {  # folder: writes folder/cpu-core<r>.yaml for every core r
+  # One profiler per core at once, rank r bound to core r as whale-run's rank r will be, and in
+  # step (--lockstep: a barrier before each timed measurement): the plans keep every core busy,
+  # mostly with the same ops at once, so each core times an op while the others time it too
+  # (they share caches and memory bandwidth).
+  # --quick (about 7 s on 2 cores): it runs before every plan's run.
+  mpirun -np "$RANKS" "${BIND[@]}" "$BUILD/apps/whale-profile" --device cpu --lockstep --quick \
+    --out "$1/cpu-core{rank}.yaml" > "$1/profile.log" 2>&1 ||
+    { echo "fidelity.sh: error: whale-profile failed (log: $1/profile.log)" >&2; tail -3 "$1/profile.log" >&2; exit 1; }
 }
 
 if [ "$REUSE" = 0 ]; then
   echo "fidelity: profiling the links (mpirun -np $RANKS) ..."
-  mpirun -np "$RANKS" "$BUILD/apps/whale-profile" --links --out "$WORK/links.yaml" > "$WORK/links.log" 2>&1
+  mpirun -np "$RANKS" "${BIND[@]}" "$BUILD/apps/whale-profile" --links --out "$WORK/links.yaml" > "$WORK/links.log" 2>&1
   # The link takes the ping-pong latency but the all-reduce bandwidth: between CPU ranks the
   # ring's bandwidth term is bound by the reduction through memory, not by the copy, and
   # all-reduces (dp gradients, tp activations) carry most bytes here.
@@ -107,13 +118,15 @@ EOF
 )
   {
     echo "# Cluster: cpu-measured: $RANKS local CPU ranks, one MPI process per core, as measured on this"
-    echo "# machine by scripts/fidelity.sh (profiles/cpu-measured.yaml and whale-profile --links):"
+    echo "# machine by scripts/fidelity.sh (whale-profile of each core, and whale-profile --links):"
     grep '^# .* fit:' "$WORK/links.yaml"
     echo "# The link: the ping-pong latency and the all-reduce bandwidth (docs/fidelity.md)."
     echo "name: cpu-measured"
     echo "nodes:"
     echo "  - name: local"
-    echo "    devices: [{model: cpu-measured, count: $RANKS}]"
+    devices=""
+    for core in $CORES; do devices+="${devices:+, }{model: cpu-core$core, count: 1}"; done
+    echo "    devices: [$devices]"
     echo "    intra_link: {kind: shm, bandwidth_gbps: $allreduce_gbps, latency_us: $latency_us}"
     echo "    network: {kind: shm, bandwidth_gbps: 1, latency_us: 0}  # one host: never used"
   } > "$CLUSTER"
@@ -136,29 +149,32 @@ for name in ${ONLY//,/ } ${CALIBRATE_ON//,/ }; do
     exit 2
   fi
 done
-# Each round profiles the CPU first and predicts with that profile: the load of a shared machine
-# drifts, and the prediction of a plan is the mean over the rounds' profiles.
+# Every run is predicted from a profile of the cores taken just before it (round-R/NAME/): the
+# speed of a shared machine drifts by more than the model's error within a minute, and a
+# profile taken a round earlier describes another machine. Each round's profile for the
+# calibration below is the one taken before its first plan.
 for round in $(seq 1 "$ROUNDS"); do
   mkdir -p "$WORK/round-$round"
-  if [ "$REUSE" = 0 ]; then
-    echo "fidelity: round $round: profiling the CPU ($RANKS cores at once) ..."
-    profile_cpu "$WORK/round-$round"
-    cp "$WORK/round-$round/cpu-measured.yaml" "$PROFILE"  # whale-run reads it through the plans
-  else
-    cp "$PROFILE" "$WORK/round-$round/cpu-measured.yaml"
-  fi
-  for plan in "${PLANS[@]}"; do
-    "$BUILD/apps/whale-sim" "$plan" --profiles "$WORK/round-$round" --format json |
-      python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])' > "$WORK/round-$round/$(basename "$plan" .yaml).predicted"
-  done
   for plan in "${PLANS[@]}"; do
     name=$(basename "$plan" .yaml)
-    ranks=$("$BUILD/apps/whale-sim" "$plan" --profiles "$WORK/round-$round" --format json |
-            python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))')
+    profiles=$WORK/round-$round/$name
+    mkdir -p "$profiles"
+    if [ "$REUSE" = 0 ]; then
+      echo "fidelity: round $round: $name: profiling the cores ($RANKS at once, in step) ..."
+      profile_cpu "$profiles"
+    fi
+    for core in $CORES; do  # whale-run reads the profiles through the plans
+      if [ "$REUSE" = 0 ]; then cp "$profiles/cpu-core$core.yaml" "$GENERATED/profiles/"
+      else cp "$GENERATED/profiles/cpu-core$core.yaml" "$profiles/"; fi
+      [ -f "$WORK/round-$round/cpu-core$core.yaml" ] || cp "$profiles/cpu-core$core.yaml" "$WORK/round-$round/"
+    done
+    estimate=$("$BUILD/apps/whale-sim" "$plan" --profiles "$profiles" --format json)
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])' <<< "$estimate" > "$WORK/round-$round/$name.predicted"
+    ranks=$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))' <<< "$estimate")
     echo "fidelity: round $round: $name on $ranks rank(s), $STEPS steps ..."
     layer_times=()  # the calibration runs also measure their layers
     if [[ ",$CALIBRATE_ON," == *",$name,"* ]]; then layer_times=(--layer-times "$WORK/$name-$round.layers.csv"); fi
-    mpirun -np "$ranks" "$BUILD/apps/whale-run" "$plan" --data data/corpus.txt --steps "$STEPS" \
+    mpirun -np "$ranks" "${BIND[@]}" "$BUILD/apps/whale-run" "$plan" --data data/corpus.txt --steps "$STEPS" \
       --metrics "$WORK/$name-$round.jsonl" "${layer_times[@]}" > "$WORK/$name-$round.log" 2>&1 ||
       { echo "fidelity.sh: error: whale-run failed on $plan (log: $WORK/$name-$round.log)" >&2
         tail -3 "$WORK/$name-$round.log" >&2; exit 1; }

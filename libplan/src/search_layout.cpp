@@ -279,8 +279,8 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       for (const auto& ms : gi[g].model_max_share) {
         opt = std::max(opt, an.optimizer_s(ms.model, b[s], b[s + 1], gi[g].tp, gi[g].dp, stage.shard_optimizer));
       }
-      // ZeRO-2 all-gathers the updated weights after the optimizer step.
-      if (stage.shard_gradients) opt += an.dp_gather_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
+      // A sharded optimizer (ZeRO-1 and -2) all-gathers the updated weights after its step.
+      if (stage.shard_optimizer) opt += an.dp_gather_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
       group_opt[g] += opt;
       if (s + 1 < S) {
         const int h = stage_group(c.schedule, p, s + 1);

@@ -247,10 +247,11 @@ std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stag
   return out;
 }
 
-/// Sharded gradients (ZeRO-2): the all-gather of the updated weights after the optimizer
-/// step; 0 otherwise.
+/// A sharded optimizer (ZeRO-1 and ZeRO-2): each replica updates only its shard, so the
+/// replicas all-gather the updated weights after the optimizer step (whale-run's
+/// share_parameters); 0 otherwise.
 Seconds weight_gather_s(const plan::Plan& plan, const plan::Stage& stage) {
-  if (stage.dp() <= 1 || !stage.shard_gradients) return 0;
+  if (stage.dp() <= 1 || !stage.shard_optimizer) return 0;
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;

@@ -47,7 +47,7 @@ struct StageCost {
   std::vector<Seconds> bucket_allreduce_s; // per gradient bucket: its reduction across the
                                            // replicas (all-reduce; reduce-scatter with sharded
                                            // gradients); empty when dp == 1
-  Seconds dp_gather_s = 0;                 // sharded gradients: all-gather of the updated
+  Seconds dp_gather_s = 0;                 // sharded optimizer: all-gather of the updated
                                            // weights after the optimizer step
   std::vector<Seconds> optimizer_s;        // by replica
   Seconds tied_embedding_s = 0;            // tied embeddings across device groups: the

@@ -345,7 +345,7 @@ class Engine {
     const Seconds duration_s = table_.stages[stage].optimizer_s[stats.replica];
     occupy(u, duration_s, 'O', stage, -1);
     stats.compute_s += duration_s;
-    // Sharded gradients: the replicas all-gather their updated weights; nothing overlaps it.
+    // A sharded optimizer: the replicas all-gather their updated weights; nothing overlaps it.
     exposed_dp(u, 'Z', stage, table_.stages[stage].dp_gather_s);
   }
 

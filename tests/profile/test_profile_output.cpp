@@ -78,6 +78,18 @@ TEST_CASE("profile names come from the output file stem or the device name") {
   CHECK(profile_name_slug("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3");
 }
 
+TEST_CASE("each lockstep rank writes the --out pattern with its rank, and a pattern needs {rank}") {
+  CHECK(rank_output_path("p/cpu-core{rank}.yaml", 1) == "p/cpu-core1.yaml");
+  CHECK(rank_output_path("r{rank}/cpu-{rank}.yaml", 12) == "r12/cpu-12.yaml");
+  CHECK(profile_name_for(rank_output_path("p/cpu-core{rank}.yaml", 0)) == "cpu-core0");
+  try {
+    rank_output_path("p/cpu.yaml", 0);
+    FAIL("a pattern without {rank} was accepted");
+  } catch (const whale::Error& e) {
+    CHECK(std::string(e.what()).find("--out: a path with {rank}") != std::string::npos);
+  }
+}
+
 TEST_CASE("write_validated_profile round-trips a valid profile") {
   const std::string path = kOutDir + "/roundtrip.yaml";
   const DeviceProfile loaded = write_validated_profile(small_profile("roundtrip"), path);

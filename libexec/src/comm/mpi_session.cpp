@@ -1,7 +1,10 @@
 // File: mpi_session.cpp
 // MpiSession (MPI_Init_thread / MPI_Finalize), the MPI check failure path and abort_world.
+#include <chrono>
+#include <iostream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "whale/exec/comm/mpi_communicator.h"
 
@@ -42,6 +45,12 @@ void abort_world(int code) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+void abort_world_after_report(int code) {
+  std::cerr.flush();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  abort_world(code);
 }
 
 }  // namespace whale::exec

@@ -15,12 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// Bytes the all-reduce repetitions cycle through: twice the largest last-level cache of
-/// current server CPUs (AMD EPYC 9654: 384 MiB L3) would be 768 MiB of host memory per rank;
-/// 256 MiB covers the caches of the machines this is run on (e.g. 105 MiB L3 here) and GPUs'
-/// L2 (H100: 50 MiB) twice over.
-constexpr double kColdBytes = 256.0 * (1 << 20);
-
 std::vector<Bytes> default_sizes(bool quick) {
   std::vector<Bytes> sizes;
   const Bytes largest = quick ? 4.0 * (1 << 20) : 64.0 * (1 << 20);
@@ -57,17 +51,17 @@ Seconds ping_pong_s(Communicator& comm, float* data, std::size_t count, int iter
   return comm.rank() == 0 ? median(one_way_s) : 0.0;
 }
 
-/// Median time of an in-place all-reduce of `count` floats over all ranks. Repetition i
-/// reduces slot i % slots of `pool` (slots of `count` floats back to back), so that with
-/// enough slots every repetition starts from memory that the caches have dropped, as a
-/// training step's gradients are (a hot buffer reduced again and again reads as up to 2x
-/// faster on a CPU whose last-level cache holds it).
-Seconds all_reduce_s(Communicator& comm, float* pool, std::size_t slots, std::size_t count,
-                     int iterations) {
+/// Median time of an in-place all-reduce of `count` floats over all ranks, every repetition on
+/// the same buffer, which the one before has just written, as nccl-tests time it. Training
+/// reduces buffers just written too: a bucket of gradients right after the backward that
+/// accumulated them, a tensor-parallel partial sum right after its GEMM. On a 2-core VM a
+/// buffer cycled through 256 MiB instead (cold) took 2.3x (13 MB) to 4x (128 KiB-2 MiB) as
+/// long as one just written, and the dp2 fidelity plan's 13 MB gradient bucket reduced in the
+/// hot time (docs/profile-tool.md).
+Seconds all_reduce_s(Communicator& comm, float* data, std::size_t count, int iterations) {
   const int warmup = 2;
   std::vector<double> times_s;
   for (int i = 0; i < warmup + iterations; ++i) {
-    float* data = pool + (static_cast<std::size_t>(i) % slots) * count;
     const auto start = Clock::now();
     comm.all_reduce_sum(data, count);
     const double t = std::chrono::duration<double>(Clock::now() - start).count();
@@ -115,11 +109,8 @@ LinkReport measure_links(LinkEndpoint& endpoint, const LinkSweepOptions& options
       options.sizes_bytes.empty() ? default_sizes(options.quick) : options.sizes_bytes;
   const std::size_t max_count =
       static_cast<std::size_t>(*std::max_element(sizes.begin(), sizes.end()) / sizeof(float));
-  // The all-reduce pool: at least kColdBytes, so that slots are cold when their turn comes back.
-  const std::size_t pool_count =
-      std::max(max_count, static_cast<std::size_t>(kColdBytes / sizeof(float)));
-  float* data = endpoint.buffer(pool_count + 1);
-  float* cell = data + pool_count;
+  float* data = endpoint.buffer(max_count + 1);
+  float* cell = data + max_count;
   const double bus = all_reduce_bus_factor(comm.size());
   const bool root = comm.rank() == 0;
   for (Bytes bytes : sizes) {
@@ -129,7 +120,7 @@ LinkReport measure_links(LinkEndpoint& endpoint, const LinkSweepOptions& options
     barrier(comm, cell);
     const Seconds p2p_s = ping_pong_s(comm, data, count, iterations);
     barrier(comm, cell);
-    const Seconds reduce_s = all_reduce_s(comm, data, pool_count / count, count, iterations);
+    const Seconds reduce_s = all_reduce_s(comm, data, count, iterations);
     if (!root) continue;
     report.ping_pong.push_back(make_link_point(moved, p2p_s, 1.0));
     report.all_reduce.push_back(make_link_point(moved, reduce_s, bus));

@@ -53,6 +53,17 @@ std::string profile_name_for(const std::string& path) {
   return stem;
 }
 
+std::string rank_output_path(const std::string& pattern, int rank) {
+  const std::string key = "{rank}";
+  if (pattern.find(key) == std::string::npos)
+    throw Error("", "--out", "a path with {rank} (each rank writes its own profile), got \"" + pattern + "\"",
+                "e.g. --out profiles/cpu-core{rank}.yaml");
+  std::string out = pattern;
+  for (std::size_t at = out.find(key); at != std::string::npos; at = out.find(key, at))
+    out.replace(at, key.size(), std::to_string(rank));
+  return out;
+}
+
 std::string profile_name_slug(const std::string& text) {
   std::string out;
   for (char c : text) {

@@ -22,6 +22,7 @@ Seconds time_calls_s(const std::function<void()>& op, long calls) {
 }  // namespace
 
 Seconds median_call_time_s(const std::function<void()>& op, const TimerOptions& options) {
+  if (options.before_measurement) options.before_measurement();
   for (int i = 0; i < options.warmup_calls; ++i) op();
   if (options.before_sample) {
     std::vector<double> per_call_s;

@@ -11,7 +11,6 @@
 #include <memory>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 #include "backend/gpu_host/arena_size.h"
 #include "runtime/kernel_times.h"
@@ -274,13 +273,7 @@ int run_training_main(const RunOptions& options) {
     run_training(options, std::cout);
     return 0;
   }, who);
-  if (code != 0 && size > 1) {
-    // mpirun forwards a rank's stderr through a pipe; MPI_Abort tears the job down at once and
-    // may drop a line still in flight. A short pause lets this rank's one line through.
-    std::cerr.flush();
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    abort_world(code);
-  }
+  if (code != 0 && size > 1) abort_world_after_report(code);
   return code;
 }
 

@@ -74,7 +74,7 @@ class AnalyticModel {
   Seconds tp_comm_s(const Link& link, int tp, int share, int first, int end) const;
   /// Data-parallel gradient reduction seconds of layers [first, end) over `link` (a ring).
   Seconds dp_comm_s(const Link& link, int tp, int dp, int first, int end) const;
-  /// ZeRO-2's all-gather of the updated weights of layers [first, end) over `link` (a ring):
+  /// A sharded optimizer's (ZeRO-1 and -2) all-gather of the updated weights of layers [first, end) over `link` (a ring):
   /// half of dp_comm_s.
   Seconds dp_gather_s(const Link& link, int tp, int dp, int first, int end) const;
   /// Bytes of the activation that leaves layer `end - 1`, per sample.

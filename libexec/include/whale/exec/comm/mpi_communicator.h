@@ -60,6 +60,10 @@ MPI_Comm create_mpi_subgroup(MPI_Comm parent, const std::vector<int>& members);
 /// handling when a rank cannot continue. Does nothing more when MPI is not initialised.
 void abort_world(int code);
 
+/// abort_world(code) after a short pause: mpirun forwards a rank's stderr through a pipe, and
+/// MPI_Abort tears the job down at once, which may drop the rank's error line still in flight.
+void abort_world_after_report(int code);
+
 /// A communicator of exactly one rank: collectives copy, send/recv to self are errors.
 /// Lets single-rank runs go without MPI.
 class SelfCommunicator : public Communicator {

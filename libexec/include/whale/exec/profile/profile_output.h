@@ -17,6 +17,11 @@ void check_writable(const std::string& path);
 /// The profile name for an output path: its file stem ("profiles/a100.yaml" -> "a100").
 std::string profile_name_for(const std::string& path);
 
+/// Each rank's output path of whale-profile --lockstep: `pattern` with every "{rank}" replaced
+/// by `rank` ("p/cpu-core{rank}.yaml", 1 -> "p/cpu-core1.yaml"). Throws whale::Error naming
+/// --out when `pattern` has no "{rank}" (every rank would write the same file).
+std::string rank_output_path(const std::string& pattern, int rank);
+
 /// A device name as a profile name: lower case, runs of other characters as one '-'
 /// ("Intel(R) Xeon(R) Processor" -> "intel-r-xeon-r-processor").
 std::string profile_name_slug(const std::string& text);
