@@ -111,12 +111,9 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     return true;
   };
   // Choices depend on a structure only through its depth and largest dp (EngineInput): each
-  // list is asked for once, with its runs of one micro-batch size and either one stage per
-  // group or several (StructureFigures::memory_bound_s bounds each run).
-  struct ChoiceList {
-    std::vector<Choice> choices;
-    std::vector<std::pair<size_t, size_t>> runs;   // [first, end) of one micro-batch size and chunking
-  };
+  // list is asked for once. Every choice is one work item (StructureFigures::memory_bound_s
+  // bounds each).
+  using ChoiceList = std::vector<Choice>;
   std::map<std::pair<int, int>, ChoiceList> lists;
   std::vector<const ChoiceList*> list_of(n);
   for (int i = 0; i < n; ++i) {
@@ -124,22 +121,9 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     const Structure& s = in.structures[i];
     const std::pair<int, int> key{static_cast<int>(s.groups.size()), s.max_dp()};
     auto it = lists.find(key);
-    if (it == lists.end()) {
-      ChoiceList list{in.choices(s), {}};
-      const auto& cs = list.choices;
-      for (size_t a = 0; a < cs.size();) {
-        size_t e = a;
-        while (e < cs.size() && cs[e].micro_batch_size == cs[a].micro_batch_size &&
-               (cs[e].schedule.chunks == 1) == (cs[a].schedule.chunks == 1)) {
-          ++e;
-        }
-        list.runs.push_back({a, e});
-        a = e;
-      }
-      it = lists.emplace(key, std::move(list)).first;
-    }
+    if (it == lists.end()) it = lists.emplace(key, in.choices(s)).first;
     list_of[i] = &it->second;
-    out.choices_total += static_cast<long>(it->second.choices.size());
+    out.choices_total += static_cast<long>(it->second.size());
   }
   const bool exhaustive = out.choices_total <= options.exhaustive_below;
   long budget = exhaustive ? out.choices_total
@@ -152,28 +136,32 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   // Structures that cannot hold the model's state are skipped, except the one closest to it
   // (so that a model that fits nowhere is reported with its shortfall).
   std::vector<double> held(n);
+  std::vector<StructureFigures::Runs> runs(n);
   int closest = 0;
   for (int i = 0; i < n; ++i) {
     if (cut_before(i)) break;
-    held[i] = figures.hold_fraction(in.structures[i]);
+    runs[i] = figures.runs(in.structures[i]);
+    held[i] = figures.hold_fraction(runs[i]);
     if (held[i] > held[closest]) closest = i;
   }
   struct Item {
     int structure;
-    size_t first, end;
+    size_t choice;   // index into the structure's choices
     double bound;
     long index;   // in enumeration order
-    bool refined = false;   // bound is memory_bound_s's
+    int level = 0;   // the bound is bound_s's (0), stage_bound_s's (1), balance_bound_s's (2), memory_bound_s's (3)
   };
-  // In a complete search (no max_evaluations cap, outside exhaustive spaces) an item's bound
-  // is refined by the memory verdict and the memory-aware bound when it first reaches the
-  // front: an item whose refined bound is larger goes back into the queue, so items are still
-  // laid out in the order of their (refined) bounds, and most are never refined. Under a cap
-  // the order stays that of the plain bounds (refining every item reached costs more than the
-  // capped layouts it saves).
-  const bool refine = !exhaustive && options.max_evaluations == 0;
+  // Outside exhaustive spaces an item's bound is refined when it first reaches the front, by
+  // stage_bound_s, balance_bound_s and then the memory verdict with memory_bound_s, each
+  // dearer than the one before: an item whose bound rises goes back into the queue, so items
+  // are laid out in the order of their refined bounds and most never reach the dearest
+  // refinement. A max_evaluations cap then cuts a search only where that many layouts lie
+  // below its kept estimates.
+  const bool refine = !exhaustive;
   // Items are made lazily: a structure's items only once its least bound is reached (most
-  // structures never are), which yields them in the order of sorting them all.
+  // structures never are), which yields them in the order of sorting them all. When refining,
+  // a structure reached is first bounded again (least_stage_bound_s, below every refined
+  // bound of its items) and waits, deferred, until that bound is reached too.
   std::vector<long> first_item(n, 0);
   std::vector<std::pair<double, int>> waiting;   // (least bound, structure), ascending
   long total_items = 0;
@@ -185,11 +173,9 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     }
     const ChoiceList& list = *list_of[i];
     first_item[i] = total_items;
-    total_items += static_cast<long>(list.runs.size());
-    if (list.runs.empty()) continue;
-    int smallest = list.choices.front().micro_batch_size;
-    for (const Choice& c : list.choices) smallest = std::min(smallest, c.micro_batch_size);
-    waiting.push_back({figures.least_bound_s(in.structures[i], smallest, in.global_batch), i});
+    total_items += static_cast<long>(list.size());
+    if (list.empty()) continue;
+    waiting.push_back({figures.least_bound_s(runs[i], in.global_batch), i});
   }
   std::sort(waiting.begin(), waiting.end());
   auto later = [](const Item& a, const Item& b) {
@@ -197,16 +183,37 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   };
   std::priority_queue<Item, std::vector<Item>, decltype(later)> ready(later);
   size_t next_waiting = 0;
+  std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> deferred;
+  auto expand = [&](int i, double least) {
+    const ChoiceList& list = *list_of[i];
+    double bound = 0;
+    for (size_t ci = 0; ci < list.size(); ++ci) {
+      if (ci == 0 || list[ci].micro_batch_size != list[ci - 1].micro_batch_size)
+        bound = std::max(least, figures.bound_s(runs[i], list[ci].micro_batch_size, in.global_batch));
+      ready.push(Item{i, ci, bound, first_item[i] + static_cast<long>(ci)});
+    }
+  };
   // The next item by (bound, index); false when none is left.
   auto next_item = [&](Item* item) {
-    while (next_waiting < waiting.size() && (ready.empty() || waiting[next_waiting].first <= ready.top().bound)) {
-      const int i = waiting[next_waiting++].second;
-      const ChoiceList& list = *list_of[i];
-      for (size_t r = 0; r < list.runs.size(); ++r) {
-        const auto [first, end] = list.runs[r];
-        ready.push(Item{i, first, end,
-                        figures.bound_s(in.structures[i], list.choices[first].micro_batch_size, in.global_batch),
-                        first_item[i] + static_cast<long>(r)});
+    while (true) {
+      const double front = ready.empty() ? std::numeric_limits<double>::infinity() : ready.top().bound;
+      if (!deferred.empty() && deferred.top().first <= front &&
+          (next_waiting == waiting.size() || deferred.top().first <= waiting[next_waiting].first)) {
+        const auto [least, i] = deferred.top();
+        deferred.pop();
+        expand(i, least);
+      } else if (next_waiting < waiting.size() && waiting[next_waiting].first <= front) {
+        const auto [least, i] = waiting[next_waiting++];
+        const double stage = refine ? figures.least_stage_bound_s(runs[i], *list_of[i], in.global_batch,
+                                                                   in.rules.even_shares)
+                                    : least;
+        if (stage > least) {
+          deferred.push({stage, i});
+        } else {
+          expand(i, least);
+        }
+      } else {
+        break;
       }
     }
     if (ready.empty()) return false;
@@ -214,30 +221,44 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     ready.pop();
     return true;
   };
-  auto next_refined_item = [&](Item* item) {
-    while (next_item(item)) {
-      if (!refine || item->refined) return true;
-      item->refined = true;
-      const Choice& first = list_of[item->structure]->choices[item->first];
-      const int p = static_cast<int>(in.structures[item->structure].groups.size());
-      double bubble = 1.0;   // the least of build_layout's bubble share over its divisor
-      for (size_t ci = item->first; ci < item->end; ++ci) {
-        const Choice& c = list_of[item->structure]->choices[ci];
-        bubble = std::min(bubble, bubble_share(c.schedule.kind) / (c.micro_batches >= p ? c.schedule.chunks : 1));
-      }
-      const double b = figures.memory_bound_s(in.structures[item->structure], first.micro_batch_size, in.global_batch,
-                                              in.rules.even_shares, first.schedule.chunks == 1, bubble);
-      if (b <= item->bound) return true;
-      item->bound = b;
-      ready.push(*item);
-    }
-    return false;
-  };
+  // Each refinement is dearer than the one before and settles most items it sees: an item
+  // whose bound rises goes back into the queue at its new bound.
   std::vector<Candidate> top;
   // Diversity: the analytic model can misjudge one pipeline depth against another, so the
   // best candidate of every depth within kDiversityWindow of the best estimate also reaches
   // the simulator.
   std::map<int, Candidate> best_per_depth;
+  // Whether an item can still matter in this round: enter the kept candidates, or be the best
+  // of its depth within the diversity window. Both limits only fall as layouts are made, so an
+  // item past them is set aside for the round (a round whose candidates all overflow starts
+  // the next with them).
+  std::vector<Item> set_aside;
+  auto past = [&](const Item& item) {
+    if (exhaustive || static_cast<long>(top.size()) < budget || item.bound < top.back().layout.estimate_s) return false;
+    if (item.bound >= kDiversityWindow * top.front().layout.estimate_s) return true;
+    auto it = best_per_depth.find(static_cast<int>(in.structures[item.structure].groups.size()));
+    return it != best_per_depth.end() && item.bound >= it->second.layout.estimate_s;
+  };
+  auto next_refined_item = [&](Item* item) {
+    while (next_item(item)) {
+      bool raised = false;
+      while (refine && item->level < 3 && !raised) {
+        if (past(*item)) break;
+        const StructureFigures::Runs& st = runs[item->structure];
+        const Choice& choice = (*list_of[item->structure])[item->choice];
+        const bool even = in.rules.even_shares;
+        const double b = item->level == 0   ? figures.stage_bound_s(st, choice, even, item->bound)
+                         : item->level == 1 ? figures.balance_bound_s(st, choice, even, item->bound)
+                                            : figures.memory_bound_s(st, choice, even, item->bound);
+        ++item->level;
+        raised = b > item->bound;
+        if (raised) item->bound = b;
+      }
+      if (!raised) return true;
+      ready.push(*item);
+    }
+    return false;
+  };
   std::vector<bool> visited(n, false);
   long next_order = 0, items_done = 0;
   bool exhausted = false;          // every item was laid out
@@ -256,10 +277,16 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         return;
       }
       // Branch and bound: an item whose bound reaches the budget-th best estimate cannot enter
-      // the kept candidates (nor can any item after it), whatever the cap.
-      if (!exhaustive && static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s) {
+      // the kept candidates (nor can any item after it), whatever the cap; beyond the diversity
+      // window it cannot be the best of its depth there either.
+      if (!exhaustive && static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s &&
+          item.bound >= kDiversityWindow * top.front().layout.estimate_s) {
         held_item = item;
         return;
+      }
+      if (past(item)) {   // of a depth whose best is known: back in a later round only
+        set_aside.push_back(item);
+        continue;
       }
       // By the memory verdict no layout of this item or any after it fits.
       if (refine && std::isinf(item.bound) && !top.empty()) {
@@ -275,39 +302,37 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         visited[item.structure] = true;
         out.stats.structures++;
       }
-      const int k = item.structure;
-      for (size_t ci = item.first; ci < item.end; ++ci) {
-        const Choice& choice = list_of[k]->choices[ci];
-        if (!top.empty() && planner_now(options) > deadline) {
-          out.stats.timed_out = true;
-          break;
-        }
-        Candidate c{k, choice, build_layout(an, in.structures[k], choice, in.rules, &memo), next_order++};
-        out.stats.candidates_evaluated++;
-        if (!c.layout.fits) {
-          if (!out.has_shortfall || c.layout.shortfall.gap() < out.closest.gap()) {
-            out.has_shortfall = true;
-            out.closest = c.layout.shortfall;
-            out.closest_label = in.structures[k].label;
-          }
-          continue;
-        }
-        out.any_fit = true;
-        int violated = -1;
-        if (in.hints && !stages_honour(*in.hints, c.layout.stages, &violated)) {
-          out.rejected_by_hint[violated]++;
-          continue;
-        }
-        const int depth = static_cast<int>(in.structures[k].groups.size());
-        auto it = best_per_depth.find(depth);
-        if (it == best_per_depth.end() || better(c, it->second)) best_per_depth[depth] = c;
-        top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
-        if (static_cast<long>(top.size()) > budget) top.pop_back();
+      if (!top.empty() && planner_now(options) > deadline) {
+        out.stats.timed_out = true;
+        return;
       }
       ++items_done;
       if (options.progress && (items_done % 64 == 1 || items_done == total_items)) {
         options.progress(Progress{in.phase + ": search", items_done, total_items, 0, out.stats.candidates_evaluated, 0, 0});
       }
+      const int k = item.structure;
+      const Choice& choice = (*list_of[k])[item.choice];
+      Candidate c{k, choice, build_layout(an, in.structures[k], choice, in.rules, &memo), next_order++};
+      out.stats.candidates_evaluated++;
+      if (!c.layout.fits) {
+        if (!out.has_shortfall || c.layout.shortfall.gap() < out.closest.gap()) {
+          out.has_shortfall = true;
+          out.closest = c.layout.shortfall;
+          out.closest_label = in.structures[k].label;
+        }
+        continue;
+      }
+      out.any_fit = true;
+      int violated = -1;
+      if (in.hints && !stages_honour(*in.hints, c.layout.stages, &violated)) {
+        out.rejected_by_hint[violated]++;
+        continue;
+      }
+      const int depth = static_cast<int>(in.structures[k].groups.size());
+      auto it = best_per_depth.find(depth);
+      if (it == best_per_depth.end() || better(c, it->second)) best_per_depth[depth] = c;
+      top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
+      if (static_cast<long>(top.size()) > budget) top.pop_back();
     }
   };
   auto add_diversity = [&]() {
@@ -457,6 +482,8 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     if (!out.ranked.empty() || exhausted || exhaustive || out.stats.timed_out) break;
     top.clear();
     best_per_depth.clear();
+    for (const Item& item : set_aside) ready.push(item);
+    set_aside.clear();
     ++out.stats.rounds;
   }
   for (int i = 0; i < n; ++i) out.stats.structures_pruned += (held[i] >= 1.0 || i == closest) && !visited[i];

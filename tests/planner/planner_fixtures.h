@@ -76,6 +76,20 @@ inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::M
   return best;
 }
 
+/// Search limits that allow every device of `cluster`.
+inline plan::SpaceLimits every_device(const plan::Cluster& cluster) {
+  plan::SpaceLimits limits;
+  for (const plan::Device& d : cluster.devices) limits.devices.push_back(d.id);
+  return limits;
+}
+
+/// A cluster, a model and a global batch to search.
+struct SearchCase {
+  plan::Cluster cluster;
+  plan::Model model;
+  int batch;
+};
+
 /// Two nodes: 4 A100-80GB (device ids 0-3), then 4 V100-32GB (4-7).
 inline constexpr const char* kTwoNodeMix = R"(name: a100-v100-small
 nodes:
@@ -88,6 +102,18 @@ nodes:
     intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
     network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
 )";
+
+/// Small searches with heterogeneity and memory pressure: the tiny model on cpu-local-8,
+/// mixed-node and two A100 + V100 nodes (kTwoNodeMix), and GPT-3 6.7B on the latter, where
+/// recomputation and sharding rungs bind and layouts overflow.
+inline std::vector<SearchCase> small_search_cases() {
+  const plan::Model tiny = shipped_model("tiny");
+  const plan::Cluster two_node = plan::load_cluster(temp_file("small_two_node_mix.yaml", kTwoNodeMix));
+  return {{shipped_cluster("cpu-local-8"), tiny, 24},
+          {shipped_cluster("mixed-node"), tiny, 16},
+          {two_node, tiny, 32},
+          {two_node, shipped_model("gpt3-6.7b"), 16}};
+}
 
 /// One node of 2 V100-SXM2-16GB (no bf16 units: the precision advice plans fp16 too), priced.
 inline constexpr const char* kTinyV100 = R"(name: tiny-v100

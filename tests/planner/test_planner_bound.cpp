@@ -15,22 +15,14 @@ using namespace whale;
 
 namespace {
 
-struct Case {
-  plan::Cluster cluster;
-  plan::Model model;
-  int batch;
-};
+using Case = test::SearchCase;
 
 std::vector<Case> cases() {
+  std::vector<Case> out = test::small_search_cases();
   const plan::Model tiny = test::shipped_model("tiny");
-  const plan::Cluster two_node = plan::load_cluster(test::temp_file("bound_two_node_mix.yaml", test::kTwoNodeMix));
-  return {{test::shipped_cluster("cpu-local"), tiny, tiny.training.global_batch},
-          {test::shipped_cluster("cpu-local-4"), tiny, tiny.training.global_batch},
-          {test::shipped_cluster("cpu-local-8"), tiny, 24},
-          {test::shipped_cluster("mixed-node"), tiny, 16},
-          {two_node, tiny, 32},
-          // Memory binds here: recomputation and sharding rungs, and layouts that overflow.
-          {two_node, test::shipped_model("gpt3-6.7b"), 16}};
+  out.push_back({test::shipped_cluster("cpu-local"), tiny, tiny.training.global_batch});
+  out.push_back({test::shipped_cluster("cpu-local-4"), tiny, tiny.training.global_batch});
+  return out;
 }
 
 }  // namespace
@@ -40,8 +32,7 @@ TEST_CASE("the step bound never exceeds the simulated step time and agrees on me
   std::mt19937 random(20260523);
   long checked = 0, overflowing = 0, both_checked = 0;
   for (const Case& c : cases()) {
-    plan::SpaceLimits limits;
-    for (const plan::Device& d : c.cluster.devices) limits.devices.push_back(d.id);
+    const plan::SpaceLimits limits = test::every_device(c.cluster);
     plan::AnalyticModel analytic(c.cluster, c.model);
     plan::Plan scratch;
     scratch.cluster = c.cluster;
@@ -142,14 +133,13 @@ TEST_CASE("a structure's least bound never exceeds the bound of any of its micro
   all.push_back({test::shipped_cluster("a100-v100"), test::shipped_model("gpt3-1.3b"), 512});
   long checked = 0;
   for (const Case& c : all) {
-    plan::SpaceLimits limits;
-    for (const plan::Device& d : c.cluster.devices) limits.devices.push_back(d.id);
+    const plan::SpaceLimits limits = test::every_device(c.cluster);
     plan::AnalyticModel analytic(c.cluster, c.model);
     plan::StructureFigures figures(analytic);
     for (const plan::Structure& s : plan::enumerate_structures(c.cluster, c.model, limits)) {
       const std::vector<plan::Choice> choices = plan::enumerate_choices(s, c.model, c.batch, limits);
       if (choices.empty()) continue;
-      const double least = figures.least_bound_s(s, choices.front().micro_batch_size, c.batch);
+      const double least = figures.least_bound_s(s, c.batch);
       CAPTURE(c.cluster.name);
       CAPTURE(s.label);
       for (const plan::Choice& choice : choices) {

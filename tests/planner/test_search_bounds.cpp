@@ -1,0 +1,96 @@
+// File: test_search_bounds.cpp
+// The search's lower bounds are safe. For every choice of every structure: bound_s lies below
+// stage_bound_s, balance_bound_s and memory_bound_s, and each of them below the analytic
+// estimate of the choice's layout; memory_bound_s is infinite only where no layout fits
+// (balance_bound_s, which leaves memory out, never); least_stage_bound_s lies below the stage
+// bound of each of a structure's choices. The search lays out items in the order of these
+// bounds and stops at the first that cannot beat its kept estimates, so a bound above an
+// estimate would lose plans.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "planner_fixtures.h"
+
+using namespace whale;
+
+namespace {
+
+using Case = test::SearchCase;
+
+std::vector<Case> cases() {
+  std::vector<Case> out = test::small_search_cases();
+  // V100s too slow in bf16 to hold more than a block; memory binding harder.
+  const plan::Cluster two_node = plan::load_cluster(test::temp_file("bounds_two_node_mix.yaml", test::kTwoNodeMix));
+  out.push_back({two_node, test::shipped_model("gpt3-13b"), 64});
+  out.push_back({test::shipped_cluster("a100-v100"), test::shipped_model("gpt3-1.3b"), 256});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the search's bounds never exceed the analytic estimate of a layout") {
+  long checked = 0, overflowing = 0, refused = 0, stage_raised = 0, memory_raised = 0, least_raised = 0;
+  for (const Case& c : cases()) {
+    const plan::SpaceLimits limits = test::every_device(c.cluster);
+    plan::AnalyticModel analytic(c.cluster, c.model);
+    plan::StructureFigures figures(analytic);
+    for (const plan::Structure& s : plan::enumerate_structures(c.cluster, c.model, limits)) {
+      const std::vector<plan::Choice> choices = plan::enumerate_choices(s, c.model, c.batch, limits);
+      const plan::StructureFigures::Runs runs = figures.runs(s);
+      int alike = 0;
+      for (const auto& run : runs.runs) alike += run.second;
+      CHECK(alike == static_cast<int>(s.groups.size()));
+      CHECK(runs.groups == static_cast<int>(s.groups.size()));
+      for (const bool even : {false, true}) {
+        const double least = figures.least_stage_bound_s(runs, choices, c.batch, even);
+        for (const plan::Choice& choice : choices) {
+          CHECK(least <= figures.stage_bound_s(s, choice, c.batch, even) * (1 + 1e-12));
+        }
+        least_raised += !choices.empty() && least > figures.least_bound_s(s, c.batch);
+      }
+      for (const plan::Choice& choice : choices) {
+        for (const bool baseline_rules : {false, true}) {
+          plan::LayoutRules rules;   // the planner's, or the heterogeneity-unaware baseline's
+          rules.even_layers = rules.even_shares = rules.uniform_rung = baseline_rules;
+          const plan::Layout layout = plan::build_layout(analytic, s, choice, rules);
+          const double plain = figures.bound_s(s, choice.micro_batch_size, c.batch);
+          const double stage = figures.stage_bound_s(s, choice, c.batch, rules.even_shares);
+          const double balance = figures.balance_bound_s(s, choice, c.batch, rules.even_shares);
+          const double memory = figures.memory_bound_s(s, choice, c.batch, rules.even_shares);
+          CAPTURE(c.cluster.name);
+          CAPTURE(c.model.name);
+          CAPTURE(s.label);
+          CAPTURE(choice.micro_batch_size);
+          CAPTURE(static_cast<int>(choice.schedule.kind));
+          CAPTURE(choice.schedule.chunks);
+          CAPTURE(baseline_rules);
+          CHECK(plain <= stage);
+          CHECK(plain <= balance);
+          CHECK(plain <= memory);
+          if (layout.fits) {
+            CHECK(stage <= layout.estimate_s);
+            CHECK(balance <= layout.estimate_s);
+            CHECK(memory <= layout.estimate_s);
+            CHECK_FALSE(std::isinf(memory));
+            CHECK_FALSE(std::isinf(balance));
+          } else {
+            ++overflowing;
+          }
+          refused += std::isinf(memory);
+          stage_raised += stage > plain;
+          memory_raised += memory > plain && !std::isinf(memory);
+          ++checked;
+        }
+      }
+    }
+  }
+  // The cases reach what the bounds are for: layouts that overflow, verdicts that refuse
+  // them, and both refinements above the plain bound.
+  CHECK(checked > 2000);
+  CHECK(overflowing > 100);
+  CHECK(refused > 50);
+  CHECK(stage_raised > 100);
+  CHECK(memory_raised > 100);
+  CHECK(least_raised > 10);
+}
