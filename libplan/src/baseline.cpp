@@ -41,7 +41,8 @@ RankedPlan search_baseline(const Cluster& cluster, const Model& model, const Cos
   Hints only_exclusion;
   only_exclusion.exclude_devices = options.hints.exclude_devices;
   EngineInput in;
-  in.structures = uniform_structures(cluster, model, usable_devices(only_exclusion, cluster));
+  in.structures = std::make_shared<const std::vector<Structure>>(
+      uniform_structures(cluster, model, usable_devices(only_exclusion, cluster)));
   // Megatron's rules: 1f1b, micro-batches divisible by dp (even shares).
   in.choices = [&](const Structure& s) {
     std::vector<Choice> out;

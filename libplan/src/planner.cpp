@@ -261,7 +261,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   tasks.push_back([&] {  // its device groupings too: the comparison needs none of them
     bool cut = false;
     in.structures = holding_structures(cluster, model, limits, options, deadline, &in.structures_left_out, &cut);
-    if (in.structures.empty()) {
+    if (in.structures->empty()) {
       throw Error(hints.source_file.empty() ? cluster.source_file : hints.source_file, "",
                   "no pipeline of device groups satisfies the limits (devices, pipeline depth, stage count)");
     }
@@ -316,7 +316,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   if (comparison.searched_upper_bound) comparison.upper_bound = upper_bound_of(alone_models, alone);
   if (eo.choices_total == 0) {
     int smallest_dp = 1 << 30;
-    for (const Structure& s : in.structures) smallest_dp = std::min(smallest_dp, s.max_dp());
+    for (const Structure& s : *in.structures) smallest_dp = std::min(smallest_dp, s.max_dp());
     if (smallest_dp <= batch) {  // micro-batching is possible: the stage or schedule hints rule it out
       throw Error(hints.source_file, "stage_boundaries",
                   std::to_string(hints.stage_boundaries.size()) +

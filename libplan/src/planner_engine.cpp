@@ -17,6 +17,7 @@
 #include "whale/plan/expert_counts.h"
 #include "whale/plan/error.h"
 #include "whale/plan/structure_cache.h"
+#include "whale/plan/structure_figures.h"
 
 namespace whale::plan {
 namespace {
@@ -50,9 +51,9 @@ int group_of_device(const Structure& st, int device) {
 
 }  // namespace
 
-std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
-                                          const SpaceLimits& limits, const PlannerOptions& options,
-                                          Clock::time_point deadline, long* left_out, bool* cut) {
+SharedStructures holding_structures(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
+                                    const PlannerOptions& options, Clock::time_point deadline, long* left_out,
+                                    bool* cut) {
   *cut = false;
   auto make = [&](long* out_left, bool* complete) {
     AnalyticModel an(cluster, model, options.strategies);
@@ -84,7 +85,7 @@ std::vector<Structure> holding_structures(const Cluster& cluster, const Model& m
   };
   if (!options.structure_cache) {
     bool complete = true;
-    return make(left_out, &complete);
+    return std::make_shared<const std::vector<Structure>>(make(left_out, &complete));
   }
   return options.structure_cache->get(cluster, model, limits, options.strategies, left_out, make);
 }
@@ -97,11 +98,12 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   out.rejected_by_hint.assign(in.hints ? in.hints->layers.size() : 0, 0);
   AnalyticModel an(cluster, model, options.strategies);
   StructureFigures figures(an);
+  const std::vector<Structure>& structures = *in.structures;
   LayoutMemo memo;   // phase 1 runs on this thread; phase 2 lays out under analytic_mutex
   // The structures searched: all of them, or, when the deadline passes while they are
   // prepared (each pass below over them asks every kStopCheckInterval structures, never
   // before the first), those before it: the search goes on with that prefix, cut.
-  int n = static_cast<int>(in.structures.size());
+  int n = static_cast<int>(structures.size());
   bool truncated = false;
   auto cut_before = [&](int i) {
     if (deadline == Clock::time_point::max() || i == 0 || i % kStopCheckInterval != 0) return false;
@@ -118,7 +120,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   std::vector<const ChoiceList*> list_of(n);
   for (int i = 0; i < n; ++i) {
     if (cut_before(i)) break;
-    const Structure& s = in.structures[i];
+    const Structure& s = structures[i];
     const std::pair<int, int> key{static_cast<int>(s.groups.size()), s.max_dp()};
     auto it = lists.find(key);
     if (it == lists.end()) it = lists.emplace(key, in.choices(s)).first;
@@ -140,7 +142,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   int closest = 0;
   for (int i = 0; i < n; ++i) {
     if (cut_before(i)) break;
-    runs[i] = figures.runs(in.structures[i]);
+    runs[i] = figures.runs(structures[i]);
     held[i] = figures.hold_fraction(runs[i]);
     if (held[i] > held[closest]) closest = i;
   }
@@ -150,13 +152,14 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     double bound;
     long index;   // in enumeration order
     int level = 0;   // the bound is bound_s's (0), stage_bound_s's (1), balance_bound_s's (2), memory_bound_s's (3)
+    bool listed = false;   // the front of its structure's list (see `listed` below)
   };
-  // Outside exhaustive spaces an item's bound is refined when it first reaches the front, by
-  // stage_bound_s, balance_bound_s and then the memory verdict with memory_bound_s, each
-  // dearer than the one before: an item whose bound rises goes back into the queue, so items
-  // are laid out in the order of their refined bounds and most never reach the dearest
-  // refinement. A max_evaluations cap then cuts a search only where that many layouts lie
-  // below its kept estimates.
+  // Outside exhaustive spaces an item's bound is stage_bound_s's from the start, and is refined
+  // when it first reaches the front by balance_bound_s and then the memory verdict with
+  // memory_bound_s, each dearer than the one before: an item whose bound rises goes back into
+  // the queue, so items are laid out in the order of their refined bounds and most never reach
+  // the dearest refinement. A max_evaluations cap then cuts a search only where that many
+  // layouts lie below its kept estimates.
   const bool refine = !exhaustive;
   // Items are made lazily: a structure's items only once its least bound is reached (most
   // structures never are), which yields them in the order of sorting them all. When refining,
@@ -184,25 +187,60 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   std::priority_queue<Item, std::vector<Item>, decltype(later)> ready(later);
   size_t next_waiting = 0;
   std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> deferred;
-  auto expand = [&](int i, double least) {
-    const ChoiceList& list = *list_of[i];
-    double bound = 0;
-    for (size_t ci = 0; ci < list.size(); ++ci) {
-      if (ci == 0 || list[ci].micro_batch_size != list[ci - 1].micro_batch_size)
-        bound = std::max(least, figures.bound_s(runs[i], list[ci].micro_batch_size, in.global_batch));
-      ready.push(Item{i, ci, bound, first_item[i] + static_cast<long>(ci)});
+  // A reached structure's items, sorted by (bound, index), wait in its own list; the queue
+  // holds the front of each list (and the items that went back into it), so it yields the
+  // items in the order of one queue of them all while holding one per structure. (At 8,192
+  // devices most of 1.4 M structures are reached, with 5 to 16 items each.)
+  struct Listed {
+    double bound;
+    size_t choice;
+  };
+  std::vector<std::vector<Listed>> listed(n);
+  std::vector<size_t> listed_next(n, 0);
+  auto push_listed = [&](int i) {
+    std::vector<Listed>& list = listed[i];
+    if (listed_next[i] == list.size()) return;
+    const Listed next = list[listed_next[i]++];
+    ready.push(Item{i, next.choice, next.bound, first_item[i] + static_cast<long>(next.choice), refine ? 1 : 0, true});
+    if (listed_next[i] == list.size()) {   // spent: its memory goes
+      std::vector<Listed>().swap(list);
+      listed_next[i] = 0;
     }
+  };
+  auto expand = [&](int i, double least) {
+    const ChoiceList& choices = *list_of[i];
+    std::vector<Listed>& list = listed[i];
+    list.reserve(choices.size());
+    double bound = 0;
+    for (size_t ci = 0; ci < choices.size(); ++ci) {
+      if (ci == 0 || choices[ci].micro_batch_size != choices[ci - 1].micro_batch_size)
+        bound = std::max(least, figures.bound_s(runs[i], choices[ci].micro_batch_size, in.global_batch));
+      list.push_back({refine ? figures.stage_bound_s(runs[i], choices[ci], in.rules.even_shares, bound) : bound, ci});
+    }
+    std::stable_sort(list.begin(), list.end(), [](const Listed& a, const Listed& b) { return a.bound < b.bound; });
+    push_listed(i);
+  };
+  // Past the deadline (asked every kStopCheckInterval structures reached or deferred) the
+  // structures not yet reached stay so: the search takes its items from those reached, to lay
+  // out a first candidate soon (a cut search, as the gather below then says).
+  long reached = 0;
+  bool hurried = false;
+  auto pace = [&] {
+    if (deadline != Clock::time_point::max() && ++reached % kStopCheckInterval == 0 && planner_now(options) > deadline)
+      hurried = true;
   };
   // The next item by (bound, index); false when none is left.
   auto next_item = [&](Item* item) {
-    while (true) {
+    while (!(hurried && !ready.empty())) {
       const double front = ready.empty() ? std::numeric_limits<double>::infinity() : ready.top().bound;
       if (!deferred.empty() && deferred.top().first <= front &&
           (next_waiting == waiting.size() || deferred.top().first <= waiting[next_waiting].first)) {
+        pace();
         const auto [least, i] = deferred.top();
         deferred.pop();
         expand(i, least);
       } else if (next_waiting < waiting.size() && waiting[next_waiting].first <= front) {
+        pace();
         const auto [least, i] = waiting[next_waiting++];
         const double stage = refine ? figures.least_stage_bound_s(runs[i], *list_of[i], in.global_batch,
                                                                    in.rules.even_shares)
@@ -219,10 +257,12 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     if (ready.empty()) return false;
     *item = ready.top();
     ready.pop();
+    if (item->listed) {
+      item->listed = false;
+      push_listed(item->structure);
+    }
     return true;
   };
-  // Each refinement is dearer than the one before and settles most items it sees: an item
-  // whose bound rises goes back into the queue at its new bound.
   std::vector<Candidate> top;
   // Diversity: the analytic model can misjudge one pipeline depth against another, so the
   // best candidate of every depth within kDiversityWindow of the best estimate also reaches
@@ -236,7 +276,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   auto past = [&](const Item& item) {
     if (exhaustive || static_cast<long>(top.size()) < budget || item.bound < top.back().layout.estimate_s) return false;
     if (item.bound >= kDiversityWindow * top.front().layout.estimate_s) return true;
-    auto it = best_per_depth.find(static_cast<int>(in.structures[item.structure].groups.size()));
+    auto it = best_per_depth.find(static_cast<int>(structures[item.structure].groups.size()));
     return it != best_per_depth.end() && item.bound >= it->second.layout.estimate_s;
   };
   auto next_refined_item = [&](Item* item) {
@@ -247,9 +287,8 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         const StructureFigures::Runs& st = runs[item->structure];
         const Choice& choice = (*list_of[item->structure])[item->choice];
         const bool even = in.rules.even_shares;
-        const double b = item->level == 0   ? figures.stage_bound_s(st, choice, even, item->bound)
-                         : item->level == 1 ? figures.balance_bound_s(st, choice, even, item->bound)
-                                            : figures.memory_bound_s(st, choice, even, item->bound);
+        const double b = item->level == 1 ? figures.balance_bound_s(st, choice, even, item->bound)
+                                          : figures.memory_bound_s(st, choice, even, item->bound);
         ++item->level;
         raised = b > item->bound;
         if (raised) item->bound = b;
@@ -312,13 +351,13 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       }
       const int k = item.structure;
       const Choice& choice = (*list_of[k])[item.choice];
-      Candidate c{k, choice, build_layout(an, in.structures[k], choice, in.rules, &memo), next_order++};
+      Candidate c{k, choice, build_layout(an, structures[k], choice, in.rules, &memo), next_order++};
       out.stats.candidates_evaluated++;
       if (!c.layout.fits) {
         if (!out.has_shortfall || c.layout.shortfall.gap() < out.closest.gap()) {
           out.has_shortfall = true;
           out.closest = c.layout.shortfall;
-          out.closest_label = in.structures[k].label;
+          out.closest_label = structures[k].label;
         }
         continue;
       }
@@ -328,7 +367,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         out.rejected_by_hint[violated]++;
         continue;
       }
-      const int depth = static_cast<int>(in.structures[k].groups.size());
+      const int depth = static_cast<int>(structures[k].groups.size());
       auto it = best_per_depth.find(depth);
       if (it == best_per_depth.end() || better(c, it->second)) best_per_depth[depth] = c;
       top.insert(std::upper_bound(top.begin(), top.end(), c, better), c);
@@ -384,7 +423,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         return std::nullopt;  // a shape the schedule generator or simulator rejects
       }
       if (b.fits) {
-        RankedPlan ranked{scratch, e, c.layout.estimate_s, in.structures[c.structure].label};
+        RankedPlan ranked{scratch, e, c.layout.estimate_s, structures[c.structure].label};
         // Where an ep group mixes device models, the speed-proportional expert counts too.
         if (in.uneven_experts && prefer_uneven_expert_counts(cost, ranked.plan, ranked.estimate))
           ranked.label += " uneven experts";
@@ -394,7 +433,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       bool raised = false;
       std::vector<bool> done(rules.min_rung.size(), false);
       for (int device : b.overflowing) {
-        const int g = group_of_device(in.structures[c.structure], device);
+        const int g = group_of_device(structures[c.structure], device);
         if (g < 0 || done[g] || rules.min_rung[g] >= max_rung(an)) continue;
         done[g] = true;
         rules.min_rung[g]++;
@@ -402,7 +441,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       }
       if (!raised) return std::nullopt;
       std::lock_guard<std::mutex> lock(analytic_mutex);
-      c.layout = build_layout(an, in.structures[c.structure], c.choice, rules, &memo);
+      c.layout = build_layout(an, structures[c.structure], c.choice, rules, &memo);
       if (!c.layout.fits) return std::nullopt;
     }
     return std::nullopt;
@@ -424,7 +463,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         rules.split = c.layout.split == Split::per_group ? Split::per_stage : Split::per_group;
         {
           std::lock_guard<std::mutex> lock(analytic_mutex);
-          other.layout = build_layout(an, in.structures[c.structure], c.choice, rules, &memo);
+          other.layout = build_layout(an, structures[c.structure], c.choice, rules, &memo);
         }
         if (other.layout.fits) {
           std::optional<RankedPlan> r = simulate(other, rules, scratch);

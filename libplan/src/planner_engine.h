@@ -15,7 +15,7 @@
 namespace whale::plan {
 
 struct EngineInput {
-  std::vector<Structure> structures;
+  SharedStructures structures;   // not null
   /// The choices of a structure, which must depend on it only through its depth and largest dp
   /// (asked once per pair), with micro-batch sizes that divide global_batch and give every
   /// replica a sample (StructureFigures::least_bound_s).
@@ -59,9 +59,9 @@ inline Clock::time_point planner_now(const PlannerOptions& options) {
 /// options.structure_cache where it holds them (computed and put there otherwise). Past
 /// `deadline` the enumeration stops (enumerate_structures' `stop`): `*cut` is set and the
 /// structures so far are returned, and not cached.
-std::vector<Structure> holding_structures(const Cluster& cluster, const Model& model,
-                                          const SpaceLimits& limits, const PlannerOptions& options,
-                                          Clock::time_point deadline, long* left_out, bool* cut);
+SharedStructures holding_structures(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
+                                    const PlannerOptions& options, Clock::time_point deadline, long* left_out,
+                                    bool* cut);
 
 /// Runs one search. `deadline` may be Clock::time_point::max().
 EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostModel& cost,

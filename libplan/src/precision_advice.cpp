@@ -38,6 +38,16 @@ std::string cost_ratio_text(const PrecisionAdvice& advice, const PlanResult& pla
   return text;
 }
 
+// "; that search was cut (...): its plan is the best it found" where the substitute's search
+// stopped short of completing, else "".
+std::string cut_text(const PrecisionAdvice& advice) {
+  const SearchStats& stats = advice.substitute_result.stats;
+  if (!stats.timed_out && !stats.capped) return "";
+  const std::string why = stats.timed_out ? "by the time limit"
+                                          : "at " + std::to_string(stats.max_evaluations) + " layouts a round";
+  return "; that search was cut (" + why + "): its plan is the best it found";
+}
+
 // The advice's search: the model planned in the precision the frameworks train in where a
 // usable device lacks the model's; not yet weighed against the planned result.
 PrecisionAdvice search_substitute(const Cluster& cluster, const Model& model, const CostModel& cost,
@@ -96,12 +106,12 @@ std::string format_precision_warning(const PrecisionAdvice& advice, const PlanRe
   char line[1024];
   std::snprintf(line, sizeof line,
                 "warning: %s %s no %s units (%s GEMMs are priced at fp32 there); the frameworks train %s there, and "
-                "the best plan in %s is %.3gx as fast (%.4g samples/s against %.4g)%s; pass --precision %s or "
+                "the best plan in %s is %.3gx as fast (%.4g samples/s against %.4g)%s%s; pass --precision %s or "
                 "--precision auto\n",
                 join(advice.device_models).c_str(), advice.device_models.size() == 1 ? "has" : "have", from, from,
                 substitute_text(advice.substitute).c_str(), to_string(advice.substitute), advice.speedup,
                 advice.substitute_result.best().estimate.samples_per_s, planned.best().estimate.samples_per_s,
-                cost_ratio_text(advice, planned).c_str(), to_string(advice.substitute));
+                cost_ratio_text(advice, planned).c_str(), cut_text(advice).c_str(), to_string(advice.substitute));
   return line;
 }
 
@@ -115,11 +125,12 @@ std::string format_precision_choice(const PrecisionAdvice& advice, const PlanRes
   } else {
     const bool took = advice.substitute_better;
     std::snprintf(line, sizeof line,
-                  "precision auto: %s (%s %s no %s units; the best plan in %s is %.3gx as fast as in %s%s; "
+                  "precision auto: %s (%s %s no %s units; the best plan in %s is %.3gx as fast as in %s%s%s; "
                   "ranked by %s)\n",
                   to_string(took ? advice.substitute : advice.planned), join(advice.device_models).c_str(),
                   advice.device_models.size() == 1 ? "has" : "have", from, to_string(advice.substitute),
-                  advice.speedup, from, cost_ratio_text(advice, planned).c_str(), to_string(planned.objective));
+                  advice.speedup, from, cost_ratio_text(advice, planned).c_str(), cut_text(advice).c_str(),
+                  to_string(planned.objective));
   }
   return line;
 }

@@ -15,9 +15,9 @@ bool StructureCache::Key::operator==(const Key& o) const {
                   o.shard_gradients);
 }
 
-std::vector<Structure> StructureCache::get(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
-                                           const SearchStrategies& strategies, long* left_out,
-                                           const std::function<std::vector<Structure>(long*, bool*)>& make) {
+SharedStructures StructureCache::get(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
+                                     const SearchStrategies& strategies, long* left_out,
+                                     const std::function<std::vector<Structure>(long*, bool*)>& make) {
   Key key{cluster, model, limits.devices, limits.max_pipeline_depth, limits.fixed_stages, strategies.sequence_parallel,
           strategies.shard_gradients};
   {
@@ -33,13 +33,13 @@ std::vector<Structure> StructureCache::get(const Cluster& cluster, const Model& 
   // enumeration is deterministic), of which the first stays.
   Entry entry{std::move(key), {}, 0};
   bool complete = true;
-  entry.structures = make(&entry.left_out, &complete);
+  entry.structures = std::make_shared<const std::vector<Structure>>(make(&entry.left_out, &complete));
   *left_out = entry.left_out;
-  if (!complete) return std::move(entry.structures);
+  if (!complete) return entry.structures;
   std::lock_guard<std::mutex> lock(mutex_);
   const bool known = std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.key == entry.key; });
   if (!known) entries_.push_back(entry);
-  return std::move(entry.structures);
+  return entry.structures;
 }
 
 std::size_t StructureCache::size() const {

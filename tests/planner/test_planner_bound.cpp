@@ -10,6 +10,7 @@
 
 #include "planner_fixtures.h"
 #include "whale/plan/plan.h"
+#include "whale/plan/structure_figures.h"
 
 using namespace whale;
 

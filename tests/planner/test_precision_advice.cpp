@@ -54,7 +54,22 @@ TEST_CASE("bf16 on V100s: the advice plans fp16 too, and its speedup is the thro
   char ratio[64];
   std::snprintf(ratio, sizeof ratio, "at %.3gx bf16's USD per 1M tokens", 1.0 / advice.speedup);
   CHECK(warning.find(ratio) != std::string::npos);
+  CHECK(warning.find("cut") == std::string::npos);   // the search was complete
   CHECK(warning.back() == '\n');
+
+  // A substitute search that stopped short says so beside its figures.
+  plan::PrecisionAdvice capped = advice;
+  capped.substitute_result.stats.capped = true;
+  capped.substitute_result.stats.max_evaluations = 5000;
+  const std::string cut_warning = plan::format_precision_warning(capped, planned);
+  CHECK(cut_warning.find(std::string(ratio) +
+                         "; that search was cut (at 5000 layouts a round): its plan is the best it found; pass "
+                         "--precision fp16") != std::string::npos);
+  plan::PrecisionAdvice timed = advice;
+  timed.substitute_result.stats.timed_out = true;
+  CHECK(plan::format_precision_choice(timed, planned).find("; that search was cut (by the time limit): its plan is "
+                                                           "the best it found; ranked by throughput)") !=
+        std::string::npos);
 }
 
 TEST_CASE("--precision auto takes the faster precision; a forced one is planned alone") {

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "planner_fixtures.h"
+#include "whale/plan/structure_figures.h"
 
 using namespace whale;
 

@@ -159,13 +159,13 @@ TEST_CASE("a structure cache is keyed by values: copies share their structures, 
   int made = 0;
   const auto ask = [&](const plan::Cluster& c, const plan::Model& m) {
     long left_out = -1;
-    const std::vector<plan::Structure> out = cache.get(c, m, limits, plan::SearchStrategies{}, &left_out, [&](long* left, bool*) {
+    const plan::SharedStructures out = cache.get(c, m, limits, plan::SearchStrategies{}, &left_out, [&](long* left, bool*) {
       ++made;
       *left = 7;
       return std::vector<plan::Structure>(static_cast<size_t>(made));
     });
     CHECK(left_out == 7);
-    return out.size();
+    return out->size();
   };
   CHECK(ask(cluster, model) == 1);
   {
@@ -194,7 +194,7 @@ TEST_CASE("a structure cache returns an incomplete (time-cut) set but does not k
   int made = 0;
   const auto ask = [&](bool complete) {
     long left_out = -1;
-    const std::vector<plan::Structure> out =
+    const plan::SharedStructures out =
         cache.get(in.cluster, in.model, in.limits, plan::SearchStrategies{}, &left_out, [&](long* left, bool* done) {
           ++made;
           *left = 3;
@@ -202,7 +202,7 @@ TEST_CASE("a structure cache returns an incomplete (time-cut) set but does not k
           return std::vector<plan::Structure>(static_cast<size_t>(made));
         });
     CHECK(left_out == 3);
-    return out.size();
+    return out->size();
   };
   CHECK(ask(false) == 1);
   CHECK(cache.size() == 0u);

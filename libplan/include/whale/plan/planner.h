@@ -95,8 +95,8 @@ struct SearchStats {
   Seconds wall_s = 0;
   bool timed_out = false;
   bool capped = false;             // a round stopped at max_evaluations (its layouts per round)
-  long rounds = 0;
-  long max_evaluations = 0;        // the cap a round ran under (PlannerOptions::max_evaluations)                 // rounds after one whose candidates all overflowed in the simulator
+  long rounds = 0;                 // rounds after one whose candidates all overflowed in the simulator
+  long max_evaluations = 0;        // the cap a round ran under (PlannerOptions::max_evaluations)
 };
 
 /// HetHub's upper bound: the sum over device models of the best throughput of that model's

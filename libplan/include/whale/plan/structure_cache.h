@@ -20,14 +20,14 @@ class StructureCache {
  public:
   /// The structures of (cluster, model, limits, strategies), and how many the search left out
   /// before its engine: `make` computes them the first time they are asked for (outside the
-  /// lock: searches on other threads go on), a copy is returned every time. Thread-safe.
+  /// lock: searches on other threads go on), then shared by every ask. Thread-safe.
   /// `make` sets its bool to false when what it returns is incomplete (a time limit cut it):
   /// that is returned but not kept, and the next ask makes them again.
   /// Keyed by the values of the cluster and model (a copy of each is kept), so callers may
   /// pass temporaries and copies: equal ones share their structures.
-  std::vector<Structure> get(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
-                             const SearchStrategies& strategies, long* left_out,
-                             const std::function<std::vector<Structure>(long*, bool*)>& make);
+  SharedStructures get(const Cluster& cluster, const Model& model, const SpaceLimits& limits,
+                       const SearchStrategies& strategies, long* left_out,
+                       const std::function<std::vector<Structure>(long*, bool*)>& make);
 
   /// Computed sets held (for tests).
   std::size_t size() const;
@@ -45,7 +45,7 @@ class StructureCache {
   };
   struct Entry {
     Key key;
-    std::vector<Structure> structures;
+    SharedStructures structures;
     long left_out = 0;
   };
   mutable std::mutex mutex_;

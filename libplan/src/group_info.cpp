@@ -1,0 +1,67 @@
+// File: group_info.cpp
+// group_info and the schedule's figures per group (group_info.h).
+#include "group_info.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "whale/plan/search_partition.h"
+
+namespace whale::plan {
+
+int stage_group(const Schedule& schedule, int p, int s) {
+  if (schedule.kind == ScheduleKind::wave && (s / p) % 2 == 1) return p - 1 - s % p;
+  return s % p;
+}
+
+int in_flight_of(const Schedule& sch, int p, int g, int m) {
+  switch (sch.kind) {
+    case ScheduleKind::gpipe: return m;
+    case ScheduleKind::one_f_one_b:
+    case ScheduleKind::zb_h1:  // activations to the input pass; the weight pass holds less
+      return std::min(m, p - g);
+    default: {  // Megatron's interleaving factor: (p - g) + (p - 1) / v, rounded up
+      const int extra = (p - 1 + sch.chunks - 1) / sch.chunks;
+      return std::min(m, p - g + extra);
+    }
+  }
+}
+
+int weight_passes_of(const Schedule& sch, int g, int m) {
+  return sch.kind == ScheduleKind::zb_h1 ? std::min(m - 1, g) : -1;
+}
+
+GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, const Choice& c, int index, int p,
+                     bool even) {
+  GroupInfo info;
+  info.tp = g.tp;
+  info.dp = g.dp();
+  const int nominal = std::max(1, c.micro_batch_size / info.dp);
+  std::vector<double> kind_speed;
+  for (const ReplicaKind& k : g.kinds) kind_speed.push_back(1.0 / an.forward_s(k.model, g.tp, nominal, 0, an.layers()));
+  std::vector<double> speeds;
+  for (int k : g.replica_kind) speeds.push_back(kind_speed[k]);
+  info.shares = even ? even_shares(c.micro_batch_size, info.dp)
+                     : proportional_shares(c.micro_batch_size, speeds);
+  info.dp_link = g.dp_link;
+  std::vector<std::pair<int, int>> seen;  // (kind, share)
+  for (int r = 0; r < info.dp; ++r) {
+    const std::pair<int, int> key{g.replica_kind[r], info.shares[r]};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    const ReplicaKind& k = g.kinds[key.first];
+    info.classes.push_back({k.model, key.second, k.intra_link, &an.table(k.model, g.tp, key.second)});
+    auto it = std::find_if(info.model_max_share.begin(), info.model_max_share.end(),
+                           [&](const ModelShare& e) { return e.model == k.model; });
+    if (it == info.model_max_share.end()) {
+      info.model_max_share.push_back({k.model, key.second, an.usable_bytes(k.model), &an.device_memory(k.model)});
+    } else {
+      it->share = std::max(it->share, key.second);
+    }
+  }
+  info.in_flight = in_flight_of(c.schedule, p, index, c.micro_batches);
+  info.weight_passes = weight_passes_of(c.schedule, index, c.micro_batches);
+  return info;
+}
+
+}  // namespace whale::plan

@@ -1,0 +1,60 @@
+// File: group_info.h
+// What build_layout and StructureFigures read of a device group under one candidate: its
+// replicas' shares and classes, the device models' largest shares and memory, and the
+// schedule's activations in flight. Internal to libplan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "whale/plan/search_estimate.h"
+#include "whale/plan/search_space.h"
+
+namespace whale::plan {
+
+struct ReplicaClass {
+  std::string model;
+  int share = 0;
+  Link link;
+  const ComputeTable* table = nullptr;
+};
+
+struct ModelShare {     // per device model of a group: its largest share and usable memory
+  std::string model;
+  int share = 0;
+  Bytes usable_bytes = 0;
+  const AnalyticModel::DeviceMemory* memory = nullptr;   // an.device_memory(model)
+};
+
+struct GroupInfo {
+  int tp = 1, dp = 1;
+  std::vector<int> shares;
+  std::vector<ReplicaClass> classes;        // distinct (model, share, link)
+  std::vector<ModelShare> model_max_share;
+  Link dp_link;                              // slowest link between replicas
+  int in_flight = 1;                         // micro-batches of activations per layer kept
+  int weight_passes = -1;                    // zb-h1: micro-batches of weight-pass tensors held besides
+};
+
+// Share of a micro-batch's forward + backward time that is backward (GEMMs twice).
+constexpr double kBackwardShare = 2.0 / 3.0;
+
+/// The group holding stage s of a p-group pipeline under `schedule` (a wave turns back at
+/// every other chunk).
+int stage_group(const Schedule& schedule, int p, int s);
+
+/// Micro-batches of activations group g of p keeps per layer under `schedule` with m
+/// micro-batches.
+int in_flight_of(const Schedule& schedule, int p, int g, int m);
+
+/// zb-h1's group g runs the weight pass of a micro-batch g input passes after its input pass
+/// (docs/plan.md, "zb-h1"): besides its p - g micro-batches of activations it holds the
+/// weight-pass tensors of g micro-batches (fewer when m is small), and at an input pass one
+/// micro-batch's activations turn into its weight-pass tensors. -1: no split backward.
+int weight_passes_of(const Schedule& schedule, int g, int m);
+
+/// Group `index` of p under choice c: shares in proportion to its replicas' speeds (equal
+/// under `even`), its replica classes and device models, and its activations in flight.
+GroupInfo group_info(AnalyticModel& analytic, const GroupSpec& group, const Choice& c, int index, int p, bool even);
+
+}  // namespace whale::plan

@@ -1,0 +1,650 @@
+// File: structure_figures.cpp
+// StructureFigures (structure_figures.h): the search's lower bounds, with their figures kept
+// per group shape.
+#include "whale/plan/structure_figures.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "group_info.h"
+
+namespace whale::plan {
+
+const StructureFigures::KindSpeeds& StructureFigures::kind_speeds(const GroupSpec& g, int share) {
+  auto it = speeds_.find({&g, share});
+  if (it != speeds_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  const int L = an.layers();
+  KindSpeeds speeds;
+  for (const ReplicaKind& k : g.kinds) {
+    const auto key = std::make_tuple(k.model, g.tp, share, k.intra_link.bandwidth_bytes_per_s, k.intra_link.latency_s);
+    auto f = fractions_.find(key);
+    if (f == fractions_.end()) {
+      const ComputeTable& t = an.table(k.model, g.tp, share);
+      // Tensor-parallel all-reduces (forward and backward) count as build_layout counts them.
+      Fractions row;
+      std::vector<double> layer_s;
+      for (int l = 0; l < L; ++l) {
+        layer_s.push_back(t.forward(l, l + 1) + t.backward(l, l + 1) +
+                          2.0 * an.tp_comm_s(k.intra_link, g.tp, share, l, l + 1));
+        row.whole_s += layer_s.back();
+      }
+      for (double x : layer_s) row.of_layer.push_back(x / row.whole_s);
+      f = fractions_.emplace(key, std::move(row)).first;
+    }
+    speeds.per_kind.push_back(share / f->second.whole_s);
+    speeds.fractions.push_back(&f->second.of_layer);
+  }
+  for (int k : g.replica_kind) speeds.replicas += speeds.per_kind[k];
+  return speeds_.emplace(std::make_pair(&g, share), std::move(speeds)).first->second;
+}
+
+namespace {
+
+// The sum over layers of the least fraction of a whole-model time any of `fractions` gives the
+// layer, at most 1.
+double least_fraction_sum(const std::vector<const std::vector<double>*>& fractions) {
+  double sum = 0;
+  for (size_t l = 0; l < fractions.front()->size(); ++l) {
+    double least = (*fractions.front())[l];
+    for (const std::vector<double>* f : fractions) least = std::min(least, (*f)[l]);
+    sum += least;
+  }
+  return std::min(1.0, sum);
+}
+
+}  // namespace
+
+double StructureFigures::layer_mix(std::vector<const std::vector<double>*>& fractions) {
+  std::sort(fractions.begin(), fractions.end());
+  fractions.erase(std::unique(fractions.begin(), fractions.end()), fractions.end());
+  if (fractions.size() <= 1) return 1.0;
+  auto it = layer_mixes_.find(fractions);
+  if (it == layer_mixes_.end()) it = layer_mixes_.emplace(fractions, least_fraction_sum(fractions)).first;
+  return it->second;
+}
+
+const GroupSpec* StructureFigures::canonical(const GroupSpec& g) {
+  auto it = canonical_.find(&g);
+  if (it != canonical_.end()) return it->second;
+  std::vector<ReplicaKindKey> kinds;
+  for (const ReplicaKind& k : g.kinds) {
+    kinds.emplace_back(k.model, k.intra_link.bandwidth_bytes_per_s, k.intra_link.latency_s);
+  }
+  ShapeKey key{g.tp, g.dp_link.bandwidth_bytes_per_s, g.dp_link.latency_s, std::move(kinds), g.replica_kind};
+  const GroupSpec* rep = shapes_.emplace(std::move(key), &g).first->second;
+  canonical_.emplace(&g, rep);
+  return rep;
+}
+
+StructureFigures::Runs StructureFigures::runs(const Structure& st) {
+  Runs out;
+  for (const SharedGroup& group : st.groups) {
+    const GroupSpec* rep = canonical(*group);
+    if (out.runs.empty() || out.runs.back().first != rep) {
+      out.runs.push_back({rep, 1});
+    } else {
+      ++out.runs.back().second;
+    }
+  }
+  out.groups = static_cast<int>(st.groups.size());
+  return out;
+}
+
+Seconds StructureFigures::bound_s(const Structure& st, int micro_batch_size, int global_batch) {
+  return bound_s(runs(st), micro_batch_size, global_batch);
+}
+
+Seconds StructureFigures::bound_s(const Runs& runs, int micro_batch_size, int global_batch) {
+  double speed = 0;  // samples per second of all groups, each as if it held the whole model
+  std::vector<const std::vector<double>*> fractions;
+  for (const auto& [group, count] : runs.runs) {
+    // The largest share any replica can get: more samples never lower the efficiency.
+    const KindSpeeds& speeds = kind_speeds(*group, std::max(1, micro_batch_size - group->dp() + 1));
+    speed += count * speeds.replicas;
+    fractions.insert(fractions.end(), speeds.fractions.begin(), speeds.fractions.end());
+  }
+  return layer_mix(fractions) * global_batch / speed;
+}
+
+double StructureFigures::group_best_speed(const GroupSpec& g, int global_batch) {
+  if (global_batch != best_speed_batch_) {
+    best_speed_.clear();
+    best_speed_batch_ = global_batch;
+    batch_divisors_.clear();
+    for (int d = 1; d <= global_batch / d; ++d) {
+      if (global_batch % d != 0) continue;
+      batch_divisors_.push_back(d);
+      if (d != global_batch / d) batch_divisors_.push_back(global_batch / d);
+    }
+  }
+  auto it = best_speed_.find(&g);
+  if (it != best_speed_.end()) return it->second.speed;
+  BestSpeed out;
+  std::vector<double> best(g.kinds.size(), 0.0);
+  for (int b : batch_divisors_) {
+    if (b < g.dp()) continue;  // no replica would get a sample
+    const KindSpeeds& speeds = kind_speeds(g, std::max(1, b - g.dp() + 1));  // as bound_s
+    for (size_t k = 0; k < best.size(); ++k) {
+      best[k] = std::max(best[k], speeds.per_kind[k]);
+      const std::vector<double>& f = *speeds.fractions[k];
+      if (out.least_fractions.empty()) out.least_fractions = f;
+      for (size_t l = 0; l < f.size(); ++l) out.least_fractions[l] = std::min(out.least_fractions[l], f[l]);
+    }
+  }
+  for (int k : g.replica_kind) out.speed += best[k];
+  return (best_speed_[&g] = std::move(out)).speed;
+}
+
+Seconds StructureFigures::least_bound_s(const Structure& st, int global_batch) {
+  return least_bound_s(runs(st), global_batch);
+}
+
+Seconds StructureFigures::least_bound_s(const Runs& runs, int global_batch) {
+  // Summed in another order than bound_s sums: a relative margin far above the rounding error
+  // of a thousand terms keeps it below every bound_s.
+  constexpr double kRoundingMargin = 1e-9;
+  double speed = 0;
+  std::vector<const std::vector<double>*> fractions;
+  for (const auto& [group, count] : runs.runs) {
+    speed += count * group_best_speed(*group, global_batch);
+    const std::vector<double>& least = best_speed_.at(group).least_fractions;
+    if (!least.empty()) fractions.push_back(&least);
+  }
+  // Each group's least fractions over its shares sum to 1 or less: no shortcut for one.
+  const double mix = fractions.empty() ? 1.0 : least_fraction_sum(fractions);
+  return mix * global_batch / speed * (1.0 - kRoundingMargin);
+}
+
+StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g, int micro_batch_size,
+                                                              bool even_shares) {
+  const std::pair<const GroupSpec*, int> key{&g, 2 * micro_batch_size + (even_shares ? 1 : 0)};
+  auto it = group_layers_.find(key);
+  if (it != group_layers_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  const int L = an.layers();
+  const int top = max_rung(an);
+  const Choice choice{micro_batch_size, 1, Schedule{ScheduleKind::one_f_one_b, 1}};
+  const GroupInfo info = group_info(an, g, choice, 0, 1, even_shares);
+  // The slowest replica class over the whole model: its layers' times bound the group's.
+  const ReplicaClass* slowest = nullptr;
+  double slowest_s = -1;
+  for (const ReplicaClass& rc : info.classes) {
+    const double t = rc.table->forward(0, L) + rc.table->backward(0, L) + 2.0 * an.tp_comm_s(rc.link, g.tp, rc.share, 0, L);
+    if (t > slowest_s) {
+      slowest_s = t;
+      slowest = &rc;
+    }
+  }
+  GroupLayers layers;
+  const auto time_key = std::make_tuple(slowest->model, g.tp, slowest->share, slowest->link.bandwidth_bytes_per_s,
+                                        slowest->link.latency_s);
+  auto rows = time_rows_.find(time_key);
+  if (rows == time_rows_.end()) {
+    std::vector<std::vector<double>> prefix;
+    std::vector<double> unsorted;
+    for (int r = 0; r <= top; ++r) {
+      std::vector<double> t;
+      std::vector<double> blocks;
+      for (int l = 0; l < L; ++l) {
+        t.push_back(slowest->table->forward(l, l + 1) + slowest->table->backward(l, l + 1) +
+                    slowest->table->recompute(l, l + 1, rung_recompute(r)) +
+                    2.0 * an.tp_comm_s(slowest->link, g.tp, slowest->share, l, l + 1));
+        if (!outer_layer(l)) blocks.push_back(t.back());
+      }
+      if (r == 0) unsorted = t;
+      t = std::move(blocks);
+      std::sort(t.begin(), t.end());
+      std::vector<double> row(1, 0.0);
+      for (double x : t) row.push_back(row.back() + x);
+      prefix.push_back(std::move(row));
+    }
+    prefix.push_back(std::move(unsorted));
+    rows = time_rows_.emplace(time_key, std::move(prefix)).first;
+  }
+  layers.time_prefix = &rows->second;
+  // A reduction costs a latency term plus a part linear in the layers' parameters.
+  const double latency_s = g.dp() > 1 ? 2.0 * (g.dp() - 1) * g.dp_link.latency_s : 0.0;
+  std::vector<double> linear;
+  for (int l = 0; l < L; ++l) linear.push_back(std::max(0.0, an.dp_comm_s(g.dp_link, g.tp, g.dp(), l, l + 1) - latency_s));
+  std::sort(linear.begin(), linear.end());
+  layers.reduction_prefix.assign(1, 0.0);
+  for (double x : linear) layers.reduction_prefix.push_back(layers.reduction_prefix.back() + x);
+  for (size_t k = 1; k < layers.reduction_prefix.size(); ++k) {
+    if (layers.reduction_prefix[k] > 0) layers.reduction_prefix[k] += latency_s;
+  }
+  for (const ModelShare& ms : info.model_max_share) {
+    const auto model_key = std::make_tuple(ms.model, g.tp, g.dp());
+    auto figures = per_model_.find(model_key);
+    if (figures == per_model_.end()) {
+      // Memory is additive over layers but for full recomputation's one rebuilt layer and
+      // zb-h1's weight passes (left out: the verdict stays a relaxation). The kept bytes per
+      // micro-batch in flight are the difference between two and one in flight.
+      std::vector<std::vector<double>> per_rung;
+      std::vector<double> least(2 * static_cast<size_t>(L), std::numeric_limits<double>::infinity());
+      for (int r = 0; r <= top; ++r) {
+        std::vector<double> row;
+        for (int l = 0; l < L; ++l) {
+          auto need = [&](int in_flight) {
+            return an.memory(ms.model, l, l + 1, g.tp, g.dp(), 1, in_flight, rung_recompute(r), rung_shards(r, g.dp()),
+                             rung_shards_gradients(r, g.dp()));
+          };
+          const MemoryNeed one = need(1);
+          row.push_back(one.state_bytes);
+          row.push_back(need(2).activation_bytes - one.activation_bytes);
+          least[2 * l] = std::min(least[2 * l], row[2 * l]);
+          least[2 * l + 1] = std::min(least[2 * l + 1], row[2 * l + 1]);
+        }
+        per_rung.push_back(std::move(row));
+      }
+      per_rung.push_back(std::move(least));
+      figures = per_model_.emplace(model_key, std::move(per_rung)).first;
+    }
+    layers.models.emplace_back(ms.share, ms.usable_bytes, &figures->second);
+  }
+  return group_layers_.emplace(key, std::move(layers)).first->second;
+}
+
+const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& layers, int in_flight,
+                                                                  const OuterLayers& outer_held) {
+  int mask = 0;   // which of the (at most two) fixed outer layers the group holds
+  for (int l : outer_held) mask |= l == 0 ? 1 : 2;
+  const std::pair<int, int> key{in_flight, mask};
+  auto it = layers.block_times.find(key);
+  if (it != layers.block_times.end()) return it->second;
+  const int L = analytic_.layers();
+  const int top = max_rung(analytic_);
+  const size_t rows = static_cast<size_t>(top) + 2;
+  std::vector<int> most(rows, L);   // per rung (last: each layer at its least memory)
+  for (const auto& [share, usable, figures] : layers.models) {
+    const double per_layer = static_cast<double>(share) * in_flight;   // activation copies kept
+    const std::vector<std::vector<double>>& sorted = block_needs(figures, per_layer);
+    for (size_t r = 0; r < rows; ++r) {
+      const std::vector<double>& f = (*figures)[r];
+      double budget = usable;   // the outer layers the group holds come first
+      for (int l : outer_held) budget -= f[2 * l] + f[2 * l + 1] * per_layer;
+      const int k = budget < 0 ? -1   // not even the outer layers fit
+                               : static_cast<int>(std::upper_bound(sorted[r].begin(), sorted[r].end(), budget) -
+                                                  sorted[r].begin()) - 1;
+      most[r] = std::min(most[r], k);
+    }
+  }
+  const std::vector<std::vector<double>>& time = *layers.time_prefix;
+  BlockTimes out;
+  out.outer_s = 0;
+  for (int l : outer_held) out.outer_s += time[top + 1][l];
+  // One rung for the group: k blocks at the cheapest rung that holds k.
+  for (int k = 0;; ++k) {
+    double least = std::numeric_limits<double>::infinity();
+    for (int r = 0; r <= top; ++r) {
+      if (most[r] >= k) least = std::min(least, time[r][k]);
+    }
+    if (std::isinf(least)) break;
+    out.one_rung.push_back(least);
+  }
+  // A rung per stage: k blocks take at least their least times at rung 0, and at least k times
+  // the least seconds per block of any mix of rungs whose bytes per block fit the memory left
+  // (a linear relaxation over the per-rung least time and least bytes of a block).
+  const bool blocks = time[0].size() > 1;
+  std::vector<std::vector<std::pair<double, double>>> points;   // per model: (bytes, seconds) of a block per rung
+  std::vector<double> left;
+  for (const auto& [share, usable, figures] : layers.models) {
+    if (!blocks) break;
+    const double per_layer = static_cast<double>(share) * in_flight;
+    const std::vector<std::vector<double>>& sorted = block_needs(figures, per_layer);
+    const std::vector<double>& least = (*figures)[top + 1];
+    double budget = usable;
+    for (int l : outer_held) budget -= least[2 * l] + least[2 * l + 1] * per_layer;
+    left.push_back(budget);
+    points.emplace_back();
+    for (int r = 0; r <= top; ++r) points.back().push_back({sorted[r][1], time[r][1]});
+  }
+  // The least seconds per block of a mix of rungs using at most `bytes` per block: the lower
+  // convex envelope of the rungs' (bytes, seconds) points, which decreases with the bytes.
+  for (std::vector<std::pair<double, double>>& rungs : points) {
+    std::sort(rungs.begin(), rungs.end());
+    std::vector<std::pair<double, double>> hull;   // bytes ascending, seconds descending
+    for (const auto& q : rungs) {
+      if (!hull.empty() && q.second >= hull.back().second) continue;   // more bytes, no faster
+      while (hull.size() >= 2) {   // keep the envelope convex
+        const auto& a = hull[hull.size() - 2];
+        const auto& b = hull.back();
+        if ((b.second - a.second) * (q.first - a.first) >= (q.second - a.second) * (b.first - a.first)) {
+          hull.pop_back();
+        } else {
+          break;
+        }
+      }
+      hull.push_back(q);
+    }
+    rungs = std::move(hull);
+  }
+  auto per_block = [](const std::vector<std::pair<double, double>>& hull, double bytes) {
+    if (hull.empty() || bytes < hull.front().first) return std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i + 1 < hull.size(); ++i) {
+      const auto& [m0, t0] = hull[i];
+      const auto& [m1, t1] = hull[i + 1];
+      if (bytes < m1) return t0 + (bytes - m0) / (m1 - m0) * (t1 - t0);
+    }
+    return hull.back().second;
+  };
+  for (int k = 0; k <= most[top + 1]; ++k) {
+    double t = time[0][k];
+    for (size_t i = 0; k > 0 && i < points.size(); ++i) t = std::max(t, k * per_block(points[i], left[i] / k));
+    out.any_rung.push_back(t);
+  }
+  return layers.block_times.emplace(key, std::move(out)).first->second;
+}
+
+const std::vector<std::vector<double>>& StructureFigures::block_needs(const std::vector<std::vector<double>>* figures,
+                                                                       double per_layer) {
+  const auto key = std::make_pair(figures, per_layer);
+  auto it = block_needs_.find(key);
+  if (it != block_needs_.end()) return it->second;
+  const int L = analytic_.layers();
+  std::vector<std::vector<double>> out;
+  std::vector<double> need;
+  for (const std::vector<double>& f : *figures) {
+    need.clear();
+    for (int l = 0; l < L; ++l) {
+      if (!outer_layer(l)) need.push_back(f[2 * l] + f[2 * l + 1] * per_layer);
+    }
+    std::sort(need.begin(), need.end());
+    std::vector<double> prefix(1, 0.0);
+    for (double x : need) prefix.push_back(prefix.back() + x);
+    out.push_back(std::move(prefix));
+  }
+  return block_needs_.emplace(key, std::move(out)).first->second;
+}
+
+StructureFigures::StructureFigures(AnalyticModel& analytic) : analytic_(analytic) {
+  for (int l = 0; l < analytic.layers(); ++l) {
+    if (outer_layer(l)) outer_layers_.push_back(l);
+  }
+}
+
+bool StructureFigures::outer_layer(int layer) const {
+  const LayerKind kind = analytic_.model().layers[layer].kind;
+  return kind == LayerKind::embedding || kind == LayerKind::head;
+}
+
+StructureFigures::OuterHolders StructureFigures::outer_holders(const Schedule& schedule, int p) const {
+  const int L = analytic_.layers();
+  OuterHolders out;
+  for (int l : outer_layers_) {
+    if (l == 0) {
+      out.first_group = stage_group(schedule, p, 0);
+    } else if (l == L - 1) {
+      out.last_group = stage_group(schedule, p, p * schedule.chunks - 1);
+      out.last_layer = l;
+    } else {
+      ++out.free;
+    }
+  }
+  return out;
+}
+
+Seconds StructureFigures::of_structure(Seconds (StructureFigures::*bound)(const Runs&, const Choice&, bool, Seconds),
+                                       const Structure& st, const Choice& choice, int global_batch, bool even_shares) {
+  const Runs r = runs(st);
+  return (this->*bound)(r, choice, even_shares, bound_s(r, choice.micro_batch_size, global_batch));
+}
+
+Seconds StructureFigures::stage_bound_s(const Structure& st, const Choice& choice, int global_batch,
+                                        bool even_shares) {
+  return of_structure(&StructureFigures::stage_bound_s, st, choice, global_batch, even_shares);
+}
+
+Seconds StructureFigures::stage_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s) {
+  const int p = runs.groups;
+  const int v = choice.schedule.chunks;
+  const OuterHolders holders = outer_holders(choice.schedule, p);
+  const int free_outer = holders.free;
+  double slowest = 0, summed = 0;   // the most and the sum of the groups' least seconds per micro-batch
+  int first = 0;   // of the run
+  for (const auto& [group, count] : runs.runs) {
+    const std::vector<std::vector<double>>& time =
+        *group_layers(*group, choice.micro_batch_size, even_shares).time_prefix;
+    const int top = static_cast<int>(time.size()) - 2;
+    // Stages no outer layer fills each hold a block or more (with free outer layers, maybe none).
+    auto least_s = [&](const OuterLayers& outer) {
+      double s = 0;
+      for (int l : outer) s += time[top + 1][l];
+      const int blocks = free_outer > 0 ? 0 : std::min<int>(std::max(0, v - static_cast<int>(outer.size())),
+                                                            static_cast<int>(time[0].size()) - 1);
+      return s + time[0][blocks];
+    };
+    int plain = count;   // the run's groups that hold no outer layer, all alike
+    for (int g = first; g < first + count; ++g) {
+      const OuterLayers held = holders.of(g);
+      if (held.size() == 0) continue;
+      --plain;
+      const double s = least_s(held);
+      slowest = std::max(slowest, s);
+      summed += s;
+    }
+    if (plain > 0) {
+      const double s = least_s(OuterLayers{});
+      slowest = std::max(slowest, s);
+      summed += plain * s;
+    }
+    first += count;
+  }
+  // build_layout's estimate: m times the slowest group's time (at least bound_s as well) plus
+  // the bubble share of the other groups' summed time.
+  const int m = choice.micro_batches;
+  const double bubble_factor = bubble_share(choice.schedule.kind) / (m >= p ? v : 1);
+  return std::max(known_s, m * slowest) + bubble_factor * (summed - slowest);
+}
+
+Seconds StructureFigures::least_stage_bound_s(const Runs& runs, const std::vector<Choice>& choices, int global_batch,
+                                              bool even_shares) {
+  const int p = runs.groups;
+  // Layer 0 rides in group 0 and the last layer in group 0 or p - 1 under every schedule: the
+  // groups between hold a block or more each where no other outer layer could fill a stage.
+  const OuterHolders holders = outer_holders(Schedule{ScheduleKind::one_f_one_b, 1}, p);
+  const bool blocks_needed = holders.free == 0 && p > 2;
+  double least = std::numeric_limits<double>::infinity();
+  for (size_t c = 0; c < choices.size(); ++c) {
+    const int b = choices[c].micro_batch_size;
+    if (c > 0 && b == choices[c - 1].micro_batch_size) continue;
+    double slowest = 0;   // the least seconds per micro-batch of the slowest middle group
+    int first = 0;
+    for (const auto& [group, count] : runs.runs) {
+      if (blocks_needed && first + count > 1 && first < p - 1) {
+        const std::vector<double>& blocks = (*group_layers(*group, b, even_shares).time_prefix)[0];
+        if (blocks.size() > 1) slowest = std::max(slowest, blocks[1]);
+      }
+      first += count;
+    }
+    least = std::min(least, std::max(bound_s(runs, b, global_batch), choices[c].micro_batches * slowest));
+  }
+  return least;
+}
+
+Seconds StructureFigures::memory_bound_s(const Structure& st, const Choice& choice, int global_batch,
+                                         bool even_shares) {
+  return of_structure(&StructureFigures::memory_bound_s, st, choice, global_batch, even_shares);
+}
+
+Seconds StructureFigures::memory_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s) {
+  return layers_bound_s(runs, choice, even_shares, known_s, true);
+}
+
+Seconds StructureFigures::balance_bound_s(const Structure& st, const Choice& choice, int global_batch,
+                                          bool even_shares) {
+  return of_structure(&StructureFigures::balance_bound_s, st, choice, global_batch, even_shares);
+}
+
+Seconds StructureFigures::balance_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s) {
+  return layers_bound_s(runs, choice, even_shares, known_s, false);
+}
+
+Seconds StructureFigures::layers_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s,
+                                         bool memory) {
+  // Summed in another order than build_layout sums: a relative margin far above the rounding.
+  constexpr double kRoundingMargin = 1e-9;
+  const int micro_batch_size = choice.micro_batch_size;
+  AnalyticModel& an = analytic_;
+  const int p = runs.groups;
+  const int m = choice.micro_batches;
+  const int v = choice.schedule.chunks;
+  const bool one_chunk = v == 1;
+  const double bubble_factor = bubble_share(choice.schedule.kind) / (m >= p ? v : 1);
+  const int L = an.layers();
+  const int top = max_rung(an);
+  // The outer layers (embedding, head): the first layer rides in stage 0 and the last in stage
+  // S - 1, on known groups; an outer layer elsewhere may go to any group, free (each group
+  // counts only the blocks it takes, at their least time and memory, and the blocks and the
+  // outer layers together must make up the model).
+  const OuterHolders holders = outer_holders(choice.schedule, p);
+  const int free_outer = holders.free;
+  const int outer = static_cast<int>(outer_layers_.size());
+  // Per group (`count` alike): the least seconds per micro-batch of its outer layers and of k
+  // blocks beside them, and the stages its outer layers fill. Without memory the groups of a
+  // run that hold no outer layer are alike.
+  struct Curve {
+    double outer_s;
+    const std::vector<double>* take;
+    int outer_stages;
+    const std::vector<double>* layer_s;   // each layer's seconds at rung 0
+    int count;
+    // The blocks it takes at the bisection's two ends (within, below): at any T between them
+    // it takes from k_lo to k_hi, which narrows its search; k_now at the last T asked.
+    int k_lo = 0, k_hi = 0, k_now = 0;
+  };
+  std::vector<Curve> curves;
+  double lo = 0, hi = 0;   // within(T) fails below lo and holds from hi on
+  long most_total = outer;
+  auto add = [&](GroupLayers& layers, int g, int count) {
+    const OuterLayers held = g < 0 ? OuterLayers{} : holders.of(g);
+    const std::vector<std::vector<double>>& time = *layers.time_prefix;
+    double outer_s = 0;
+    const std::vector<double>* take = &time[0];   // k blocks at rung 0, memory aside
+    if (memory) {
+      const BlockTimes& times = block_times(layers, in_flight_of(choice.schedule, p, g, m), held);
+      outer_s = times.outer_s;
+      take = one_chunk ? &times.one_rung : &times.any_rung;
+      if (take->empty()) return false;   // its outer layers alone overflow
+    } else {
+      for (int l : held) outer_s += time[top + 1][l];
+    }
+    curves.push_back(Curve{outer_s, take, held.size(), &time[top + 1], count});
+    most_total += count * (static_cast<long>(take->size()) - 1);
+    lo = std::max(lo, outer_s);
+    hi = std::max(hi, outer_s + take->back());
+    return true;
+  };
+  int first = 0;   // of the run
+  double reduction = std::numeric_limits<double>::infinity();   // see the estimate below
+  const int most_held = (L + p - 1) / p;
+  for (const auto& [group, count] : runs.runs) {
+    GroupLayers& layers = group_layers(*group, micro_batch_size, even_shares);
+    reduction = std::min(reduction, layers.reduction_prefix[most_held]);
+    int plain = 0;   // groups of the run taken together
+    for (int g = first; g < first + count; ++g) {
+      if (memory || holders.of(g).size() > 0) {
+        if (!add(layers, g, 1)) return std::numeric_limits<double>::infinity();
+      } else {
+        ++plain;
+      }
+    }
+    if (plain > 0) add(layers, -1, plain);
+    first += count;
+  }
+  if (most_total < L) return std::numeric_limits<double>::infinity();
+  // Whether the groups can take every layer within T seconds per micro-batch each. Every
+  // stage holds a layer or more (partition_layers' ranges are not empty), so a group that
+  // takes fewer blocks than it has stages without an outer layer leaves stages that only the
+  // free outer layers could fill.
+  // `asked`: the curves whose k_now it set (it stops at the first that rules T out).
+  size_t asked = 0;
+  auto within = [&](double T) {
+    long total = outer;
+    long unfilled = 0;
+    for (asked = 0; asked < curves.size();) {
+      Curve& c = curves[asked];
+      const double left = T - c.outer_s;
+      if (left < 0) return false;
+      const auto begin = c.take->begin();
+      c.k_now = static_cast<int>(std::upper_bound(begin + c.k_lo + 1, begin + c.k_hi + 1, left) - begin) - 1;
+      ++asked;
+      total += static_cast<long>(c.count) * c.k_now;
+      unfilled += static_cast<long>(c.count) * std::max(0, v - c.outer_stages - c.k_now);
+      if (unfilled > free_outer) return false;   // it only grows
+    }
+    return total >= L;
+  };
+  // At hi every group takes all it can hold (a margin over the rounding of T - outer_s): beyond
+  // it nothing changes. T >= lo leaves no curve's `left` negative.
+  for (Curve& c : curves) c.k_hi = static_cast<int>(c.take->size()) - 1;
+  hi *= 1 + 1e-9;
+  if (!within(hi)) return std::numeric_limits<double>::infinity();
+  // Bisection to a relative 1e-4: lo stays below the least T that holds.
+  while (hi - lo > 1e-4 * hi) {
+    const double mid = 0.5 * (lo + hi);
+    const bool holds = within(mid);
+    for (size_t i = 0; i < asked; ++i) (holds ? curves[i].k_hi : curves[i].k_lo) = curves[i].k_now;
+    (holds ? hi : lo) = mid;
+  }
+  // The estimate is m S + bubble (total - S) + max over groups of (reduction - 2/3 time) + more
+  // terms >= 0, with S the slowest group's time (>= lo) and total the summed group times
+  // (>= each layer at its fastest group, and >= S); some group holds ceil(L / p) layers or
+  // more, so its reduction is at least the least such over the groups. A piecewise linear
+  // function of S: least at lo or at a break.
+  std::vector<const std::vector<double>*> layer_rows;   // distinct, one per run at most
+  for (const Curve& c : curves) {
+    if (std::find(layer_rows.begin(), layer_rows.end(), c.layer_s) == layer_rows.end()) layer_rows.push_back(c.layer_s);
+  }
+  double total = 0;
+  for (int l = 0; l < L; ++l) {
+    double fastest = std::numeric_limits<double>::infinity();
+    for (const std::vector<double>* row : layer_rows) fastest = std::min(fastest, (*row)[l]);
+    total += fastest;
+  }
+  auto estimate_at = [&](double S) {
+    return m * S + bubble_factor * (std::max(total, S) - S) + std::max(0.0, reduction - kBackwardShare * S);
+  };
+  double least = estimate_at(lo);
+  for (double S : {total, reduction / kBackwardShare}) {
+    if (S > lo) least = std::min(least, estimate_at(S));
+  }
+  return std::max(known_s, least * (1.0 - kRoundingMargin));
+}
+
+double StructureFigures::group_hold_fraction(const GroupSpec& g) {
+  auto it = held_.find(&g);
+  if (it != held_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  double held = std::numeric_limits<double>::infinity();
+  const std::string* last = nullptr;
+  for (int d : g.devices) {
+    const std::string& m = an.cluster().devices[d].model;
+    if (last && *last == m) continue;
+    last = &m;
+    const MemoryNeed whole = an.memory(m, 0, an.layers(), g.tp, g.dp(), 1, 0, Recompute::full, g.dp() > 1,
+                                       g.dp() > 1 && an.strategies().shard_gradients);
+    held = std::min(held, an.usable_bytes(m) / whole.state_bytes);
+  }
+  return held_[&g] = std::min(1.0, held);
+}
+
+double StructureFigures::hold_fraction(const Structure& st) { return hold_fraction(runs(st)); }
+
+double StructureFigures::hold_fraction(const Runs& runs) {
+  double held = 0;  // fraction of the model's state the groups can hold
+  for (const auto& [group, count] : runs.runs) held += count * group_hold_fraction(*group);
+  return held;
+}
+
+Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batch_size,
+                          int global_batch) {
+  return StructureFigures(an).bound_s(st, micro_batch_size, global_batch);
+}
+
+double structure_hold_fraction(AnalyticModel& an, const Structure& st) {
+  return StructureFigures(an).hold_fraction(st);
+}
+
+}  // namespace whale::plan
