@@ -152,7 +152,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     double bound;
     long index;   // in enumeration order
     int level = 0;   // the bound is bound_s's (0), stage_bound_s's (1), balance_bound_s's (2), memory_bound_s's (3)
-    bool listed = false;   // the front of its structure's list (see `listed` below)
+    bool listed = false;   // taken from its structure's list (see `listed` below)
   };
   // Outside exhaustive spaces an item's bound is stage_bound_s's from the start, and is refined
   // when it first reaches the front by balance_bound_s and then the memory verdict with
@@ -187,25 +187,22 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   std::priority_queue<Item, std::vector<Item>, decltype(later)> ready(later);
   size_t next_waiting = 0;
   std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> deferred;
-  // A reached structure's items, sorted by (bound, index), wait in its own list; the queue
-  // holds the front of each list (and the items that went back into it), so it yields the
-  // items in the order of one queue of them all while holding one per structure. (At 8,192
+  // A reached structure's items wait in its own list, the least by (bound, index) at the back;
+  // the queue holds the back of each list (and the items that went back into it), so it yields
+  // the items in the order of one queue of them all while holding one per structure. (At 8,192
   // devices most of 1.4 M structures are reached, with 5 to 16 items each.)
   struct Listed {
     double bound;
     size_t choice;
   };
   std::vector<std::vector<Listed>> listed(n);
-  std::vector<size_t> listed_next(n, 0);
   auto push_listed = [&](int i) {
     std::vector<Listed>& list = listed[i];
-    if (listed_next[i] == list.size()) return;
-    const Listed next = list[listed_next[i]++];
+    if (list.empty()) return;
+    const Listed next = list.back();
+    list.pop_back();
     ready.push(Item{i, next.choice, next.bound, first_item[i] + static_cast<long>(next.choice), refine ? 1 : 0, true});
-    if (listed_next[i] == list.size()) {   // spent: its memory goes
-      std::vector<Listed>().swap(list);
-      listed_next[i] = 0;
-    }
+    if (list.empty()) std::vector<Listed>().swap(list);   // spent: its memory goes
   };
   auto expand = [&](int i, double least) {
     const ChoiceList& choices = *list_of[i];
@@ -218,6 +215,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       list.push_back({refine ? figures.stage_bound_s(runs[i], choices[ci], in.rules.even_shares, bound) : bound, ci});
     }
     std::stable_sort(list.begin(), list.end(), [](const Listed& a, const Listed& b) { return a.bound < b.bound; });
+    std::reverse(list.begin(), list.end());
     push_listed(i);
   };
   // Past the deadline (asked every kStopCheckInterval structures reached or deferred) the
