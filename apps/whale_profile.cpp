@@ -10,6 +10,7 @@
 #include "whale/exec/comm/mpi_communicator.h"
 #include "whale/exec/profile/profile_device_prober.h"
 #include "whale/exec/profile/profile_links.h"
+#include "whale/exec/profile/profile_lockstep.h"
 #include "whale/exec/profile/profile_output.h"
 #include "tool_main.h"
 #include "whale/plan/atomic_file.h"
@@ -59,7 +60,7 @@ int profile_device(const Args& args, const std::string& out_path, const std::fun
   options.in_step = in_step;
   options.name = out_path.empty() ? prober->default_name() : profile_name_for(out_path);
   const std::string out = out_path.empty() ? options.name + ".yaml" : out_path;
-  check_writable(out);
+  if (out_path.empty()) check_writable(out);  // a named path was checked before the prober started
   progress("measuring " + prober->description() + (args.quick ? " (quick)" : ""));
   const ProbeResult result = prober->measure(options, progress);
   const whale::plan::DeviceProfile loaded = write_validated_profile(result.profile, out);
@@ -88,13 +89,15 @@ int run_device_lockstep(const Args& args) {
     if (rank == 0) throw;
     return whale::kExitBadInput;  // rank 0 reports it
   }
-  float cell = 0;
+  ProfileLockstep lockstep(*world);
   const std::string who = "rank " + std::to_string(rank);
+  const ProgressFn progress = [&](const std::string& line) { progress_line(who + ": " + line); };
   const int code = whale::run_guarded("whale-profile", [&] {
-    return profile_device(args, out, [&] { world->all_reduce_sum(&cell, 1); },
-                          [&](const std::string& line) { progress_line(who + ": " + line); });
+    return profile_device(args, out, [&] { lockstep.step(); }, progress);
   }, who);
   if (code != 0 && world->size() > 1) abort_world_after_report(code);
+  const int others = lockstep.finish();
+  if (others > 0) progress("waited out " + std::to_string(others) + " measurement(s) that other ranks made alone");
   return code;
 }
 

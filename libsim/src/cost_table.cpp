@@ -310,8 +310,8 @@ Seconds tied_embedding_s(const plan::Plan& plan) {
 CostTable build_cost_table(const plan::Plan& plan, const std::vector<std::vector<MemoryBreakdown>>& memories) {
   CostTable table;
   table.stages.resize(plan.stages.size());
-  std::vector<int> stages_in_group(plan.pipeline_groups(), 0);
-  for (std::size_t s = 0; s < plan.stages.size(); ++s) ++stages_in_group.at(plan.group_of_stage(static_cast<int>(s)));
+  // Every device group runs the same number of stages: its chunks.
+  const int stages_per_group = static_cast<int>(plan.stages.size()) / plan.pipeline_groups();
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
     const plan::Stage& stage = plan.stages[s];
     const int group = plan.group_of_stage(static_cast<int>(s));
@@ -324,7 +324,7 @@ CostTable build_cost_table(const plan::Plan& plan, const std::vector<std::vector
     // Replicas with the same share, device model and node layout cost the same: compute once.
     std::map<ReplicaKey, int> first_alike;
     for (int r = 0; r < stage.dp(); ++r) {
-      const double passes = passes_in_flight(memories.at(group).at(r).peak_in_flight, stages_in_group[group]);
+      const double passes = passes_in_flight(memories.at(group).at(r).peak_in_flight, stages_per_group);
       const auto [it, inserted] = first_alike.emplace(replica_key(plan, stage, r, passes), r);
       cost.replicas.push_back(inserted ? replica_cost(plan, stage, r, buckets, it->first.warm_fractions)
                                        : cost.replicas[it->second]);

@@ -23,7 +23,7 @@ class MpiLinkEndpoint : public LinkEndpoint {
       : comm_(std::move(comm)), placement_(placement) {}
   Communicator& communicator() override { return *comm_; }
   float* buffer(std::size_t count) override {
-    if (data_.size() < count) data_.assign(count, 1.0f);
+    if (data_.size() < count) data_.assign(count, 0.0f);  // zeros: repeated in-place sums stay finite
     return data_.data();
   }
   std::string transport() const override { return "mpi"; }

@@ -28,10 +28,11 @@ DeviceSpec parse_device_spec(const std::string& text);
 struct ProbeOptions {
   bool quick = false;      // a smaller sweep that runs in a few seconds
   std::string name;        // the profile's name (the file stem of the output)
-  /// When set, the CPU prober calls it before every timed measurement, and every process
-  /// profiling a core at once makes the same calls in the same order: whale-profile --lockstep
-  /// makes it a barrier of its MPI ranks, so that each core times an op while the others time
-  /// the same op, as data-parallel ranks run the same ops at once. The CUDA prober ignores it.
+  /// When set, the CPU prober calls it before every timed measurement: whale-profile --lockstep
+  /// makes it a barrier of its MPI ranks (ProfileLockstep), so that each core times an op while
+  /// the others time the same op, as data-parallel ranks run the same ops at once. Probers on
+  /// other machines may make more or fewer calls (the cache sweep runs only where sysfs lists no
+  /// cache); ProfileLockstep waits those out. The CUDA prober ignores it.
   std::function<void()> in_step;
 };
 
