@@ -88,7 +88,8 @@ if [ "$(nproc)" -lt "$RANKS" ]; then
   echo "fidelity.sh: error: needs $RANKS cores, one per rank, found $(nproc) (hint: run it on a machine with $RANKS or more)" >&2
   exit 2
 fi
-BIND=(--map-by core --bind-to core)  # rank r on core r, for the profiler of cpu-core<r> and whale-run
+# shellcheck source=core_binding.sh
+source "$ROOT/scripts/core_binding.sh"   # CORE_BINDING: rank r on core r
 echo "fidelity: load before measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 profile_cpu() {  # folder: writes folder/cpu-core<r>.yaml for every core r
@@ -97,14 +98,14 @@ profile_cpu() {  # folder: writes folder/cpu-core<r>.yaml for every core r
   # mostly with the same ops at once, so each core times an op while the others time it too
   # (they share caches and memory bandwidth).
   # --quick (about 7 s on 2 cores): it runs before every plan's run.
-  mpirun -np "$RANKS" "${BIND[@]}" "$BUILD/apps/whale-profile" --device cpu --lockstep --quick \
+  mpirun -np "$RANKS" "${CORE_BINDING[@]}" "$BUILD/apps/whale-profile" --device cpu --lockstep --quick \
     --out "$1/cpu-core{rank}.yaml" > "$1/profile.log" 2>&1 ||
     { echo "fidelity.sh: error: whale-profile failed (log: $1/profile.log)" >&2; tail -3 "$1/profile.log" >&2; exit 1; }
 }
 
 if [ "$REUSE" = 0 ]; then
   echo "fidelity: profiling the links (mpirun -np $RANKS) ..."
-  mpirun -np "$RANKS" "${BIND[@]}" "$BUILD/apps/whale-profile" --links --out "$WORK/links.yaml" > "$WORK/links.log" 2>&1
+  mpirun -np "$RANKS" "${CORE_BINDING[@]}" "$BUILD/apps/whale-profile" --links --out "$WORK/links.yaml" > "$WORK/links.log" 2>&1
   # The link takes the ping-pong latency but the all-reduce bandwidth: between CPU ranks the
   # ring's bandwidth term is bound by the reduction through memory, not by the copy, and
   # all-reduces (dp gradients, tp activations) carry most bytes here.
@@ -174,7 +175,7 @@ for round in $(seq 1 "$ROUNDS"); do
     echo "fidelity: round $round: $name on $ranks rank(s), $STEPS steps ..."
     layer_times=()  # the calibration runs also measure their layers
     if [[ ",$CALIBRATE_ON," == *",$name,"* ]]; then layer_times=(--layer-times "$WORK/$name-$round.layers.csv"); fi
-    mpirun -np "$ranks" "${BIND[@]}" "$BUILD/apps/whale-run" "$plan" --data data/corpus.txt --steps "$STEPS" \
+    mpirun -np "$ranks" "${CORE_BINDING[@]}" "$BUILD/apps/whale-run" "$plan" --data data/corpus.txt --steps "$STEPS" \
       --metrics "$WORK/$name-$round.jsonl" "${layer_times[@]}" > "$WORK/$name-$round.log" 2>&1 ||
       { echo "fidelity.sh: error: whale-run failed on $plan (log: $WORK/$name-$round.log)" >&2
         tail -3 "$WORK/$name-$round.log" >&2; exit 1; }

@@ -17,6 +17,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=core_binding.sh
+source "$ROOT/scripts/core_binding.sh"   # CORE_BINDING: rank r on core r
 BUILD=build
 STEPS=6
 WORK=${WHALE_FIDELITY_DIR:-}
@@ -104,7 +106,7 @@ if [ "${WHALE_HETERO_PLANNER:-0}" = 1 ] && [ -x "$BUILD/apps/whale-plan" ]; then
 fi
 
 measure() {  # plan, label -> median step time of steps 2..N
-  mpirun -np 2 --map-by core --bind-to core "$BUILD/apps/whale-run" "$1" --data data/corpus.txt --steps "$STEPS" \
+  mpirun -np 2 "${CORE_BINDING[@]}" "$BUILD/apps/whale-run" "$1" --data data/corpus.txt --steps "$STEPS" \
     --metrics "$WORK/$2.jsonl" > "$WORK/$2.log" 2>&1 ||
     { echo "hetero_demo.sh: error: whale-run failed on $1 (log: $WORK/$2.log)" >&2; exit 1; }
   python3 -c 'import json,statistics,sys; s=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]; print(statistics.median(x["step_time_s"] for x in s if x["step"] > 1))' "$WORK/$2.jsonl"

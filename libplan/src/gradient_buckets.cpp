@@ -12,12 +12,15 @@ double parameters_per_device(const Layer& layer, int tp) {
   return (layer.parameters - layer.parameters_replicated) / tp + layer.parameters_replicated;
 }
 
+double routed_parameters_per_device(const Layer& layer, const Stage& stage, int ep_rank) {
+  if (layer.experts <= 0) return 0.0;
+  return expert_parameters_per_device(
+      layer, stage, ep_rank >= 0 ? ep_rank : most_experts_rank(stage, static_cast<int>(layer.experts)));
+}
+
 double parameters_per_device(const Layer& layer, const Stage& stage, int ep_rank) {
-  const double experts = layer.expert_parameters;
-  const double held = layer.experts > 0 ? expert_parameters_per_device(
-                                              layer, stage, ep_rank >= 0 ? ep_rank : most_experts_rank(stage, static_cast<int>(layer.experts)))
-                                        : 0.0;
-  return (layer.parameters - layer.parameters_replicated - experts) / stage.tp + layer.parameters_replicated + held;
+  return (layer.parameters - layer.parameters_replicated - layer.expert_parameters) / stage.tp +
+         layer.parameters_replicated + routed_parameters_per_device(layer, stage, ep_rank);
 }
 
 std::vector<GradientBucket> gradient_buckets(const Plan& plan, int stage) {
@@ -25,13 +28,15 @@ std::vector<GradientBucket> gradient_buckets(const Plan& plan, int stage) {
   const Bytes cap_bytes = plan.gradient_bucket_mib * 1024.0 * 1024.0;
   const double bytes_per_gradient = gradient_bytes_per_element(plan.precision, plan.framework_precision);
   std::vector<GradientBucket> buckets;
-  GradientBucket open{st.end_layer, st.end_layer, 0};
+  GradientBucket open{st.end_layer, st.end_layer, 0, 0};
   for (int l = st.end_layer - 1; l >= st.first_layer; --l) {
+    const Layer& layer = plan.model.layers.at(l);
     open.first_layer = l;
-    open.bytes += parameters_per_device(plan.model.layers.at(l), st) * bytes_per_gradient;
+    open.bytes += parameters_per_device(layer, st) * bytes_per_gradient;
+    open.expert_bytes += routed_parameters_per_device(layer, st) * bytes_per_gradient;
     if (open.bytes >= cap_bytes || l == st.first_layer) {
       buckets.push_back(open);
-      open = GradientBucket{l, l, 0};
+      open = GradientBucket{l, l, 0, 0};
     }
   }
   return buckets;

@@ -134,6 +134,11 @@ bool Plan::last_stage_holds_table_copy() const {
   return model.tie_embeddings && last > 0 && group_of_stage(0) != group_of_stage(last);
 }
 
+bool Plan::reduces_gradients(int s) const {
+  const Stage& stage = stages.at(s);
+  return stage.dp() > 1 || (model.moe.has_value() && stage.expert_dp() > 1);
+}
+
 int group_of_stage(ScheduleKind kind, int groups, int chunks, int stage) {
   if (groups <= 0) return stage;
   switch (kind) {

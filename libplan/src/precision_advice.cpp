@@ -4,6 +4,7 @@
 // whale-plan prints about it.
 #include "whale/plan/precision_advice.h"
 
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -46,6 +47,24 @@ std::string cut_text(const PrecisionAdvice& advice) {
   const std::string why = stats.timed_out ? "by the time limit"
                                           : "at " + std::to_string(stats.max_evaluations) + " layouts a round";
   return "; that search was cut (" + why + "): its plan is the best it found";
+}
+
+// How the substitute's best plan compares in speed, read "the best plan in fp16 is <this>":
+// "1.81x as fast", "0.3% slower", "0.0077% faster", "as fast"; a ratio within 1% of 1 is said
+// as a percentage ("1x as fast" said nothing). `against`, when not empty, names what it is
+// compared with ("in bf16") and is joined with "as" or "than" as the wording needs.
+std::string speed_text(double speedup, const std::string& against) {
+  const double percent = (speedup - 1.0) * 100.0;
+  char text[96];
+  if (std::fabs(percent) >= 1.0) {
+    std::snprintf(text, sizeof text, "%.3gx as fast%s%s", speedup, against.empty() ? "" : " as ", against.c_str());
+  } else if (std::fabs(percent) < 1e-6) {
+    std::snprintf(text, sizeof text, "as fast%s%s", against.empty() ? "" : " as ", against.c_str());
+  } else {
+    std::snprintf(text, sizeof text, "%.2g%% %s%s%s", std::fabs(percent), percent > 0 ? "faster" : "slower",
+                  against.empty() ? "" : " than ", against.c_str());
+  }
+  return text;
 }
 
 // The advice's search: the model planned in the precision the frameworks train in where a
@@ -106,10 +125,11 @@ std::string format_precision_warning(const PrecisionAdvice& advice, const PlanRe
   char line[1024];
   std::snprintf(line, sizeof line,
                 "warning: %s %s no %s units (%s GEMMs are priced at fp32 there); the frameworks train %s there, and "
-                "the best plan in %s is %.3gx as fast (%.4g samples/s against %.4g)%s%s; pass --precision %s or "
+                "the best plan in %s is %s (%.4g samples/s against %.4g)%s%s; pass --precision %s or "
                 "--precision auto\n",
                 join(advice.device_models).c_str(), advice.device_models.size() == 1 ? "has" : "have", from, from,
-                substitute_text(advice.substitute).c_str(), to_string(advice.substitute), advice.speedup,
+                substitute_text(advice.substitute).c_str(), to_string(advice.substitute),
+                speed_text(advice.speedup, "").c_str(),
                 advice.substitute_result.best().estimate.samples_per_s, planned.best().estimate.samples_per_s,
                 cost_ratio_text(advice, planned).c_str(), cut_text(advice).c_str(), to_string(advice.substitute));
   return line;
@@ -125,11 +145,10 @@ std::string format_precision_choice(const PrecisionAdvice& advice, const PlanRes
   } else {
     const bool took = advice.substitute_better;
     std::snprintf(line, sizeof line,
-                  "precision auto: %s (%s %s no %s units; the best plan in %s is %.3gx as fast as in %s%s%s; "
-                  "ranked by %s)\n",
+                  "precision auto: %s (%s %s no %s units; the best plan in %s is %s%s%s; ranked by %s)\n",
                   to_string(took ? advice.substitute : advice.planned), join(advice.device_models).c_str(),
                   advice.device_models.size() == 1 ? "has" : "have", from, to_string(advice.substitute),
-                  advice.speedup, from, cost_ratio_text(advice, planned).c_str(), cut_text(advice).c_str(),
+                  speed_text(advice.speedup, std::string("in ") + from).c_str(), cost_ratio_text(advice, planned).c_str(), cut_text(advice).c_str(),
                   to_string(planned.objective));
   }
   return line;

@@ -231,7 +231,7 @@ ScheduleProgram generate_schedule(const Plan& plan) {
     const int stages = static_cast<int>(plan.stages.size());
     std::vector<int> buckets(stages, 0);
     for (int s = 0; s < stages; ++s) {
-      if (plan.stages[s].dp() > 1) buckets[s] = static_cast<int>(gradient_buckets(plan, s).size());
+      if (plan.reduces_gradients(s)) buckets[s] = static_cast<int>(gradient_buckets(plan, s).size());
     }
     return generate_with_reductions(plan.schedule.kind, plan.pipeline_groups(), plan.schedule.chunks,
                                     plan.micro_batches, buckets);

@@ -2,6 +2,9 @@
 // run_guarded: maps the exceptions that reach a tool's main to one line and an exit code.
 #include "whale/plan/tool_boundary.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -25,11 +28,27 @@ std::string one_line(const std::string& text) {
   return out;
 }
 
+/// Writes `line` to standard error in as few write calls as the kernel allows (one for any
+/// error line): std::cerr is unbuffered and writes each piece on its own, so ranks failing at
+/// once under mpirun had their lines interleaved mid-line.
+void write_whole_line(const std::string& line) {
+  std::cerr.flush();
+  const char* data = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {
+    const ssize_t wrote = ::write(STDERR_FILENO, data, left);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) return;
+    data += wrote;
+    left -= static_cast<std::size_t>(wrote);
+  }
+}
+
 int report(const std::string& tool, const std::string& kind, const std::string& who,
            const std::string& what, const std::string& tail, int code) {
   std::cout.flush();
-  std::cerr << tool << ": " << kind << ": " << (who.empty() ? "" : who + ": ") << one_line(what)
-            << tail << std::endl;
+  write_whole_line(tool + ": " + kind + ": " + (who.empty() ? "" : who + ": ") + one_line(what) +
+                   tail + "\n");
   return code;
 }
 

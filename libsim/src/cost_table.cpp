@@ -229,36 +229,60 @@ std::vector<int> dp_group(const plan::Stage& stage) {
   return group;
 }
 
+/// The expert-data-parallel group of a mixture-of-experts stage that stands for all of them:
+/// ep rank 0 and expert-tp rank 0 of each expert-dp replica (Stage::expert_dp), the devices
+/// holding the same experts' same shard.
+std::vector<int> expert_dp_group(const plan::Stage& stage) {
+  std::vector<int> group;
+  const int stride = stage.ep * stage.expert_tp_degree();
+  for (int d = 0; d < stage.expert_dp(); ++d) group.push_back(stage.devices.at(d * stride));
+  return group;
+}
+
+/// Whether a stage of dp 1 reduces only its routed experts' gradients, over the expert-dp
+/// group (Plan::reduces_gradients: experts replicated on expert_dp > 1 devices).
+bool reduces_experts_only(const plan::Plan& plan, const plan::Stage& stage) {
+  return plan.model.moe && stage.dp() == 1 && stage.expert_dp() > 1;
+}
+
 /// The data-parallel reduction of each gradient bucket of a stage: an all-reduce, or with
 /// sharded gradients (ZeRO-2) a reduce-scatter; between replicas at different tp, the
-/// all-reduces of each finest shard (mixed_tp_exchange.h).
+/// all-reduces of each finest shard (mixed_tp_exchange.h); at dp 1, the bucket's routed-expert
+/// bytes over the expert-dp group.
 std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stage& stage,
                                         const std::vector<plan::GradientBucket>& buckets) {
-  const std::vector<int> group = dp_group(stage);
+  const bool experts_only = reduces_experts_only(plan, stage);
+  const std::vector<int> group = experts_only ? expert_dp_group(stage) : dp_group(stage);
   std::vector<Seconds> out;
   for (const plan::GradientBucket& b : buckets) {
     if (stage.mixed_tp()) {
       out.push_back(mixed_tp_exchange_s(plan, stage, b.first_layer, b.end_layer));
       continue;
     }
-    out.push_back(stage.shard_gradients ? reduce_scatter_s(plan.cluster, group, b.bytes)
-                                        : allreduce_s(plan.cluster, group, b.bytes));
+    const Bytes bytes = experts_only ? b.expert_bytes : b.bytes;
+    out.push_back(stage.shard_gradients ? reduce_scatter_s(plan.cluster, group, bytes)
+                                        : allreduce_s(plan.cluster, group, bytes));
   }
   return out;
 }
 
 /// A sharded optimizer (ZeRO-1 and ZeRO-2): each replica updates only its shard, so the
 /// replicas all-gather the updated weights after the optimizer step (whale-run's
-/// share_parameters); 0 otherwise.
+/// share_parameters): at dp 1, the routed experts' weights over the expert-dp group (the dense
+/// ones are whole on every device); 0 otherwise.
 Seconds weight_gather_s(const plan::Plan& plan, const plan::Stage& stage) {
-  if (stage.dp() <= 1 || !stage.shard_optimizer) return 0;
+  const bool experts_only = reduces_experts_only(plan, stage);
+  if ((stage.dp() <= 1 && !experts_only) || !stage.shard_optimizer) return 0;
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-    parameters += parameters_per_device(plan.model.layers.at(l), stage);
+    const plan::Layer& layer = plan.model.layers.at(l);
+    parameters += experts_only ? plan::routed_parameters_per_device(layer, stage)
+                               : parameters_per_device(layer, stage);
   }
-  return all_gather_s(plan.cluster, dp_group(stage), parameters * state.weights);
+  return all_gather_s(plan.cluster, experts_only ? expert_dp_group(stage) : dp_group(stage),
+                      parameters * state.weights);
 }
 
 /// Bridge transfers from `from` to `to`. Every tp rank of a receiving replica takes its input
@@ -319,7 +343,7 @@ CostTable build_cost_table(const plan::Plan& plan, const std::vector<std::vector
     table.max_replicas = std::max(table.max_replicas, stage.dp());
     // The same buckets as the schedule program's reduce_bucket instructions.
     const std::vector<plan::GradientBucket> buckets =
-        stage.dp() > 1 ? plan::gradient_buckets(plan, static_cast<int>(s))
+        plan.reduces_gradients(static_cast<int>(s)) ? plan::gradient_buckets(plan, static_cast<int>(s))
                        : std::vector<plan::GradientBucket>{};
     // Replicas with the same share, device model and node layout cost the same: compute once.
     std::map<ReplicaKey, int> first_alike;

@@ -76,6 +76,10 @@ set(WHALE_REFERENCE_PLANS
     moe_ep2_dp2_uneven_zero1:tiny-moe/ep2-dp2-uneven-zero1:4:tiny-moe/single-mb3:1:5
     moe_ep2_dp2_uneven_zero2:tiny-moe/ep2-dp2-uneven-zero2:4:tiny-moe/single-mb3:1:5
     moe_tp2_dp2_ep2_folded_zero2:tiny-moe/tp2-dp2-ep2-folded-zero2:4:tiny-moe/single-mb6:1:5
+    # Experts replicated where attention is not (dp 1, expert dp 2): the experts' gradients
+    # alone are reduced (reduce-scattered under ZeRO-2) over the expert-dp group
+    moe_tp2_expert_dp2:tiny-moe/tp2-expert-dp2:2:tiny-moe/single-mb6:1:5
+    moe_tp2_expert_dp2_zero2:tiny-moe/tp2-expert-dp2-zero2:2:tiny-moe/single-mb6:1:5
     # Sequence parallelism in MoE stages: the layer gathers its rows and reduce-scatters its output
     moe_tp2_sp:tiny-moe/tp2-sp:2:tiny-moe/single-mb6:1:5
     moe_tp2_dp2_ep2_folded_sp:tiny-moe/tp2-dp2-ep2-folded-sp:4:tiny-moe/single-mb6:1:5

@@ -59,8 +59,9 @@ TEST_CASE("validate_expert_layout: shipped MoE plans pass, the folded ones and s
   Plan folded = load_plan("configs/plans/tiny-moe/tp2-ep2-folded.yaml");
   CHECK(refused_field(folded) == "");
   CHECK(refused_field(load_plan("configs/plans/tiny-moe/tp4-ep2-etp2-folded.yaml")) == "");
-  folded.stages[0].ep = 1;  // expert dp 2 where the stage's dp is 1
-  CHECK(refused_field(folded) == "stages[0].ep");
+  folded.stages[0].ep = 1;  // expert dp 2 where the stage's dp is 1: the experts' buckets alone
+  CHECK(refused_field(folded) == "");
+  CHECK(refused_field(load_plan("configs/plans/tiny-moe/tp2-expert-dp2-zero2.yaml")) == "");
   Plan tp4 = load_plan("configs/plans/tiny-moe/tp4-ep2-etp2-folded.yaml");
   tp4.stages[0].expert_tp = 3;  // does not divide tp 4
   CHECK(refused_field(tp4) == "stages[0].expert_tp");

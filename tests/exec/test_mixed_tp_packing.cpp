@@ -41,7 +41,7 @@ std::vector<PackedGradients> packing_of(int replica, int tp_rank) {
   const StageRole role{0, replica, tp_rank};
   const auto packing = mixed_tp_packing(mixed_plan().model, stage, role,
                                         block0_views(stage.replica_tp(replica)),
-                                        {whale::plan::GradientBucket{1, 2, 0}});
+                                        {whale::plan::GradientBucket{1, 2, 0, 0}});
   REQUIRE(packing.size() == 1);
   return packing[0];
 }
@@ -101,7 +101,7 @@ TEST_CASE("a bucket without split parameters has only the replicated all-reduce"
   std::vector<ParameterView> views = block0_views(1);
   views.resize(1);  // ln1.weight alone
   const auto packing = mixed_tp_packing(mixed_plan().model, stage, StageRole{0, 1, 0}, views,
-                                        {whale::plan::GradientBucket{1, 2, 0}});
+                                        {whale::plan::GradientBucket{1, 2, 0, 0}});
   REQUIRE(packing[0].size() == 1);
   CHECK(packing[0][0].group == 2);
 }

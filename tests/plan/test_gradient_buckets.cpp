@@ -41,7 +41,7 @@ bool same(const std::vector<GradientBucket>& a, const std::vector<GradientBucket
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i)
     if (a[i].first_layer != b[i].first_layer || a[i].end_layer != b[i].end_layer ||
-        a[i].bytes != b[i].bytes)
+        a[i].bytes != b[i].bytes || a[i].expert_bytes != b[i].expert_bytes)
       return false;
   return true;
 }
@@ -53,16 +53,16 @@ TEST_CASE("buckets run from the last layer and close once they reach the cap") {
   // From layer 3 down: 200000 (open), + 1200000 = 1400000 >= cap -> [2, 4); then 800000 (open),
   // + 400000 = 1200000 >= cap -> [0, 2).
   const Plan plan = stage_of({1e5, 2e5, 3e5, 5e4}, 1.0);
-  CHECK(same(gradient_buckets(plan, 0), {{2, 4, 1.4e6}, {0, 2, 1.2e6}}));
+  CHECK(same(gradient_buckets(plan, 0), {{2, 4, 1.4e6, 0}, {0, 2, 1.2e6, 0}}));
 }
 
 TEST_CASE("a layer is never split and the last bucket may be smaller than the cap") {
   // Cap 0.5 MiB = 524288 bytes: [2, 4) 1400000 as before; layer 1 alone 800000 >= cap; layer 0
   // 400000 ends the stage.
   const Plan plan = stage_of({1e5, 2e5, 3e5, 5e4}, 0.5);
-  CHECK(same(gradient_buckets(plan, 0), {{2, 4, 1.4e6}, {1, 2, 8e5}, {0, 1, 4e5}}));
+  CHECK(same(gradient_buckets(plan, 0), {{2, 4, 1.4e6, 0}, {1, 2, 8e5, 0}, {0, 1, 4e5, 0}}));
   // A cap above the stage's gradients: one bucket of everything.
-  CHECK(same(gradient_buckets(stage_of({1e5, 2e5}, 25.0), 0), {{0, 2, 1.2e6}}));
+  CHECK(same(gradient_buckets(stage_of({1e5, 2e5}, 25.0), 0), {{0, 2, 1.2e6, 0}}));
   // The default cap is DDP's 25 MiB.
   CHECK(Plan().gradient_bucket_mib == 25.0);
 }
@@ -72,7 +72,7 @@ TEST_CASE("a tp shard holds the split parameters divided by tp plus the replicat
   plan.model.layers[1].parameters_replicated = 200;
   // Layer 1: 800 / 2 + 200 = 600 params, 2400 bytes = the cap; layer 0: 500 params, 2000 bytes.
   CHECK(whale::plan::parameters_per_device(plan.model.layers[1], 2) == 600);
-  CHECK(same(gradient_buckets(plan, 0), {{1, 2, 2400}, {0, 1, 2000}}));
+  CHECK(same(gradient_buckets(plan, 0), {{1, 2, 2400, 0}, {0, 1, 2000, 0}}));
 }
 
 TEST_CASE("the buckets of a later stage cover only its layers") {
@@ -82,6 +82,6 @@ TEST_CASE("the buckets of a later stage cover only its layers") {
   second.first_layer = 2;
   second.end_layer = 4;
   plan.stages.push_back(second);
-  CHECK(same(gradient_buckets(plan, 1), {{2, 4, 1.4e6}}));
-  CHECK(same(gradient_buckets(plan, 0), {{0, 2, 1.2e6}}));
+  CHECK(same(gradient_buckets(plan, 1), {{2, 4, 1.4e6, 0}}));
+  CHECK(same(gradient_buckets(plan, 0), {{0, 2, 1.2e6, 0}}));
 }

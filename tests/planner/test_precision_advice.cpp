@@ -70,6 +70,23 @@ TEST_CASE("bf16 on V100s: the advice plans fp16 too, and its speedup is the thro
   CHECK(plan::format_precision_choice(timed, planned).find("; that search was cut (by the time limit): its plan is "
                                                            "the best it found; ranked by throughput)") !=
         std::string::npos);
+
+  // Within 1% of each other the ratio is said as a percentage, never "1x as fast".
+  struct SpeedCase {
+    double speedup;
+    bool warning;  // format_precision_warning, else format_precision_choice
+    const char* said;
+  };
+  for (const SpeedCase& c : {SpeedCase{1.000077, true, "the best plan in fp16 is 0.0077% faster ("},
+                             SpeedCase{0.997, false, "the best plan in fp16 is 0.3% slower than in bf16"},
+                             SpeedCase{1.0, false, "the best plan in fp16 is as fast as in bf16"},
+                             SpeedCase{0.85, false, "the best plan in fp16 is 0.85x as fast as in bf16"}}) {
+    plan::PrecisionAdvice close = advice;
+    close.speedup = c.speedup;
+    const std::string line = c.warning ? plan::format_precision_warning(close, planned)
+                                       : plan::format_precision_choice(close, planned);
+    CHECK_MESSAGE(line.find(c.said) != std::string::npos, line);
+  }
 }
 
 TEST_CASE("--precision auto takes the faster precision; a forced one is planned alone") {

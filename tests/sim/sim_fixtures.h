@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "whale/plan/cost_model.h"
 #include "whale/plan/plan.h"
 
 namespace whale::sim::test {
@@ -90,6 +91,14 @@ inline plan::Plan pipeline_plan(const plan::Cluster& cluster, std::vector<plan::
     p.stages.push_back(st);
   }
   return p;
+}
+
+/// The duration of device `device`'s event `name` in the estimate's timeline (evaluated with
+/// a timeline); -1 when it has none.
+inline double device_event_s(const plan::Estimate& estimate, const std::string& name, int device = 0) {
+  for (const plan::TimelineEvent& e : estimate.timeline)
+    if (e.device == device && e.name == name) return e.duration_s;
+  return -1;
 }
 
 /// Four CPUs of one node on a shared-memory link (cluster YAML), and a tiny llama of two MoE

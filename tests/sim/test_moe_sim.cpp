@@ -1,7 +1,8 @@
 // File: test_moe_sim.cpp
 // The simulator's mixture-of-experts costs: the all-to-all over a node's links and across
 // nodes by hand, expert weights sharded by ep x expert_tp and their optimizer state by expert dp,
-// and the busiest device's imbalance on an MoE step.
+// the busiest device's imbalance on an MoE step, and at dp 1 the experts' own gradient
+// reduction over expert dp.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "sim_fixtures.h"
+#include "whale/plan/gradient_buckets.h"
 #include "whale/plan/model_state_bytes.h"
 #include "whale/plan/schedule_program.h"
 #include "whale/sim/collective_cost.h"
@@ -86,4 +88,37 @@ TEST_CASE("moe step: load imbalance slows the step and costs no model flops") {
   const plan::Estimate skewed = Simulator().evaluate(moe_plan("skew.yaml", "ep: 2"), {});
   CHECK(skewed.step_time_s > balanced.step_time_s);
   CHECK(skewed.model_flops_per_step == balanced.model_flops_per_step);
+}
+
+TEST_CASE("moe at dp 1 with its experts replicated: their gradients alone reduced over expert dp") {
+  write_specs(1.0);
+  // tp 2 on devices 0-1, the experts whole on both (ep 1, expert_tp 1): dp 1, expert dp 2.
+  const auto tp2_plan = [](const std::string& name, const std::string& layout) {
+    return plan::load_plan(scratch(name, "cluster: cluster.yaml\nmodel: model.yaml\nmicro_batch_size: 4\n"
+                                         "micro_batches: 2\nschedule: 1f1b\nstages:\n  - {layers: [0, 3], "
+                                         "devices: \"0-1\", tp: 2, ep: 1, " + layout + "}\n"),
+                           std::string(WHALE_SOURCE_DIR) + "/profiles");
+  };
+  plan::Plan p = tp2_plan("expert-dp2.yaml", "expert_tp: 1");
+  REQUIRE(p.stages[0].dp() == 1);
+  REQUIRE(p.stages[0].expert_dp() == 2);
+  CHECK(p.reduces_gradients(0));
+  // Two blocks of 576 expert parameters, all held by each device, fp32 gradients: one bucket.
+  const std::vector<plan::GradientBucket> buckets = plan::gradient_buckets(p, 0);
+  REQUIRE(buckets.size() == 1);
+  CHECK(buckets[0].expert_bytes == 2 * 576 * 4.0);
+  CHECK(buckets[0].bytes > buckets[0].expert_bytes);
+  const Simulator simulator;
+  CHECK(test::device_event_s(simulator.evaluate(p, {true}), "reduce_bucket s0 b0") ==
+        doctest::Approx(allreduce_s(p.cluster, {0, 1}, 4608.0)));
+  // ZeRO-2: reduce-scattered, and the updated experts (their 1152 fp32 weights) all-gathered.
+  p.stages[0].shard_optimizer = p.stages[0].shard_gradients = true;
+  const plan::Estimate zero2 = simulator.evaluate(p, {true});
+  CHECK(test::device_event_s(zero2, "reduce_bucket s0 b0") ==
+        doctest::Approx(reduce_scatter_s(p.cluster, {0, 1}, 4608.0)));
+  CHECK(test::device_event_s(zero2, "allgather weights s0") == doctest::Approx(all_gather_s(p.cluster, {0, 1}, 4608.0)));
+  // The experts split over the tensor group (expert_tp = tp): expert dp 1, nothing to reduce.
+  const plan::Plan split = tp2_plan("expert-tp2.yaml", "expert_tp: 2");
+  CHECK_FALSE(split.reduces_gradients(0));
+  CHECK(test::device_event_s(simulator.evaluate(split, {true}), "reduce_bucket s0 b0") == -1);
 }

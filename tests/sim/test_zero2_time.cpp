@@ -31,13 +31,6 @@ plan::Plan sharded_stage_plan() {
   return p;
 }
 
-/// The duration of device 0's event `name`; -1 when it has none.
-double event_s(const plan::Estimate& estimate, const std::string& name) {
-  for (const plan::TimelineEvent& e : estimate.timeline)
-    if (e.device == 0 && e.name == name) return e.duration_s;
-  return -1;
-}
-
 }  // namespace
 
 TEST_CASE("ZeRO-1 and ZeRO-2 both all-gather the updated weights after the optimizer step") {
@@ -46,12 +39,12 @@ TEST_CASE("ZeRO-1 and ZeRO-2 both all-gather the updated weights after the optim
   plan::Plan p = sharded_stage_plan();
   SimulatorOptions options;
   const plan::Estimate zero1 = Simulator(options).evaluate(p, {true});
-  CHECK(event_s(zero1, "allgather weights s0") == doctest::Approx(1e-3).epsilon(1e-9));
+  CHECK(test::device_event_s(zero1, "allgather weights s0") == doctest::Approx(1e-3).epsilon(1e-9));
   p.stages[0].shard_gradients = true;
   const plan::Estimate zero2 = Simulator(options).evaluate(p, {true});
-  CHECK(event_s(zero2, "allgather weights s0") == doctest::Approx(1e-3).epsilon(1e-9));
+  CHECK(test::device_event_s(zero2, "allgather weights s0") == doctest::Approx(1e-3).epsilon(1e-9));
   p.stages[0].shard_optimizer = p.stages[0].shard_gradients = false;
-  CHECK(event_s(Simulator(options).evaluate(p, {true}), "allgather weights s0") == -1);
+  CHECK(test::device_event_s(Simulator(options).evaluate(p, {true}), "allgather weights s0") == -1);
 }
 
 TEST_CASE("ZeRO-2 exposes a reduce-scatter where ZeRO-1 exposes an all-reduce") {

@@ -160,7 +160,8 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
             *im.backend, state.module->parameters(), buckets,
             mixed_tp_packing(plan.model, stage, role, state.module->parameters(), buckets),
             dp_groups);
-      } else if (state.dp) {
+      } else if (state.dp || (separate_experts && state.expert_dp)) {
+        // At dp 1 with experts replicated (expert_dp > 1) only the experts' runs are reduced.
         state.reducer = std::make_unique<GradientReducer>(
             state.module->parameters(), plan::gradient_buckets(plan, s), state.dp,
             stage.shard_gradients, separate_experts ? state.expert_dp.get() : state.dp);

@@ -42,15 +42,6 @@ void validate_expert_layout(const plan::Plan& plan) {
                   "an ep dividing the stage's devices over expert_tp (" +
                       std::to_string(devices / etp) + ") and the " +
                       std::to_string(moe->experts) + " experts, got " + std::to_string(s.ep));
-    // The routed experts' gradients go over the expert-dp group, reduced in the stage's
-    // gradient buckets, which the schedule runs when the stage has dp > 1.
-    if (s.dp() == 1 && s.expert_dp() > 1)
-      throw Error(file, at + "ep",
-                  "ep x expert_tp covering the stage's " + std::to_string(devices) +
-                      " devices when its dp is 1 (whale-run reduces the experts' gradients over "
-                      "the expert-dp group in the data-parallel buckets), got ep " +
-                      std::to_string(s.ep) + " x expert_tp " + std::to_string(etp),
-                  "raise ep to " + std::to_string(devices / etp) + ", or use dp > 1");
   }
 }
 

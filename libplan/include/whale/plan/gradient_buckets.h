@@ -11,15 +11,20 @@
 namespace whale::plan {
 
 /// One bucket of a stage: the layers [first_layer, end_layer), whose gradients one tp shard
-/// holds in `bytes` (at gradient_bytes_per_element: the training precision or fp32).
+/// holds in `bytes` (at gradient_bytes_per_element: the training precision or fp32), of which
+/// `expert_bytes` are the routed experts' (0 on dense layers; at the ep rank holding the most).
 struct GradientBucket {
   int first_layer = 0;
   int end_layer = 0;
   Bytes bytes = 0;
+  Bytes expert_bytes = 0;
 };
 
 /// Parameters one tp shard holds of `layer`: the split part divided by tp plus the replicated.
 double parameters_per_device(const Layer& layer, int tp);
+/// Routed-expert parameters one device of `stage` at ep rank `ep_rank` holds of `layer`: its
+/// experts divided by expert_tp (0 on a dense layer). `ep_rank` -1: the rank holding the most.
+double routed_parameters_per_device(const Layer& layer, const Stage& stage, int ep_rank = -1);
 /// Parameters one device of `stage` at ep rank `ep_rank` holds of `layer`: the dense split
 /// part divided by tp, the replicated part, and its routed experts divided by expert_tp
 /// (moe_layer.h, expert_parameters_per_device). `ep_rank` -1: the rank holding the most

@@ -161,6 +161,11 @@ struct Plan {
   /// device groups. The copy is vocabulary-parallel over the last stage's tp, takes its own
   /// gradients and optimizer state, and the two copies' gradients are summed once per step.
   bool last_stage_holds_table_copy() const;
+  /// Whether stage s sums gradients across devices after its backward passes, in its gradient
+  /// buckets (gradient_buckets): it has dp > 1, or it is a mixture-of-experts stage whose
+  /// experts are replicated over expert_dp > 1 devices (at dp 1 only the routed experts' part
+  /// of each bucket is reduced, over the expert-dp group).
+  bool reduces_gradients(int s) const;
 };
 
 /// Where a plan's group placement rule puts stage s, for p groups and `chunks` chunks.
