@@ -33,6 +33,15 @@ const DeviceProfile& Cluster::profile_of(int device_id) const {
   return it->second;
 }
 
+std::vector<const DeviceProfile*> Cluster::distinct_profiles(const std::vector<int>& device_ids) const {
+  std::vector<const DeviceProfile*> out;
+  for (int id : device_ids) {
+    const DeviceProfile* profile = &profile_of(id);
+    if (std::find(out.begin(), out.end(), profile) == out.end()) out.push_back(profile);
+  }
+  return out;
+}
+
 Link Cluster::link_between(int a, int b) const {
   const Device& da = device_at(*this, a);
   const Device& db = device_at(*this, b);

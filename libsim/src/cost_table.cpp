@@ -25,7 +25,7 @@
 namespace whale::sim {
 namespace {
 
-/// What a replica's costs depend on: its share, its device model, the experts its busiest ep
+/// What a replica's costs depend on: its share, its device models, the experts its busiest ep
 /// rank holds and, per tp device, its node relative to the first device's and that node's
 /// links (all that allreduce_s reads), and the warm fractions of its layers (the other
 /// stages its device holds).
@@ -52,7 +52,14 @@ ReplicaKey replica_key(const plan::Plan& plan, const plan::Stage& stage, int rep
     key.token_scale = plan::expert_token_scale(stage, replica);
   }
   const std::vector<int> devices = stage.replica_devices(replica);
-  key.model = plan.cluster.devices.at(devices.front()).model;
+  std::vector<std::string> models;  // the device models it is priced at (slowest_layer_cost)
+  for (int d : devices) {
+    const std::string& model = plan.cluster.devices.at(d).model;
+    if (std::find(models.begin(), models.end(), model) == models.end()) {
+      models.push_back(model);
+      key.model += model + "\n";
+    }
+  }
   const int first_node = plan.cluster.devices.at(devices.front()).node;
   int previous_node = -1;
   plan::Link intra, share;  // of previous_node: a replica's devices mostly share a node
@@ -120,31 +127,67 @@ Seconds expert_exchange_s(const plan::Plan& plan, const plan::Stage& stage, int 
   return time_s;
 }
 
+/// One device model of a replica, as its layers are priced on it: the profile, the precision
+/// its GEMMs run in, and the profile blended with the replica's warm fraction once needed.
+struct DevicePricing {
+  const plan::DeviceProfile* profile = nullptr;
+  plan::Precision gemm_precision = plan::Precision::fp32;
+  std::optional<plan::DeviceProfile> warm;
+};
+
+/// The layer's cost on the slowest of `pricings` pass by pass: the devices of a tensor-parallel
+/// replica meet in its collectives after every layer's forward and backward, so each pass
+/// ends when its slowest device's does. One device model: its cost alone.
+LayerCost slowest_layer_cost(const plan::Layer& layer, std::vector<DevicePricing>& pricings,
+                             double warm_fraction, int tp, double samples, plan::Recompute recompute,
+                             bool sequence_parallel) {
+  LayerCost slowest;
+  bool first = true;
+  for (DevicePricing& pricing : pricings) {
+    // Every layer of a device with operands in the last-level cache has the same warm
+    // fraction (cache_working_set.h), so one blended profile serves them all.
+    if (warm_fraction > 0 && !pricing.warm) pricing.warm = plan::with_warm_fraction(*pricing.profile, warm_fraction);
+    const plan::DeviceProfile& profile = warm_fraction > 0 ? *pricing.warm : *pricing.profile;
+    const LayerCost cost =
+        layer_cost(layer, profile, pricing.gemm_precision, tp, samples, recompute, sequence_parallel);
+    if (first) {
+      slowest = cost;
+      first = false;
+      continue;
+    }
+    slowest.forward_s = std::max(slowest.forward_s, cost.forward_s);
+    slowest.backward_s = std::max(slowest.backward_s, cost.backward_s);
+    slowest.backward_weight_s = std::max(slowest.backward_weight_s, cost.backward_weight_s);
+    slowest.recompute_s = std::max(slowest.recompute_s, cost.recompute_s);
+    slowest.measured = slowest.measured && cost.measured;
+  }
+  return slowest;
+}
+
 /// `buckets`: the stage's gradient buckets, empty when it has no dp reduction; `warm_fractions`:
 /// layer_warm_fractions of the replica (empty: every layer cold). The replica
-/// computes at its own tp (Stage::as_replica), its tp collectives on its own devices.
+/// computes at its own tp (Stage::as_replica), its tp collectives on its own devices, each
+/// pass at the pace of its slowest device model (slowest_layer_cost).
 ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int replica,
                          const std::vector<plan::GradientBucket>& buckets,
                          const std::vector<double>& warm_fractions) {
   const plan::Stage stage = whole.as_replica(replica);
   const std::vector<int> devices = stage.replica_devices(replica);
-  const plan::DeviceProfile& profile = plan.cluster.profile_of(devices.front());
   const double samples = stage.shares.at(replica);
   ReplicaCost out;
   out.bucket_backward_s.assign(buckets.size(), 0);
   out.bucket_tp_s.assign(buckets.size(), 0);
   out.bucket_weight_s.assign(buckets.size(), 0);
   std::size_t bucket = buckets.size();  // the bucket of layer l: buckets run from the last layer
-  // GEMMs run in the device's effective precision (TF32 allowed, documented fallbacks).
-  const plan::Precision gemm_precision =
-      plan::effective_gemm_precision(plan.precision, plan.framework_precision, profile);
-  // Layers whose operands the last-level cache keeps run partly warm (cache_working_set.h);
-  // every such layer of a device has the same warm fraction, so one blended profile serves them.
-  std::optional<plan::DeviceProfile> warm_profile;
+  // GEMMs run in each device's effective precision (TF32 allowed, documented fallbacks).
+  std::vector<DevicePricing> pricings;
+  Seconds overhead_s = 0;  // the fitted fixed cost per micro-batch, the largest of the models'
+  for (const plan::DeviceProfile* profile : plan.cluster.distinct_profiles(devices)) {
+    pricings.push_back({profile, plan::effective_gemm_precision(plan.precision, plan.framework_precision, *profile), {}});
+    overhead_s = std::max(overhead_s, profile->calibration.micro_batch_overhead_s);
+  }
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const double warm_fraction = warm_fractions.empty() ? 0.0 : warm_fractions[l - stage.first_layer];
-    if (warm_fraction > 0 && !warm_profile) warm_profile = plan::with_warm_fraction(profile, warm_fraction);
-    const plan::DeviceProfile& layer_profile = warm_fraction > 0 ? *warm_profile : profile;
     const plan::Layer& model_layer = plan.model.layers.at(l);
     const bool moe = model_layer.experts > 0;
     // An MoE layer as this replica runs it: its device holding the most experts, at the
@@ -153,9 +196,8 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int r
     const double token_scale = moe ? plan::expert_token_scale(stage, replica) : 1.0;
     const plan::Layer busiest = moe ? plan::layer_at_expert_layout(model_layer, stage, true, ep_rank, token_scale) : plan::Layer{};
     const plan::Layer& layer = moe ? busiest : model_layer;
-    const LayerCost cost =
-        layer_cost(layer, layer_profile, gemm_precision, stage.tp, samples, stage.recompute,
-                   stage.sequence_parallel);
+    const LayerCost cost = slowest_layer_cost(layer, pricings, warm_fraction, stage.tp, samples,
+                                              stage.recompute, stage.sequence_parallel);
     out.forward_s += cost.forward_s;
     out.backward_s += cost.backward_s;
     out.backward_weight_s += cost.backward_weight_s;
@@ -188,7 +230,6 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int r
   }
   // The fitted fixed cost per micro-batch of the stage, once forward and once backward; the
   // backward runs its buckets from the last layer, so bucket 0 starts it.
-  const Seconds overhead_s = profile.calibration.micro_batch_overhead_s;
   out.forward_s += overhead_s;
   out.backward_s += overhead_s;
   if (!out.bucket_backward_s.empty()) out.bucket_backward_s.front() += overhead_s;
@@ -198,7 +239,8 @@ ReplicaCost replica_cost(const plan::Plan& plan, const plan::Stage& whole, int r
 /// Optimizer step of one device: a memory-bound pass reading the gradients and reading and
 /// writing the optimizer state and the weights, over the parameters it updates (or the
 /// profile's measured op bandwidth of the optimizer, on devices where it is compute-bound), or
-/// the measured step per parameter of the profile's layer times.
+/// the measured step per parameter of the profile's layer times. A replica of several device
+/// models steps at its slowest's pace (the weights are all-gathered or used together next).
 Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& whole, int replica) {
   const plan::Stage stage = whole.as_replica(replica);  // its parameters at the replica's tp
   const StateBytesPerParam state =
@@ -209,16 +251,24 @@ Seconds optimizer_s(const plan::Plan& plan, const plan::Stage& whole, int replic
     parameters += parameters_per_device(plan.model.layers.at(l), stage, ep_rank);
   }
   if (stage.shard_optimizer) parameters /= stage.dp();
-  const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(replica)[0]);
-  // A measured step per parameter (a Megatron-LM log's optimizer timer) is the framework's own.
-  if (profile.layer_times.optimizer_s_per_parameter > 0) return parameters * profile.layer_times.optimizer_s_per_parameter;
   const Bytes bytes = parameters * (state.gradients + 2.0 * state.optimizer + 2.0 * state.weights);
-  if (bytes <= 0) return 0;
-  // A profile that measured the optimizer (a CPU core: compute-bound) gives its own figure.
-  const BytesPerSecond measured = profile.op_bandwidth(plan.model.training.optimizer);
-  if (measured > 0) return calibrated_memory_op_s(bytes / measured, profile);
-  return calibrated_memory_op_s(
-      bytes / (profile.memory_bandwidth_bytes_per_s * profile.memory_efficiency.at(bytes)), profile);
+  Seconds slowest_s = 0;
+  for (const plan::DeviceProfile* profile : plan.cluster.distinct_profiles(stage.replica_devices(replica))) {
+    Seconds step_s = 0;
+    if (profile->layer_times.optimizer_s_per_parameter > 0) {
+      // A measured step per parameter (a Megatron-LM log's optimizer timer) is the framework's own.
+      step_s = parameters * profile->layer_times.optimizer_s_per_parameter;
+    } else if (bytes > 0) {
+      // A profile that measured the optimizer (a CPU core: compute-bound) gives its own figure.
+      const BytesPerSecond measured = profile->op_bandwidth(plan.model.training.optimizer);
+      step_s = calibrated_memory_op_s(
+          measured > 0 ? bytes / measured
+                       : bytes / (profile->memory_bandwidth_bytes_per_s * profile->memory_efficiency.at(bytes)),
+          *profile);
+    }
+    slowest_s = std::max(slowest_s, step_s);
+  }
+  return slowest_s;
 }
 
 /// The replica devices of tp rank 0 of a stage: they stand for every tp group's reduction,

@@ -26,7 +26,8 @@ struct ReplicaCost {
                                // sequence parallelism the all-gather of the kept input shards
   Seconds tp_recompute_s = 0;  // TP all-reduces repeated by recomputation
   Flops model_flops = 0;       // 3 x forward GEMM flops of this device (no recomputation)
-  // Per gradient bucket b of the stage (plan::gradient_buckets; empty when dp == 1): the
+  // Per gradient bucket b of the stage (plan::gradient_buckets; empty when the stage reduces no
+  // gradients, Plan::reduces_gradients): the
   // backward compute and TP collectives of its layers. Their sums over the buckets are
   // backward_s and tp_backward_s; bucket_weight_s, the weight pass's share, sums to
   // backward_weight_s.
@@ -46,9 +47,11 @@ struct StageCost {
   std::vector<ReplicaCost> replicas;       // by replica
   std::vector<Seconds> bucket_allreduce_s; // per gradient bucket: its reduction across the
                                            // replicas (all-reduce; reduce-scatter with sharded
-                                           // gradients); empty when dp == 1
+                                           // gradients; at dp 1 the routed experts' bytes over
+                                           // expert dp); empty when the stage reduces nothing
   Seconds dp_gather_s = 0;                 // sharded optimizer: all-gather of the updated
-                                           // weights after the optimizer step
+                                           // weights after the optimizer step (at dp 1, the
+                                           // routed experts' over expert dp)
   std::vector<Seconds> optimizer_s;        // by replica
   Seconds tied_embedding_s = 0;            // tied embeddings across device groups: the
                                            // all-reduce of the token table's gradient between

@@ -2,6 +2,7 @@
 // The measured-layer-time rule and count (measured_layer_time.h).
 #include "whale/sim/measured_layer_time.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -88,10 +89,15 @@ int measured_layer_count(const plan::Plan& plan, int* total) {
   int measured = 0, all = 0;
   for (const plan::Stage& stage : plan.stages) {
     for (int r = 0; r < stage.dp(); ++r) {
-      const plan::DeviceProfile& profile = plan.cluster.profile_of(stage.replica_devices(r).front());
+      // A replica of several device models is priced at its slowest, by measured times only
+      // where every model measured the layer's shape.
+      const std::vector<const plan::DeviceProfile*> profiles = plan.cluster.distinct_profiles(stage.replica_devices(r));
       for (int l = stage.first_layer; l < stage.end_layer; ++l) {
         ++all;
-        if (!profile.layer_times.of_shape(plan.model.layers.at(l).kind, stage.replica_tp(r)).empty()) ++measured;
+        const bool every = std::all_of(profiles.begin(), profiles.end(), [&](const plan::DeviceProfile* p) {
+          return !p->layer_times.of_shape(plan.model.layers.at(l).kind, stage.replica_tp(r)).empty();
+        });
+        if (every) ++measured;
       }
     }
   }

@@ -1,6 +1,7 @@
 // File: test_tensor_parallel.cpp
 // TP all-reduces sit on the compute stream's critical path (Megatron) unless the Merak-style
-// overlap option hides a share of them; full recomputation repeats the forward's all-reduces.
+// overlap option hides a share of them; full recomputation repeats the forward's all-reduces;
+// a replica of two device models runs at the slower one's pace.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -54,4 +55,19 @@ TEST_CASE("full recomputation repeats the forward and its all-reduces") {
   CHECK(est.step_time_s == doctest::Approx(2 * (0.5e-3 + 10e-3) + 1e-3 + 10e-3));
   CHECK(est.breakdown.recompute_s == doctest::Approx(0.5e-3));
   CHECK(est.breakdown.tp_comm_s == doctest::Approx(30e-3));
+}
+
+TEST_CASE("a tensor-parallel replica of two device models computes at its slower one's pace") {
+  // The same stage with one device at half the peak (5e13 flop/s): the forward shard takes
+  // 1 ms and the backward 2 ms on it, whichever tp rank it is, so 1 + 10 + 2 + 10 = 23 ms.
+  for (int slow_device : {0, 1}) {
+    plan::Plan p = tp_plan(plan::Recompute::none);
+    plan::DeviceProfile slow = test::flat_profile(5e13, 1e12);
+    slow.name = "slow";
+    p.cluster.profiles["slow"] = slow;
+    p.cluster.devices[slow_device].model = "slow";
+    const plan::Estimate est = evaluate(p, 0.0);
+    CHECK(est.step_time_s == doctest::Approx(1e-3 + 10e-3 + 2e-3 + 10e-3));
+    CHECK(est.breakdown.tp_comm_s == doctest::Approx(20e-3));
+  }
 }

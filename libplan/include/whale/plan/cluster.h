@@ -54,6 +54,9 @@ struct Cluster {
   std::map<std::string, DeviceProfile> profiles;  // every model that appears in devices
 
   const DeviceProfile& profile_of(int device_id) const;
+  /// The profiles of the distinct device models among `device_ids`, in the order they first
+  /// appear (one for devices of one model).
+  std::vector<const DeviceProfile*> distinct_profiles(const std::vector<int>& device_ids) const;
   /// The link two distinct devices talk over: their node's intra_link when they share a node,
   /// otherwise the slower (bandwidth, then latency) of the two nodes' networks.
   Link link_between(int a, int b) const;
