@@ -271,9 +271,15 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   // item past them is set aside for the round (a round whose candidates all overflow starts
   // the next with them).
   std::vector<Item> set_aside;
+  // A bound at or above the budget-th best estimate: no layout of it enters the kept candidates.
+  auto beyond_kept = [&](double bound) {
+    return !exhaustive && static_cast<long>(top.size()) >= budget && bound >= top.back().layout.estimate_s;
+  };
+  // A bound beyond the diversity window of the best estimate (call only with candidates kept).
+  auto beyond_window = [&](double bound) { return bound >= kDiversityWindow * top.front().layout.estimate_s; };
   auto past = [&](const Item& item) {
-    if (exhaustive || static_cast<long>(top.size()) < budget || item.bound < top.back().layout.estimate_s) return false;
-    if (item.bound >= kDiversityWindow * top.front().layout.estimate_s) return true;
+    if (!beyond_kept(item.bound)) return false;
+    if (beyond_window(item.bound)) return true;
     auto it = best_per_depth.find(static_cast<int>(structures[item.structure].groups.size()));
     return it != best_per_depth.end() && item.bound >= it->second.layout.estimate_s;
   };
@@ -316,8 +322,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
       // Branch and bound: an item whose bound reaches the budget-th best estimate cannot enter
       // the kept candidates (nor can any item after it), whatever the cap; beyond the diversity
       // window it cannot be the best of its depth there either.
-      if (!exhaustive && static_cast<long>(top.size()) >= budget && item.bound >= top.back().layout.estimate_s &&
-          item.bound >= kDiversityWindow * top.front().layout.estimate_s) {
+      if (beyond_kept(item.bound) && beyond_window(item.bound)) {
         held_item = item;
         return;
       }

@@ -256,6 +256,12 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
   const int L = analytic_.layers();
   const int top = max_rung(analytic_);
   const size_t rows = static_cast<size_t>(top) + 2;
+  const std::vector<std::vector<double>>& time = *layers.time_prefix;
+  // For the rung per stage below: per model, the (bytes, seconds) of a block at each rung and
+  // the memory left once the outer layers it holds sit at their least.
+  const bool blocks = time[0].size() > 1;
+  std::vector<std::vector<std::pair<double, double>>> points;
+  std::vector<double> left;
   std::vector<int> most(rows, L);   // per rung (last: each layer at its least memory)
   for (const auto& [share, usable, figures] : layers.models) {
     const double per_layer = static_cast<double>(share) * in_flight;   // activation copies kept
@@ -268,9 +274,12 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
                                : static_cast<int>(std::upper_bound(sorted[r].begin(), sorted[r].end(), budget) -
                                                   sorted[r].begin()) - 1;
       most[r] = std::min(most[r], k);
+      if (blocks && r == rows - 1) left.push_back(budget);
     }
+    if (!blocks) continue;
+    points.emplace_back();
+    for (int r = 0; r <= top; ++r) points.back().push_back({sorted[r][1], time[r][1]});
   }
-  const std::vector<std::vector<double>>& time = *layers.time_prefix;
   BlockTimes out;
   out.outer_s = 0;
   for (int l : outer_held) out.outer_s += time[top + 1][l];
@@ -285,21 +294,7 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
   }
   // A rung per stage: k blocks take at least their least times at rung 0, and at least k times
   // the least seconds per block of any mix of rungs whose bytes per block fit the memory left
-  // (a linear relaxation over the per-rung least time and least bytes of a block).
-  const bool blocks = time[0].size() > 1;
-  std::vector<std::vector<std::pair<double, double>>> points;   // per model: (bytes, seconds) of a block per rung
-  std::vector<double> left;
-  for (const auto& [share, usable, figures] : layers.models) {
-    if (!blocks) break;
-    const double per_layer = static_cast<double>(share) * in_flight;
-    const std::vector<std::vector<double>>& sorted = block_needs(figures, per_layer);
-    const std::vector<double>& least = (*figures)[top + 1];
-    double budget = usable;
-    for (int l : outer_held) budget -= least[2 * l] + least[2 * l + 1] * per_layer;
-    left.push_back(budget);
-    points.emplace_back();
-    for (int r = 0; r <= top; ++r) points.back().push_back({sorted[r][1], time[r][1]});
-  }
+  // (a linear relaxation over the per-rung least time and least bytes of a block: `points`).
   // The least seconds per block of a mix of rungs using at most `bytes` per block: the lower
   // convex envelope of the rungs' (bytes, seconds) points, which decreases with the bytes.
   for (std::vector<std::pair<double, double>>& rungs : points) {
