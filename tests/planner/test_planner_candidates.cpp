@@ -90,11 +90,13 @@ TEST_CASE("cpu-local-slow with gpt3-1.3b: the best plan is never slower than the
   const sim::Simulator simulator;
   const plan::PlanResult r = plan::search_plans(cluster, model, simulator, plan::PlannerOptions{});
   REQUIRE(r.baseline_found);
-  // The baseline's tp 2 over both devices (its replica mixes the two device models) is the
-  // fastest plan: the pipelines of the main search reach 0.726x of it.
+  // The baseline's tp 2 over both devices mixes the two device models, so each layer runs at
+  // the slow CPU's pace (it holds half of every layer at half the speed): no faster than the
+  // other CPU alone. The search's two-stage pipeline gives the slow CPU fewer layers.
   CHECK(r.best().estimate.samples_per_s >= r.baseline.estimate.samples_per_s);
-  CHECK(r.best().label == r.baseline.label);
-  CHECK(r.speedup_vs_baseline == 1.0);
+  CHECK(r.best().plan.pipeline_groups() == 2);
+  CHECK(r.speedup_vs_baseline > 1.0);
+  CHECK(r.speedup_vs_baseline == r.best().estimate.samples_per_s / r.baseline.estimate.samples_per_s);
   CHECK(r.idle.empty());
   CHECK(r.baseline_devices == std::vector<int>{0, 1});
   // Neither CPU alone holds the 1.3B model's state: no upper bound, and the report says so.
@@ -134,10 +136,10 @@ TEST_CASE("a T4 behind 10 Gb/s Ethernet stays idle: the A100s alone are faster, 
 }
 
 TEST_CASE("hints keep the baseline and each model alone as candidates where those honour them") {
-  // cpu-local-slow with gpt3-1.3b: the baseline's tp 2 over both devices is the fastest plan
-  // (test above). A max_pipeline_depth of 1 allows it, so the hinted search must return it; a
-  // schedule hint that forbids its 1f1b (zb-h1 only) must not, and then no plan may be faster
-  // than the unhinted search's best.
+  // cpu-local-slow with gpt3-1.3b: the baseline is tp 2 over both devices in one stage. A
+  // max_pipeline_depth of 1 allows it, so the hinted search must return a one-stage plan at
+  // least as fast; a schedule hint that forbids its 1f1b (zb-h1 only) must not return it, and
+  // then no plan may be faster than the unhinted search's best.
   const plan::Cluster cluster = test::shipped_cluster("cpu-local-slow");
   const plan::Model model = test::shipped_model("gpt3-1.3b");
   const sim::Simulator simulator;
@@ -148,7 +150,7 @@ TEST_CASE("hints keep the baseline and each model alone as candidates where thos
   depth_one.hints.max_pipeline_depth = 1;
   const plan::PlanResult hinted = plan::search_plans(cluster, model, simulator, depth_one);
   CHECK(hinted.best().estimate.samples_per_s >= hinted.baseline.estimate.samples_per_s);
-  CHECK(hinted.best().label == free.baseline.label);
+  CHECK(hinted.best().plan.pipeline_groups() == 1);
   CHECK(plan::plan_honours_hints(depth_one.hints, hinted.best().plan));
   plan::PlannerOptions zb_only;
   zb_only.hints.schedules = {plan::ScheduleKind::zb_h1};
