@@ -88,6 +88,13 @@ std::vector<int> Stage::expert_parallel_group(int d, int t) const {
   return group;
 }
 
+std::vector<int> Stage::expert_data_parallel_group(int e, int t) const {
+  const int etp = expert_tp_degree();
+  std::vector<int> group;
+  for (int d = 0; d < expert_dp(); ++d) group.push_back(devices[(d * ep + e) * etp + t]);
+  return group;
+}
+
 ExpertOwnership Stage::expert_ownership(int experts) const {
   return ExpertOwnership(experts, ep, expert_counts);
 }

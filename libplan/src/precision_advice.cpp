@@ -148,8 +148,8 @@ std::string format_precision_choice(const PrecisionAdvice& advice, const PlanRes
                   "precision auto: %s (%s %s no %s units; the best plan in %s is %s%s%s; ranked by %s)\n",
                   to_string(took ? advice.substitute : advice.planned), join(advice.device_models).c_str(),
                   advice.device_models.size() == 1 ? "has" : "have", from, to_string(advice.substitute),
-                  speed_text(advice.speedup, std::string("in ") + from).c_str(), cost_ratio_text(advice, planned).c_str(), cut_text(advice).c_str(),
-                  to_string(planned.objective));
+                  speed_text(advice.speedup, std::string("in ") + from).c_str(),
+                  cost_ratio_text(advice, planned).c_str(), cut_text(advice).c_str(), to_string(planned.objective));
   }
   return line;
 }

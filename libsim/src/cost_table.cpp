@@ -280,29 +280,31 @@ std::vector<int> dp_group(const plan::Stage& stage) {
 }
 
 /// The expert-data-parallel group of a mixture-of-experts stage that stands for all of them:
-/// ep rank 0 and expert-tp rank 0 of each expert-dp replica (Stage::expert_dp), the devices
-/// holding the same experts' same shard.
-std::vector<int> expert_dp_group(const plan::Stage& stage) {
-  std::vector<int> group;
-  const int stride = stage.ep * stage.expert_tp_degree();
-  for (int d = 0; d < stage.expert_dp(); ++d) group.push_back(stage.devices.at(d * stride));
-  return group;
+/// ep rank 0 and expert-tp rank 0 (Stage::expert_data_parallel_group).
+std::vector<int> expert_dp_group(const plan::Stage& stage) { return stage.expert_data_parallel_group(0, 0); }
+
+/// Whether a stage of dp 1 reduces gradients all the same (Plan::reduces_gradients): then only
+/// its routed experts' gradients, over the expert-dp group.
+bool reduces_experts_only(const plan::Plan& plan, int s) {
+  return plan.stages.at(s).dp() == 1 && plan.reduces_gradients(s);
 }
 
-/// Whether a stage of dp 1 reduces only its routed experts' gradients, over the expert-dp
-/// group (Plan::reduces_gradients: experts replicated on expert_dp > 1 devices).
-bool reduces_experts_only(const plan::Plan& plan, const plan::Stage& stage) {
-  return plan.model.moe && stage.dp() == 1 && stage.expert_dp() > 1;
+/// The devices that stand for a stage's gradient reduction: its dp group, or at dp 1 its
+/// expert-dp group.
+std::vector<int> gradient_group(const plan::Plan& plan, int s) {
+  const plan::Stage& stage = plan.stages.at(s);
+  return reduces_experts_only(plan, s) ? expert_dp_group(stage) : dp_group(stage);
 }
 
 /// The data-parallel reduction of each gradient bucket of a stage: an all-reduce, or with
 /// sharded gradients (ZeRO-2) a reduce-scatter; between replicas at different tp, the
 /// all-reduces of each finest shard (mixed_tp_exchange.h); at dp 1, the bucket's routed-expert
 /// bytes over the expert-dp group.
-std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stage& stage,
+std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, int s,
                                         const std::vector<plan::GradientBucket>& buckets) {
-  const bool experts_only = reduces_experts_only(plan, stage);
-  const std::vector<int> group = experts_only ? expert_dp_group(stage) : dp_group(stage);
+  const plan::Stage& stage = plan.stages.at(s);
+  const bool experts_only = reduces_experts_only(plan, s);
+  const std::vector<int> group = gradient_group(plan, s);
   std::vector<Seconds> out;
   for (const plan::GradientBucket& b : buckets) {
     if (stage.mixed_tp()) {
@@ -320,9 +322,10 @@ std::vector<Seconds> bucket_allreduce_s(const plan::Plan& plan, const plan::Stag
 /// replicas all-gather the updated weights after the optimizer step (whale-run's
 /// share_parameters): at dp 1, the routed experts' weights over the expert-dp group (the dense
 /// ones are whole on every device); 0 otherwise.
-Seconds weight_gather_s(const plan::Plan& plan, const plan::Stage& stage) {
-  const bool experts_only = reduces_experts_only(plan, stage);
-  if ((stage.dp() <= 1 && !experts_only) || !stage.shard_optimizer) return 0;
+Seconds weight_gather_s(const plan::Plan& plan, int s) {
+  const plan::Stage& stage = plan.stages.at(s);
+  const bool experts_only = reduces_experts_only(plan, s);
+  if (!plan.reduces_gradients(s) || !stage.shard_optimizer) return 0;
   const StateBytesPerParam state =
       state_bytes_per_param(plan.precision, plan.model.training.optimizer, plan.framework_precision);
   double parameters = 0;
@@ -331,7 +334,7 @@ Seconds weight_gather_s(const plan::Plan& plan, const plan::Stage& stage) {
     parameters += experts_only ? plan::routed_parameters_per_device(layer, stage)
                                : parameters_per_device(layer, stage);
   }
-  return all_gather_s(plan.cluster, experts_only ? expert_dp_group(stage) : dp_group(stage),
+  return all_gather_s(plan.cluster, gradient_group(plan, s),
                       parameters * state.weights);
 }
 
@@ -405,8 +408,8 @@ CostTable build_cost_table(const plan::Plan& plan, const std::vector<std::vector
       cost.optimizer_s.push_back(inserted ? optimizer_s(plan, stage, r)
                                           : cost.optimizer_s[it->second]);
     }
-    cost.bucket_allreduce_s = bucket_allreduce_s(plan, stage, buckets);
-    cost.dp_gather_s = weight_gather_s(plan, stage);
+    cost.bucket_allreduce_s = bucket_allreduce_s(plan, static_cast<int>(s), buckets);
+    cost.dp_gather_s = weight_gather_s(plan, static_cast<int>(s));
     if (s + 1 < plan.stages.size()) cost.to_next = bridge_costs(plan, stage, plan.stages[s + 1]);
   }
   const Seconds tied_s = tied_embedding_s(plan);

@@ -132,6 +132,9 @@ TEST_CASE("moe plan: ep and expert_tp read, default, lay out the devices and rou
   // Expert ranks are expert-tp-major: replica d, ep rank e, expert-tp rank t at (d*ep + e)*etp + t.
   CHECK(stage.expert_parallel_group(0, 0) == std::vector<int>{0, 1, 2, 3});
   CHECK(stage.expert_parallel_group(1, 0) == std::vector<int>{4, 5, 6, 7});
+  // The same ep rank in each expert-dp replica.
+  CHECK(stage.expert_data_parallel_group(0, 0) == std::vector<int>{0, 4});
+  CHECK(stage.expert_data_parallel_group(3, 0) == std::vector<int>{3, 7});
   const std::string saved = scratch_file("moe-plan/saved.yaml", "");
   save_plan(plan, saved, false);
   const Plan back = load_plan(saved, source_path("profiles"));
@@ -144,6 +147,7 @@ TEST_CASE("moe plan: ep and expert_tp read, default, lay out the devices and rou
   CHECK(folded.stages[0].expert_tp_degree() == 2);  // the stage's tp
   CHECK(folded.stages[0].expert_dp() == 2);
   CHECK(folded.stages[0].expert_parallel_group(1, 1) == std::vector<int>{5, 7});
+  CHECK(folded.stages[0].expert_data_parallel_group(1, 1) == std::vector<int>{3, 7});
   CHECK(plan_to_yaml(folded, false).find("expert_tp") == std::string::npos);
 }
 

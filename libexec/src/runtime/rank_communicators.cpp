@@ -95,10 +95,7 @@ std::vector<RankGroup> expert_layout_groups(const plan::Plan& plan, const RankLa
     groups.push_back(RankGroup{purpose, s, ranks, transport_of(kinds, ranks)});
   };
   add(GroupPurpose::expert_parallel, stage.expert_parallel_group(replica, tp_rank));
-  std::vector<int> holders;  // this ep rank and expert-tp rank in every expert-dp replica
-  for (int d = 0; d < stage.expert_dp(); ++d)
-    holders.push_back(stage.devices[(d * stage.ep + stage.ep_rank_of(index)) * etp + tp_rank]);
-  add(GroupPurpose::expert_data, holders);
+  add(GroupPurpose::expert_data, stage.expert_data_parallel_group(stage.ep_rank_of(index), tp_rank));
   return groups;
 }
 

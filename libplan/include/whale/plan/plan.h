@@ -88,6 +88,10 @@ struct Stage {
   /// The ep devices of expert-dp replica d and expert-tp rank t, in ep-rank order: the group
   /// among which the MoE blocks' all-to-alls dispatch and combine tokens.
   std::vector<int> expert_parallel_group(int d, int t) const;
+  /// The expert_dp() devices of ep rank e and expert-tp rank t, one per expert-dp replica in
+  /// replica order: they hold the same experts' same shard, so their expert gradients are
+  /// reduced together.
+  std::vector<int> expert_data_parallel_group(int e, int t) const;
   /// The ep rank of the device at `index` in `devices`: (index / expert_tp_degree()) % ep.
   int ep_rank_of(int index) const { return index / expert_tp_degree() % ep; }
   /// Which ep rank holds which of `experts` routed experts (expert_counts, or experts / ep
