@@ -13,8 +13,8 @@
 # the same order), moe (an expert-parallel plan and a tp 2 x ep 2 sigmoid_bias plan, its experts
 # split over the tensor group and its expert biases in the checkpoint, resume bit for bit),
 # moe_layouts (a folded plan under ZeRO-2, its experts' optimizer state and gradients sharded
-# over their own group, and a plan of dp 1 whose experts are sharded over expert dp 2 resume
-# bit for bit; an expert_tp not dividing tp is refused with one error), compare (whale-sim --compare holds
+# over their own group, a plan of dp 1 whose experts are sharded over expert dp 2, and one
+# whose experts are split wider than attention resume bit for bit), compare (whale-sim --compare holds
 # its prediction of the tiny hybrid plan against whale-run's measured trace: a table row for
 # every class both have, the picture).
 set -uo pipefail
@@ -63,18 +63,10 @@ moe)
   resume_equal configs/plans/tiny-moe/ep2.yaml 2  # each ep rank's file holds its experts
   resume_equal configs/plans/tiny-moe-sigmoid/tp2-ep2.yaml 4  # tp-split experts and the biases
   ;;
-moe_layouts)  # the expert layouts apart from attention's: resumed ones, and a refused one
+moe_layouts)  # the expert layouts apart from attention's, resumed
   resume_equal configs/plans/tiny-moe/tp2-dp2-ep2-folded-zero2.yaml 4  # folded, ZeRO's 2 ranges
   resume_equal configs/plans/tiny-moe/tp2-expert-dp2-zero2.yaml 2  # experts sharded at dp 1
-  root=$(pwd)
-  moe_tp2_plan() {  # NAME STAGE: a one-stage tiny-moe plan on 2 ranks in $out
-    printf '%s\n' "cluster: $root/configs/clusters/cpu-local-8.yaml" \
-      "model: $root/configs/models/tiny-moe.yaml" "precision: fp32" "micro_batch_size: 12" \
-      "micro_batches: 1" "schedule: 1f1b" "stages:" "  - $2" >"$out/$1.yaml"
-  }
-  moe_tp2_plan moe-etp2 '{layers: [0, 3], devices: "0-1", tp: 1, ep: 1, expert_tp: 2}'
-  expect_error moe_expert_tp_above_tp "stages[0].expert_tp: an expert_tp dividing the stage's tp (1) for whale-run, got 2" \
-    mpirun -np 2 --oversubscribe "$run" "$out/moe-etp2.yaml" --data $data --steps 1
+  resume_equal configs/plans/tiny-moe/dp4-ep2-etp2.yaml 4  # experts split wider than attention
   ;;
 bad_input)
   echo keep >"$out/metrics.jsonl"

@@ -95,6 +95,13 @@ std::vector<int> Stage::expert_data_parallel_group(int e, int t) const {
   return group;
 }
 
+std::vector<int> Stage::expert_token_gather_group(int d, int e, int a) const {
+  const int etp = expert_tp_degree();
+  std::vector<int> group;
+  for (int j = 0; j < etp / tp; ++j) group.push_back(devices[(d * ep + e) * etp + j * tp + a]);
+  return group;
+}
+
 ExpertOwnership Stage::expert_ownership(int experts) const {
   return ExpertOwnership(experts, ep, expert_counts);
 }

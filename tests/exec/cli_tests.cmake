@@ -80,6 +80,11 @@ set(WHALE_REFERENCE_PLANS
     # alone are reduced (reduce-scattered under ZeRO-2) over the expert-dp group
     moe_tp2_expert_dp2:tiny-moe/tp2-expert-dp2:2:tiny-moe/single-mb6:1:5
     moe_tp2_expert_dp2_zero2:tiny-moe/tp2-expert-dp2-zero2:2:tiny-moe/single-mb6:1:5
+    # Experts split wider than attention (expert_tp above tp): the expert-tp group's tensor
+    # groups gather each other's rows and sum their shards' outputs back
+    moe_dp2_etp2:tiny-moe/dp2-etp2:2:tiny-moe/single-mb6:1:5
+    moe_dp4_ep2_etp2:tiny-moe/dp4-ep2-etp2:4:tiny-moe/single-mb3:1:5
+    moe_tp2_dp2_etp4_sp:tiny-moe/tp2-dp2-etp4-sp:4:tiny-moe/single-mb6:1:5
     # Sequence parallelism in MoE stages: the layer gathers its rows and reduce-scatters its output
     moe_tp2_sp:tiny-moe/tp2-sp:2:tiny-moe/single-mb6:1:5
     moe_tp2_dp2_ep2_folded_sp:tiny-moe/tp2-dp2-ep2-folded-sp:4:tiny-moe/single-mb6:1:5

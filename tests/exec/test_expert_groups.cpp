@@ -27,7 +27,7 @@ std::string refused_field(const Plan& plan) {
 
 }  // namespace
 
-TEST_CASE("validate_expert_layout: shipped MoE plans pass, the folded ones and sequence parallelism too; an expert_tp not dividing tp and ep are refused") {
+TEST_CASE("validate_expert_layout: shipped MoE plans pass, the folded ones and sequence parallelism too; an expert_tp neither dividing tp nor a multiple of it and ep are refused") {
   const Plan ep2 = load_plan("configs/plans/tiny-moe/ep2.yaml");
   CHECK(refused_field(ep2) == "");
   CHECK(refused_field(load_plan("configs/plans/tiny-moe/ep2-dp2-pp2.yaml")) == "");
@@ -54,8 +54,10 @@ TEST_CASE("validate_expert_layout: shipped MoE plans pass, the folded ones and s
   tp.stages[0].sequence_parallel = true;
   CHECK(refused_field(tp) == "");
   Plan expert_tp = ep2;
-  expert_tp.stages[0].expert_tp = 2;  // above the stage's tp 1
-  CHECK(refused_field(expert_tp) == "stages[0].expert_tp");
+  expert_tp.stages[0].expert_tp = 2;  // above the stage's tp 1: a multiple of it
+  expert_tp.stages[0].ep = 1;
+  CHECK(refused_field(expert_tp) == "");
+  CHECK(refused_field(load_plan("configs/plans/tiny-moe/tp2-dp2-etp4-sp.yaml")) == "");
   Plan folded = load_plan("configs/plans/tiny-moe/tp2-ep2-folded.yaml");
   CHECK(refused_field(folded) == "");
   CHECK(refused_field(load_plan("configs/plans/tiny-moe/tp4-ep2-etp2-folded.yaml")) == "");
@@ -63,7 +65,7 @@ TEST_CASE("validate_expert_layout: shipped MoE plans pass, the folded ones and s
   CHECK(refused_field(folded) == "");
   CHECK(refused_field(load_plan("configs/plans/tiny-moe/tp2-expert-dp2-zero2.yaml")) == "");
   Plan tp4 = load_plan("configs/plans/tiny-moe/tp4-ep2-etp2-folded.yaml");
-  tp4.stages[0].expert_tp = 3;  // does not divide tp 4
+  tp4.stages[0].expert_tp = 3;  // neither divides tp 4 nor is a multiple of it
   CHECK(refused_field(tp4) == "stages[0].expert_tp");
   Plan uneven = load_plan("configs/plans/tiny-moe/ep2-dp2-pp2.yaml");
   uneven.stages[1].ep = 4;

@@ -117,4 +117,13 @@ TEST_CASE("mixture-of-experts stages: expert-parallel and expert-data groups aft
   const whale::plan::Plan tp4 = load_plan("configs/plans/tiny-moe/tp4-ep2-etp2-folded.yaml");
   CHECK(groups_of(tp4, 2, true) == Names{"tensor s0 [0,1,2,3] mpi", "expert-parallel s0 [0,2] mpi"});
   CHECK(std::string(to_string(GroupPurpose::expert_data)) == "expert-data");
+  // expert_tp 2 above tp 1, ep 2: devices 0 and 1 hold experts 0-1 (a half of each), 2 and 3
+  // experts 2-3; tokens travel over ep between 1 and 3, then 0 and 1 gather each other's rows.
+  const whale::plan::Plan wide = load_plan("configs/plans/tiny-moe/dp4-ep2-etp2.yaml");
+  CHECK(groups_of(wide, 1, true) == Names{"data s0 [0,1,2,3] mpi", "expert-parallel s0 [1,3] mpi",
+                                          "expert-token-gather s0 [0,1] mpi"});
+  // expert_tp 4 over two replicas of tp 2: each tp rank's pair across the replicas gathers.
+  const whale::plan::Plan sp = load_plan("configs/plans/tiny-moe/tp2-dp2-etp4-sp.yaml");
+  CHECK(groups_of(sp, 3, true) == Names{"tensor s0 [2,3] mpi", "data s0 [1,3] mpi",
+                                        "expert-token-gather s0 [1,3] mpi"});
 }

@@ -82,6 +82,8 @@ class BlockStage : public StageModule {
       moe_context_.tp_rank = options.tp_rank;
       moe_context_.tp_size = options.tp_size;
       moe_context_.expert_tp_size = expert_tp_size();
+      moe_context_.expert_tp_rank = expert_tp_rank();
+      moe_context_.expert_gather = expert_tp_size() > options.tp_size ? options.expert_gather : nullptr;
       moe_context_.owners = plan::ExpertOwnership(dims_.moe->experts, options.ep_size, options.expert_counts);
     }
     has_embedding_ = options.first_layer == 0;
@@ -357,34 +359,49 @@ class BlockStage : public StageModule {
                   "choose a tp degree that divides the sequence, or turn sequence_parallel off");
   }
 
-  /// whale-run's mixture-of-experts stages: ep dividing the experts; with tp > 1, the experts'
-  /// width divisible by tp and expert_tp dividing tp.
+  /// whale-run's mixture-of-experts stages: ep dividing the experts; the experts' width
+  /// divisible by tp and expert_tp, and expert_tp dividing tp or a multiple of it (with its
+  /// gather group above tp).
   void validate_experts(const std::string& file) const {
     const auto& o = options_;
-    if (o.tp_size > 1 && dims_.moe->expert_ffn_hidden % o.tp_size != 0)
-      throw Error(file, "moe.expert_ffn_hidden",
-                  "an expert width divisible by the tensor-parallel degree " +
-                      std::to_string(o.tp_size) + ", got " +
-                      std::to_string(dims_.moe->expert_ffn_hidden),
-                  "choose a tp that divides expert_ffn_hidden");
+    for (int degree : {o.tp_size, expert_tp_size()})
+      if (degree > 1 && dims_.moe->expert_ffn_hidden % degree != 0)
+        throw Error(file, "moe.expert_ffn_hidden",
+                    "an expert width divisible by the tensor-parallel degree " +
+                        std::to_string(degree) + ", got " +
+                        std::to_string(dims_.moe->expert_ffn_hidden),
+                    "choose a tp and expert_tp that divide expert_ffn_hidden");
     if (o.ep_size < 1 || o.ep_rank < 0 || o.ep_rank >= o.ep_size ||
         (o.expert_counts.empty() && dims_.moe->experts % o.ep_size != 0))
       throw Error(file, "ep",
                   "an expert-parallel degree dividing experts " +
                       std::to_string(dims_.moe->experts) + ", got ep " + std::to_string(o.ep_size));
-    if (expert_tp_size() < 1 || o.tp_size % expert_tp_size() != 0)
+    const int etp = expert_tp_size();
+    if (etp < 1 || (o.tp_size % etp != 0 && etp % o.tp_size != 0) || expert_tp_rank() < 0 ||
+        expert_tp_rank() >= etp)
       throw Error(file, "expert_tp",
                   "an expert tensor-parallel degree dividing tp " + std::to_string(o.tp_size) +
-                      ", got " + std::to_string(expert_tp_size()),
-                  "use expert_tp 1, a divisor of tp, or leave it out");
+                      " or a multiple of it, got " + std::to_string(etp),
+                  "use expert_tp 1, a divisor or multiple of tp, or leave it out");
     if (o.ep_size > 1 && o.ep == nullptr)
       throw std::invalid_argument("BlockStage: ep " + std::to_string(o.ep_size) +
                                   " needs an expert-parallel communicator");
+    const bool gather_missing =
+        o.expert_gather == nullptr || o.expert_gather->size() != etp / o.tp_size;
+    if (etp > o.tp_size && gather_missing)
+      throw std::invalid_argument("BlockStage: expert_tp " + std::to_string(etp) + " over tp " +
+                                  std::to_string(o.tp_size) +
+                                  " needs an expert-token-gather communicator of " +
+                                  std::to_string(etp / o.tp_size) + " ranks");
   }
 
   /// The routed experts' tensor-parallel degree (StageModuleOptions::expert_tp_size).
   int expert_tp_size() const {
     return options_.expert_tp_size > 0 ? options_.expert_tp_size : options_.tp_size;
+  }
+  /// This rank's place in its expert-tp group (StageModuleOptions::expert_tp_rank).
+  int expert_tp_rank() const {
+    return options_.expert_tp_size > 0 ? options_.expert_tp_rank : options_.tp_rank;
   }
 
   /// Whether this expert-parallel member holds routed expert `expert` (-1: not an expert's).
@@ -414,7 +431,7 @@ class BlockStage : public StageModule {
         // A routed expert is split over its expert-tp group, everything else over the tensor group.
         const TensorShard layout =
             spec.expert >= 0
-                ? gpt::shard_layout(spec, options_.tp_rank % expert_tp_size(), expert_tp_size())
+                ? gpt::shard_layout(spec, expert_tp_rank(), expert_tp_size())
                 : gpt::shard_layout(spec, options_.tp_rank, options_.tp_size);
         shards.push_back({spec, layout, layer});
         total += shards.back().layout.shard_count();

@@ -1,5 +1,5 @@
 // File: moe_exchange.cpp
-// exchange_rows and exchange_counts: pairwise blocking exchanges in rank order.
+// exchange_rows, gather_rows and exchange_counts: pairwise blocking exchanges in rank order.
 #include "model/moe_exchange.h"
 
 #include <algorithm>
@@ -29,6 +29,15 @@ void pairwise(Communicator& group, Send send, Recv recv) {
   }
 }
 
+/// The bytes of a row of `channels` elements of `dtype`, checked to be whole floats (the
+/// group's calls carry floats).
+std::size_t row_bytes_of(DType dtype, int channels) {
+  const std::size_t bytes = static_cast<std::size_t>(channels) * element_bytes(dtype);
+  WHALE_CHECK(bytes % sizeof(float) == 0,
+              "moe exchange: a row of " + std::to_string(bytes) + " bytes is no whole floats");
+  return bytes;
+}
+
 }  // namespace
 
 void exchange_rows(Backend& backend, Communicator& group, ConstTensorView send,
@@ -38,9 +47,7 @@ void exchange_rows(Backend& backend, Communicator& group, ConstTensorView send,
   WHALE_CHECK(static_cast<int>(send_rows.size()) == members &&
                   static_cast<int>(recv_rows.size()) == members,
               "exchange_rows: row counts for " + std::to_string(members) + " members");
-  const std::size_t row_bytes = static_cast<std::size_t>(channels) * element_bytes(send.dtype);
-  WHALE_CHECK(row_bytes % sizeof(float) == 0,
-              "exchange_rows: a row of " + std::to_string(row_bytes) + " bytes is no whole floats");
+  const std::size_t row_bytes = row_bytes_of(send.dtype, channels);
   std::vector<std::size_t> send_at(members + 1, 0), recv_at(members + 1, 0);  // in rows
   for (int q = 0; q < members; ++q) {
     send_at[q + 1] = send_at[q] + send_rows[q];
@@ -68,6 +75,31 @@ void exchange_rows(Backend& backend, Communicator& group, ConstTensorView send,
         if (recv_rows[q] > 0)
           group.recv(reinterpret_cast<float*>(recv_bytes + recv_at[q] * row_bytes),
                      recv_rows[q] * floats_per_row, q, kRowsTag);
+      });
+}
+
+void gather_rows(Backend& backend, Communicator& group, ConstTensorView mine, TensorView all,
+                 const std::vector<int>& rows, int channels) {
+  const int members = group.size(), me = group.rank();
+  WHALE_CHECK(static_cast<int>(rows.size()) == members,
+              "gather_rows: row counts for " + std::to_string(members) + " members");
+  const std::size_t row_bytes = row_bytes_of(mine.dtype, channels);
+  std::vector<std::size_t> at(members + 1, 0);  // in rows
+  for (int q = 0; q < members; ++q) at[q + 1] = at[q] + rows[q];
+  const std::size_t C = channels, floats_per_row = row_bytes / sizeof(float);
+  backend.copy(all.slice(at[me] * C, rows[me] * C), mine.slice(0, rows[me] * C), Stream::compute);
+  backend.synchronize(Stream::compute);  // the sends read what the compute stream wrote
+  const float* sent = static_cast<const float*>(mine.data);
+  char* received = static_cast<char*>(all.data);
+  pairwise(
+      group,
+      [&](int q) {
+        if (rows[me] > 0) group.send(sent, rows[me] * floats_per_row, q, kRowsTag);
+      },
+      [&](int q) {
+        if (rows[q] > 0)
+          group.recv(reinterpret_cast<float*>(received + at[q] * row_bytes), rows[q] * floats_per_row,
+                     q, kRowsTag);
       });
 }
 

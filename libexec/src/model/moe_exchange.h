@@ -21,6 +21,12 @@ void exchange_rows(Backend& backend, Communicator& group, ConstTensorView send,
                    const std::vector<int>& send_rows, TensorView recv,
                    const std::vector<int>& recv_rows, int channels);
 
+/// Every member calls it together: `all` gets every member q's `mine` (rows[q] rows of
+/// `channels` elements), back to back in member order, this member's own copied on the
+/// backend; the same pairwise order and raw rows as exchange_rows.
+void gather_rows(Backend& backend, Communicator& group, ConstTensorView mine, TensorView all,
+                 const std::vector<int>& rows, int channels);
+
 /// Every member calls it together: returns what each member q sent this member, blocks[me]
 /// ints from each q, back to back in member order. `values` holds size() blocks back to back,
 /// block q of blocks[q] ints going to member q (every member passes the same `blocks`: the

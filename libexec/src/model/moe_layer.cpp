@@ -6,11 +6,20 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 #include "model/moe_exchange.h"
 #include "whale/plan/check.h"
 
 namespace whale::exec {
+namespace {
+
+/// The rows the experts run (MoeActivations::gather_rows summed).
+int run_rows(const MoeActivations& a) {
+  return std::accumulate(a.gather_rows.begin(), a.gather_rows.end(), 0);
+}
+
+}  // namespace
 
 MoeParams moe_params(const std::vector<Param>& p, std::size_t first, ExpertKind kind, int shared,
                      int routed, bool router_bias) {
@@ -97,24 +106,72 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   a.recv_rows.assign(members, 0);
+  for (int q = 0; q < members; ++q)
+    for (int l = 0; l < local; ++l) a.recv_rows[q] += incoming[q * local + l];
+  // The experts run this member's rows, or every gather member's: their counts, in member order.
+  std::vector<int> run = incoming;
+  if (ctx.expert_gather != nullptr) {
+    const int gathered = ctx.expert_gather->size();
+    std::vector<int> repeated;
+    for (int j = 0; j < gathered; ++j) repeated.insert(repeated.end(), incoming.begin(), incoming.end());
+    const auto start = std::chrono::steady_clock::now();
+    run = exchange_counts(be_, *ctx.expert_gather, repeated,
+                          std::vector<int>(gathered, static_cast<int>(incoming.size())));
+    ctx.exchange_s +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const std::size_t per_member = incoming.size();
+  a.gather_rows.assign(ctx.expert_gather != nullptr ? ctx.expert_gather->size() : 1, 0);
   a.segment_expert.clear();
   a.segment_rows.clear();
-  for (int q = 0; q < members; ++q)
-    for (int l = 0; l < local; ++l) {
-      const int n = incoming[q * local + l];
-      a.recv_rows[q] += n;
-      if (n == 0) continue;
-      a.segment_expert.push_back(l);
-      a.segment_rows.push_back(n);
-    }
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    a.gather_rows[i / per_member] += run[i];
+    if (run[i] == 0) continue;
+    a.segment_expert.push_back(static_cast<int>(i % per_member) % local);
+    a.segment_rows.push_back(run[i]);
+  }
 }
 
 void MoeLayer::exchange(ConstTensorView from, const std::vector<int>& send, TensorView to,
-                        const std::vector<int>& recv) {
+                        const std::vector<int>& recv, Communicator* group) {
   const auto start = std::chrono::steady_clock::now();
-  exchange_rows(be_, *context_->ep, from, send, to, recv, channels_);
+  exchange_rows(be_, group != nullptr ? *group : *context_->ep, from, send, to, recv, channels_);
   context_->exchange_s +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void MoeLayer::gather(ConstTensorView mine, TensorView all, const std::vector<int>& rows_of) {
+  const auto start = std::chrono::steady_clock::now();
+  gather_rows(be_, *context_->expert_gather, mine, all, rows_of, channels_);
+  context_->exchange_s +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+ConstTensorView MoeLayer::rows_for_experts(ConstTensorView mine, Tensor& all,
+                                           const MoeActivations& a) {
+  if (context_->expert_gather == nullptr) return mine;
+  reuse_or_allocate(all, be_, std::max(run_rows(a), 1) * static_cast<std::size_t>(channels_), act_);
+  gather(mine, all, a.gather_rows);
+  return all;
+}
+
+TensorView MoeLayer::experts_output(TensorView mine, const MoeActivations& a) {
+  if (context_->expert_gather == nullptr) return mine;
+  reuse_or_allocate(scratch_->partial, be_, std::max(run_rows(a), 1) * static_cast<std::size_t>(channels_),
+                    act_);
+  return scratch_->partial;
+}
+
+void MoeLayer::sum_partials(ConstTensorView partial, const std::vector<int>& rows_of,
+                            TensorView mine) {
+  Communicator& group = *context_->expert_gather;
+  const int members = group.size(), rows = rows_of.at(group.rank());
+  const std::size_t count = static_cast<std::size_t>(rows) * channels_;
+  reuse_or_allocate(scratch_->parts, be_, std::max<std::size_t>(count * members, 1), act_);
+  exchange(partial, rows_of, scratch_->parts, std::vector<int>(members, rows), &group);
+  be_.copy(mine.slice(0, count), ConstTensorView(scratch_->parts).slice(0, count), Stream::compute);
+  for (int j = 1; j < members; ++j)
+    be_.add_forward(mine, mine, ConstTensorView(scratch_->parts).slice(j * count, count), count);
 }
 
 void MoeLayer::forward(int rows, ConstTensorView x_held, TensorView out_held,
@@ -142,14 +199,18 @@ void MoeLayer::forward(int rows, ConstTensorView x_held, TensorView out_held,
   } else if (M > 0) {
     be_.moe_dispatch_forward(a.expert_in, x, a.source_rows, M, C);
   }
+  // The experts run this member's rows, or with expert_gather every gather member's.
+  const ConstTensorView experts_in = rows_for_experts(a.expert_in, a.gathered_in, a);
+  const TensorView experts_out = experts_output(a.expert_out, a);
   for (Tensor* t : {&a.routed.h1, &a.routed.h3, &a.routed.act})
-    reuse_or_allocate(*t, be_, std::max(R, 1) * static_cast<std::size_t>(F), act_);
+    reuse_or_allocate(*t, be_, std::max(run_rows(a), 1) * static_cast<std::size_t>(F), act_);
   std::size_t at = 0;
   for (std::size_t s = 0; s < a.segment_expert.size(); ++s) {
-    expert_forward(p_.routed[a.segment_expert[s]], F, ctx.expert_tp_rank() == 0, a.expert_in,
-                   a.segment_rows[s], a.routed, at, a.expert_out);
+    expert_forward(p_.routed[a.segment_expert[s]], F, ctx.expert_tp_rank == 0, experts_in,
+                   a.segment_rows[s], a.routed, at, experts_out);
     at += a.segment_rows[s];
   }
+  if (ctx.expert_gather != nullptr) sum_partials(g.partial, a.gather_rows, a.expert_out);
   ConstTensorView routed_out = a.expert_out;
   if (parallel) {
     reuse_or_allocate(a.routed_out, be_, std::max(M, 1) * static_cast<std::size_t>(C), act_);
@@ -206,15 +267,21 @@ void MoeLayer::backward(int rows, ConstTensorView x_held, ConstTensorView dout_h
     d_expert_out = g.d_expert_out;
   }
   reuse_or_allocate(g.d_expert_in, be_, RC, act_);
-  const std::size_t scratch_rows = std::max<std::size_t>(std::max(R, 1), N);
+  // As forward: over the gather group's rows with expert_gather, their input gradients summed back.
+  const bool gathered = ctx.expert_gather != nullptr;
+  const ConstTensorView experts_in = gathered ? ConstTensorView(a.gathered_in) : a.expert_in;
+  d_expert_out = rows_for_experts(d_expert_out, g.d_gathered_out, a);
+  const TensorView d_experts_in = experts_output(g.d_expert_in, a);
+  const std::size_t scratch_rows = std::max<std::size_t>(std::max(run_rows(a), 1), N);
   for (Tensor* t : {&g.dh1, &g.dh3, &g.dact})
     reuse_or_allocate(*t, be_, scratch_rows * std::max(routed_ffn_, shared_ffn_), act_);
   std::size_t at = 0;
   for (std::size_t s = 0; s < a.segment_expert.size(); ++s) {
-    expert_backward(p_.routed[a.segment_expert[s]], routed_ffn_, a.expert_in, a.segment_rows[s],
-                    a.routed, at, d_expert_out, g.d_expert_in);
+    expert_backward(p_.routed[a.segment_expert[s]], routed_ffn_, experts_in, a.segment_rows[s],
+                    a.routed, at, d_expert_out, d_experts_in);
     at += a.segment_rows[s];
   }
+  if (gathered) sum_partials(g.partial, a.gather_rows, g.d_expert_in);
   ConstTensorView d_routed_in = g.d_expert_in;
   if (parallel) {
     reuse_or_allocate(g.d_routed_in, be_, MC, act_);

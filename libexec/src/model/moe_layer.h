@@ -4,7 +4,8 @@
 // experts every token passes through, the Switch Transformer's auxiliary loss, and expert
 // parallelism (tokens exchanged with the expert-parallel group's members, moe_exchange.h), and
 // expert tensor parallelism inside the block's tensor group (MoeContext::expert_tp_size), the
-// folded layout included (MoeContext::token_slices).
+// folded layout included (MoeContext::token_slices), or across several tensor groups
+// (MoeContext::expert_gather).
 // Replaces the MLP of GPT and Llama blocks: input the normed residual stream (N, C), output
 // sum_j gate_j * expert_j(x) + sum_s shared_s(x) (N, C), the residual added by the block.
 #pragma once
@@ -54,15 +55,22 @@ struct MoeContext {
   /// expert_ffn_hidden; every tp rank routes the tensor group's tokens alike, and the layer sums
   /// its partial outputs (and input gradients) over the block's tensor group.
   int tp_rank = 0, tp_size = 1;
-  /// The routed experts' tensor parallelism (expert_tp, dividing tp_size): each routed expert's
-  /// FFN is this rank's 1 / expert_tp_size of expert_ffn_hidden (expert-tp rank tp_rank %
-  /// expert_tp_size). The tensor group's N tokens are split into tp_size / expert_tp_size
+  /// The routed experts' tensor parallelism: each routed expert's FFN is this rank's
+  /// 1 / expert_tp_size of expert_ffn_hidden (shard expert_tp_rank). With expert_tp_size
+  /// dividing tp_size, the tensor group's N tokens are split into tp_size / expert_tp_size
   /// slices (slice s: rows [s N / slices, (s + 1) N / slices)); this rank dispatches slice
   /// tp_rank / expert_tp_size alone (MoE parallel folding; one slice when expert_tp = tp).
+  /// With expert_tp_size a multiple of tp_size, the expert-tp group spans expert_tp_size /
+  /// tp_size tensor groups, each with its own tokens: `expert_gather` joins this rank with
+  /// their members of its tp rank. They gather each other's received rows, run their shards
+  /// over all of them and sum the partial outputs back to each row's member (Megatron's
+  /// all-gather and reduce-scatter over the expert-tp group); the tensor group's sum then adds
+  /// the other tp ranks' shards. Null otherwise.
   int expert_tp_size = 1;
-  int expert_tp_rank() const { return tp_rank % expert_tp_size; }
-  int token_slices() const { return tp_size / expert_tp_size; }
-  int token_slice() const { return tp_rank / expert_tp_size; }
+  int expert_tp_rank = 0;
+  Communicator* expert_gather = nullptr;
+  int token_slices() const { return expert_tp_size < tp_size ? tp_size / expert_tp_size : 1; }
+  int token_slice() const { return expert_tp_size < tp_size ? tp_rank / expert_tp_size : 0; }
   plan::ExpertOwnership owners;      // which member holds which routed experts
   double loss_scale = 1.0;     // the backward's (StageModule::backward)
   /// sigmoid_bias: the tokens each expert was chosen by (capacity drops included) in this step's
@@ -91,9 +99,13 @@ struct MoeActivations {
   Tensor slot_rows, source_rows;      // (N, K), (M) i32
   MoeRoutingPlan routing;             // host copy of the plan
   std::vector<int> send_rows, recv_rows;  // per ep member
-  std::vector<int> segment_expert, segment_rows;  // received rows: (local expert, rows) runs
+  /// The rows the experts run, as (local expert, rows) runs: the received rows, or with
+  /// expert_gather those of every gather member in member order (gather_rows[j] of member j).
+  std::vector<int> segment_expert, segment_rows;
+  std::vector<int> gather_rows;
   Tensor expert_in, expert_out;       // (R, C) act
-  ExpertActivations routed;           // (R, F) each
+  Tensor gathered_in;                 // expert_gather: (sum of gather_rows, C) act
+  ExpertActivations routed;           // (rows the experts run, F) each
   Tensor routed_out;                  // (M, C) act: the experts' outputs back at this member
   std::vector<ExpertActivations> shared;  // (N, F) each
 };
@@ -102,6 +114,9 @@ struct MoeActivations {
 struct MoeScratch {
   Tensor routed_in, d_routed, d_expert_out, d_expert_in, d_routed_in;  // (M or R, C)
   Tensor dh1, dh3, dact;               // (rows, F)
+  /// expert_gather: the experts' partial outputs (or input gradients) over the gathered rows,
+  /// each member's parts of this member's rows, and the gathered output gradient.
+  Tensor partial, parts, d_gathered_out;
   Tensor shared_out, dshared;          // (N, C)
   Tensor dgates, dlogits, aux_dprobs;  // (N, K), (N, E), (E)
   /// Under sequence parallelism: the gathered input and output gradient, the output and input
@@ -136,9 +151,21 @@ class MoeLayer {
   void expert_backward(const ExpertParams& p, int width, ConstTensorView x, int rows,
                        const ExpertActivations& a, std::size_t at, ConstTensorView dy,
                        TensorView dx);
-  /// Sends `from` (rows grouped by destination, counts `send`) and receives into `to`.
+  /// Sends `from` (rows grouped by destination, counts `send`) and receives into `to`, over
+  /// `group` (null: the expert-parallel group).
   void exchange(ConstTensorView from, const std::vector<int>& send, TensorView to,
-                const std::vector<int>& recv);
+                const std::vector<int>& recv, Communicator* group = nullptr);
+  /// expert_gather: `all` = every gather member's `mine` (its rows_of[j] rows), in member order.
+  void gather(ConstTensorView mine, TensorView all, const std::vector<int>& rows_of);
+  /// The experts' input rows: `mine` (this member's), or with expert_gather every gather
+  /// member's, gathered into `all`.
+  ConstTensorView rows_for_experts(ConstTensorView mine, Tensor& all, const MoeActivations& a);
+  /// Where the experts write over those rows: `mine`, or with expert_gather the partial scratch
+  /// that sum_partials sums back into this member's rows.
+  TensorView experts_output(TensorView mine, const MoeActivations& a);
+  /// expert_gather: `mine` (rows_of[me] rows) = the sum over the members of their `partial`
+  /// rows of this member (partial holds every member's rows, as gather lays them out).
+  void sum_partials(ConstTensorView partial, const std::vector<int>& rows_of, TensorView mine);
 
   int channels_;
   int routed_ffn_, shared_ffn_;  // this rank's width of a routed and of a shared expert

@@ -90,7 +90,8 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
   for (const RankGroup& g : rank_groups(plan, layout, kinds, im.rank)) {
     if (g.purpose == GroupPurpose::tied_embedding)
       im.tied_group = factory->make(g);
-    else if (g.purpose == GroupPurpose::expert_parallel || g.purpose == GroupPurpose::expert_data)
+    else if (g.purpose == GroupPurpose::expert_parallel || g.purpose == GroupPurpose::expert_data ||
+             g.purpose == GroupPurpose::expert_token_gather)
       expert_groups[g.stage].push_back(factory->make(g));
     else
       im.groups[g.ranks] = factory->make(g);
@@ -127,14 +128,18 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
         const int index = stage.index_of(im.device);
         for (const RankGroup& g : expert_layout_groups(plan, layout, kinds, s, im.rank)) {
           std::unique_ptr<Communicator>& made = expert_groups[s].front();
-          (g.purpose == GroupPurpose::expert_parallel ? state.ep : state.expert_dp) = std::move(made);
+          (g.purpose == GroupPurpose::expert_parallel ? state.ep
+           : g.purpose == GroupPurpose::expert_data   ? state.expert_dp
+                                                      : state.expert_gather) = std::move(made);
           expert_groups[s].erase(expert_groups[s].begin());
         }
         module_options.ep_rank = stage.ep_rank_of(index);
         module_options.ep_size = stage.ep;
         module_options.expert_tp_size = stage.expert_tp_degree();
+        module_options.expert_tp_rank = index % stage.expert_tp_degree();
         module_options.expert_counts = stage.expert_counts;
         module_options.ep = state.ep.get();
+        module_options.expert_gather = state.expert_gather.get();
       }
       state.module = make_stage_module(plan.model, module_options, *im.backend, state.tp);
       if (options.record_layer_times) {

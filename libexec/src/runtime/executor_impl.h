@@ -32,9 +32,10 @@ struct StageState {
   std::size_t output_floats = 0;   // per sample
   std::unique_ptr<StageOptimizer> optimizer;
   std::unique_ptr<GradientReducer> reducer;  // null when dp = 1
-  /// Under expert parallelism (ep > 1): this rank's expert-parallel group and the ranks holding
-  /// its experts (rank_communicators.h, expert_layout_groups); null otherwise, or alone.
-  std::unique_ptr<Communicator> ep, expert_dp;
+  /// With the experts laid out apart from attention: this rank's expert-parallel group, the
+  /// ranks holding its experts and, with expert_tp above tp, its expert-token-gather group
+  /// (rank_communicators.h, expert_layout_groups); null otherwise, or alone.
+  std::unique_ptr<Communicator> ep, expert_dp, expert_gather;
   int last_backward_mb = -1;  // the backward (or weight pass) that reduce_bucket follows
 };
 

@@ -28,13 +28,16 @@ void validate_expert_layout(const plan::Plan& plan) {
       continue;
     }
     // The folded layout (expert_tp < tp) splits each tensor group's tokens into tp / expert_tp
-    // slices, one per expert-tp group inside it (moe_layer.h): expert_tp must divide tp.
+    // slices, one per expert-tp group inside it; above tp an expert-tp group spans whole tensor
+    // groups, which gather each other's rows (moe_layer.h): expert_tp must divide tp or be a
+    // multiple of it.
     const int etp = s.expert_tp_degree();
-    if (s.mixed_tp() || s.tp % etp != 0)
+    if (s.mixed_tp() || (s.tp % etp != 0 && etp % s.tp != 0))
       throw Error(file, at + "expert_tp",
                   "an expert_tp dividing the stage's tp (" + std::to_string(s.tp) +
-                      ") for whale-run, got " + std::to_string(etp),
-                  "use expert_tp 1, a divisor of tp, or leave it out (the stage's tp); whale-sim "
+                      ") or a multiple of it, on replicas of one tp, for whale-run, got " +
+                      std::to_string(etp),
+                  "use a divisor or multiple of tp, or leave it out (the stage's tp); whale-sim "
                   "models the other layouts");
     const int devices = static_cast<int>(s.devices.size());
     if (devices % (s.ep * etp) != 0 || (s.expert_counts.empty() && moe->experts % s.ep != 0))

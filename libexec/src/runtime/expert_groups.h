@@ -7,10 +7,10 @@
 
 namespace whale::exec {
 
-/// Throws whale::Error naming the plan file and `stages[i].ep` (or expert_tp) for an expert layout whale-run cannot run: ep < 1; ep > 1
-/// in a dense model; ep x expert_tp not dividing the stage's devices, or ep the experts; an
-/// expert_tp not dividing the stage's tp (or a stage of mixed tp); an expert dp > 1 in a
-/// stage of dp 1.
+/// Throws whale::Error naming the plan file and `stages[i].ep` (or expert_tp) for an expert
+/// layout whale-run cannot run: ep < 1; ep > 1 in a dense model; ep x expert_tp not dividing
+/// the stage's devices, or ep the experts; an expert_tp neither dividing the stage's tp nor a
+/// multiple of it, or a stage of mixed tp.
 void validate_expert_layout(const plan::Plan& plan);
 
 /// Whether the routed experts of a mixture-of-experts stage are laid out apart from attention

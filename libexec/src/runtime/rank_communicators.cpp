@@ -43,6 +43,7 @@ const char* to_string(GroupPurpose purpose) {
     case GroupPurpose::tied_embedding: return "tied-embedding";
     case GroupPurpose::expert_parallel: return "expert-parallel";
     case GroupPurpose::expert_data: return "expert-data";
+    case GroupPurpose::expert_token_gather: return "expert-token-gather";
   }
   return "?";
 }
@@ -96,6 +97,9 @@ std::vector<RankGroup> expert_layout_groups(const plan::Plan& plan, const RankLa
   };
   add(GroupPurpose::expert_parallel, stage.expert_parallel_group(replica, tp_rank));
   add(GroupPurpose::expert_data, stage.expert_data_parallel_group(stage.ep_rank_of(index), tp_rank));
+  if (etp > stage.tp)
+    add(GroupPurpose::expert_token_gather,
+        stage.expert_token_gather_group(replica, stage.ep_rank_of(index), index % stage.tp));
   return groups;
 }
 

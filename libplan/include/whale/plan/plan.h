@@ -92,6 +92,11 @@ struct Stage {
   /// replica order: they hold the same experts' same shard, so their expert gradients are
   /// reduced together.
   std::vector<int> expert_data_parallel_group(int e, int t) const;
+  /// With expert_tp above tp (a multiple of it), the expert-tp group of expert-dp replica d and
+  /// ep rank e spans expert_tp / tp attention replicas: its members of attention tp rank a, one
+  /// per replica in replica order. Each holds other tokens, so they gather each other's rows
+  /// before the experts and sum their partial outputs after.
+  std::vector<int> expert_token_gather_group(int d, int e, int a) const;
   /// The ep rank of the device at `index` in `devices`: (index / expert_tp_degree()) % ep.
   int ep_rank_of(int index) const { return index / expert_tp_degree() % ep; }
   /// Which ep rank holds which of `experts` routed experts (expert_counts, or experts / ep

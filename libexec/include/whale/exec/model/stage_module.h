@@ -138,15 +138,20 @@ struct StageModuleOptions {
   /// expert-parallel group of ep_size ranks (plan::Stage::expert_parallel_group), holds the
   /// routed experts plan::ExpertOwnership gives it and exchanges tokens over `ep` (null when
   /// ep_size is 1). `ep` must outlive the module. The routed experts are split over the
-  /// expert_tp_size ranks of an expert-tp group (tp_rank % expert_tp_size its rank), which must
-  /// divide tp_size: each tensor group's tokens are split into tp_size / expert_tp_size slices,
-  /// expert-tp group tp_rank / expert_tp_size taking slice tp_rank / expert_tp_size to its
-  /// experts (the folded layout; moe_layer.h). 0: tp_size.
+  /// expert_tp_size ranks of an expert-tp group (expert_tp_rank this rank's place in it; 0:
+  /// tp_size and tp_rank). expert_tp_size divides tp_size or is a multiple of it. Dividing it,
+  /// each tensor group's tokens are split into tp_size / expert_tp_size slices, expert-tp group
+  /// tp_rank / expert_tp_size taking slice tp_rank / expert_tp_size to its experts (the folded
+  /// layout; moe_layer.h). Above it, the expert-tp group spans expert_tp_size / tp_size tensor
+  /// groups, and `expert_gather` (plan::Stage::expert_token_gather_group, non-null then) joins
+  /// this rank with its members of the same tp rank.
   int ep_rank = 0;
   int ep_size = 1;
   int expert_tp_size = 0;
+  int expert_tp_rank = 0;
   std::vector<int> expert_counts;  // plan::Stage::expert_counts: empty for an even split
   Communicator* ep = nullptr;
+  Communicator* expert_gather = nullptr;
   uint64_t seed = 0;        // initial parameters depend on (seed, layer, name) only, never on
                             // tp/pp/dp, so every plan starts from the same model
   int init_threads = 1;     // CPU threads that fill the initial parameters (the rank's share of

@@ -25,8 +25,12 @@ enum class GroupPurpose {
   /// The devices holding the same experts (one ep rank and expert-tp rank of every expert-dp
   /// replica): the routed experts' gradient buckets.
   expert_data,
+  /// With expert_tp above tp: the members of one expert-tp group that share an attention tp
+  /// rank (plan::Stage::expert_token_gather_group), which gather each other's rows before the
+  /// experts and sum their partial outputs after.
+  expert_token_gather,
 };
-/// "tensor", "data", "tied-embedding", "expert-parallel", "expert-data".
+/// "tensor", "data", "tied-embedding", "expert-parallel", "expert-data", "expert-token-gather".
 const char* to_string(GroupPurpose purpose);
 
 /// One communicator a rank creates.
@@ -54,9 +58,9 @@ std::vector<DeviceKind> rank_device_kinds(const plan::Plan& plan, const RankLayo
 std::vector<RankGroup> rank_groups(const plan::Plan& plan, const RankLayout& layout,
                                    const std::vector<DeviceKind>& kinds, int rank);
 
-/// The expert-parallel and expert-data groups of stage `s` that `rank` is in (a mixture-of-
-/// experts stage with ep > 1 or an expert_tp other than tp; none otherwise), in that order,
-/// each as world ranks in expert-rank order; groups of one rank left out.
+/// The expert-parallel, expert-data and expert-token-gather groups of stage `s` that `rank` is
+/// in (a mixture-of-experts stage with ep > 1 or an expert_tp other than tp; none otherwise), in
+/// that order, each as world ranks in expert-rank order; groups of one rank left out.
 std::vector<RankGroup> expert_layout_groups(const plan::Plan& plan, const RankLayout& layout,
                                             const std::vector<DeviceKind>& kinds, int s,
                                             int rank);
