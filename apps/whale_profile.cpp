@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <memory>
 
 #include "whale/exec/comm/mpi_communicator.h"
+#include "whale/exec/profile/profile_cpu_cache.h"
 #include "whale/exec/profile/profile_device_prober.h"
 #include "whale/exec/profile/profile_links.h"
 #include "whale/exec/profile/profile_lockstep.h"
@@ -116,6 +118,13 @@ int run_links(const Args& args) {
   }
   LinkSweepOptions options;
   options.quick = args.quick;
+  // Host-memory links are timed as training issues its transfers, after compute that has
+  // filled the caches (LinkSweepOptions::flusher); the flush is sized as the CPU profile's.
+  std::unique_ptr<CacheFlusher> flusher;
+  if (spec.kind == DeviceSpec::Kind::cpu) {
+    flusher = std::make_unique<CacheFlusher>(read_last_level_cache(kSysfsCacheDir).size_bytes);
+    options.flusher = flusher.get();
+  }
   LinkReport report = measure_links(*endpoint, options, progress_line);
   if (comm.rank() != 0) return 0;
   if (!args.link_kind.empty()) report.link_kind = args.link_kind;

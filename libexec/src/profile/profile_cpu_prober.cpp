@@ -57,7 +57,6 @@ struct BlockLinear {
 };
 constexpr BlockLinear kBlockLinears[] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}};
 constexpr int kTokensPerWidth = 2;
-constexpr const char* kSysfsCacheDir = "/sys/devices/system/cpu/cpu0/cache";
 
 /// fp32 tensors of the backend, released by the destructor; get() is the host address (the
 /// CPU backend's memory is host memory) for the cache flusher.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 
 #include "whale/plan/error.h"
 #include "profile/profile_text.h"
@@ -22,21 +23,46 @@ std::vector<Bytes> default_sizes(bool quick) {
   return sizes;
 }
 
-/// Timed iterations for a message: many for small ones, at least a few for large ones.
-int iterations_for(Bytes bytes, bool quick) {
+/// Timed iterations for a message: many for small ones, at least a few for large ones; fewer
+/// when each starts with a cache flush (tens of MiB written), whose spread is the smaller.
+int iterations_for(Bytes bytes, bool quick, bool flushed) {
   const double budget_bytes = quick ? 32.0 * (1 << 20) : 256.0 * (1 << 20);
-  const int most = quick ? 30 : 100, fewest = quick ? 3 : 5;
+  const int most = flushed ? (quick ? 10 : 30) : (quick ? 30 : 100), fewest = quick ? 3 : 5;
   return static_cast<int>(std::clamp(budget_bytes / bytes, double(fewest), double(most)));
 }
 
 /// Every rank of `comm` waits for all the others (an all-reduce of one float in `cell`).
 void barrier(Communicator& comm, float* cell) { comm.all_reduce_sum(cell, 1); }
 
+/// How each timed repetition starts (LinkSweepOptions::flusher): nothing, or the caches flushed
+/// but for the `count` floats of `data`, then a barrier so that every rank starts the transfer
+/// together (the flush's own time stays outside the timing).
+class RepetitionStart {
+ public:
+  RepetitionStart(Communicator& comm, CacheFlusher* flusher, const float* data, std::size_t count,
+                  float* cell)
+      : comm_(comm), cell_(cell) {
+    if (flusher != nullptr) cold_ = flusher->cold_except(TimerOptions{}, {{data, count}}).before_sample;
+  }
+  void operator()() {
+    if (!cold_) return;
+    cold_();
+    barrier(comm_, cell_);
+  }
+
+ private:
+  Communicator& comm_;
+  float* cell_;
+  std::function<void()> cold_;
+};
+
 /// Median one-way time of a ping-pong of `count` floats between ranks 0 and 1 (rank 0's view).
-Seconds ping_pong_s(Communicator& comm, float* data, std::size_t count, int iterations) {
+Seconds ping_pong_s(Communicator& comm, float* data, std::size_t count, int iterations,
+                    RepetitionStart& start_repetition) {
   const int warmup = 2;
   std::vector<double> one_way_s;
   for (int i = 0; i < warmup + iterations; ++i) {
+    start_repetition();
     if (comm.rank() == 0) {
       const auto start = Clock::now();
       comm.send(data, count, 1, 0);
@@ -52,16 +78,19 @@ Seconds ping_pong_s(Communicator& comm, float* data, std::size_t count, int iter
 }
 
 /// Median time of an in-place all-reduce of `count` floats over all ranks, every repetition on
-/// the same buffer, which the one before has just written, as nccl-tests time it. Training
-/// reduces buffers just written too: a bucket of gradients right after the backward that
-/// accumulated them, a tensor-parallel partial sum right after its GEMM. On a 2-core VM a
-/// buffer cycled through 256 MiB instead (cold) took 2.3x (13 MB) to 4x (128 KiB-2 MiB) as
-/// long as one just written, and the dp2 fidelity plan's 13 MB gradient bucket reduced in the
-/// hot time (docs/profile-tool.md).
-Seconds all_reduce_s(Communicator& comm, float* data, std::size_t count, int iterations) {
+/// the same buffer, which has just been written (by the repetition before, or read back after
+/// the flush). Training reduces buffers just written too: a bucket of gradients right after the
+/// backward that accumulated them, a tensor-parallel partial sum right after its GEMM; but the
+/// rest of the caches (the transport's own buffers included) then hold the compute's data,
+/// which the flush stands for. On a 2-core VM a buffer cycled through 256 MiB instead (cold
+/// too) took 2.3x (13 MB) to 4x (128 KiB-2 MiB) as long as one just written
+/// (docs/profile-tool.md).
+Seconds all_reduce_s(Communicator& comm, float* data, std::size_t count, int iterations,
+                     RepetitionStart& start_repetition) {
   const int warmup = 2;
   std::vector<double> times_s;
   for (int i = 0; i < warmup + iterations; ++i) {
+    start_repetition();
     const auto start = Clock::now();
     comm.all_reduce_sum(data, count);
     const double t = std::chrono::duration<double>(Clock::now() - start).count();
@@ -116,11 +145,12 @@ LinkReport measure_links(LinkEndpoint& endpoint, const LinkSweepOptions& options
   for (Bytes bytes : sizes) {
     const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes / 4));
     const Bytes moved = 4.0 * count;
-    const int iterations = iterations_for(moved, options.quick);
+    const int iterations = iterations_for(moved, options.quick, options.flusher != nullptr);
+    RepetitionStart start_repetition(comm, options.flusher, data, count, cell);
     barrier(comm, cell);
-    const Seconds p2p_s = ping_pong_s(comm, data, count, iterations);
+    const Seconds p2p_s = ping_pong_s(comm, data, count, iterations, start_repetition);
     barrier(comm, cell);
-    const Seconds reduce_s = all_reduce_s(comm, data, count, iterations);
+    const Seconds reduce_s = all_reduce_s(comm, data, count, iterations, start_repetition);
     if (!root) continue;
     report.ping_pong.push_back(make_link_point(moved, p2p_s, 1.0));
     report.all_reduce.push_back(make_link_point(moved, reduce_s, bus));

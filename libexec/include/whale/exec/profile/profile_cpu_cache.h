@@ -9,6 +9,9 @@
 
 namespace whale::exec {
 
+/// Where Linux describes the caches of the CPU whale-profile sizes its flushes by.
+inline constexpr const char* kSysfsCacheDir = "/sys/devices/system/cpu/cpu0/cache";
+
 struct LastLevelCache {
   Bytes size_bytes = 0;  // 0: unknown
   int shared_cpus = 1;   // CPUs that share it (shared_cpu_list)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "whale/exec/comm/communicator.h"
+#include "whale/exec/profile/profile_cache_flusher.h"
 #include "whale/exec/profile/profile_device_prober.h"
 #include "whale/exec/profile/profile_statistics.h"
 #include "whale/plan/cluster.h"
@@ -52,6 +53,11 @@ std::unique_ptr<LinkEndpoint> make_link_endpoint(const DeviceSpec& device);
 struct LinkSweepOptions {
   bool quick = false;
   std::vector<Bytes> sizes_bytes;  // empty: the default sweep (8 B x4 .. 32 MiB; quick: x8 .. 2 MiB)
+  /// Host-memory links: when set, every timed repetition starts as a collective or a send of
+  /// training does, after compute: the caches flushed but for the message buffer, just written
+  /// (read back), and the ranks met at a barrier; null: repetitions back to back on a hot
+  /// buffer, as nccl-tests time them (NCCL over device memory). Must outlive the sweep.
+  CacheFlusher* flusher = nullptr;
 };
 
 /// One message size of one operation, timed on rank 0.
