@@ -19,6 +19,14 @@ int run_rows(const MoeActivations& a) {
   return std::accumulate(a.gather_rows.begin(), a.gather_rows.end(), 0);
 }
 
+/// Runs `communicate` and adds its wall time to `seconds` (MoeContext::exchange_s).
+template <class Communicate>
+void timed(double& seconds, Communicate&& communicate) {
+  const auto start = std::chrono::steady_clock::now();
+  communicate();
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace
 
 MoeParams moe_params(const std::vector<Param>& p, std::size_t first, ExpertKind kind, int shared,
@@ -100,10 +108,9 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
   for (int e = 0; e < E; ++e) a.send_rows[ctx.owners.owner(e)] += a.routing.expert_rows[e];
   std::vector<int> incoming = a.routing.expert_rows;  // [q * local + l]: member q's rows of l
   if (members > 1) {
-    const auto start = std::chrono::steady_clock::now();
-    incoming = exchange_counts(be_, *ctx.ep, a.routing.expert_rows, ctx.owners.counts());
-    ctx.exchange_s +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    timed(ctx.exchange_s, [&] {
+      incoming = exchange_counts(be_, *ctx.ep, a.routing.expert_rows, ctx.owners.counts());
+    });
   }
   a.recv_rows.assign(members, 0);
   for (int q = 0; q < members; ++q)
@@ -114,11 +121,10 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
     const int gathered = ctx.expert_gather->size();
     std::vector<int> repeated;
     for (int j = 0; j < gathered; ++j) repeated.insert(repeated.end(), incoming.begin(), incoming.end());
-    const auto start = std::chrono::steady_clock::now();
-    run = exchange_counts(be_, *ctx.expert_gather, repeated,
-                          std::vector<int>(gathered, static_cast<int>(incoming.size())));
-    ctx.exchange_s +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    timed(ctx.exchange_s, [&] {
+      run = exchange_counts(be_, *ctx.expert_gather, repeated,
+                            std::vector<int>(gathered, static_cast<int>(incoming.size())));
+    });
   }
   const std::size_t per_member = incoming.size();
   a.gather_rows.assign(ctx.expert_gather != nullptr ? ctx.expert_gather->size() : 1, 0);
@@ -134,17 +140,14 @@ void MoeLayer::route(int rows, ConstTensorView x, MoeActivations& a) {
 
 void MoeLayer::exchange(ConstTensorView from, const std::vector<int>& send, TensorView to,
                         const std::vector<int>& recv, Communicator* group) {
-  const auto start = std::chrono::steady_clock::now();
-  exchange_rows(be_, group != nullptr ? *group : *context_->ep, from, send, to, recv, channels_);
-  context_->exchange_s +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  timed(context_->exchange_s, [&] {
+    exchange_rows(be_, group != nullptr ? *group : *context_->ep, from, send, to, recv, channels_);
+  });
 }
 
 void MoeLayer::gather(ConstTensorView mine, TensorView all, const std::vector<int>& rows_of) {
-  const auto start = std::chrono::steady_clock::now();
-  gather_rows(be_, *context_->expert_gather, mine, all, rows_of, channels_);
-  context_->exchange_s +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  timed(context_->exchange_s,
+        [&] { gather_rows(be_, *context_->expert_gather, mine, all, rows_of, channels_); });
 }
 
 ConstTensorView MoeLayer::rows_for_experts(ConstTensorView mine, Tensor& all,

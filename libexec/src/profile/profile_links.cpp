@@ -24,7 +24,8 @@ std::vector<Bytes> default_sizes(bool quick) {
 }
 
 /// Timed iterations for a message: many for small ones, at least a few for large ones; fewer
-/// when each starts with a cache flush (tens of MiB written), whose spread is the smaller.
+/// when each starts with a cache flush, which writes tens of MiB and would otherwise make the
+/// sweep of small messages take far longer than the transfers it times.
 int iterations_for(Bytes bytes, bool quick, bool flushed) {
   const double budget_bytes = quick ? 32.0 * (1 << 20) : 256.0 * (1 << 20);
   const int most = flushed ? (quick ? 10 : 30) : (quick ? 30 : 100), fewest = quick ? 3 : 5;

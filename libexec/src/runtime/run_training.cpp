@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "backend/gpu_host/arena_size.h"
+#include "runtime/expert_groups.h"
 #include "runtime/kernel_times.h"
 #include "runtime/run_outputs.h"
 #include "whale/exec/backend/backend_factory.h"
@@ -107,6 +108,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
   // 1. Inputs, all checked before anything is written.
   const plan::Plan plan = plan::load_plan(options.plan_file);
   plan::check_runnable(plan);
+  validate_expert_layout(plan);  // the plan's own faults before how it is launched
   const RankLayout layout(plan);
   layout.check_world_size(transport->size());
   const std::vector<int> host_of_rank = host_ids(
