@@ -30,7 +30,9 @@
 # machine need not be equally fast, and a plan's step waits for its slowest rank.
 # Writes only into the work folder: generated/profiles/cpu-core<r>.yaml,
 # generated/clusters/cpu-measured.yaml, the plans pointed at them (generated/plans/), the logs,
-# metrics and fidelity.tsv. The tracked profiles/ and configs/ are never rewritten.
+# metrics, traces, fidelity.tsv and fidelity-compare.tsv (each run's measured seconds per device
+# and op class against whale-sim's, printed per round after the memory table).
+# The tracked profiles/ and configs/ are never rewritten.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -176,7 +178,8 @@ for round in $(seq 1 "$ROUNDS"); do
     layer_times=()  # the calibration runs also measure their layers
     if [[ ",$CALIBRATE_ON," == *",$name,"* ]]; then layer_times=(--layer-times "$WORK/$name-$round.layers.csv"); fi
     mpirun -np "$ranks" "${CORE_BINDING[@]}" "$BUILD/apps/whale-run" "$plan" --data data/corpus.txt --steps "$STEPS" \
-      --metrics "$WORK/$name-$round.jsonl" "${layer_times[@]}" > "$WORK/$name-$round.log" 2>&1 ||
+      --metrics "$WORK/$name-$round.jsonl" --trace "$WORK/$name-$round.trace.json" "${layer_times[@]}" \
+      > "$WORK/$name-$round.log" 2>&1 ||
       { echo "fidelity.sh: error: whale-run failed on $plan (log: $WORK/$name-$round.log)" >&2
         tail -3 "$WORK/$name-$round.log" >&2; exit 1; }
   done
@@ -284,6 +287,54 @@ for name, ranks in plans.items():
     measured, predicted = max(ranks)
     print(f"{name:<16} {len(ranks):>5} {predicted:>14.2f} {measured:>13.2f} {100 * (predicted - measured) / measured:>+7.1f}%")
 print(f"fidelity memory: {len(plans)} plans, {len(errors)} ranks, MAPE {100 * sum(errors) / len(errors):.1f}% (the table: each plan's rank with the largest measured peak)")
+EOF
+
+# Where the time went: each run's measured trace (whale-run --trace, its last step) against
+# whale-sim's timeline from the profile taken before that run (whale-sim --compare), summed per
+# device (its compute lane's busy time) and per op class over the plans of a round. A device
+# whose ratio moves between rounds while the other's holds ran under interference; a compute
+# class whose ratio sits away from 1 in every round is a bias of the model. As measured, a
+# communication class includes the wait for the slower peer, and under tp the forward and
+# backward include the tp all-reduces that whale-run runs inside them (docs/fidelity.md,
+# "whale-sim --compare").
+printf 'plan\tround\tkind\tname\tpredicted_s\tmeasured_s\n' > "$WORK/fidelity-compare.tsv"
+for plan in "${PLANS[@]}"; do
+  name=$(basename "$plan" .yaml)
+  for round in $(seq 1 "$ROUNDS"); do
+    "$BUILD/apps/whale-sim" "$plan" --profiles "$WORK/round-$round/$name" \
+      --compare "$WORK/$name-$round.trace.json" --format json |
+      python3 -c '
+import json, sys
+compare = json.load(sys.stdin)["compare"]
+rows = [("device", d["id"], d["predicted_compute_s"], d["measured_compute_s"]) for d in compare["devices"]]
+rows += [("class", c["class"], c["predicted_s"], c["measured_s"]) for c in compare["classes"]]
+for kind, name, predicted, measured in rows:
+    print("\t".join([sys.argv[1], sys.argv[2], kind, str(name), repr(predicted), repr(measured)]))
+' "$name" "$round" >> "$WORK/fidelity-compare.tsv"
+  done
+done
+python3 - "$WORK/fidelity-compare.tsv" <<'EOF'
+# Per round, each device's and each op class's measured / predicted seconds summed over the
+# plans, with the least and most of the plans' own ratios (plans where either is zero are left
+# out of the range).
+import sys
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])][1:]
+sums = {}
+for plan, rnd, kind, name, predicted, measured in rows:
+    entry = sums.setdefault((kind, name, int(rnd)), [0.0, 0.0, []])
+    entry[0] += float(predicted)
+    entry[1] += float(measured)
+    if float(predicted) > 0 and float(measured) > 0:
+        entry[2].append(float(measured) / float(predicted))
+print("fidelity by device and op class: measured / predicted seconds, summed over the plans "
+      "(> 1: slower than priced; the plans' least and most in the last column)")
+print(f"{'':<22} {'round':>5} {'predicted_s':>12} {'measured_s':>11} {'ratio':>6}  range")
+for kind, name, rnd in sorted(sums, key=lambda k: (k[0] != "device", k[1], k[2])):
+    predicted, measured, ratios = sums[(kind, name, rnd)]
+    ratio = f"{measured / predicted:6.3f}" if predicted > 0 else f"{'-':>6}"
+    spread = f"{min(ratios):.3f}-{max(ratios):.3f}" if ratios else "-"
+    label = f"device {name}" if kind == "device" else name
+    print(f"{label:<22} {rnd:>5} {predicted:>12.4f} {measured:>11.4f} {ratio}  {spread}")
 EOF
 [ -n "$CALIBRATE_ON" ] || exit 0
 

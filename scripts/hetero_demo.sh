@@ -72,8 +72,9 @@ out["source"] = (f"cpu-core1 (measured by scripts/fidelity.sh) slowed {factor:g}
 out["peak_tflops"] = {k: v / factor for k, v in p["peak_tflops"].items()}
 out["memory_bandwidth_gbytes_per_s"] = p["memory_bandwidth_gbytes_per_s"] / factor
 out["kernel_launch_us"] = p["kernel_launch_us"] * factor
-if "op_bandwidth_gbytes_per_s" in p:
-    out["op_bandwidth_gbytes_per_s"] = {k: v / factor for k, v in p["op_bandwidth_gbytes_per_s"].items()}
+for key in ("op_bandwidth_gbytes_per_s", "op_backward_bandwidth_gbytes_per_s"):
+    if key in p:
+        out[key] = {k: v / factor for k, v in p[key].items()}
 out["slowdown_factor"] = factor
 with open(sys.argv[2], "w") as f:
     f.write("# Device profile: cpu-slow2x, an emulated 2x slower CPU rank (docs/fidelity.md).\n")

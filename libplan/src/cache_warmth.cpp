@@ -22,6 +22,15 @@ EfficiencyCurve blended_curve(const EfficiencyCurve& cold, const EfficiencyCurve
   return EfficiencyCurve(std::move(points));
 }
 
+/// Blends each class of `cold` that `warm` has too, in place; the others stay cold.
+void blend_rates(std::map<std::string, BytesPerSecond>& cold, const std::map<std::string, BytesPerSecond>& warm,
+                 double f) {
+  for (auto& [op_class, bandwidth] : cold) {
+    const auto it = warm.find(op_class);
+    if (it != warm.end()) bandwidth = blended_rate(bandwidth, it->second, f);
+  }
+}
+
 }  // namespace
 
 DeviceProfile with_warm_fraction(const DeviceProfile& profile, double warm_fraction) {
@@ -34,12 +43,8 @@ DeviceProfile with_warm_fraction(const DeviceProfile& profile, double warm_fract
       curve = blended_curve(curve, warm->second, f);
     }
   }
-  for (auto& [op_class, bandwidth] : out.op_bandwidth_bytes_per_s) {
-    auto warm = profile.cache.warm_op_bandwidth_bytes_per_s.find(op_class);
-    if (warm != profile.cache.warm_op_bandwidth_bytes_per_s.end()) {
-      bandwidth = blended_rate(bandwidth, warm->second, f);
-    }
-  }
+  blend_rates(out.op_bandwidth_bytes_per_s, profile.cache.warm_op_bandwidth_bytes_per_s, f);
+  blend_rates(out.op_backward_bandwidth_bytes_per_s, profile.cache.warm_op_backward_bandwidth_bytes_per_s, f);
   return out;
 }
 

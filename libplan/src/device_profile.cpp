@@ -29,4 +29,13 @@ BytesPerSecond DeviceProfile::op_bandwidth(const std::string& op_name) const {
   return 0;
 }
 
+BytesPerSecond DeviceProfile::op_backward_bandwidth(const std::string& op_name) const {
+  for (const auto& [op_class, bandwidth] : op_bandwidth_bytes_per_s) {
+    if (op_name.find(op_class) == std::string::npos) continue;
+    const auto backward = op_backward_bandwidth_bytes_per_s.find(op_class);
+    return backward != op_backward_bandwidth_bytes_per_s.end() ? backward->second : bandwidth;
+  }
+  return 0;
+}
+
 }  // namespace whale::plan

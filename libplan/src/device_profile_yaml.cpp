@@ -331,8 +331,23 @@ std::map<std::string, BytesPerSecond> parse_op_bandwidths(const YamlField& field
   return bandwidths;
 }
 
+/// The backward figures of `field`: each class must be one of `forward`'s (a backward's bytes
+/// are counted as its forward's).
+std::map<std::string, BytesPerSecond> parse_op_backward_bandwidths(
+    const YamlField& field, const std::map<std::string, BytesPerSecond>& forward, const std::string& forward_key) {
+  for (const std::string& key : field.keys()) {
+    if (forward.count(key) == 0) {
+      field.get(key).fail("an op class of " + forward_key + ", got '" + key + "', which it lacks",
+                          "give the class's forward figure in " + forward_key + " too, or drop it here");
+    }
+  }
+  return parse_op_bandwidths(field);
+}
+
+/// Writes `bandwidths` under `key`; nothing when it is empty.
 void emit_op_bandwidths(YAML::Emitter& out, const std::string& key,
                         const std::map<std::string, BytesPerSecond>& bandwidths) {
+  if (bandwidths.empty()) return;
   out << YAML::Key << key << YAML::Value << YAML::BeginMap;
   for (const auto& [op, bandwidth] : bandwidths) emit_number_field(out, op, bandwidth / 1e9);
   out << YAML::EndMap;
@@ -340,13 +355,18 @@ void emit_op_bandwidths(YAML::Emitter& out, const std::string& key,
 
 CacheResidency parse_cache(const YamlField& field) {
   field.expect_keys({"last_level_cache_mib_per_device", "warm_gemm_efficiency",
-                     "warm_op_bandwidth_gbytes_per_s"});
+                     "warm_op_bandwidth_gbytes_per_s", "warm_op_backward_bandwidth_gbytes_per_s"});
   CacheResidency cache;
   cache.cache_bytes_per_device =
       field.get("last_level_cache_mib_per_device").positive_number() * kBytesPerMiB;
   cache.warm_gemm_efficiency = parse_gemm_curves(field.get("warm_gemm_efficiency"));
   if (field.has("warm_op_bandwidth_gbytes_per_s")) {
     cache.warm_op_bandwidth_bytes_per_s = parse_op_bandwidths(field.get("warm_op_bandwidth_gbytes_per_s"));
+  }
+  if (field.has("warm_op_backward_bandwidth_gbytes_per_s")) {
+    cache.warm_op_backward_bandwidth_bytes_per_s =
+        parse_op_backward_bandwidths(field.get("warm_op_backward_bandwidth_gbytes_per_s"),
+                                     cache.warm_op_bandwidth_bytes_per_s, "cache.warm_op_bandwidth_gbytes_per_s");
   }
   return cache;
 }
@@ -355,9 +375,8 @@ void emit_cache(YAML::Emitter& out, const CacheResidency& cache) {
   out << YAML::Key << "cache" << YAML::Value << YAML::BeginMap;
   emit_number_field(out, "last_level_cache_mib_per_device", cache.cache_bytes_per_device / kBytesPerMiB);
   emit_gemm_curves(out, "warm_gemm_efficiency", cache.warm_gemm_efficiency);
-  if (!cache.warm_op_bandwidth_bytes_per_s.empty()) {
-    emit_op_bandwidths(out, "warm_op_bandwidth_gbytes_per_s", cache.warm_op_bandwidth_bytes_per_s);
-  }
+  emit_op_bandwidths(out, "warm_op_bandwidth_gbytes_per_s", cache.warm_op_bandwidth_bytes_per_s);
+  emit_op_bandwidths(out, "warm_op_backward_bandwidth_gbytes_per_s", cache.warm_op_backward_bandwidth_bytes_per_s);
   out << YAML::EndMap;
 }
 
@@ -366,7 +385,8 @@ void emit_cache(YAML::Emitter& out, const CacheResidency& cache) {
 DeviceProfile parse_device_profile(const YamlField& root, const std::string& expected_name) {
   root.expect_keys({"name", "kind", "source", "memory_gib", "memory_bandwidth_gbytes_per_s",
                     "peak_tflops", "kernel_launch_us", "gemm_efficiency", "memory_efficiency",
-                    "slowdown_factor", "op_bandwidth_gbytes_per_s", "framework_memory",
+                    "slowdown_factor", "op_bandwidth_gbytes_per_s", "op_backward_bandwidth_gbytes_per_s",
+                    "framework_memory",
                     "calibration", "layer_times", "cache", "flash_attention_tflops"});
   DeviceProfile profile;
   const YamlField name = root.get("name");
@@ -399,6 +419,11 @@ DeviceProfile parse_device_profile(const YamlField& root, const std::string& exp
   }
   if (root.has("op_bandwidth_gbytes_per_s")) {
     profile.op_bandwidth_bytes_per_s = parse_op_bandwidths(root.get("op_bandwidth_gbytes_per_s"));
+  }
+  if (root.has("op_backward_bandwidth_gbytes_per_s")) {
+    profile.op_backward_bandwidth_bytes_per_s =
+        parse_op_backward_bandwidths(root.get("op_backward_bandwidth_gbytes_per_s"),
+                                     profile.op_bandwidth_bytes_per_s, "op_bandwidth_gbytes_per_s");
   }
   profile.framework_memory = root.has("framework_memory")
                                  ? parse_framework_memory(root.get("framework_memory"), profile.kind)
@@ -435,9 +460,8 @@ void save_device_profile(const DeviceProfile& profile, const std::string& path) 
   out << YAML::Key << "memory_efficiency" << YAML::Value;
   emit_curve(out, profile.memory_efficiency, "mib", kBytesPerMiB);
   if (profile.slowdown_factor != 1.0) emit_number_field(out, "slowdown_factor", profile.slowdown_factor);
-  if (!profile.op_bandwidth_bytes_per_s.empty()) {
-    emit_op_bandwidths(out, "op_bandwidth_gbytes_per_s", profile.op_bandwidth_bytes_per_s);
-  }
+  emit_op_bandwidths(out, "op_bandwidth_gbytes_per_s", profile.op_bandwidth_bytes_per_s);
+  emit_op_bandwidths(out, "op_backward_bandwidth_gbytes_per_s", profile.op_backward_bandwidth_bytes_per_s);
   if (!(profile.framework_memory == default_framework_memory(profile.kind))) {
     emit_framework_memory(out, profile.framework_memory, profile.kind);
   }

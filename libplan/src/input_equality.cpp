@@ -73,7 +73,8 @@ bool operator==(const ProfileCalibration& a, const ProfileCalibration& b) {
 
 bool operator==(const CacheResidency& a, const CacheResidency& b) {
   return same_fields(a, b, [](const CacheResidency& x) {
-    return std::tie(x.cache_bytes_per_device, x.warm_gemm_efficiency, x.warm_op_bandwidth_bytes_per_s);
+    return std::tie(x.cache_bytes_per_device, x.warm_gemm_efficiency, x.warm_op_bandwidth_bytes_per_s,
+                    x.warm_op_backward_bandwidth_bytes_per_s);
   });
 }
 
@@ -91,7 +92,8 @@ bool operator==(const DeviceProfile& a, const DeviceProfile& b) {
   return same_fields(a, b, [](const DeviceProfile& x) {
     return std::tie(x.name, x.kind, x.source, x.memory_bytes, x.memory_bandwidth_bytes_per_s,
                     x.peak_flops_per_s, x.gemm_efficiency, x.memory_efficiency, x.kernel_launch_s,
-                    x.slowdown_factor, x.op_bandwidth_bytes_per_s, x.framework_memory, x.calibration,
+                    x.slowdown_factor, x.op_bandwidth_bytes_per_s, x.op_backward_bandwidth_bytes_per_s,
+                    x.framework_memory, x.calibration,
                     x.layer_times, x.cache, x.flash_attention);
   });
 }

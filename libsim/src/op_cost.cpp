@@ -31,12 +31,13 @@ Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profi
 }
 
 Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& profile, int tp,
-                        double samples, bool sequence_parallel) {
+                        double samples, bool sequence_parallel, Pass pass) {
   const bool split = op.tp_split || sequence_parallel;
   const Bytes bytes = split ? op.bytes * samples / tp : op.bytes * samples;
   if (bytes <= 0) return 0;
   // Ops the profile measured as compute-bound (a CPU core's tanh, exp, sqrt) take their time.
-  const BytesPerSecond measured = profile.op_bandwidth(op.name);
+  const BytesPerSecond measured =
+      pass == Pass::forward ? profile.op_bandwidth(op.name) : profile.op_backward_bandwidth(op.name);
   if (measured > 0) return calibrated_memory_op_s(bytes / measured, profile);
   const double efficiency = profile.memory_efficiency.at(bytes);
   return calibrated_memory_op_s(bytes / (profile.memory_bandwidth_bytes_per_s * efficiency), profile);
@@ -108,10 +109,10 @@ OpSums op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
   }
   for (const plan::MemoryOp& op : layer.memory_ops) {
     if (flash && is_attention_core(op.name)) continue;
-    const Seconds kernel_s = memory_kernel_s(op, profile, tp, samples, sequence_parallel);
-    cost.forward_s += kernel_s + launch_s;
-    cost.backward_s += kernel_s + launch_s;
-    if (is_attention_core(op.name)) out.attention_core_s += kernel_s + launch_s;
+    const Seconds forward_s = memory_kernel_s(op, profile, tp, samples, sequence_parallel);
+    cost.forward_s += forward_s + launch_s;
+    cost.backward_s += memory_kernel_s(op, profile, tp, samples, sequence_parallel, Pass::backward) + launch_s;
+    if (is_attention_core(op.name)) out.attention_core_s += forward_s + launch_s;
   }
   return out;
 }

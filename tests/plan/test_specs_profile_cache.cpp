@@ -18,10 +18,12 @@ namespace {
 
 const std::string kCache =
     "op_bandwidth_gbytes_per_s: {gelu: 2, adamw: 3}\n"
+    "op_backward_bandwidth_gbytes_per_s: {gelu: 1}\n"
     "cache:\n"
     "  last_level_cache_mib_per_device: 16\n"
     "  warm_gemm_efficiency: {fp32: [{gflop: 1, efficiency: 1}]}\n"
-    "  warm_op_bandwidth_gbytes_per_s: {gelu: 4}\n";
+    "  warm_op_bandwidth_gbytes_per_s: {gelu: 4}\n"
+    "  warm_op_backward_bandwidth_gbytes_per_s: {gelu: 3}\n";
 
 }  // namespace
 
@@ -30,6 +32,7 @@ TEST_CASE("a profile's cache block loads in bytes and survives save and load") {
   CHECK(p.cache.cache_bytes_per_device == 16.0 * 1024 * 1024);
   CHECK(p.cache.warm_gemm_efficiency.at(Precision::fp32).at(1e9) == 1.0);
   CHECK(p.cache.warm_op_bandwidth_bytes_per_s.at("gelu") == 4e9);
+  CHECK(p.cache.warm_op_backward_bandwidth_bytes_per_s.at("gelu") == 3e9);
   CHECK_FALSE(p.cache.empty());
   CHECK(load_device_profile(scratch_file("cache-none/core.yaml", kCoreProfile)).cache.empty());
   const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/cache-saved";
@@ -62,6 +65,8 @@ TEST_CASE("the warm blend adds times: rates blend harmonically by the warm fract
   // gelu: cold 2 GB/s, warm 4: 1 / (0.5 / 4 + 0.5 / 2) = 2.666... GB/s; adamw has no warm figure.
   CHECK(half.op_bandwidth_bytes_per_s.at("gelu") == doctest::Approx(1e9 / (0.5 / 4 + 0.5 / 2)));
   CHECK(half.op_bandwidth_bytes_per_s.at("adamw") == 3e9);
+  // gelu's backward: cold 1 GB/s, warm 3: 1 / (0.5 / 3 + 0.5 / 1) = 1.5 GB/s.
+  CHECK(half.op_backward_bandwidth("mlp_gelu") == doctest::Approx(1.5e9));
   CHECK(with_warm_fraction(p, 1).gemm_curve(Precision::fp32).at(1e9) == doctest::Approx(1.0));
   CHECK(with_warm_fraction(p, 2).op_bandwidth_bytes_per_s.at("gelu") == doctest::Approx(4e9));  // clamped
   CHECK(with_warm_fraction(p, 0) == p);

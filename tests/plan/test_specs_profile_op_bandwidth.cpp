@@ -7,6 +7,7 @@
 
 #include "test_specs_util.h"
 #include "whale/plan/device_profile.h"
+#include "whale/plan/input_equality.h"
 
 using namespace whale::plan;
 using whale::plan::testing::kCoreProfile;
@@ -44,4 +45,30 @@ TEST_CASE("a bad op bandwidth names the file and the field") {
       "op-bandwidth-list/core.yaml", kCoreProfile + "op_bandwidth_gbytes_per_s: [1, 2]\n");
   CHECK_SPEC_ERROR([&] { load_device_profile(listed); }, listed, "op_bandwidth_gbytes_per_s",
                    "mapping");
+}
+
+TEST_CASE("a class's backward figure prices its backward; without one the forward's serves both") {
+  const DeviceProfile p = load_device_profile(scratch_file(
+      "op-backward/core.yaml", kCoreProfile + "op_bandwidth_gbytes_per_s: {gelu: 0.5, layernorm: 4}\n"
+                                              "op_backward_bandwidth_gbytes_per_s: {layernorm: 0.25}\n"));
+  CHECK(p.op_bandwidth("layernorm2") == 4e9);
+  CHECK(p.op_backward_bandwidth("layernorm2") == 0.25e9);
+  CHECK(p.op_backward_bandwidth("mlp_gelu") == 0.5e9);  // no backward figure: the forward's
+  CHECK(p.op_backward_bandwidth("residual1") == 0);     // not measured: memory-bound
+  // Save and load keep the two apart.
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/op-backward-saved";
+  std::filesystem::create_directories(folder);
+  save_device_profile(p, folder + "/core.yaml");
+  const DeviceProfile back = load_device_profile(folder + "/core.yaml");
+  CHECK(back.op_bandwidth_bytes_per_s == p.op_bandwidth_bytes_per_s);
+  CHECK(back.op_backward_bandwidth_bytes_per_s == p.op_backward_bandwidth_bytes_per_s);
+  CHECK(back == p);
+}
+
+TEST_CASE("a backward figure of a class without a forward one names the field and the fix") {
+  const std::string orphan = scratch_file(
+      "op-backward-orphan/core.yaml", kCoreProfile + "op_bandwidth_gbytes_per_s: {gelu: 0.5}\n"
+                                                     "op_backward_bandwidth_gbytes_per_s: {softmax: 1}\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(orphan); }, orphan, "op_backward_bandwidth_gbytes_per_s.softmax",
+                   "an op class of op_bandwidth_gbytes_per_s, got 'softmax'");
 }

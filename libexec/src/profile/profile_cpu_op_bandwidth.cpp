@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "whale/exec/profile/profile_op_class_rates.h"
+
 namespace whale::exec {
 namespace {
 
@@ -67,24 +69,26 @@ OpTimes time_op(const OpClass& op, const Options& options) {
   return t;
 }
 
-/// The class's bandwidth as the model counts bytes: libsim charges the GEMMs (`gemm_s`, by the
-/// curve of the same cache state) forward once and backward twice, the class once each way.
-/// 0, with a progress line saying so, when nothing is left after the GEMMs.
-double class_bandwidth(const OpClass& op, const OpTimes& t, Seconds gemm_s, const char* state,
-                       const ProgressFn& progress) {
-  const Seconds class_s = (t.forward_s + t.backward_s - 3.0 * gemm_s) / 2.0;
-  char line[220];
-  if (class_s <= 0) {
+/// The class's figures (op_class_rates), with a progress line of the times and figures.
+OpClassRates class_rates(const OpClass& op, const OpTimes& t, Seconds gemm_s, const char* state,
+                         const ProgressFn& progress) {
+  const OpClassRates out = op_class_rates(op.model_bytes, t.forward_s, t.backward_s, gemm_s, bool(op.backward));
+  char line[260];
+  if (out.forward <= 0) {
     std::snprintf(line, sizeof line, "op %s (%s): forward %.3f ms, backward %.3f ms: nothing left "
                   "after the GEMMs, not recorded", op.name.c_str(), state, t.forward_s * 1e3,
                   t.backward_s * 1e3);
-    progress(line);
-    return 0;
+  } else if (out.backward > 0) {
+    std::snprintf(line, sizeof line, "op %s (%s): forward %.3f ms, backward %.3f ms: %.3f and %.3f GB/s "
+                  "as the model counts bytes", op.name.c_str(), state, t.forward_s * 1e3, t.backward_s * 1e3,
+                  out.forward / 1e9, out.backward / 1e9);
+  } else {
+    std::snprintf(line, sizeof line, "op %s (%s): forward %.3f ms, backward %.3f ms: %.3f GB/s as the model "
+                  "counts bytes, %s", op.name.c_str(), state, t.forward_s * 1e3, t.backward_s * 1e3,
+                  out.forward / 1e9, op.backward ? "both passes" : "no backward");
   }
-  std::snprintf(line, sizeof line, "op %s (%s): forward %.3f ms, backward %.3f ms, %.3f GB/s as the model counts bytes",
-                op.name.c_str(), state, t.forward_s * 1e3, t.backward_s * 1e3, op.model_bytes / class_s / 1e9);
   progress(line);
-  return op.model_bytes / class_s;
+  return out;
 }
 
 }  // namespace
@@ -160,11 +164,15 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
     });
     const OpTimes warm = time_op(op, [&](const std::vector<CacheFlusher::HotBuffer>&) { return timer; });
     const double warm_gemm_s = op.gemm_s > 0 ? warm_attention_gemm_s : 0.0;
-    const double cold_bandwidth = class_bandwidth(op, cold, op.gemm_s, "cold", progress);
-    const double warm_bandwidth = class_bandwidth(op, warm, warm_gemm_s, "warm", progress);
-    if (cold_bandwidth > 0) profile->op_bandwidth_bytes_per_s[op.name] = cold_bandwidth;
-    if (cold_bandwidth > 0 && warm_bandwidth > 0) {
-      profile->cache.warm_op_bandwidth_bytes_per_s[op.name] = warm_bandwidth;
+    const OpClassRates cold_bandwidth = class_rates(op, cold, op.gemm_s, "cold", progress);
+    const OpClassRates warm_bandwidth = class_rates(op, warm, warm_gemm_s, "warm", progress);
+    if (cold_bandwidth.forward <= 0) continue;
+    profile->op_bandwidth_bytes_per_s[op.name] = cold_bandwidth.forward;
+    if (cold_bandwidth.backward > 0) profile->op_backward_bandwidth_bytes_per_s[op.name] = cold_bandwidth.backward;
+    if (warm_bandwidth.forward <= 0) continue;
+    profile->cache.warm_op_bandwidth_bytes_per_s[op.name] = warm_bandwidth.forward;
+    if (warm_bandwidth.backward > 0) {
+      profile->cache.warm_op_backward_bandwidth_bytes_per_s[op.name] = warm_bandwidth.backward;
     }
   }
 }

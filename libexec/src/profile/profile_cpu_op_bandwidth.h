@@ -11,13 +11,14 @@
 
 namespace whale::exec {
 
-/// Fills profile->op_bandwidth_bytes_per_s (cold) and profile->cache.warm_op_bandwidth_bytes_per_s:
-/// for each class, the bytes the model counts for the op's forward (libplan/src/model_families.cpp:
-/// 2 x elements x 4 for elementwise ops; the optimizer as libsim counts it, 28 bytes per fp32
-/// AdamW parameter) divided by the mean of the op's measured forward and backward times, so that
-/// forward + backward sum right in libsim. The softmax class is the attention core minus its
-/// GEMMs as the profile's curves price them (so both GEMM curves, cold and warm, must be
-/// measured first). Sizes are those of a d=256 GPT layer. Cold: every call starts from caches
+/// Fills profile->op_bandwidth_bytes_per_s and op_backward_bandwidth_bytes_per_s (cold) and
+/// their warm counterparts in profile->cache: for each class, the bytes the model counts for the
+/// op's forward (libplan/src/model_families.cpp: 2 x elements x 4 for elementwise ops; the
+/// optimizer as libsim counts it, 28 bytes per fp32 AdamW parameter) divided by the op's
+/// measured forward time, and by its backward time, so that libsim prices each pass as it ran
+/// (a layernorm's backward takes about 9x its forward on a core). The softmax class is the
+/// attention core minus its GEMMs as the profile's curves price them (so both GEMM curves,
+/// cold and warm, must be measured first). Sizes are those of a d=256 GPT layer. Cold: every call starts from caches
 /// that `flusher` evicted, but for the input the op before it has just written (forward: its
 /// input; backward: the output gradient); AdamW is all cold. Warm: the calls repeat on the same
 /// buffers, which stay resident.

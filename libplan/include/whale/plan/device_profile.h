@@ -46,6 +46,7 @@ struct CacheResidency {
   Bytes cache_bytes_per_device = 0;  // YAML: cache.last_level_cache_mib_per_device
   std::map<Precision, EfficiencyCurve> warm_gemm_efficiency;  // YAML: cache.warm_gemm_efficiency
   std::map<std::string, BytesPerSecond> warm_op_bandwidth_bytes_per_s;  // YAML: cache.warm_op_bandwidth_gbytes_per_s
+  std::map<std::string, BytesPerSecond> warm_op_backward_bandwidth_bytes_per_s;  // YAML: cache.warm_op_backward_bandwidth_gbytes_per_s
   bool empty() const { return cache_bytes_per_device <= 0; }
 };
 
@@ -66,8 +67,14 @@ struct DeviceProfile {
   /// core evaluates tanh, exp and sqrt far slower than it streams memory), keyed by a class
   /// name that a model's memory op names contain ("gelu", "layernorm", "softmax", ...) or
   /// "adamw" for the optimizer step. Bytes are counted as the model counts them (the op's
-  /// reads plus writes, forward); the figure covers forward and backward on average.
+  /// reads plus writes, forward). The figure prices the forward, and the backward as well
+  /// where op_backward_bandwidth_bytes_per_s lacks the class (profiles written before the two
+  /// were measured apart hold the mean of both passes here).
   std::map<std::string, BytesPerSecond> op_bandwidth_bytes_per_s;  // YAML: op_bandwidth_gbytes_per_s (optional)
+  /// The backward of a class of op_bandwidth_bytes_per_s: the forward's bytes (as the model
+  /// counts them) over the backward's time, which differs from the forward's (a layernorm's
+  /// backward computes two reductions and the input gradient: about 9x its forward on a core).
+  std::map<std::string, BytesPerSecond> op_backward_bandwidth_bytes_per_s;  // YAML: op_backward_bandwidth_gbytes_per_s (optional)
   /// What the training framework holds beyond the tensors, and whether it fuses attention;
   /// default_framework_memory(kind) when the YAML has no block.
   FrameworkMemory framework_memory;                                // YAML: framework_memory (optional)
@@ -90,6 +97,9 @@ struct DeviceProfile {
   /// The op_bandwidth_bytes_per_s of the first class (in key order) that `op_name` contains;
   /// 0 when none does (the op is then memory-bound: bandwidth x memory_efficiency).
   BytesPerSecond op_bandwidth(const std::string& op_name) const;
+  /// The backward's figure of the class op_bandwidth finds for `op_name`: its
+  /// op_backward_bandwidth_bytes_per_s, else its op_bandwidth_bytes_per_s; 0 when none.
+  BytesPerSecond op_backward_bandwidth(const std::string& op_name) const;
 };
 
 /// Loads and validates one profile file. Throws whale::Error naming the file and field.

@@ -30,12 +30,17 @@ Seconds gemm_kernel_s(const plan::GemmOp& gemm, const plan::DeviceProfile& profi
 /// CUDA backend loops over the experts as well (docs/moe.md).
 double gemm_kernels(const plan::GemmOp& gemm);
 
-/// Kernel time of one forward memory-bound op (no launch):
-/// bytes / (memory bandwidth * memory_efficiency.at(bytes)), bytes divided by tp if tp_split
-/// or under sequence parallelism (which shards layernorm, dropout and residual along the
-/// sequence: every memory op of the layer then runs on 1/tp of the tokens).
+/// Which pass of a layer an op's time is asked for.
+enum class Pass { forward, backward };
+
+/// Kernel time of one memory op (no launch) in `pass`, bytes counted as the model counts the
+/// op's forward, divided by tp if tp_split or under sequence parallelism (which shards
+/// layernorm, dropout and residual along the sequence: every memory op of the layer then runs
+/// on 1/tp of the tokens). An op of a class the profile measured (op_bandwidth: compute-bound
+/// on the device) takes bytes / that pass's measured figure; any other is memory-bound, the
+/// same both ways: bytes / (memory bandwidth * memory_efficiency.at(bytes)).
 Seconds memory_kernel_s(const plan::MemoryOp& op, const plan::DeviceProfile& profile, int tp,
-                        double samples, bool sequence_parallel = false);
+                        double samples, bool sequence_parallel = false, Pass pass = Pass::forward);
 
 /// Whether a named op belongs to the attention core: plan::is_attention_core (model.h).
 using plan::is_attention_core;
