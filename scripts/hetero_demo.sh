@@ -67,7 +67,7 @@ p = yaml.safe_load(open(sys.argv[1]))
 out = dict(p)
 out["name"] = "cpu-slow2x"
 out["source"] = (f"cpu-core1 (measured by scripts/fidelity.sh) slowed {factor:g}x by scripts/hetero_demo.sh: "
-                 "peak, memory bandwidth and op bandwidths divided by the factor, kernel launch "
+                 "peak, memory bandwidth and op bandwidths (cold and warm) divided by the factor, kernel launch "
                  "multiplied by it; whale-run waits (factor - 1) x each compute op's time")
 out["peak_tflops"] = {k: v / factor for k, v in p["peak_tflops"].items()}
 out["memory_bandwidth_gbytes_per_s"] = p["memory_bandwidth_gbytes_per_s"] / factor
@@ -75,6 +75,12 @@ out["kernel_launch_us"] = p["kernel_launch_us"] * factor
 for key in ("op_bandwidth_gbytes_per_s", "op_backward_bandwidth_gbytes_per_s"):
     if key in p:
         out[key] = {k: v / factor for k, v in p[key].items()}
+# The warm GEMM curves are efficiencies of the halved peak; the warm op figures are rates.
+if "cache" in p:
+    out["cache"] = dict(p["cache"])
+    for key in ("warm_op_bandwidth_gbytes_per_s", "warm_op_backward_bandwidth_gbytes_per_s"):
+        if key in p["cache"]:
+            out["cache"][key] = {k: v / factor for k, v in p["cache"][key].items()}
 out["slowdown_factor"] = factor
 with open(sys.argv[2], "w") as f:
     f.write("# Device profile: cpu-slow2x, an emulated 2x slower CPU rank (docs/fidelity.md).\n")

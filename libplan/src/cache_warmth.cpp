@@ -31,6 +31,33 @@ void blend_rates(std::map<std::string, BytesPerSecond>& cold, const std::map<std
   }
 }
 
+/// A class's figure for the backward pass in a profile's pair of maps: its own backward figure,
+/// else its forward's (what DeviceProfile::op_backward_bandwidth prices); 0 when neither.
+BytesPerSecond backward_rate(const std::map<std::string, BytesPerSecond>& forward,
+                             const std::map<std::string, BytesPerSecond>& backward, const std::string& op_class) {
+  if (const auto it = backward.find(op_class); it != backward.end()) return it->second;
+  const auto it = forward.find(op_class);
+  return it == forward.end() ? 0 : it->second;
+}
+
+/// The blended backward map: every class of the cold forward map whose backward has a figure of
+/// its own, cold or warm, gets the blend of the two backward rates (each falling back to its
+/// forward's); a class with neither keeps following its blended forward figure.
+std::map<std::string, BytesPerSecond> blended_backward_rates(const DeviceProfile& profile, double f) {
+  const auto& cold_forward = profile.op_bandwidth_bytes_per_s;
+  const auto& cold_backward = profile.op_backward_bandwidth_bytes_per_s;
+  const auto& warm_forward = profile.cache.warm_op_bandwidth_bytes_per_s;
+  const auto& warm_backward = profile.cache.warm_op_backward_bandwidth_bytes_per_s;
+  std::map<std::string, BytesPerSecond> out;
+  for (const auto& [op_class, forward] : cold_forward) {
+    if (!cold_backward.count(op_class) && !warm_backward.count(op_class)) continue;
+    const BytesPerSecond cold = backward_rate(cold_forward, cold_backward, op_class);
+    const BytesPerSecond warm = backward_rate(warm_forward, warm_backward, op_class);
+    out[op_class] = warm > 0 ? blended_rate(cold, warm, f) : cold;
+  }
+  return out;
+}
+
 }  // namespace
 
 DeviceProfile with_warm_fraction(const DeviceProfile& profile, double warm_fraction) {
@@ -44,7 +71,7 @@ DeviceProfile with_warm_fraction(const DeviceProfile& profile, double warm_fract
     }
   }
   blend_rates(out.op_bandwidth_bytes_per_s, profile.cache.warm_op_bandwidth_bytes_per_s, f);
-  blend_rates(out.op_backward_bandwidth_bytes_per_s, profile.cache.warm_op_backward_bandwidth_bytes_per_s, f);
+  out.op_backward_bandwidth_bytes_per_s = blended_backward_rates(profile, f);
   return out;
 }
 

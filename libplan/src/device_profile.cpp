@@ -22,20 +22,29 @@ const EfficiencyCurve& DeviceProfile::gemm_curve(Precision p) const {
   return it == gemm_efficiency.end() ? kEmpty : it->second;
 }
 
-BytesPerSecond DeviceProfile::op_bandwidth(const std::string& op_name) const {
-  for (const auto& [op_class, bandwidth] : op_bandwidth_bytes_per_s) {
-    if (op_name.find(op_class) != std::string::npos) return bandwidth;
+namespace {
+
+/// The first class of `op_classes` (in key order) that `op_name` contains; end() when none.
+std::map<std::string, BytesPerSecond>::const_iterator matching_op_class(
+    const std::map<std::string, BytesPerSecond>& op_classes, const std::string& op_name) {
+  for (auto it = op_classes.begin(); it != op_classes.end(); ++it) {
+    if (op_name.find(it->first) != std::string::npos) return it;
   }
-  return 0;
+  return op_classes.end();
+}
+
+}  // namespace
+
+BytesPerSecond DeviceProfile::op_bandwidth(const std::string& op_name) const {
+  const auto match = matching_op_class(op_bandwidth_bytes_per_s, op_name);
+  return match == op_bandwidth_bytes_per_s.end() ? 0 : match->second;
 }
 
 BytesPerSecond DeviceProfile::op_backward_bandwidth(const std::string& op_name) const {
-  for (const auto& [op_class, bandwidth] : op_bandwidth_bytes_per_s) {
-    if (op_name.find(op_class) == std::string::npos) continue;
-    const auto backward = op_backward_bandwidth_bytes_per_s.find(op_class);
-    return backward != op_backward_bandwidth_bytes_per_s.end() ? backward->second : bandwidth;
-  }
-  return 0;
+  const auto match = matching_op_class(op_bandwidth_bytes_per_s, op_name);
+  if (match == op_bandwidth_bytes_per_s.end()) return 0;
+  const auto backward = op_backward_bandwidth_bytes_per_s.find(match->first);
+  return backward != op_backward_bandwidth_bytes_per_s.end() ? backward->second : match->second;
 }
 
 }  // namespace whale::plan

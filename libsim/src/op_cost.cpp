@@ -111,7 +111,11 @@ OpSums op_sums(const plan::Layer& layer, const plan::DeviceProfile& profile,
     if (flash && is_attention_core(op.name)) continue;
     const Seconds forward_s = memory_kernel_s(op, profile, tp, samples, sequence_parallel);
     cost.forward_s += forward_s + launch_s;
-    cost.backward_s += memory_kernel_s(op, profile, tp, samples, sequence_parallel, Pass::backward) + launch_s;
+    // Without backward figures of its own the profile prices both passes alike.
+    const Seconds backward_s = profile.op_backward_bandwidth_bytes_per_s.empty()
+                                   ? forward_s
+                                   : memory_kernel_s(op, profile, tp, samples, sequence_parallel, Pass::backward);
+    cost.backward_s += backward_s + launch_s;
     if (is_attention_core(op.name)) out.attention_core_s += forward_s + launch_s;
   }
   return out;

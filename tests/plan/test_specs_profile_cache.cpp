@@ -54,6 +54,15 @@ TEST_CASE("a bad cache block names the file and the field") {
   const std::string no_curve =
       scratch_file("cache-no-curve/core.yaml", kCoreProfile + "cache: {last_level_cache_mib_per_device: 16}\n");
   CHECK_SPEC_ERROR([&] { load_device_profile(no_curve); }, no_curve, "cache.warm_gemm_efficiency", "");
+  const std::string orphan = scratch_file(
+      "cache-backward-orphan/core.yaml",
+      kCoreProfile + "cache: {last_level_cache_mib_per_device: 16, "
+                     "warm_gemm_efficiency: {fp32: [{gflop: 1, efficiency: 1}]}, "
+                     "warm_op_bandwidth_gbytes_per_s: {gelu: 4}, "
+                     "warm_op_backward_bandwidth_gbytes_per_s: {softmax: 1}}\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(orphan); }, orphan,
+                   "cache.warm_op_backward_bandwidth_gbytes_per_s.softmax",
+                   "an op class of cache.warm_op_bandwidth_gbytes_per_s, got 'softmax'");
 }
 
 TEST_CASE("the warm blend adds times: rates blend harmonically by the warm fraction") {
@@ -72,4 +81,39 @@ TEST_CASE("the warm blend adds times: rates blend harmonically by the warm fract
   CHECK(with_warm_fraction(p, 0) == p);
   const DeviceProfile plain = load_device_profile(scratch_file("cache-blend-none/core.yaml", kCoreProfile));
   CHECK(with_warm_fraction(plain, 1) == plain);  // no warm figures: priced cold
+}
+
+TEST_CASE("the warm blend prices each pass's backward from whichever side measured it apart") {
+  // Cold gelu measured as one figure (2 GB/s, no backward of its own); warm split into forward
+  // 4 and backward 1. Half warm: the backward blends cold 2 (the forward's, as priced) with warm
+  // 1: 1 / (0.5 / 1 + 0.5 / 2) = 1.333... GB/s.
+  const DeviceProfile warm_split = load_device_profile(scratch_file(
+      "cache-blend-warm-split/core.yaml",
+      kCoreProfile + "op_bandwidth_gbytes_per_s: {gelu: 2}\n"
+                     "cache: {last_level_cache_mib_per_device: 16, "
+                     "warm_gemm_efficiency: {fp32: [{gflop: 1, efficiency: 1}]}, "
+                     "warm_op_bandwidth_gbytes_per_s: {gelu: 4}, "
+                     "warm_op_backward_bandwidth_gbytes_per_s: {gelu: 1}}\n"));
+  CHECK(with_warm_fraction(warm_split, 0.5).op_backward_bandwidth("mlp_gelu") ==
+        doctest::Approx(1e9 / (0.5 / 1 + 0.5 / 2)));
+  // Cold split (forward 2, backward 1), warm one figure (4): the warm backward is the warm
+  // figure, 1 / (0.5 / 4 + 0.5 / 1) = 1.6 GB/s.
+  const DeviceProfile cold_split = load_device_profile(scratch_file(
+      "cache-blend-cold-split/core.yaml",
+      kCoreProfile + "op_bandwidth_gbytes_per_s: {gelu: 2}\n"
+                     "op_backward_bandwidth_gbytes_per_s: {gelu: 1}\n"
+                     "cache: {last_level_cache_mib_per_device: 16, "
+                     "warm_gemm_efficiency: {fp32: [{gflop: 1, efficiency: 1}]}, "
+                     "warm_op_bandwidth_gbytes_per_s: {gelu: 4}}\n"));
+  CHECK(with_warm_fraction(cold_split, 0.5).op_backward_bandwidth("mlp_gelu") == doctest::Approx(1.6e9));
+  // Neither side split: the backward follows the blended forward, 1 / (0.5 / 4 + 0.5 / 2).
+  const DeviceProfile unsplit = load_device_profile(scratch_file(
+      "cache-blend-unsplit/core.yaml",
+      kCoreProfile + "op_bandwidth_gbytes_per_s: {gelu: 2}\n"
+                     "cache: {last_level_cache_mib_per_device: 16, "
+                     "warm_gemm_efficiency: {fp32: [{gflop: 1, efficiency: 1}]}, "
+                     "warm_op_bandwidth_gbytes_per_s: {gelu: 4}}\n"));
+  const DeviceProfile unsplit_half = with_warm_fraction(unsplit, 0.5);
+  CHECK(unsplit_half.op_backward_bandwidth_bytes_per_s.empty());
+  CHECK(unsplit_half.op_backward_bandwidth("mlp_gelu") == doctest::Approx(1e9 / (0.5 / 4 + 0.5 / 2)));
 }
