@@ -77,6 +77,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     d.activation_scale = profile.calibration.activation_memory_scale;
     d.optimizer_bytes = held_optimizer_bytes_per_param(state, profile.framework_memory);
     d.stage_buffer_cache = profile.framework_memory.stage_buffer_cache;
+    d.gradient_bucket_copy = profile.framework_memory.gradient_bucket_copy;
     d.act_attention.assign(1, 0.0);
     d.loss_transient.assign(1, 0.0);
     d.act_max.assign(1, {});
@@ -244,7 +245,8 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
   // (and the full-recomputation checkpoint) along the sequence too.
   const double sp = sequence_parallel(tp) ? tp : 1;
   MemoryNeed need;
-  need.state_bytes = params * elt + (params - experts) * (gradients + optimizer) + expert_state;
+  need.state_bytes = params * elt + (params - experts) * (gradients + optimizer) + expert_state +
+                     bucket_copy_bytes(device, params, dp, shard_gradients);
   double per_sample = 0;
   switch (r) {
     case Recompute::none:
@@ -283,8 +285,14 @@ Bytes AnalyticModel::table_copy_bytes(const std::string& device_model, int tp, i
                                       bool shard_optimizer, bool shard_gradients) const {
   if (!model_.tie_embeddings) return 0.0;
   const double params = static_cast<double>(model_.vocabulary) * model_.hidden / tp;
+  const DeviceMemory& device = device_memory(device_model);
   return params * (element_bytes_ + gradient_bytes_ / (shard_gradients ? dp : 1) +
-                   device_memory(device_model).optimizer_bytes / (shard_optimizer ? dp : 1));
+                   device.optimizer_bytes / (shard_optimizer ? dp : 1)) +
+         bucket_copy_bytes(device, params, dp, shard_gradients);
+}
+
+Bytes AnalyticModel::bucket_copy_bytes(const DeviceMemory& device, double params, int dp, bool shard_gradients) const {
+  return device.gradient_bucket_copy && dp > 1 && !shard_gradients ? params * gradient_bytes_ : 0.0;
 }
 
 Seconds AnalyticModel::optimizer_s(const std::string& device_model, int first, int end, int tp,

@@ -1,7 +1,7 @@
 // File: test_search_estimate_framework.cpp
 // The planner's quick memory estimate reads a device model's framework and calibration figures
 // as the simulator's memory model does: the attention implementation, the calibrated
-// activation scale and the fp32 gradient copy, with the same bytes and the same verdict.
+// activation scale, the fp32 gradient copy and the buckets' copy, with the same bytes and the same verdict.
 #include <doctest/doctest.h>
 
 #include "../sim/sim_fixtures.h"
@@ -137,4 +137,26 @@ TEST_CASE("quick estimate: PyTorch's cross-entropy buffers as simulated; freed g
   CHECK(m.activations_bytes == 0);
   CHECK(m.tensor_bytes() == 16000);
   CHECK(estimate(p).total() == 16000 + 1260);
+}
+
+TEST_CASE("quick estimate: DDP's gradient bucket copy holds the gradients again under data parallelism, as simulated") {
+  // The attention plan's layer on two devices, dp 2, one sample each.
+  plan::Plan p = attention_plan(80e9);
+  p.cluster = sim::test::make_cluster(1, 2, sim::test::flat_profile(1e14, 1e12, 80e9), sim::test::link(1e11, 0),
+                                      sim::test::link(1e10, 0));
+  p.stages[0].devices = {0, 1};
+  p.stages[0].shares = {1, 1};
+  profile_of(p).framework_memory.gradient_bucket_copy = true;
+  const plan::AnalyticModel analytic(p.cluster, p.model);
+  const auto state = [&](int dp, bool shard_gradients) {
+    return analytic.memory("flat", 0, 1, 1, dp, 1, 1, plan::Recompute::none, false, shard_gradients).state_bytes;
+  };
+  // 1000 parameters x (2 weights + 2 gradients + 12 Adam) and the buckets' 2 bytes per gradient.
+  CHECK(state(2, false) == 1000 * (2 + 2 + 12 + 2));
+  const sim::MemoryBreakdown m = simulated(p);
+  CHECK(m.gradient_bucket_bytes == 2000);
+  CHECK(state(2, false) == m.weights_bytes + m.gradients_bytes + m.gradient_bucket_bytes + m.optimizer_bytes);
+  // One replica reduces nothing; sharded gradients (ZeRO-2) are reduced without the copy.
+  CHECK(state(1, false) == 1000 * (2 + 2 + 12));
+  CHECK(state(2, true) == 1000 * (2 + 1 + 12));
 }

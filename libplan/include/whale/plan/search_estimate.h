@@ -162,6 +162,7 @@ class AnalyticModel {
     double activation_scale = 1.0;  // calibration.activation_memory_scale
     double optimizer_bytes = 0;     // plan::held_optimizer_bytes_per_param
     bool stage_buffer_cache = false;  // framework_memory's
+    bool gradient_bucket_copy = false;  // framework_memory's
   };
 
  private:
@@ -171,6 +172,10 @@ class AnalyticModel {
   std::vector<std::vector<double>> weight_pass_;
   Bytes weight_pass_range(int first, int end, int tp) const;
   static double act_max_range(const DeviceMemory& device, int first, int end);
+  /// The bytes of `params` parameters' gradients that a framework copying its gradients into
+  /// communication buckets holds a second time (framework_memory.gradient_bucket_copy: data
+  /// parallel, gradients not sharded), as the simulator counts them.
+  Bytes bucket_copy_bytes(const DeviceMemory& device, double params, int dp, bool shard_gradients) const;
 };
 
 }  // namespace whale::plan
