@@ -93,6 +93,7 @@ ComputeOrders wave_orders(const ScheduleShape& shape) {
 
   WavePlay play(shape);
   ComputeOrders orders(p);
+  for (std::vector<ComputeOp>& order : orders) order.reserve(ops_per_group);
   std::vector<int> busy_until(p, 0);
   int t = 0;
   for (;;) {

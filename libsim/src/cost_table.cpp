@@ -393,7 +393,6 @@ CostTable build_cost_table(const plan::Plan& plan, const std::vector<std::vector
     const plan::Stage& stage = plan.stages[s];
     const int group = plan.group_of_stage(static_cast<int>(s));
     StageCost& cost = table.stages[s];
-    table.max_replicas = std::max(table.max_replicas, stage.dp());
     // The same buckets as the schedule program's reduce_bucket instructions.
     const std::vector<plan::GradientBucket> buckets =
         plan.reduces_gradients(static_cast<int>(s)) ? plan::gradient_buckets(plan, static_cast<int>(s))

@@ -62,7 +62,6 @@ struct StageCost {
 
 struct CostTable {
   std::vector<StageCost> stages;
-  int max_replicas = 1;
 };
 
 /// Builds the table of a validated plan; `memories` are its replicas' peaks by [pipeline group]

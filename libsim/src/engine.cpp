@@ -47,7 +47,7 @@ class Engine {
          const UnitClasses& classes, double tp_overlap, bool record)
       : plan_(plan), program_(program), table_(table), classes_(classes), exposed_(1.0 - tp_overlap),
         record_(record), stages_(static_cast<int>(plan.stages.size())),
-        micro_batches_(plan.micro_batches), replicas_(table.max_replicas),
+        micro_batches_(plan.micro_batches), replicas_(index_running_replicas(plan, program, classes, &running_index_)),
         queue_(static_cast<std::size_t>(stages_) * micro_batches_ * 2 * replicas_ + 64) {
     for (const plan::GroupProgram& g : program.groups) {
       result_.group_first_unit.push_back(static_cast<int>(result_.units.size()));
@@ -128,9 +128,35 @@ class Engine {
   bool order_dependent() const { return order_dependent_; }
 
  private:
+  /// Indexes the running replicas of each stage's group 0, 1, ... (running_index_, by stage and
+  /// replica; -1 for a replica whose class's representative runs for it); returns the most of
+  /// any group, the width of the engine's per-replica keys and slots. Only running units
+  /// receive, send, or reach a slot, so a wide data-parallel group of alike replicas takes one.
+  static int index_running_replicas(const plan::Plan& plan, const plan::ScheduleProgram& program,
+                                    const UnitClasses& classes, std::vector<std::vector<int>>* index) {
+    index->assign(plan.stages.size(), {});
+    int most = 1;
+    for (std::size_t g = 0; g < program.groups.size(); ++g) {
+      const std::vector<int>& stages = program.groups[g].stages;
+      const int dp = plan.stages.at(stages.front()).dp();
+      std::vector<int> of_replica(dp, -1);
+      int running = 0;
+      for (int r = 0; r < dp; ++r) {
+        if (classes.runs(classes.group_first_unit[g] + r)) of_replica[r] = running++;
+      }
+      most = std::max(most, running);
+      for (int s : stages) (*index)[s] = of_replica;
+    }
+    return most;
+  }
+
   std::size_t key(int stage, int mb, int direction, int replica) const {
     return ((static_cast<std::size_t>(stage) * micro_batches_ + mb) * 2 + direction) * replicas_ +
-           replica;
+           running_index_[stage][replica];
+  }
+  /// The slot of a running replica of `stage` in the per-stage, per-replica vectors.
+  std::size_t slot(int stage, int replica) const {
+    return static_cast<std::size_t>(stage) * replicas_ + running_index_[stage][replica];
   }
 
   /// Executes unit u's instructions until it blocks or its program ends.
@@ -230,10 +256,10 @@ class Engine {
       start_s = compute_with_tp(u, 'B', ins, compute_s, c.tp_backward_s, &stats.compute_s);
     }
     if (part == Part::input) return;
-    const std::size_t slot = static_cast<std::size_t>(ins.stage) * replicas_ + stats.replica;
-    last_backward_start_s_[slot] = start_s;
-    last_backward_end_s_[slot] = units_[u].compute_free_s;
-    last_backward_split_[slot] = part == Part::weight;
+    const std::size_t at = slot(ins.stage, stats.replica);
+    last_backward_start_s_[at] = start_s;
+    last_backward_end_s_[at] = units_[u].compute_free_s;
+    last_backward_split_[at] = part == Part::weight;
   }
 
   /// Sends of (stage, mb) from this unit: activations to stage+1, gradients to stage-1.
@@ -284,14 +310,14 @@ class Engine {
     for (int r = 0; r < st.dp(); ++r) {
       if (!classes_.runs(first_unit + r)) continue;
       const ReplicaCost& c = cost.replicas[r];
-      const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
-      Seconds passed_s = last_backward_start_s_[slot];
+      const std::size_t at = slot(stage, r);
+      Seconds passed_s = last_backward_start_s_[at];
       for (int b = 0; b <= bucket; ++b) {
-        passed_s += last_backward_split_[slot]
+        passed_s += last_backward_split_[at]
                         ? c.bucket_weight_s[b]
                         : c.bucket_backward_s[b] + exposed_ * c.bucket_tp_s[b];
       }
-      ready_s = std::max(ready_s, std::min(passed_s, last_backward_end_s_[slot]));
+      ready_s = std::max(ready_s, std::min(passed_s, last_backward_end_s_[at]));
     }
     Seconds& dp_free_s = dp_free_s_[group];
     const Seconds start_s = std::max(dp_free_s, ready_s);
@@ -307,8 +333,7 @@ class Engine {
     reduce_done_s_[stage] = dp_free_s;
     for (int r = 0; r < st.dp(); ++r) {
       if (!classes_.runs(first_unit + r)) continue;
-      const std::size_t slot = static_cast<std::size_t>(stage) * replicas_ + r;
-      gradients_ready_s_[stage] = std::max(gradients_ready_s_[stage], last_backward_end_s_[slot]);
+      gradients_ready_s_[stage] = std::max(gradients_ready_s_[stage], last_backward_end_s_[slot(stage, r)]);
     }
     for (int r = 0; r < st.dp(); ++r) {
       const int unit = first_unit + r;
@@ -375,6 +400,7 @@ class Engine {
   bool order_dependent_ = false;
   const double exposed_;  // share of TP time on the critical path
   const bool record_;
+  std::vector<std::vector<int>> running_index_;   // by stage and replica (index_running_replicas)
   const int stages_, micro_batches_, replicas_;
   EventQueue queue_;
   EngineResult result_;
