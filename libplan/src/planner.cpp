@@ -13,6 +13,7 @@
 
 #include "planner_engine.h"
 #include "whale/plan/error.h"
+#include "whale/plan/search_experts.h"
 #include "whale/plan/search_mixed_tp.h"
 #include "whale/plan/task_pool.h"
 
@@ -175,27 +176,36 @@ void keep_within_budget(std::vector<RankedPlan>& plans, double budget_usd_per_ho
               plans.end());
 }
 
-// Mixed tensor parallelism: the variants of the main search's best plan whose mixed-model
-// groups give each device model its own tp (search_mixed_tp.h), simulated unless the cost
-// model's bound already rules them out; those that fit join the ranking, which the cost
-// model's step times decide. Past `deadline` the rest are left out and `*timed_out` is set.
+// Variants of the main search's best plan, simulated unless the cost model's bound already
+// rules them out; those that fit join the ranking, which the cost model's step times decide:
+// mixed tensor parallelism (its mixed-model groups give each device model its own tp,
+// search_mixed_tp.h) and the other expert layouts of an MoE plan (search_experts.h). Past
+// `deadline` the rest are left out and `*timed_out` is set.
 constexpr std::size_t kMixedTpVariants = 16;
+constexpr std::size_t kExpertLayoutVariants = 16;
 
-void add_mixed_tp_variants(const CostModel& cost, const PlannerOptions& options, Clock::time_point deadline,
-                           std::vector<RankedPlan>* ranked, bool* timed_out) {
+void add_variants_of_best(const CostModel& cost, const PlannerOptions& options, Clock::time_point deadline,
+                          std::vector<RankedPlan>* ranked, bool* timed_out) {
   if (ranked->empty()) return;
   const RankedPlan best = ranked->front();
   // Evaluated only when the bound is below the best's step time.
   const Seconds below_best_s = std::nextafter(best.estimate.step_time_s, 0.0);
-  for (Plan& variant : mixed_tp_variants(best.plan, kMixedTpVariants)) {
-    if (planner_now(options) > deadline) {
-      *timed_out = true;
-      return;
+  const auto add = [&](std::vector<Plan> variants, const std::function<std::string(const Plan&)>& label) {
+    for (Plan& variant : variants) {
+      if (*timed_out || planner_now(options) > deadline) {
+        *timed_out = true;
+        return;
+      }
+      BoundedEstimate run = cost.bound_and_evaluate(variant, below_best_s, EvaluateOptions{});
+      if (!run.estimate || !run.estimate->fits) continue;
+      std::string name = best.label + label(variant);
+      ranked->push_back(RankedPlan{std::move(variant), std::move(*run.estimate), best.analytic_s, std::move(name)});
     }
-    BoundedEstimate run = cost.bound_and_evaluate(variant, below_best_s, EvaluateOptions{});
-    if (!run.estimate || !run.estimate->fits) continue;
-    ranked->push_back(RankedPlan{std::move(variant), std::move(*run.estimate), best.analytic_s, best.label + " mixed-tp"});
-  }
+  };
+  add(mixed_tp_variants(best.plan, kMixedTpVariants), [](const Plan&) { return std::string(" mixed-tp"); });
+  add(expert_layout_variants(best.plan, kExpertLayoutVariants), [](const Plan& p) {
+    return " ep" + std::to_string(p.stages.front().ep) + " expert-tp" + std::to_string(p.stages.front().expert_tp_degree());
+  });
 }
 
 }  // namespace
@@ -330,7 +340,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   // The baseline's plan and each model's plan alone (and the strongest models together) are
   // candidates too, where they honour the hints (their searches honour only the exclusions).
   std::vector<RankedPlan> others;
-  bool mixed_tp_cut = false;   // the time limit left mixed-tp variants out
+  bool variants_cut = false;   // the time limit left variants of a best plan out
   const auto add_other = [&](const RankedPlan& p) {
     if (options.compare && plan_honours_hints(hints, p.plan)) others.push_back(p);
   };
@@ -342,7 +352,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     if (!subset_found[i]) continue;
     // The subset's search is the main search on fewer devices: its mixed-tp variants too.
     std::vector<RankedPlan> subset_ranked{subset_plans[i]};
-    add_mixed_tp_variants(cost, options, deadline, &subset_ranked, &mixed_tp_cut);
+    add_variants_of_best(cost, options, deadline, &subset_ranked, &variants_cut);
     for (const RankedPlan& p : subset_ranked) add_other(p);
   }
   if (eo.ranked.empty() && others.empty()) {
@@ -366,7 +376,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     all_devices_found = true;
   }
   result.ranked = std::move(eo.ranked);
-  add_mixed_tp_variants(cost, options, deadline, &result.ranked, &mixed_tp_cut);
+  add_variants_of_best(cost, options, deadline, &result.ranked, &variants_cut);
   for (RankedPlan& o : others) result.ranked.push_back(std::move(o));
   if (options.budget_usd_per_hour) keep_within_budget(result.ranked, *options.budget_usd_per_hour);
   std::stable_sort(result.ranked.begin(), result.ranked.end(), [&](const RankedPlan& a, const RankedPlan& b) {
@@ -376,7 +386,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   result.idle = idle_devices(cluster, limits.devices, result.best(), all_devices_found ? &all_devices_best : nullptr,
                              options);
   result.stats = eo.stats;
-  result.stats.timed_out = result.stats.timed_out || mixed_tp_cut;
+  result.stats.timed_out = result.stats.timed_out || variants_cut;
   result.stats.max_evaluations = options.max_evaluations;
   if (options.compare) {
     Comparison& c = comparison;

@@ -7,10 +7,12 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "whale/plan/cluster.h"
 #include "whale/plan/model.h"
 #include "whale/plan/planner.h"
+#include "whale/plan/search_experts.h"
 #include "whale/plan/search_layout.h"
 #include "whale/plan/search_mixed_tp.h"
 #include "whale/plan/search_space.h"
@@ -35,8 +37,8 @@ inline std::string temp_file(const std::string& name, const std::string& text) {
 
 /// The best simulated step time over every (structure, choice, layer split) of the planner's
 /// space, each laid out by build_layout and ranked by the simulator alone (no pruning, no
-/// budget), and over the mixed-tp variants of the best of them (search_mixed_tp.h), which the
-/// planner simulates too.
+/// budget), and over the mixed-tp and expert-layout variants of the best of them
+/// (search_mixed_tp.h, search_experts.h), which the planner simulates too.
 inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::Model& model,
                                      int global_batch, long* candidates) {
   const sim::Simulator simulator;
@@ -69,7 +71,9 @@ inline double exhaustive_best_step_s(const plan::Cluster& cluster, const plan::M
       }
     }
   }
-  for (const plan::Plan& variant : plan::mixed_tp_variants(best_plan, 16)) {
+  std::vector<plan::Plan> variants = plan::mixed_tp_variants(best_plan, 16);
+  for (plan::Plan& variant : plan::expert_layout_variants(best_plan, 16)) variants.push_back(std::move(variant));
+  for (const plan::Plan& variant : variants) {
     const plan::Estimate e = simulator.evaluate(variant, plan::EvaluateOptions{});
     if (e.fits) best = std::min(best, e.step_time_s);
   }

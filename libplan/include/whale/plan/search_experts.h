@@ -7,6 +7,7 @@
 
 #include "whale/plan/cluster.h"
 #include "whale/plan/model.h"
+#include "whale/plan/plan.h"
 
 namespace whale::plan {
 
@@ -19,6 +20,19 @@ struct ExpertLayout {
 /// `moe`: ep dividing the experts, expert_tp a power of two up to tp, ep x expert_tp dividing
 /// device_count. Ordered by ep x expert_tp, then ep, ascending.
 std::vector<ExpertLayout> expert_layouts(const MoeSpec& moe, int device_count, int tp);
+
+/// Every layout whale-run trains on a stage of `device_count` devices whose replicas all run at
+/// tensor-parallel degree `tp`: ep dividing the experts, expert_tp a power of two that divides
+/// tp or is a multiple of it (an expert-tp group then spans whole tensor groups) and divides the
+/// expert FFN width, ep x expert_tp dividing device_count. Ordered as expert_layouts.
+std::vector<ExpertLayout> runnable_expert_layouts(const MoeSpec& moe, int device_count, int tp);
+
+/// The planner's search of expert layouts around its choice: variants of `plan` (a
+/// mixture-of-experts plan) in which every stage takes one other layout of
+/// runnable_expert_layouts that is valid on all of its stages, with even expert counts. At most
+/// `most`, in choose_expert_layout's order of preference (the most sharding first, then more
+/// ep). Empty for a dense plan or one with replicas of different tp.
+std::vector<Plan> expert_layout_variants(const Plan& plan, std::size_t most);
 
 /// The layout the planner gives a stage on `devices` (replica-major, tp consecutive devices a
 /// replica): of expert_layouts, the one that shards the experts the most (the largest
