@@ -177,34 +177,51 @@ void keep_within_budget(std::vector<RankedPlan>& plans, double budget_usd_per_ho
 }
 
 // Variants of the main search's best plan, simulated unless the cost model's bound already
-// rules them out; those that fit join the ranking, which the cost model's step times decide:
-// mixed tensor parallelism (its mixed-model groups give each device model its own tp,
-// search_mixed_tp.h) and the other expert layouts of an MoE plan (search_experts.h). Past
-// `deadline` the rest are left out and `*timed_out` is set.
+// rules them out (at or above the plan they vary); those that fit join the ranking, which the
+// cost model's step times decide: mixed tensor parallelism (its mixed-model groups give each
+// device model its own tp, search_mixed_tp.h), and for an MoE plan the other expert layouts
+// for every stage, then, on the fastest plan so far, for one device model's stages at a time
+// (search_experts.h). Past `deadline` the rest are left out and `*timed_out` is set.
 constexpr std::size_t kMixedTpVariants = 16;
 constexpr std::size_t kExpertLayoutVariants = 16;
 
 void add_variants_of_best(const CostModel& cost, const PlannerOptions& options, Clock::time_point deadline,
                           std::vector<RankedPlan>* ranked, bool* timed_out) {
   if (ranked->empty()) return;
-  const RankedPlan best = ranked->front();
-  // Evaluated only when the bound is below the best's step time.
-  const Seconds below_best_s = std::nextafter(best.estimate.step_time_s, 0.0);
-  const auto add = [&](std::vector<Plan> variants, const std::function<std::string(const Plan&)>& label) {
+  const auto add = [&](const RankedPlan& of, std::vector<Plan> variants,
+                       const std::function<std::string(const Plan&)>& label) {
+    // Evaluated only when the bound is below the varied plan's step time.
+    const Seconds below_s = std::nextafter(of.estimate.step_time_s, 0.0);
+    std::vector<RankedPlan> added;
     for (Plan& variant : variants) {
       if (*timed_out || planner_now(options) > deadline) {
         *timed_out = true;
-        return;
+        break;
       }
-      BoundedEstimate run = cost.bound_and_evaluate(variant, below_best_s, EvaluateOptions{});
+      BoundedEstimate run = cost.bound_and_evaluate(variant, below_s, EvaluateOptions{});
       if (!run.estimate || !run.estimate->fits) continue;
-      std::string name = best.label + label(variant);
-      ranked->push_back(RankedPlan{std::move(variant), std::move(*run.estimate), best.analytic_s, std::move(name)});
+      std::string name = of.label + label(variant);
+      added.push_back(RankedPlan{std::move(variant), std::move(*run.estimate), of.analytic_s, std::move(name)});
     }
+    for (RankedPlan& p : added) ranked->push_back(std::move(p));
   };
-  add(mixed_tp_variants(best.plan, kMixedTpVariants), [](const Plan&) { return std::string(" mixed-tp"); });
-  add(expert_layout_variants(best.plan, kExpertLayoutVariants), [](const Plan& p) {
+  const RankedPlan best = ranked->front();
+  add(best, mixed_tp_variants(best.plan, kMixedTpVariants), [](const Plan&) { return std::string(" mixed-tp"); });
+  add(best, expert_layout_variants(best.plan, kExpertLayoutVariants), [](const Plan& p) {
     return " ep" + std::to_string(p.stages.front().ep) + " expert-tp" + std::to_string(p.stages.front().expert_tp_degree());
+  });
+  const RankedPlan fastest = *std::min_element(ranked->begin(), ranked->end(), [](const RankedPlan& a, const RankedPlan& b) {
+    return a.estimate.step_time_s < b.estimate.step_time_s;
+  });
+  add(fastest, kind_expert_layout_variants(fastest.plan, kExpertLayoutVariants), [&](const Plan& p) {
+    for (std::size_t s = 0; s < p.stages.size(); ++s) {
+      const Stage& was = fastest.plan.stages[s];
+      const Stage& now = p.stages[s];
+      if (now.ep != was.ep || now.expert_tp_degree() != was.expert_tp_degree() || now.expert_counts != was.expert_counts)
+        return " " + p.cluster.devices.at(now.devices.front()).model + " ep" + std::to_string(now.ep) + " expert-tp" +
+               std::to_string(now.expert_tp_degree());
+    }
+    return std::string();
   });
 }
 

@@ -3,6 +3,10 @@
 #include "whale/plan/search_experts.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
 
 namespace whale::plan {
 
@@ -82,36 +86,110 @@ ExpertLayout choose_expert_layout(const Model& model, const Cluster& cluster, co
   return found ? best : ExpertLayout{1, tp};
 }
 
-std::vector<Plan> expert_layout_variants(const Plan& plan, std::size_t most) {
-  if (!plan.model.moe || plan.stages.empty()) return {};
-  for (const Stage& stage : plan.stages) {
-    if (stage.mixed_tp()) return {};
+namespace {
+
+/// Whether every run of `expert_tp` consecutive devices of `devices` (an expert-tp group,
+/// expert-tp-major order) lies inside one node: tensor parallelism across nodes is not tried.
+bool expert_tp_groups_inside_nodes(const Cluster& cluster, const std::vector<int>& devices, int expert_tp) {
+  for (std::size_t first = 0; first < devices.size(); first += expert_tp) {
+    for (std::size_t i = first; i < first + expert_tp && i < devices.size(); ++i) {
+      if (cluster.devices.at(devices[i]).node != cluster.devices.at(devices[first]).node) return false;
+    }
   }
-  // The layouts valid on every stage, in the order of the first stage's list.
-  std::vector<ExpertLayout> common;
-  for (const ExpertLayout& layout : runnable_expert_layouts(
-           *plan.model.moe, static_cast<int>(plan.stages.front().devices.size()), plan.stages.front().tp)) {
+  return true;
+}
+
+/// The layouts of runnable_expert_layouts valid on every stage of `stages` (at least one), with
+/// their expert-tp groups inside nodes, but the one they all hold with even counts: nearest to
+/// the first stage's layout first (the sum of |log2| of the ep and expert_tp ratios), then in
+/// choose_expert_layout's order of preference.
+std::vector<ExpertLayout> other_layouts(const Plan& plan, const std::vector<int>& stages) {
+  const MoeSpec& moe = *plan.model.moe;
+  const Stage& first = plan.stages.at(stages.front());
+  std::vector<ExpertLayout> out;
+  for (const ExpertLayout& layout : runnable_expert_layouts(moe, static_cast<int>(first.devices.size()), first.tp)) {
     // The first stage's list already holds ep to dividing the experts.
-    const bool everywhere = std::all_of(plan.stages.begin(), plan.stages.end(), [&](const Stage& stage) {
-      return runnable_expert_tp(*plan.model.moe, stage.tp, layout.expert_tp) &&
-             stage.devices.size() % static_cast<std::size_t>(layout.ep * layout.expert_tp) == 0;
+    const bool everywhere = std::all_of(stages.begin(), stages.end(), [&](int s) {
+      const Stage& stage = plan.stages[s];
+      return runnable_expert_tp(moe, stage.tp, layout.expert_tp) &&
+             stage.devices.size() % static_cast<std::size_t>(layout.ep * layout.expert_tp) == 0 &&
+             expert_tp_groups_inside_nodes(plan.cluster, stage.devices, layout.expert_tp);
     });
-    const bool planned = std::all_of(plan.stages.begin(), plan.stages.end(), [&](const Stage& stage) {
+    const bool held = std::all_of(stages.begin(), stages.end(), [&](int s) {
+      const Stage& stage = plan.stages[s];
       return stage.ep == layout.ep && stage.expert_tp_degree() == layout.expert_tp && stage.expert_counts.empty();
     });
-    if (everywhere && !planned) common.push_back(layout);
+    if (everywhere && !held) out.push_back(layout);
   }
-  std::stable_sort(common.begin(), common.end(), better);
-  if (common.size() > most) common.resize(most);
+  const auto distance = [&](const ExpertLayout& l) {
+    return std::fabs(std::log2(static_cast<double>(l.ep) / first.ep)) +
+           std::fabs(std::log2(static_cast<double>(l.expert_tp) / first.expert_tp_degree()));
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const ExpertLayout& a, const ExpertLayout& b) {
+    const double da = distance(a), db = distance(b);
+    return da != db ? da < db : better(a, b);
+  });
+  return out;
+}
+
+/// `plan` with the stages of `stages` at `layout`, their experts split evenly.
+Plan with_layout(const Plan& plan, const std::vector<int>& stages, const ExpertLayout& layout) {
+  Plan variant = plan;
+  for (int s : stages) {
+    Stage& stage = variant.stages[s];
+    stage.ep = layout.ep;
+    stage.expert_tp = layout.expert_tp;
+    stage.expert_counts.clear();
+  }
+  return variant;
+}
+
+/// Whether `plan` can take expert layout variants: a mixture-of-experts plan whose replicas
+/// all run at their stage's tp.
+bool takes_layout_variants(const Plan& plan) {
+  return plan.model.moe && !plan.stages.empty() &&
+         std::none_of(plan.stages.begin(), plan.stages.end(), [](const Stage& s) { return s.mixed_tp(); });
+}
+
+}  // namespace
+
+std::vector<Plan> expert_layout_variants(const Plan& plan, std::size_t most) {
+  if (!takes_layout_variants(plan)) return {};
+  std::vector<int> all(plan.stages.size());
+  for (std::size_t s = 0; s < all.size(); ++s) all[s] = static_cast<int>(s);
   std::vector<Plan> out;
-  for (const ExpertLayout& layout : common) {
-    Plan variant = plan;
-    for (Stage& stage : variant.stages) {
-      stage.ep = layout.ep;
-      stage.expert_tp = layout.expert_tp;
-      stage.expert_counts.clear();
+  for (const ExpertLayout& layout : other_layouts(plan, all)) {
+    if (out.size() == most) break;
+    out.push_back(with_layout(plan, all, layout));
+  }
+  return out;
+}
+
+std::vector<Plan> kind_expert_layout_variants(const Plan& plan, std::size_t most) {
+  if (!takes_layout_variants(plan)) return {};
+  // The stages of each kind: the device model of their first device, tp and device count.
+  std::map<std::tuple<std::string, int, std::size_t>, std::vector<int>> stages_of_kind;
+  for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s) {
+    const Stage& stage = plan.stages[s];
+    stages_of_kind[{plan.cluster.devices.at(stage.devices.front()).model, stage.tp, stage.devices.size()}].push_back(s);
+  }
+  if (stages_of_kind.size() < 2) return {};
+  std::vector<const std::vector<int>*> kinds;
+  std::vector<std::vector<ExpertLayout>> layouts;
+  for (const auto& [kind, stages] : stages_of_kind) {
+    kinds.push_back(&stages);
+    layouts.push_back(other_layouts(plan, stages));
+  }
+  // Round by round, each kind's next layout.
+  std::vector<Plan> out;
+  for (std::size_t round = 0; out.size() < most; ++round) {
+    bool any = false;
+    for (std::size_t k = 0; k < kinds.size() && out.size() < most; ++k) {
+      if (round >= layouts[k].size()) continue;
+      any = true;
+      out.push_back(with_layout(plan, *kinds[k], layouts[k][round]));
     }
-    out.push_back(std::move(variant));
+    if (!any) break;
   }
   return out;
 }

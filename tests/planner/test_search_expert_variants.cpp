@@ -52,20 +52,21 @@ TEST_CASE("runnable expert layouts: expert_tp divides tp or is a multiple of it,
   CHECK(pairs(plan::runnable_expert_layouts(moe, 12, 3)) == P{{1, 1}, {2, 1}, {4, 1}});
 }
 
-TEST_CASE("expert layout variants: every other layout valid on all stages, the most sharding first") {
+TEST_CASE("expert layout variants: every other layout valid on all stages, the nearest first") {
   using P = std::vector<std::pair<int, int>>;
-  // tp2-ep2: 4 devices at tp 2, 4 experts, planned ep 2 x expert_tp 2. The others: span 4
-  // (ep 4 x 1, ep 1 x 4; more ep first), span 2 (ep 2 x 1, ep 1 x 2), span 1.
+  // tp2-ep2: 4 devices at tp 2, 4 experts, planned ep 2 x expert_tp 2. The others by the
+  // distance sum |log2 ep ratio| + |log2 expert_tp ratio|: 1 for ep 2 x 1 and ep 1 x 2 (at equal
+  // sharding more ep first), 2 for ep 4 x 1, ep 1 x 4 (the most sharding first) and ep 1 x 1.
   const plan::Plan tp2 = shipped_plan("tiny-moe/tp2-ep2.yaml");
-  CHECK(stage_layouts(plan::expert_layout_variants(tp2, 16), 0) == P{{4, 1}, {1, 4}, {2, 1}, {1, 2}, {1, 1}});
-  CHECK(stage_layouts(plan::expert_layout_variants(tp2, 3), 0) == P{{4, 1}, {1, 4}, {2, 1}});
+  CHECK(stage_layouts(plan::expert_layout_variants(tp2, 16), 0) == P{{2, 1}, {1, 2}, {4, 1}, {1, 4}, {1, 1}});
+  CHECK(stage_layouts(plan::expert_layout_variants(tp2, 3), 0) == P{{2, 1}, {1, 2}, {4, 1}});
   // Two stages, the second on 2 devices only: the layouts of 4 devices are not valid there.
   plan::Plan two = shipped_plan("tiny-moe/ep2-dp2-pp2.yaml");
   two.stages[1].devices = {4, 5};
   two.stages[1].shares = {6, 6};
   const std::vector<plan::Plan> common = plan::expert_layout_variants(two, 16);
-  CHECK(stage_layouts(common, 0) == P{{1, 2}, {1, 1}});
-  CHECK(stage_layouts(common, 1) == P{{1, 2}, {1, 1}});
+  CHECK(stage_layouts(common, 0) == P{{1, 1}, {1, 2}});
+  CHECK(stage_layouts(common, 1) == P{{1, 1}, {1, 2}});
   for (const plan::Plan& variant : common) CHECK_NOTHROW(plan::validate_plan(variant));
   // Uneven expert counts: the same ep with even counts is a variant too, and no variant keeps them.
   const plan::Plan uneven = shipped_plan("tiny-moe/ep2-uneven.yaml");
@@ -77,6 +78,40 @@ TEST_CASE("expert layout variants: every other layout valid on all stages, the m
   for (const plan::Plan& variant : evened) CHECK(variant.stages[0].expert_counts.empty());
   // A dense plan has none.
   CHECK(plan::expert_layout_variants(shipped_plan("tiny/pp2-1f1b.yaml"), 16).empty());
+}
+
+TEST_CASE("expert layout variants keep expert-tp groups inside nodes") {
+  // 16 A100s over two nodes of 8 at tp 4: expert_tp 16 would split each expert over both nodes.
+  const std::string root = WHALE_SOURCE_DIR;
+  const plan::Plan wide = plan::load_plan(test::temp_file(
+      "expert-variants-wide.yaml",
+      "cluster: " + root + "/configs/clusters/a100-64.yaml\nmodel: " + root + "/configs/models/tiny-moe.yaml\n"
+      "precision: fp32\nmicro_batch_size: 4\nmicro_batches: 1\nschedule: 1f1b\nstages:\n"
+      "  - {layers: [0, 3], devices: \"0-15\", tp: 4, shares: [1, 1, 1, 1], ep: 2, expert_tp: 8}\n"));
+  const std::vector<plan::Plan> variants = plan::expert_layout_variants(wide, 64);
+  REQUIRE_FALSE(variants.empty());
+  for (const plan::Plan& v : variants) CHECK(v.stages[0].expert_tp_degree() <= 8);
+  // ep 1, 2 or 4 (dividing 4 experts) x expert_tp 1, 2, 4 (3 each), 8 (ep 1 or 2; 16 devices),
+  // but the planned ep 2 x 8: 10.
+  CHECK(variants.size() == 10);
+}
+
+TEST_CASE("kind expert layout variants: one device model's stages at a time, the kinds in turn") {
+  using P = std::vector<std::pair<int, int>>;
+  // Two kinds on cpu-local-8: stage 0 at tp 1 (ep 2 x 1 planned), stage 1 at tp 2 (ep 2 x 2).
+  plan::Plan two = shipped_plan("tiny-moe/ep2-dp2-pp2.yaml");
+  two.stages[1].tp = 2;
+  two.stages[1].shares = {6, 6};
+  // Stage 0's others, nearest to ep 2 x 1 first: ep 4 x 1, ep 2 x 2, ep 1 x 1 (distance 1), ep 1
+  // x 2 (2), ep 1 x 4 (3); stage 1's, nearest to ep 2 x 2: ep 2 x 1, ep 1 x 2, then ep 4 x 1,
+  // ep 1 x 4, ep 1 x 1 (2). Round by round: stage 0's first, stage 1's first, stage 0's second...
+  const std::vector<plan::Plan> variants = plan::kind_expert_layout_variants(two, 4);
+  CHECK(stage_layouts(variants, 0) == P{{4, 1}, {2, 1}, {2, 2}, {2, 1}});
+  CHECK(stage_layouts(variants, 1) == P{{2, 2}, {2, 1}, {2, 2}, {1, 2}});
+  for (const plan::Plan& variant : variants) CHECK_NOTHROW(plan::validate_plan(variant));
+  CHECK(plan::kind_expert_layout_variants(two, 64).size() == 10);
+  // One kind only: none (expert_layout_variants covers it).
+  CHECK(plan::kind_expert_layout_variants(shipped_plan("tiny-moe/ep2-dp2-pp2.yaml"), 16).empty());
 }
 
 TEST_CASE("planner: a faster expert layout than its own choice is kept, and none of the best's variants beats it") {

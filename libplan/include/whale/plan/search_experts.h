@@ -34,6 +34,15 @@ std::vector<ExpertLayout> runnable_expert_layouts(const MoeSpec& moe, int device
 /// ep). Empty for a dense plan or one with replicas of different tp.
 std::vector<Plan> expert_layout_variants(const Plan& plan, std::size_t most);
 
+/// Variants of `plan` in which the stages of one kind (the device model of their first device,
+/// their tp and their device count: on a heterogeneous cluster, a device model's stages) take
+/// another layout of runnable_expert_layouts valid on all of them, with even expert counts,
+/// the other kinds keeping theirs: the kinds' lists (each in choose_expert_layout's order)
+/// taken in turn, a layout of each kind per round, at most `most`. Empty for a dense plan, one
+/// with replicas of different tp, or one whose stages are all of one kind
+/// (expert_layout_variants covers it).
+std::vector<Plan> kind_expert_layout_variants(const Plan& plan, std::size_t most);
+
 /// The layout the planner gives a stage on `devices` (replica-major, tp consecutive devices a
 /// replica): of expert_layouts, the one that shards the experts the most (the largest
 /// ep x expert_tp, so the least expert state per device) while every expert-parallel group lies
