@@ -4,8 +4,9 @@
 # configs/plans/fidelity/ with whale-run and simulates it with whale-sim from a profile of the
 # CPU cores taken just before the run, and prints predicted
 # against measured step time, then predicted against measured peak memory per rank. Summary
-# lines: `fidelity: N plans, MAPE X%, mean signed error S%, rank correlation Y` and
-# `fidelity memory: N plans, ...`.
+# lines: `fidelity: N plans, MAPE X%, mean signed error S%, rank correlation Y`, the same for
+# the predictions with every op priced cold (`fidelity priced cold: ...`, the profiles without
+# their cache: block) and `fidelity memory: N plans, ...`.
 #
 # Usage: scripts/fidelity.sh [--build DIR] [--work DIR] [--steps N] [--rounds R] [--reuse-profile]
 #                            [--plans LIST] [--calibrate-on LIST]
@@ -30,7 +31,7 @@
 # machine need not be equally fast, and a plan's step waits for its slowest rank.
 # Writes only into the work folder: generated/profiles/cpu-core<r>.yaml,
 # generated/clusters/cpu-measured.yaml, the plans pointed at them (generated/plans/), the logs,
-# metrics, traces, fidelity.tsv and fidelity-compare.tsv (each run's measured seconds per device
+# metrics, traces, fidelity.tsv, fidelity-cold.tsv and fidelity-compare.tsv (each run's measured seconds per device
 # and op class against whale-sim's, printed per round after the memory table).
 # The tracked profiles/ and configs/ are never rewritten.
 set -euo pipefail
@@ -156,6 +157,19 @@ done
 # speed of a shared machine drifts by more than the model's error within a minute, and a
 # profile taken a round earlier describes another machine. Each round's profile for the
 # calibration below is the one taken before its first plan.
+without_cache() {  # DIR OUT: DIR's profiles without their cache: block (every op priced cold) in OUT
+  python3 - "$1" "$2" <<'EOF'
+import os, sys, yaml
+source, out = sys.argv[1], sys.argv[2]
+os.makedirs(out, exist_ok=True)
+for name in os.listdir(source):
+    if name.endswith(".yaml"):
+        profile = yaml.safe_load(open(os.path.join(source, name)))
+        profile.pop("cache", None)
+        with open(os.path.join(out, name), "w") as f:
+            yaml.safe_dump(profile, f, sort_keys=False)
+EOF
+}
 for round in $(seq 1 "$ROUNDS"); do
   mkdir -p "$WORK/round-$round"
   for plan in "${PLANS[@]}"; do
@@ -173,6 +187,9 @@ for round in $(seq 1 "$ROUNDS"); do
     done
     estimate=$("$BUILD/apps/whale-sim" "$plan" --profiles "$profiles" --format json)
     python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])' <<< "$estimate" > "$WORK/round-$round/$name.predicted"
+    without_cache "$profiles" "$profiles-cold"
+    "$BUILD/apps/whale-sim" "$plan" --profiles "$profiles-cold" --format json |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["step_time_s"])' > "$WORK/round-$round/$name.predicted-cold"
     ranks=$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["devices"]))' <<< "$estimate")
     echo "fidelity: round $round: $name on $ranks rank(s), $STEPS steps ..."
     layer_times=()  # the calibration runs also measure their layers
@@ -195,6 +212,7 @@ print(statistics.median(times))
 EOF
 }
 printf '%s\t%s\t%s\t%s\t%s\n' plan round ranks predicted_s measured_s > "$WORK/fidelity.tsv"
+printf '%s\t%s\t%s\t%s\t%s\n' plan round ranks predicted_s measured_s > "$WORK/fidelity-cold.tsv"
 for plan in "${PLANS[@]}"; do
   name=$(basename "$plan" .yaml)
   ranks=$("$BUILD/apps/whale-sim" "$plan" --profiles "$WORK/round-1" --format json |
@@ -202,6 +220,8 @@ for plan in "${PLANS[@]}"; do
   for round in $(seq 1 "$ROUNDS"); do
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$ranks" "$(cat "$WORK/round-$round/$name.predicted")" \
       "$(measured_median "$WORK/$name-$round.jsonl")" >> "$WORK/fidelity.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$ranks" "$(cat "$WORK/round-$round/$name.predicted-cold")" \
+      "$(measured_median "$WORK/$name-$round.jsonl")" >> "$WORK/fidelity-cold.tsv"
   done
 done
 
@@ -256,6 +276,9 @@ print(f"{label}: {len(plans)} plans, MAPE {mape:.1f}%, mean signed error {bias:+
 EOF
 }
 report "$WORK/fidelity.tsv" fidelity
+# The same runs predicted with every op priced cold (the profiles' cache: blocks taken out): how
+# much of the error the warm figures carry.
+report "$WORK/fidelity-cold.tsv" "fidelity priced cold" | tail -1
 
 # Peak memory per rank: whale-sim's prediction (devices in id order, the order of whale-run's
 # ranks) against the peak whale-run's CPU backend held (its log's "peak memory per rank" line,
