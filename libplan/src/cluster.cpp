@@ -51,6 +51,17 @@ Link Cluster::link_between(int a, int b) const {
   return slower(nb, na) ? nb : na;
 }
 
+bool Cluster::runs_inside_nodes(const std::vector<int>& device_ids, int width) const {
+  if (width < 1 || device_ids.size() % static_cast<std::size_t>(width) != 0) return false;
+  for (std::size_t first = 0; first < device_ids.size(); first += width) {
+    const int node = device_at(*this, device_ids[first]).node;
+    for (std::size_t i = first + 1; i < first + width; ++i) {
+      if (device_at(*this, device_ids[i]).node != node) return false;
+    }
+  }
+  return true;
+}
+
 Link Node::per_device_share(Link link) const {
   link.bandwidth_bytes_per_s /= std::max<std::size_t>(1, device_ids.size());
   return link;

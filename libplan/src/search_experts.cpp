@@ -88,17 +88,6 @@ ExpertLayout choose_expert_layout(const Model& model, const Cluster& cluster, co
 
 namespace {
 
-/// Whether every run of `expert_tp` consecutive devices of `devices` (an expert-tp group,
-/// expert-tp-major order) lies inside one node: tensor parallelism across nodes is not tried.
-bool expert_tp_groups_inside_nodes(const Cluster& cluster, const std::vector<int>& devices, int expert_tp) {
-  for (std::size_t first = 0; first < devices.size(); first += expert_tp) {
-    for (std::size_t i = first; i < first + expert_tp && i < devices.size(); ++i) {
-      if (cluster.devices.at(devices[i]).node != cluster.devices.at(devices[first]).node) return false;
-    }
-  }
-  return true;
-}
-
 /// The layouts of runnable_expert_layouts valid on every stage of `stages` (at least one), with
 /// their expert-tp groups inside nodes, but the one they all hold with even counts: nearest to
 /// the first stage's layout first (the sum of |log2| of the ep and expert_tp ratios), then in
@@ -113,7 +102,7 @@ std::vector<ExpertLayout> other_layouts(const Plan& plan, const std::vector<int>
       const Stage& stage = plan.stages[s];
       return runnable_expert_tp(moe, stage.tp, layout.expert_tp) &&
              stage.devices.size() % static_cast<std::size_t>(layout.ep * layout.expert_tp) == 0 &&
-             expert_tp_groups_inside_nodes(plan.cluster, stage.devices, layout.expert_tp);
+             plan.cluster.runs_inside_nodes(stage.devices, layout.expert_tp);  // expert-tp groups
     });
     const bool held = std::all_of(stages.begin(), stages.end(), [&](int s) {
       const Stage& stage = plan.stages[s];

@@ -30,16 +30,6 @@ std::vector<ModelDevices> models_in_order(const Cluster& cluster, const std::vec
   return out;
 }
 
-/// Whether every run of `tp` consecutive devices lies in one node.
-bool replicas_in_one_node(const Cluster& cluster, const std::vector<int>& devices, int tp) {
-  for (std::size_t first = 0; first < devices.size(); first += tp) {
-    for (std::size_t i = first; i < first + tp; ++i) {
-      if (cluster.devices.at(devices[i]).node != cluster.devices.at(devices[first]).node) return false;
-    }
-  }
-  return true;
-}
-
 /// The degrees a model's devices in a group may take, ascending.
 std::vector<int> degree_options(const Plan& plan, const std::vector<int>& devices) {
   std::vector<int> out;
@@ -48,7 +38,7 @@ std::vector<int> degree_options(const Plan& plan, const std::vector<int>& device
     if (count % tp != 0) continue;
     if (plan.model.heads > 0 && plan.model.heads % tp != 0) continue;
     if (plan.model.kv_heads > 0 && plan.model.kv_heads % tp != 0) continue;
-    if (replicas_in_one_node(plan.cluster, devices, tp)) out.push_back(tp);
+    if (plan.cluster.runs_inside_nodes(devices, tp)) out.push_back(tp);
   }
   return out;
 }

@@ -128,17 +128,6 @@ std::vector<std::vector<std::vector<int>>> groupings(
   return out;
 }
 
-// Every replica of tp consecutive devices lies inside one node.
-bool replicas_in_nodes(const Cluster& cluster, const std::vector<int>& devices, int tp) {
-  if (static_cast<int>(devices.size()) % tp != 0) return false;
-  for (size_t r = 0; r < devices.size(); r += tp) {
-    for (int k = 1; k < tp; ++k) {
-      if (cluster.devices[devices[r + k]].node != cluster.devices[devices[r]].node) return false;
-    }
-  }
-  return true;
-}
-
 // The finished groups of one enumeration, each built once: equal (devices, tp) give the same
 // group.
 class GroupPool {
@@ -298,7 +287,7 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
             // A group the model's degree does not fit (an uneven slice) takes the largest
             // smaller power of two that does.
             int fitting = tp;
-            while (fitting > 1 && !replicas_in_nodes(cluster, grouping[g], fitting)) fitting /= 2;
+            while (fitting > 1 && !cluster.runs_inside_nodes(grouping[g], fitting)) fitting /= 2;
             group = pool.get(grouping[g], fitting);
           }
           s.groups.push_back(group);
@@ -338,7 +327,7 @@ std::vector<Structure> uniform_structures(const Cluster& cluster, const Model& m
       std::vector<GroupSpec> groups;
       for (int g = 0; g < p; ++g) groups.push_back(GroupSpec{slice(devices, g * (n / p), n / p), tp, {}, {}, {}});
       bool ok = true;
-      for (const auto& g : groups) ok = ok && replicas_in_nodes(cluster, g.devices, tp);
+      for (const auto& g : groups) ok = ok && cluster.runs_inside_nodes(g.devices, tp);
       if (!ok) continue;
       Structure s;
       for (auto& g : groups) {

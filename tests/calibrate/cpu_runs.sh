@@ -3,8 +3,9 @@
 # Calibration on real CPU runs: scripts/fidelity.sh measures six fidelity plans (one round,
 # 5 steps, so that the median of steps 2-5 leaves out a slow step 2: before whale-run kept its
 # freed host memory (runtime/host_heap.h) the data-parallel plans ran step 2 at 1.3-1.9x their
-# later steps, and with 3 steps dp2, a calibration run, came out 25-45% slow), whale-calibrate fits the profile to three of them, and the other three are
-# predicted calibrated and uncalibrated. Measured steps on a shared machine are noisy, so the
+# later steps, and with 3 steps dp2, a calibration run, came out 25-45% slow), whale-calibrate
+# fits the profile to three of them, and the other three are predicted calibrated and
+# uncalibrated. Measured steps on a shared machine are noisy, so the
 # check is relative: it passes when calibration shrinks the held-out MAPE, or when the
 # calibrated MAPE is within 8% (the uncalibrated profile was already close on this machine, and
 # calibration kept it there). The figures it prints are reported in docs/calibrate.md.

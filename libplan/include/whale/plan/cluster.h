@@ -67,6 +67,9 @@ struct Cluster {
   Link concurrent_link_between(int a, int b) const;
   /// Distinct device model names, in order of first appearance.
   std::vector<std::string> device_models() const;
+  /// Whether `width` divides the count of `device_ids` and every run of `width` consecutive
+  /// devices (a tensor-parallel replica, an expert-tp group) lies inside one node.
+  bool runs_inside_nodes(const std::vector<int>& device_ids, int width) const;
 };
 
 /// Loads and validates a cluster file; profiles are read from `profiles_dir`

@@ -29,16 +29,19 @@ std::vector<ExpertLayout> runnable_expert_layouts(const MoeSpec& moe, int device
 
 /// The planner's search of expert layouts around its choice: variants of `plan` (a
 /// mixture-of-experts plan) in which every stage takes one other layout of
-/// runnable_expert_layouts that is valid on all of its stages, with even expert counts. At most
-/// `most`, in choose_expert_layout's order of preference (the most sharding first, then more
-/// ep). Empty for a dense plan or one with replicas of different tp.
+/// runnable_expert_layouts that is valid on all of its stages with every expert-tp group inside
+/// a node, with even expert counts. At most `most`, nearest to the first stage's layout first
+/// (the sum of |log2| of the ep and expert_tp ratios), then in choose_expert_layout's order of
+/// preference (the most sharding, then more ep). Empty for a dense plan or one with replicas of
+/// different tp.
 std::vector<Plan> expert_layout_variants(const Plan& plan, std::size_t most);
 
 /// Variants of `plan` in which the stages of one kind (the device model of their first device,
 /// their tp and their device count: on a heterogeneous cluster, a device model's stages) take
-/// another layout of runnable_expert_layouts valid on all of them, with even expert counts,
-/// the other kinds keeping theirs: the kinds' lists (each in choose_expert_layout's order)
-/// taken in turn, a layout of each kind per round, at most `most`. Empty for a dense plan, one
+/// another layout valid on all of them (as expert_layout_variants takes them), with even expert
+/// counts, the other kinds keeping theirs: the kinds' lists (each in expert_layout_variants'
+/// order, from the kind's first stage) taken in turn, a layout of each kind per round, at most
+/// `most`. Empty for a dense plan, one
 /// with replicas of different tp, or one whose stages are all of one kind
 /// (expert_layout_variants covers it).
 std::vector<Plan> kind_expert_layout_variants(const Plan& plan, std::size_t most);
