@@ -24,6 +24,10 @@ bool batch_too_small(const PlanResult& result, int usable_devices, double target
   return fill_and_drain > 1.0 - target || best.global_batch() < usable_devices;
 }
 
+long advice_step(long below, int from_batch) {
+  return std::max<long>(1, below / kAdviceStepsPerOctave / from_batch) * from_batch;
+}
+
 BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, const CostModel& cost,
                                 const PlannerOptions& options, int from_batch, double target) {
   const long devices = static_cast<long>(usable_devices(options.hints, cluster).size());
@@ -93,13 +97,14 @@ BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, cons
     above *= 2;
   }
   if (above > limit) return BatchAdvice{};
-  while (above - below > from_batch) {
-    const long middle = below + (above - below) / from_batch / 2 * from_batch;
+  const long step = advice_step(below, from_batch);
+  while (above - below > step) {
+    const long middle = below + (above - below) / step / 2 * step;
     const double at_middle = fraction_at(middle);
     if (cut) return cut_advice;
     (at_middle >= target ? above : below) = middle;
   }
-  return BatchAdvice{true, static_cast<int>(above), fraction_at(above)};
+  return BatchAdvice{true, static_cast<int>(above), fraction_at(above), false, static_cast<int>(step)};
 }
 
 std::string format_batch_warning(int batch, const PlanResult& result, const BatchAdvice& advice,
@@ -115,12 +120,14 @@ std::string format_batch_warning(int batch, const PlanResult& result, const Batc
                   batch, best.micro_batches, best.pipeline_groups(), 100 * result.fraction_of_upper_bound,
                   percent);
   } else if (advice.found) {
+    const std::string of_step =
+        advice.step > batch ? "multiple of " + std::to_string(advice.step) + " " : std::string();
     std::snprintf(line, sizeof line,
                   "warning: global batch %d is too small for this cluster (best plan: %d micro-batches over %d "
-                  "pipeline groups, %.1f%% of the upper bound); global batch %d is the smallest that reaches "
+                  "pipeline groups, %.1f%% of the upper bound); global batch %d is the smallest %sthat reaches "
                   "%d%% (%.1f%%)\n",
                   batch, best.micro_batches, best.pipeline_groups(), 100 * result.fraction_of_upper_bound,
-                  advice.global_batch, percent, 100 * advice.fraction_of_upper_bound);
+                  advice.global_batch, of_step.c_str(), percent, 100 * advice.fraction_of_upper_bound);
   } else {
     std::snprintf(line, sizeof line,
                   "warning: global batch %d is too small for this cluster (best plan: %d micro-batches over %d "

@@ -60,6 +60,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     node_devices_ = node_devices_ == 0 ? n : std::min(node_devices_, n);
   }
   node_devices_ = std::max(1, node_devices_);
+  expert_shards_ = ExpertShardTable(model, node_devices_);
   for (const Layer& l : model.layers) {
     gemm_attention_.emplace_back();
     for (const GemmOp& g : l.gemms) gemm_attention_.back().push_back(is_attention_core(g.name));
@@ -188,7 +189,7 @@ Seconds AnalyticModel::tp_comm_s(const Link& link, int tp, int share, int first,
 
 double AnalyticModel::device_parameters(int first, int end, int tp, int dp, double* experts) const {
   const double expert = range(params_expert_, first, end);
-  const double expert_per_device = expert > 0 ? expert / expert_shards(model_, tp, dp, node_devices_) : 0.0;
+  const double expert_per_device = expert > 0 ? expert / expert_shards_(tp, dp) : 0.0;
   if (experts) *experts = expert_per_device;
   return (range(params_split_, first, end) - expert) / tp + range(params_replicated_, first, end) + expert_per_device;
 }
@@ -238,7 +239,7 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
   const double optimizer = device.optimizer_bytes / (shard_optimizer ? dp : 1);
   const double gradients = gradient_bytes_ / (shard_gradients ? dp : 1);
   // The routed experts' state is sharded over expert dp = dp x tp / (ep x expert_tp).
-  const double expert_dp = experts > 0 ? dp * tp / std::max(1, expert_shards(model_, tp, dp, node_devices_)) : dp;
+  const double expert_dp = experts > 0 ? dp * tp / std::max(1, expert_shards_(tp, dp)) : dp;
   const double expert_state = experts * ((shard_optimizer ? device.optimizer_bytes / expert_dp : device.optimizer_bytes) +
                                          (shard_gradients ? gradient_bytes_ / expert_dp : gradient_bytes_));
   // Korthikanti et al. 2022, Table 2: sequence parallelism shards the replicated activations

@@ -183,22 +183,51 @@ std::vector<Plan> kind_expert_layout_variants(const Plan& plan, std::size_t most
   return out;
 }
 
-int expert_shards(const Model& model, int tp, int dp, int node_devices) {
-  if (!model.moe) return tp;
-  // expert_layouts' pairs, walked without building them: the planner's estimate asks this in
-  // its inner loop.
-  const int experts = model.moe->experts, devices = tp * dp;
+namespace {
+
+/// expert_shards with the stage's device count given modulo node_devices, all it depends on:
+/// ep 1 shards by expert_tp <= tp (never past the tp it starts from), and an ep > 1 group's
+/// span divides node_devices, so it divides the count exactly when it divides the remainder.
+int expert_shards_at(int experts, int tp, long remainder, int node_devices) {
   int best = tp;
+  const int most_ep = std::min(experts, node_devices);
   for (int expert_tp = 1; expert_tp <= tp; expert_tp *= 2) {
-    for (int ep = 1; ep <= experts; ++ep) {
+    for (int ep = 2; ep <= most_ep; ++ep) {
       const int span = ep * expert_tp;
-      if (experts % ep != 0 || devices % span != 0) continue;
       // Consecutive groups of ep x expert_tp devices stay in a node when they divide its size.
-      if (ep > 1 && (span > node_devices || node_devices % span != 0)) continue;
+      if (experts % ep != 0 || span > node_devices || node_devices % span != 0 || remainder % span != 0) continue;
       best = std::max(best, span);
     }
   }
   return best;
+}
+
+}  // namespace
+
+int expert_shards(const Model& model, int tp, int dp, int node_devices) {
+  if (!model.moe) return tp;
+  node_devices = std::max(1, node_devices);
+  return expert_shards_at(model.moe->experts, tp, static_cast<long>(tp) * dp % node_devices, node_devices);
+}
+
+ExpertShardTable::ExpertShardTable(const Model& model, int node_devices)
+    : experts_(model.moe ? model.moe->experts : 0), node_devices_(std::max(1, node_devices)) {
+  if (experts_ == 0 || node_devices_ > kMostTableNode) return;   // larger nodes: computed per call
+  by_level_.assign(kLevels, std::vector<int>(node_devices_, 0));
+  for (int k = 0; k < kLevels; ++k) {
+    for (int r = 0; r < node_devices_; ++r) by_level_[k][r] = expert_shards_at(experts_, 1 << k, r, node_devices_);
+  }
+}
+
+int ExpertShardTable::operator()(int tp, int dp) const {
+  if (experts_ == 0) return tp;
+  const long remainder = static_cast<long>(tp) * dp % node_devices_;
+  if (!by_level_.empty() && tp > 0 && (tp & (tp - 1)) == 0 && tp < (1 << kLevels)) {
+    int k = 0;
+    while ((1 << k) < tp) ++k;
+    return by_level_[k][remainder];
+  }
+  return expert_shards_at(experts_, tp, remainder, node_devices_);
 }
 
 }  // namespace whale::plan

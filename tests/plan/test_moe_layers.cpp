@@ -243,6 +243,50 @@ TEST_CASE("expert layouts: every valid (ep, expert_tp), and the planner's choice
   CHECK(choose_expert_layout(model, cluster, sixteen, 2).ep == 1);
 }
 
+TEST_CASE("moe layouts: the shard table answers as expert_layouts' largest span inside a node") {
+  // The reference: expert_layouts' pairs whose ep > 1 groups divide a node (or tp alone).
+  auto reference = [](const Model& model, int tp, int dp, int node) {
+    int best = tp;
+    for (const ExpertLayout& l : expert_layouts(*model.moe, tp * dp, tp)) {
+      const int span = l.ep * l.expert_tp;
+      if (l.ep == 1 || (span <= node && node % span == 0)) best = std::max(best, span);
+    }
+    return best;
+  };
+  const Model mixtral = load_model("configs/models/hf/mixtral-8x7b-config.json");   // 8 experts
+  const Model qwen = load_model("configs/models/hf/qwen3-235b-a22b-config.json");   // 128 experts
+  // By hand: 12 devices at tp 4 on nodes of 8 take groups of 4 (4 divides 12 and 8), at dp 4
+  // (16 devices) groups of 8; Mixtral at tp 2 on 6 devices in nodes of 6: ep 2 only (3 and 6
+  // do not divide 8 experts), so tp's 2.
+  CHECK(ExpertShardTable(qwen, 8)(4, 3) == 4);
+  CHECK(ExpertShardTable(qwen, 8)(4, 4) == 8);
+  CHECK(ExpertShardTable(qwen, 8)(1, 12) == 4);
+  CHECK(ExpertShardTable(mixtral, 6)(2, 3) == 2);
+  CHECK(ExpertShardTable(mixtral, 6)(1, 6) == 2);
+  long compared = 0;
+  for (const Model* model : {&mixtral, &qwen}) {
+    for (int node = 1; node <= 10; ++node) {
+      const ExpertShardTable table(*model, node);
+      for (int tp : {1, 2, 3, 4, 6, 8, 16}) {
+        for (int dp = 1; dp <= 24; ++dp) {
+          const int expected = reference(*model, tp, dp, node);
+          CHECK(table(tp, dp) == expected);
+          CHECK(expert_shards(*model, tp, dp, node) == expected);
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(compared == 2 * 10 * 7 * 24);
+  // A node past the table's size is computed per call, to the same answers.
+  const ExpertShardTable wide(qwen, 192);
+  for (int dp : {1, 3, 16, 48, 96}) CHECK(wide(2, dp) == reference(qwen, 2, dp, 192));
+  CHECK(wide(2, 48) == 32);   // 96 devices: a span is a power of two (ep divides 128) dividing 96
+  Model dense = mixtral;
+  dense.moe.reset();
+  CHECK(ExpertShardTable(dense, 8)(4, 3) == 4);
+}
+
 TEST_CASE("moe export: Megatron-Core's MoE arguments, and DeepSpeed's limit") {
   const Plan plan = load_plan("configs/validation/moe-folding-2025/mixtral-8x22b-128gpu.yaml");
   const std::string megatron = export_text(plan, Framework::megatron);

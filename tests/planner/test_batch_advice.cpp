@@ -89,3 +89,27 @@ TEST_CASE("small-batch advice under a time limit: the same answer while time is 
   CHECK(line.find("; the time limit ended the search for a batch that reaches 90% (raise --time-limit for it)\n") !=
         std::string::npos);
 }
+
+TEST_CASE("small-batch advice bisects an octave in eighths, multiples of the batch asked") {
+  CHECK(plan::advice_step(8192, 512) == 1024);   // mixed-1024's 512: 8192 below, 16384 above
+  CHECK(plan::advice_step(4096, 64) == 512);
+  CHECK(plan::advice_step(1536, 96) == 192);
+  CHECK(plan::advice_step(16, 1) == 2);
+  CHECK(plan::advice_step(4, 1) == 1);            // never below the batch asked
+  CHECK(plan::advice_step(24, 8) == 8);
+
+  // The warning names the step where it is coarser than the batch asked.
+  AdviceInputs in;
+  in.options.global_batch = 1;
+  const plan::PlanResult one = plan::search_plans(in.cluster, in.model, in.simulator, in.options);
+  plan::BatchAdvice advice;
+  advice.found = true;
+  advice.global_batch = 48;
+  advice.fraction_of_upper_bound = 0.925;
+  advice.step = 8;
+  CHECK(plan::format_batch_warning(1, one, advice, 0.9).find(
+            "; global batch 48 is the smallest multiple of 8 that reaches 90% (92.5%)\n") != std::string::npos);
+  advice.step = 1;
+  CHECK(plan::format_batch_warning(1, one, advice, 0.9).find("; global batch 48 is the smallest that reaches 90% (92.5%)\n") !=
+        std::string::npos);
+}

@@ -13,6 +13,7 @@
 #include "whale/plan/cluster.h"
 #include "whale/plan/model.h"
 #include "whale/plan/plan.h"
+#include "whale/plan/search_experts.h"
 
 namespace whale::plan {
 
@@ -138,6 +139,7 @@ class AnalyticModel {
   // devices of the cluster's smallest node, which bound an expert-parallel group.
   std::vector<double> params_expert_, all_to_all_bytes_;
   int node_devices_ = 1;
+  ExpertShardTable expert_shards_;   // of the model and node_devices_
   /// Parameters one device holds of layers [first, end) at (tp, dp): the dense split part / tp,
   /// the replicated, the experts / ep x expert_tp (expert_shards), and that expert part alone.
   double device_parameters(int first, int end, int tp, int dp, double* experts = nullptr) const;

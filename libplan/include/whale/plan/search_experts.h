@@ -59,4 +59,22 @@ ExpertLayout choose_expert_layout(const Model& model, const Cluster& cluster, co
 /// order: what the planner's quick estimate shards the experts by.
 int expert_shards(const Model& model, int tp, int dp, int node_devices);
 
+/// expert_shards of one model and node size, for the planner's inner loops: the answer depends
+/// on tp and on tp x dp modulo node_devices only, so for tp a power of two (up to 2^8) a table
+/// of those holds every answer; other tp degrees (a hint's), and nodes of more than
+/// kMostTableNode devices (whose table would cost more than it saves), are computed.
+class ExpertShardTable {
+ public:
+  ExpertShardTable() = default;   // a dense model: tp
+  ExpertShardTable(const Model& model, int node_devices);
+  int operator()(int tp, int dp) const;
+
+ private:
+  static constexpr int kLevels = 9;   // tp = 1 .. 2^8
+  static constexpr int kMostTableNode = 128;
+  int experts_ = 0;                   // 0 for a dense model
+  int node_devices_ = 1;
+  std::vector<std::vector<int>> by_level_;   // [log2 tp][(tp x dp) % node_devices]
+};
+
 }  // namespace whale::plan
