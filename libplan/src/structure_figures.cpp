@@ -219,22 +219,24 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
     auto figures = per_model_.find(model_key);
     if (figures == per_model_.end()) {
       // Memory is additive over layers but for full recomputation's one rebuilt layer and
-      // zb-h1's weight passes (left out: the verdict stays a relaxation). The kept bytes per
-      // micro-batch in flight are the difference between two and one in flight.
+      // zb-h1's tensors a weight pass keeps beyond the kept activations (left out: the verdict
+      // stays a relaxation). The kept bytes per micro-batch in flight are the difference
+      // between two and one in flight; a held weight pass's, between one and none held.
       std::vector<std::vector<double>> per_rung;
-      std::vector<double> least(2 * static_cast<size_t>(L), std::numeric_limits<double>::infinity());
+      std::vector<double> least(kLayerFigures * static_cast<size_t>(L), std::numeric_limits<double>::infinity());
       for (int r = 0; r <= top; ++r) {
         std::vector<double> row;
         for (int l = 0; l < L; ++l) {
-          auto need = [&](int in_flight) {
+          auto need = [&](int in_flight, int weight_passes) {
             return an.memory(ms.model, l, l + 1, g.tp, g.dp(), 1, in_flight, rung_recompute(r), rung_shards(r, g.dp()),
-                             rung_shards_gradients(r, g.dp()));
+                             rung_shards_gradients(r, g.dp()), weight_passes);
           };
-          const MemoryNeed one = need(1);
+          const MemoryNeed one = need(1, -1);
           row.push_back(one.state_bytes);
-          row.push_back(need(2).activation_bytes - one.activation_bytes);
-          least[2 * l] = std::min(least[2 * l], row[2 * l]);
-          least[2 * l + 1] = std::min(least[2 * l + 1], row[2 * l + 1]);
+          row.push_back(need(2, -1).activation_bytes - one.activation_bytes);
+          row.push_back(need(1, 1).activation_bytes - need(1, 0).activation_bytes);
+          for (int i = 0; i < kLayerFigures; ++i)
+            least[kLayerFigures * l + i] = std::min(least[kLayerFigures * l + i], row[kLayerFigures * l + i]);
         }
         per_rung.push_back(std::move(row));
       }
@@ -247,10 +249,10 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
 }
 
 const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& layers, int in_flight,
-                                                                  const OuterLayers& outer_held) {
+                                                                  int weight_passes, const OuterLayers& outer_held) {
   int mask = 0;   // which of the (at most two) fixed outer layers the group holds
   for (int l : outer_held) mask |= l == 0 ? 1 : 2;
-  const std::pair<int, int> key{in_flight, mask};
+  const std::tuple<int, int, int> key{in_flight, weight_passes, mask};
   auto it = layers.block_times.find(key);
   if (it != layers.block_times.end()) return it->second;
   const int L = analytic_.layers();
@@ -264,21 +266,41 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
   std::vector<double> left;
   std::vector<int> most(rows, L);   // per rung (last: each layer at its least memory)
   for (const auto& [share, usable, figures] : layers.models) {
-    const double per_layer = static_cast<double>(share) * in_flight;   // activation copies kept
-    const std::vector<std::vector<double>>& sorted = block_needs(figures, per_layer);
+    const Copies copies{static_cast<double>(share) * in_flight, static_cast<double>(share) * weight_passes};
+    const std::vector<std::vector<double>>& sorted = block_needs(figures, copies.kept);
+    // Each block's held weight passes take at least the least bytes of a block's weight pass
+    // (exact where the blocks are alike): k blocks need sorted[r][k] + k x per_block[r], and
+    // the needs sorted for the kept activations alone serve every count of weight passes.
+    std::vector<double> per_block(rows, 0.0);
+    if (copies.weight_passes > 0) {
+      for (size_t r = 0; r < rows; ++r) {
+        double least = std::numeric_limits<double>::infinity();
+        for (int l = 0; l < L; ++l) {
+          if (!outer_layer(l)) least = std::min(least, (*figures)[r][kLayerFigures * l + 2]);
+        }
+        per_block[r] = std::isinf(least) ? 0.0 : least * copies.weight_passes;
+      }
+    }
     for (size_t r = 0; r < rows; ++r) {
       const std::vector<double>& f = (*figures)[r];
       double budget = usable;   // the outer layers the group holds come first
-      for (int l : outer_held) budget -= f[2 * l] + f[2 * l + 1] * per_layer;
-      const int k = budget < 0 ? -1   // not even the outer layers fit
-                               : static_cast<int>(std::upper_bound(sorted[r].begin(), sorted[r].end(), budget) -
-                                                  sorted[r].begin()) - 1;
+      for (int l : outer_held) budget -= layer_need(f, l, copies);
+      int k = -1;   // not even the outer layers fit
+      if (budget >= 0) {
+        const std::vector<double>& need = sorted[r];
+        int fits = 0, beyond = static_cast<int>(need.size());   // need[fits] + ... <= budget < need[beyond] + ...
+        while (beyond - fits > 1) {
+          const int middle = (fits + beyond) / 2;
+          (need[middle] + middle * per_block[r] <= budget ? fits : beyond) = middle;
+        }
+        k = fits;
+      }
       most[r] = std::min(most[r], k);
       if (blocks && r == rows - 1) left.push_back(budget);
     }
     if (!blocks) continue;
     points.emplace_back();
-    for (int r = 0; r <= top; ++r) points.back().push_back({sorted[r][1], time[r][1]});
+    for (int r = 0; r <= top; ++r) points.back().push_back({sorted[r][1] + per_block[r], time[r][1]});
   }
   BlockTimes out;
   out.outer_s = 0;
@@ -332,9 +354,14 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
   return layers.block_times.emplace(key, std::move(out)).first->second;
 }
 
+double StructureFigures::layer_need(const std::vector<double>& figures, int layer, const Copies& copies) {
+  const double* f = &figures[kLayerFigures * static_cast<size_t>(layer)];
+  return f[0] + f[1] * copies.kept + f[2] * copies.weight_passes;
+}
+
 const std::vector<std::vector<double>>& StructureFigures::block_needs(const std::vector<std::vector<double>>* figures,
-                                                                       double per_layer) {
-  const auto key = std::make_pair(figures, per_layer);
+                                                                       double kept) {
+  const auto key = std::make_pair(figures, kept);
   auto it = block_needs_.find(key);
   if (it != block_needs_.end()) return it->second;
   const int L = analytic_.layers();
@@ -343,7 +370,7 @@ const std::vector<std::vector<double>>& StructureFigures::block_needs(const std:
   for (const std::vector<double>& f : *figures) {
     need.clear();
     for (int l = 0; l < L; ++l) {
-      if (!outer_layer(l)) need.push_back(f[2 * l] + f[2 * l + 1] * per_layer);
+      if (!outer_layer(l)) need.push_back(layer_need(f, l, Copies{kept, 0.0}));
     }
     std::sort(need.begin(), need.end());
     std::vector<double> prefix(1, 0.0);
@@ -518,7 +545,8 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, const Choice& choice,
     double outer_s = 0;
     const std::vector<double>* take = &time[0];   // k blocks at rung 0, memory aside
     if (memory) {
-      const BlockTimes& times = block_times(layers, in_flight_of(choice.schedule, p, g, m), held);
+      const BlockTimes& times = block_times(layers, in_flight_of(choice.schedule, p, g, m),
+                                            std::max(0, weight_passes_of(choice.schedule, g, m)), held);
       outer_s = times.outer_s;
       take = one_chunk ? &times.one_rung : &times.any_rung;
       if (take->empty()) return false;   // its outer layers alone overflow

@@ -114,8 +114,9 @@ class StructureFigures {
     const std::vector<std::vector<double>>* time_prefix = nullptr;
     // [k]: the least data-parallel gradient reduction seconds of any k layers of the group.
     std::vector<double> reduction_prefix;
-    // By (micro-batches in flight, outer layers held: 1 the first, 2 the last).
-    std::map<std::pair<int, int>, BlockTimes> block_times;
+    // By (micro-batches in flight, zb-h1's weight passes held, outer layers held: 1 the first,
+    // 2 the last).
+    std::map<std::tuple<int, int, int>, BlockTimes> block_times;
   };
   GroupLayers& group_layers(const GroupSpec& group, int micro_batch_size, bool even_shares);
   // The outer layers one group holds: none, one or two, without allocating.
@@ -139,7 +140,7 @@ class StructureFigures {
       return out;
     }
   };
-  const BlockTimes& block_times(GroupLayers& layers, int in_flight, const OuterLayers& outer_held);
+  const BlockTimes& block_times(GroupLayers& layers, int in_flight, int weight_passes, const OuterLayers& outer_held);
   // A bound taking Runs, asked of a structure with bound_s as the known bound.
   Seconds of_structure(Seconds (StructureFigures::*bound)(const Runs&, const Choice&, bool, Seconds),
                        const Structure& structure, const Choice& choice, int global_batch, bool even_shares);
@@ -201,14 +202,23 @@ class StructureFigures {
   std::vector<int> batch_divisors_;   // of best_speed_batch_
   // By (group, micro-batch size, even shares): the micro-batch size doubled, plus one for even.
   std::unordered_map<std::pair<const GroupSpec*, int>, GroupLayers, KeyHash> group_layers_;
-  // By (device model, tp, dp): [rung][2 * layer] the layer's state bytes, [2 * layer + 1] its
-  // kept activation bytes per sample and micro-batch in flight (rungs 0..kMaxRung, then the
-  // smallest of each over the rungs).
+  // By (device model, tp, dp): [rung][kLayerFigures * layer + i] the layer's state bytes (i 0),
+  // its kept activation bytes per sample and micro-batch in flight (1), and the bytes per sample
+  // of a zb-h1 weight pass held besides (2) (rungs 0..kMaxRung, then the smallest of each over
+  // the rungs).
+  static constexpr int kLayerFigures = 3;
   std::map<std::tuple<std::string, int, int>, std::vector<std::vector<double>>> per_model_;
+  // The copies a group keeps of each layer's per-sample figures: activations (share x in
+  // flight) and weight passes (share x passes held).
+  struct Copies {
+    double kept = 0;
+    double weight_passes = 0;
+  };
+  // A layer's bytes in one rung's row of per_model_ with `copies` kept.
+  static double layer_need(const std::vector<double>& figures, int layer, const Copies& copies);
   // By (per_model_ entry, kept activation copies per layer): [rung][k] the least bytes of k
-  // blocks (outer_layer excluded), prefix sums of the sorted needs.
-  const std::vector<std::vector<double>>& block_needs(const std::vector<std::vector<double>>* figures,
-                                                     double per_layer);
+  // blocks (outer_layer excluded) without weight passes, prefix sums of the sorted needs.
+  const std::vector<std::vector<double>>& block_needs(const std::vector<std::vector<double>>* figures, double kept);
   std::map<std::pair<const std::vector<std::vector<double>>*, double>, std::vector<std::vector<double>>> block_needs_;
   // By (device model, tp, share, link bandwidth, link latency): time rows as GroupLayers.
   std::map<std::tuple<std::string, int, int, double, double>, std::vector<std::vector<double>>> time_rows_;
