@@ -185,7 +185,8 @@ std::vector<Plan> kind_expert_layout_variants(const Plan& plan, std::size_t most
 
 namespace {
 
-/// expert_shards with the stage's device count given modulo node_devices, all it depends on:
+/// ExpertShardTable's answer with the stage's device count given modulo node_devices, all it
+/// depends on:
 /// ep 1 shards by expert_tp <= tp (never past the tp it starts from), and an ep > 1 group's
 /// span divides node_devices, so it divides the count exactly when it divides the remainder.
 int expert_shards_at(int experts, int tp, long remainder, int node_devices) {
@@ -195,7 +196,7 @@ int expert_shards_at(int experts, int tp, long remainder, int node_devices) {
     for (int ep = 2; ep <= most_ep; ++ep) {
       const int span = ep * expert_tp;
       // Consecutive groups of ep x expert_tp devices stay in a node when they divide its size.
-      if (experts % ep != 0 || span > node_devices || node_devices % span != 0 || remainder % span != 0) continue;
+      if (experts % ep != 0 || node_devices % span != 0 || remainder % span != 0) continue;
       best = std::max(best, span);
     }
   }
@@ -203,12 +204,6 @@ int expert_shards_at(int experts, int tp, long remainder, int node_devices) {
 }
 
 }  // namespace
-
-int expert_shards(const Model& model, int tp, int dp, int node_devices) {
-  if (!model.moe) return tp;
-  node_devices = std::max(1, node_devices);
-  return expert_shards_at(model.moe->experts, tp, static_cast<long>(tp) * dp % node_devices, node_devices);
-}
 
 ExpertShardTable::ExpertShardTable(const Model& model, int node_devices)
     : experts_(model.moe ? model.moe->experts : 0), node_devices_(std::max(1, node_devices)) {

@@ -38,8 +38,8 @@ long advice_step(long below, int from_batch);
 /// batch, searched with the same planner and options (no baseline, no alternatives):
 /// doubling from `from_batch` to the first batch at or above the target, then bisection
 /// between it and the batch before (the fraction grows with the batch as bubbles and idle
-/// replicas shrink) over the multiples of advice_step: at most three more re-plans. A batch at which the planner finds no plan counts as
-/// below the target. With options.time_limit_s, the searches together get that long: each
+/// replicas shrink) over the multiples of advice_step: at most three more re-plans. A batch at
+/// which the planner finds no plan counts as below the target. With options.time_limit_s, the searches together get that long: each
 /// gets what is left of it, and once it is spent (or a search may have been cut by it) the
 /// advice stops with `cut` set, since a cut search can misjudge a batch either way.
 BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, const CostModel& cost,

@@ -141,7 +141,7 @@ class AnalyticModel {
   int node_devices_ = 1;
   ExpertShardTable expert_shards_;   // of the model and node_devices_
   /// Parameters one device holds of layers [first, end) at (tp, dp): the dense split part / tp,
-  /// the replicated, the experts / ep x expert_tp (expert_shards), and that expert part alone.
+  /// the replicated, the experts / ep x expert_tp (ExpertShardTable), and that expert part alone.
   double device_parameters(int first, int end, int tp, int dp, double* experts = nullptr) const;
   std::vector<double> act_replicated_, act_split_, act_input_;
   // The largest Layer::backward_buffer_bytes_split and _replicated of any layer, per sample: a

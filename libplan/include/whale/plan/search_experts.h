@@ -56,16 +56,14 @@ ExpertLayout choose_expert_layout(const Model& model, const Cluster& cluster, co
 
 /// ep x expert_tp of choose_expert_layout for a stage of `dp` replicas of `tp` devices on a
 /// cluster whose smallest node holds `node_devices` devices, assuming its replicas fill nodes in
-/// order: what the planner's quick estimate shards the experts by.
-int expert_shards(const Model& model, int tp, int dp, int node_devices);
-
-/// expert_shards of one model and node size, for the planner's inner loops: the answer depends
-/// on tp and on tp x dp modulo node_devices only, so for tp a power of two (up to 2^8) a table
-/// of those holds every answer; other tp degrees (a hint's), and nodes of more than
-/// kMostTableNode devices (whose table would cost more than it saves), are computed.
+/// order: what the planner's quick estimate shards the experts by, asked as table(tp, dp) in its
+/// inner loops. The answer depends on tp and on tp x dp modulo node_devices only, so for tp a
+/// power of two (up to 2^8) a table of those holds every answer; other tp degrees (a hint's),
+/// and nodes of more than kMostTableNode devices (whose table would cost more than it saves),
+/// are computed. A dense model: tp.
 class ExpertShardTable {
  public:
-  ExpertShardTable() = default;   // a dense model: tp
+  ExpertShardTable() = default;   // as for a dense model
   ExpertShardTable(const Model& model, int node_devices);
   int operator()(int tp, int dp) const;
 
