@@ -1,5 +1,5 @@
 // File: cache_working_set.cpp
-// The warm fraction of a device's layers from the weight bytes its layers hold.
+// Whether a device's layers run warm: their working set against its last-level cache.
 #include "whale/sim/cache_working_set.h"
 
 #include <algorithm>
@@ -45,22 +45,15 @@ std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Sta
   const int device = stage.devices.at(stage.replica_offset(replica));
   const Bytes cache = plan.cluster.profile_of(device).cache.cache_bytes_per_device;
   if (cache <= 0) return {};
-  std::vector<double> fractions(stage.end_layer - stage.first_layer, 0.0);
   Bytes working_set = 0;
   for (const plan::Stage& other : plan.stages) {
     const int r = replica_holding(other, device);
     if (r < 0) continue;
     for (int l = other.first_layer; l < other.end_layer; ++l) {
-      const Bytes weights = layer_weight_bytes(plan, other, r, l);
-      if (weights <= cache) working_set += weights;
-      working_set += in_flight_passes * layer_pass_activation_bytes(plan, other, r, l);
+      working_set += layer_weight_bytes(plan, other, r, l) + in_flight_passes * layer_pass_activation_bytes(plan, other, r, l);
     }
   }
-  const double warm = working_set > 0 ? std::min(1.0, cache / working_set) : 1.0;
-  for (int l = stage.first_layer; l < stage.end_layer; ++l) {
-    fractions[l - stage.first_layer] = layer_weight_bytes(plan, stage, replica, l) <= cache ? warm : 0.0;
-  }
-  return fractions;
+  return std::vector<double>(stage.end_layer - stage.first_layer, working_set <= cache ? 1.0 : 0.0);
 }
 
 }  // namespace whale::sim

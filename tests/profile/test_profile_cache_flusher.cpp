@@ -1,6 +1,6 @@
 // File: test_profile_cache_flusher.cpp
-// The flush's size: twice sysfs's cache, never over 1 GiB, else 64 MiB; and the line read that
-// the flusher and the cache sweep share.
+// The flush's size: twice sysfs's cache, never over 1 GiB, else 64 MiB; the private caches'
+// flush: twice the L2; and the line read that the flusher and the cache sweep share.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -20,6 +20,13 @@ TEST_CASE("the flush is twice sysfs's cache, at most 1 GiB, and 64 MiB where sys
   CHECK(cache_flush_bytes(768 * kMiB) == static_cast<std::size_t>(1024 * kMiB));
   CHECK(cache_flush_bytes(0) == static_cast<std::size_t>(64 * kMiB));
   CHECK(CacheFlusher(8 * kMiB).bytes() == static_cast<std::size_t>(16 * kMiB));
+}
+
+TEST_CASE("the private caches' flush is twice the L2 that sysconf reports, else twice 1 MiB") {
+  CHECK(CacheFlusher::of_private_caches(1 << 20).bytes() == static_cast<std::size_t>(2 * kMiB));
+  CHECK(CacheFlusher::of_private_caches(512 << 10).bytes() == static_cast<std::size_t>(kMiB));
+  CHECK(CacheFlusher::of_private_caches(0).bytes() == static_cast<std::size_t>(2 * kMiB));
+  CHECK(CacheFlusher::of_private_caches(-1).bytes() == static_cast<std::size_t>(2 * kMiB));  // sysconf: unknown
 }
 
 TEST_CASE("read_lines sums the first float of every 64-byte line, a partial line included") {

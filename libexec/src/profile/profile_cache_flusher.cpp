@@ -26,7 +26,12 @@ TimerOptions CacheFlusher::cold_except(const TimerOptions& base, std::vector<Hot
   return options;
 }
 
-CacheFlusher::CacheFlusher(Bytes sysfs_cache) : lines_(cache_flush_bytes(sysfs_cache), 0) {}
+CacheFlusher::CacheFlusher(Bytes sysfs_cache) : CacheFlusher(FlushBytes{cache_flush_bytes(sysfs_cache)}) {}
+
+CacheFlusher CacheFlusher::of_private_caches(long l2_bytes) {
+  constexpr std::size_t kUnknownL2Bytes = std::size_t{1} << 20;
+  return CacheFlusher(FlushBytes{2 * (l2_bytes > 0 ? static_cast<std::size_t>(l2_bytes) : kUnknownL2Bytes)});
+}
 
 void CacheFlusher::flush() {
   ++round_;

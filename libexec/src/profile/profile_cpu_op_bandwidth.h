@@ -20,10 +20,11 @@ namespace whale::exec {
 /// attention core minus its GEMMs as the profile's curves price them (so both GEMM curves,
 /// cold and warm, must be measured first). Sizes are those of a d=256 GPT layer. Cold: every call starts from caches
 /// that `flusher` evicted, but for the input the op before it has just written (forward: its
-/// input; backward: the output gradient); AdamW is all cold. Warm: the calls repeat on the same
-/// buffers, which stay resident.
+/// input; backward: the output gradient); AdamW is all cold. Warm: the same, after
+/// `warm_flusher` (CacheFlusher::of_private_caches) evicted the private caches alone, so that
+/// the other operands come from the last-level cache.
 void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& timer,
-                              CacheFlusher& flusher, const ProgressFn& progress,
+                              CacheFlusher& flusher, CacheFlusher& warm_flusher, const ProgressFn& progress,
                               plan::DeviceProfile* profile);
 
 }  // namespace whale::exec

@@ -107,13 +107,15 @@ class CpuProber : public DeviceProber {
     // (CacheFlusher).
     const LastLevelCache sysfs_cache = read_last_level_cache(kSysfsCacheDir);
     CacheFlusher flusher(sysfs_cache.size_bytes);
+    CacheFlusher warm_flusher = CacheFlusher::of_private_caches(sysconf(_SC_LEVEL2_CACHE_SIZE));
 
-    // GEMMs and the op classes are timed from cold caches (CacheFlusher) and warm (libsim
-    // prices between the two by the weight bytes a device's layers hold: cache_working_set.h);
+    // GEMMs and the op classes are timed from cold caches (CacheFlusher) and warm, from the
+    // last-level cache (CacheFlusher::of_private_caches; libsim picks one of the two by the
+    // working set a device's layers touch: cache_working_set.h);
     // the copy sweep stays hot: its small sizes are meant to read the caches' bandwidth.
     TimerOptions cold = timer;
     cold.samples = options.quick ? 5 : 9;
-    const std::string source_peak = measure_gemm(options.quick, cold, flusher, progress, &profile);
+    const std::string source_peak = measure_gemm(options.quick, cold, flusher, warm_flusher, progress, &profile);
     const std::string source_memory = measure_memory(options.quick, timer, progress, &profile);
     profile.memory_bytes = mem_available_bytes(read_text_file("/proc/meminfo"));
     progress(format("memory: MemAvailable %.2f GiB", profile.memory_bytes / kBytesPerGiB));
@@ -123,7 +125,7 @@ class CpuProber : public DeviceProber {
         [&] { backend_->matmul(false, false, 1, 1, 1, one.view(0), one.view(1), one.view(2), false); },
         timer);
     progress(format("launch: 1x1x1 matmul call %.3f us", profile.kernel_launch_s * 1e6));
-    measure_cpu_op_bandwidth(*backend_, options.quick, cold, flusher, progress, &profile);
+    measure_cpu_op_bandwidth(*backend_, options.quick, cold, flusher, warm_flusher, progress, &profile);
     LastLevelCache cache = sysfs_cache;
     if (cache.size_bytes > 0) {
       progress(format("cache: sysfs: L%.0f %.1f MiB", cache.level, cache.size_bytes / kBytesPerMiB));
@@ -171,7 +173,7 @@ class CpuProber : public DeviceProber {
 
   /// Fills the fp32 peak and curve; returns the sentence of `source` that says where the peak
   /// comes from.
-  std::string measure_gemm(bool quick, const TimerOptions& timer, CacheFlusher& flusher,
+  std::string measure_gemm(bool quick, const TimerOptions& timer, CacheFlusher& flusher, CacheFlusher& warm_flusher,
                            const ProgressFn& progress, plan::DeviceProfile* profile) {
     // Each point: the GEMMs a transformer block of width h runs in training, over 2h tokens,
     // which is what libsim prices with this curve. Square GEMMs of the same FLOPs run up to 15%
@@ -193,7 +195,7 @@ class CpuProber : public DeviceProber {
         const int k = linear.in * h, n = linear.out * h;
         // Cold: hot are the activation x in the forward, the output gradient dy (in y) in both
         // backward products; the weight and the saved x of the weight gradient are cold. Warm:
-        // the calls repeat on the same buffers, which stay resident.
+        // they are in the last-level cache, out of the private caches.
         const std::size_t x_count = static_cast<std::size_t>(m) * k, y_count = static_cast<std::size_t>(m) * n;
         const std::vector<std::pair<std::function<void()>, CacheFlusher::HotBuffer>> products = {
             {[&] { backend_->matmul(false, true, m, n, k, x.view(), w.view(), y.view(), false); }, {x.get(), x_count}},
@@ -202,7 +204,7 @@ class CpuProber : public DeviceProber {
         };
         for (const auto& [product, hot] : products) {
           cold_s += median_call_time_s(product, flusher.cold_except(timer, {hot}));
-          warm_s += median_call_time_s(product, timer);
+          warm_s += median_call_time_s(product, warm_flusher.cold_except(timer, {hot}));
         }
         block_flops += 3 * 2.0 * m * n * k;
       }
