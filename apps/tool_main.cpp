@@ -8,9 +8,6 @@
 #include <filesystem>
 
 #include <unistd.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "whale/plan/error.h"
 #include "whale/plan/tool_boundary.h"
@@ -42,15 +39,6 @@ CLI::Validator bounded(double low, double high, bool open_low) {
 }
 
 }  // namespace
-
-void keep_freed_memory() {
-#if defined(__GLIBC__)
-  // Setting both also stops glibc from adapting them. 32 MiB is the largest mmap threshold it
-  // takes: blocks below it come from the heap, whose free top is kept up to 1 GiB.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-}
 
 CLI::Validator number_in(double low, double high) { return bounded(low, high, false); }
 CLI::Validator number_above(double low, double high) { return bounded(low, high, true); }

@@ -11,6 +11,7 @@
 #include "tool_main.h"
 #include "whale/plan/batch_advice.h"
 #include "whale/plan/error.h"
+#include "whale/plan/host_heap.h"
 #include "whale/plan/plan_runtime.h"
 #include "whale/plan/limits.h"
 #include "whale/plan/export.h"
@@ -25,7 +26,7 @@
 #include "whale/plan/version.h"
 
 int main(int argc, char** argv) {
-  whale::app::keep_freed_memory();
+  whale::plan::keep_freed_host_memory();
   const auto command_start = std::chrono::steady_clock::now();  // --time-limit counts from here
   CLI::App app{"whale-plan: find the fastest hybrid-parallel plan on a heterogeneous cluster"};
   app.set_version_flag("--version", whale::plan::version_text("whale-plan"));

@@ -13,6 +13,7 @@
 #include "whale/exec/profile/profile_device_prober.h"
 #include "whale/exec/profile/profile_links.h"
 #include "whale/exec/profile/profile_lockstep.h"
+#include "whale/plan/host_heap.h"
 #include "whale/exec/profile/profile_output.h"
 #include "tool_main.h"
 #include "whale/plan/atomic_file.h"
@@ -160,7 +161,7 @@ int run_check(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  whale::app::keep_freed_memory();
+  whale::plan::keep_freed_host_memory();
   CLI::App app{"whale-profile: measure a device or the links between ranks for whale-plan"};
   app.set_version_flag("--version", whale::plan::version_text("whale-profile"));
   Args args;

@@ -14,7 +14,7 @@
 
 #include "backend/gpu_host/arena_size.h"
 #include "runtime/expert_groups.h"
-#include "runtime/host_heap.h"
+#include "whale/plan/host_heap.h"
 #include "runtime/kernel_times.h"
 #include "runtime/run_outputs.h"
 #include "whale/exec/backend/backend_factory.h"
@@ -102,7 +102,7 @@ bool stop_agreed(PeerTransport& transport) {
 
 void run_training(const RunOptions& options, std::ostream& log) {
   using Clock = std::chrono::steady_clock;
-  keep_freed_host_memory();
+  plan::keep_freed_host_memory();
   auto transport = make_mpi_transport();
   auto world = world_communicator();
   const bool root = transport->rank() == 0;

@@ -1,6 +1,6 @@
 // File: host_heap.cpp
 // keep_freed_host_memory (host_heap.h).
-#include "runtime/host_heap.h"
+#include "whale/plan/host_heap.h"
 
 #include <climits>  // first: it defines __GLIBC__ where glibc is the C library
 
@@ -8,7 +8,7 @@
 #include <malloc.h>
 #endif
 
-namespace whale::exec {
+namespace whale::plan {
 
 void keep_freed_host_memory() {
 #if defined(__GLIBC__)
@@ -18,4 +18,4 @@ void keep_freed_host_memory() {
 #endif
 }
 
-}  // namespace whale::exec
+}  // namespace whale::plan
