@@ -133,9 +133,16 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
   const double warm_attention_gemm_s =
       attention_gemm_s(profile->cache.warm_gemm_efficiency.at(plan::Precision::fp32));
 
+  // A backward adds into its input gradient, which the blocks (gpt_block.cpp, llama_block.cpp)
+  // zero first: the GELU's and the attention's backward are timed with that fill, as they run.
+  const TensorView dqkv = dy.slice(0, static_cast<std::size_t>(rows) * 3 * channels);
   std::vector<OpClass> classes = {
       {"gelu", 2 * wide_count * kFloatBytes, [&] { backend.gelu_forward(y, x, wide_count); },
-       [&] { backend.gelu_backward(dy, x, y, wide_count); }, 0, {{x.as<float>(), wide_count}},
+       [&] {
+         backend.fill_zero(dy, Stream::compute);
+         backend.gelu_backward(dy, x, y, wide_count);
+       },
+       0, {{x.as<float>(), wide_count}},
        {{y.as<float>(), wide_count}}},
       {"layernorm", 2.0 * rows * channels * kFloatBytes,
        [&] { backend.layernorm_forward(y, mean, rstd, x, w, b, rows, channels); },
@@ -143,7 +150,10 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
        0, {{x.as<float>(), narrow_count}}, {{y.as<float>(), narrow_count}}},
       {"softmax", 2 * probs_count * kFloatBytes,
        [&] { backend.attention_forward(y, probs, qkv, batch, sequence, heads, head_size); },
-       [&] { backend.attention_backward(dy, y, qkv, probs, batch, sequence, heads, head_size); },
+       [&] {
+         backend.fill_zero(dqkv, Stream::compute);
+         backend.attention_backward(dqkv, y, qkv, probs, batch, sequence, heads, head_size);
+       },
        cold_attention_gemm_s, {{qkv.as<float>(), 3 * narrow_count}}, {{y.as<float>(), narrow_count}}},
       {"cross_entropy", 2.0 * rows * vocabulary * kFloatBytes,
        [&] { backend.cross_entropy_forward(logits, targets, rows, vocabulary); },
