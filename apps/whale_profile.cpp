@@ -76,7 +76,7 @@ int profile_device(const Args& args, const std::string& out_path, const std::fun
 int run_device(const Args& args) { return profile_device(args, args.out, {}, progress_line); }
 
 /// Under mpirun: every rank profiles the CPU core it is bound to, all at once, a barrier before
-/// each timed measurement, into --out with {rank} replaced. A rank that fails ends the job (the
+/// each timed sample, into --out with {rank} replaced. A rank that fails ends the job (the
 /// others would wait at the next barrier).
 int run_device_lockstep(const Args& args) {
   MpiSession mpi;
@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
   app.add_option("--link-kind", args.link_kind, "the link kind written with --links")->needs(links);
   CLI::Option* lockstep = app.add_flag("--lockstep", args.lockstep,
                  "under mpirun: every rank profiles its CPU core at once, a barrier before each timed "
-                 "measurement; --out must hold {rank} (docs/profile-tool.md)")
+                 "sample; --out must hold {rank} (docs/profile-tool.md)")
                  ->needs(out)->excludes(links);
   CLI::Option* launch = app.add_option("--export-launch", args.launches,
                  "slurm FILE or mpirun FILE: write the launch of --links across the --cluster's nodes "

@@ -97,7 +97,7 @@ echo "fidelity: load before measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 profile_cpu() {  # folder: writes folder/cpu-core<r>.yaml for every core r
   # One profiler per core at once, rank r bound to core r as whale-run's rank r will be, and in
-  # step (--lockstep: a barrier before each timed measurement): the plans keep every core busy,
+  # step (--lockstep: a barrier before each timed sample): the plans keep every core busy,
   # mostly with the same ops at once, so each core times an op while the others time it too
   # (they share caches and memory bandwidth).
   # --quick (about 7 s on 2 cores): it runs before every plan's run.
@@ -137,7 +137,8 @@ EOF
 fi
 
 # Every plan once per round, rounds one after another, so that a change of load on the machine
-# spreads over all plans instead of falling on a few; the median over all rounds' steps counts.
+# spreads over all plans instead of falling on a few; each run counts by its median step (after
+# the first), and the tables average a plan's rounds.
 # The plans run on the generated cluster: copies in generated/plans point at it.
 PLANS=()
 for plan in configs/plans/fidelity/*.yaml; do

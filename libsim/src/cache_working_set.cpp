@@ -1,5 +1,5 @@
 // File: cache_working_set.cpp
-// Whether a device's layers run warm: their working set against its last-level cache.
+// How much of a device's op time runs warm: its working set against its last-level cache.
 #include "whale/sim/cache_working_set.h"
 
 #include <algorithm>
@@ -53,7 +53,12 @@ std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Sta
       working_set += layer_weight_bytes(plan, other, r, l) + in_flight_passes * layer_pass_activation_bytes(plan, other, r, l);
     }
   }
-  return std::vector<double>(stage.end_layer - stage.first_layer, working_set <= cache ? 1.0 : 0.0);
+  return std::vector<double>(stage.end_layer - stage.first_layer, warm_fraction(working_set, cache));
+}
+
+double warm_fraction(Bytes working_set, Bytes cache) {
+  const Bytes all_warm = kAllWarmFromCacheFraction * cache, all_cold = kAllColdFromCacheFraction * cache;
+  return std::clamp((all_cold - working_set) / (all_cold - all_warm), 0.0, 1.0);
 }
 
 }  // namespace whale::sim

@@ -1,6 +1,7 @@
 // File: test_profile_timer.cpp
-// median_call_time_s's hooks: before_measurement once per measurement, ahead of every call of
-// the op (whale-profile --lockstep puts its barrier there), and before_sample once per sample.
+// median_call_time_s's hooks: in_step before the warm-up and right before every timed sample
+// (whale-profile --lockstep puts its barrier there), and before_sample once per sample, ahead
+// of in_step.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -9,26 +10,26 @@
 
 using namespace whale::exec;
 
-TEST_CASE("before_measurement runs once per measurement, before the warm-up") {
+TEST_CASE("in_step runs before the warm-up and before every timed sample") {
   std::string calls;
   TimerOptions options;
   options.warmup_calls = 2;
   options.samples = 3;
   options.min_sample_s = 0;  // the first calibration call already lasts long enough: one call a sample
-  options.before_measurement = [&] { calls += 'M'; };
+  options.in_step = [&] { calls += 'M'; };
   median_call_time_s([&] { calls += 'o'; }, options);
-  CHECK(calls == "Moooooo");  // 2 warm-up calls, 1 calibration call, 3 samples
+  CHECK(calls == "MoooMoMoMo");  // 2 warm-up calls, 1 calibration call, 3 samples
   median_call_time_s([&] { calls += 'o'; }, options);
-  CHECK(calls == "MooooooMoooooo");
+  CHECK(calls == "MoooMoMoMoMoooMoMoMo");
 }
 
-TEST_CASE("with before_sample, each sample is one call after its hook, and before_measurement leads") {
+TEST_CASE("with before_sample, each sample is one call after its hook and then in_step") {
   std::string calls;
   TimerOptions options;
   options.warmup_calls = 1;
   options.samples = 2;
-  options.before_measurement = [&] { calls += 'M'; };
+  options.in_step = [&] { calls += 'M'; };
   options.before_sample = [&] { calls += 's'; };
   median_call_time_s([&] { calls += 'o'; }, options);
-  CHECK(calls == "Mososo");
+  CHECK(calls == "MosMosMo");
 }

@@ -1,6 +1,6 @@
 // File: test_cache_warmth.cpp
 // Warm and cold pricing by the weights a device holds: a layer's weight bytes and a pass's
-// activations, whether a device's layers run warm against its cache, and the step times the simulator gives.
+// activations, how warm a device's layers run against its cache, and the step times the simulator gives.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -61,32 +61,49 @@ TEST_CASE("a layer's weight bytes are its parameters and gradients on one device
   CHECK(layer_weight_bytes(embedding, embedding.stages[0], 0, 0) == 0);
 }
 
-TEST_CASE("a device's layers run warm when its working set fits the cache, else cold") {
-  // 0.5 MiB touched in all: a 1 MiB cache holds it, and so does a cache of exactly 0.5 MiB.
-  const plan::Plan fits = two_layer_plan(cached_profile(1), 1);
-  CHECK(layer_warm_fractions(fits, fits.stages[0], 0, 1.0) == std::vector<double>{1.0, 1.0});
-  const plan::Plan just_fits = two_layer_plan(cached_profile(0.5), 1);
-  CHECK(layer_warm_fractions(just_fits, just_fits.stages[0], 0, 1.0) == std::vector<double>{1.0, 1.0});
-  // 0.375 MiB holds three quarters of it: a cyclic walk evicts each line before its reuse.
-  const plan::Plan partly = two_layer_plan(cached_profile(0.375), 1);
-  CHECK(layer_warm_fractions(partly, partly.stages[0], 0, 1.0) == std::vector<double>{0.0, 0.0});
+TEST_CASE("ops run all warm up to a fifth of the cache, all cold from three fifths, linear between") {
+  CHECK(warm_fraction(0, 10) == 1.0);
+  CHECK(warm_fraction(2, 10) == doctest::Approx(1.0));
+  CHECK(warm_fraction(3, 10) == doctest::Approx(0.75));
+  CHECK(warm_fraction(4, 10) == doctest::Approx(0.5));
+  CHECK(warm_fraction(6, 10) == doctest::Approx(0.0));
+  CHECK(warm_fraction(10, 10) == 0.0);
+  CHECK(warm_fraction(20, 10) == 0.0);
+}
+
+namespace {
+
+/// layer_warm_fractions of the first replica of `p`'s stage `stage`, each checked equal to `expected`.
+void check_warm_fractions(const plan::Plan& p, int stage, double passes, std::size_t layers, double expected) {
+  const std::vector<double> fractions = layer_warm_fractions(p, p.stages.at(stage), 0, passes);
+  REQUIRE(fractions.size() == layers);
+  for (double f : fractions) CHECK(f == doctest::Approx(expected));
+}
+
+}  // namespace
+
+TEST_CASE("a device's layers run warm by its working set against the cache") {
+  // 0.5 MiB touched in all: a 2.5 MiB cache runs it all warm (a fifth of it), 1.25 MiB half
+  // warm, 1 MiB a quarter, and a cache of 0.5 MiB, which it fills, all cold.
+  check_warm_fractions(two_layer_plan(cached_profile(2.5), 1), 0, 1.0, 2, 1.0);
+  check_warm_fractions(two_layer_plan(cached_profile(1.25), 1), 0, 1.0, 2, 0.5);
+  check_warm_fractions(two_layer_plan(cached_profile(1), 1), 0, 1.0, 2, 0.25);
+  check_warm_fractions(two_layer_plan(cached_profile(0.5), 1), 0, 1.0, 2, 0.0);
   // Two chunks of the same device share its cache: each chunk sees both layers.
-  const plan::Plan chunked = two_layer_plan(cached_profile(0.5), 2);
-  CHECK(layer_warm_fractions(chunked, chunked.stages[1], 0, 1.0) == std::vector<double>{1.0});
-  const plan::Plan chunked_over = two_layer_plan(cached_profile(0.375), 2);
-  CHECK(layer_warm_fractions(chunked_over, chunked_over.stages[1], 0, 1.0) == std::vector<double>{0.0});
+  check_warm_fractions(two_layer_plan(cached_profile(2.5), 2), 1, 1.0, 1, 1.0);
+  check_warm_fractions(two_layer_plan(cached_profile(1.25), 2), 1, 1.0, 1, 0.5);
   // A layer larger than the cache evicts the others too.
-  plan::Plan streaming = two_layer_plan(cached_profile(1), 1);
-  streaming.model.layers[1].parameters = 8 * kParameters;  // 2 MiB
-  CHECK(layer_warm_fractions(streaming, streaming.stages[0], 0, 1.0) == std::vector<double>{0.0, 0.0});
+  plan::Plan streaming = two_layer_plan(cached_profile(2.5), 1);
+  streaming.model.layers[1].parameters = 8 * kParameters;  // 2 MiB: W = 2.25 MiB
+  check_warm_fractions(streaming, 0, 1.0, 2, 0.0);
   // A micro-batch's activations count too: 1/8 MiB a layer for its one sample, W = 0.5 + 0.25
-  // MiB, which a 0.75 MiB cache holds; two micro-batches in flight (the first of two 1F1B
-  // stages) make W = 0.5 + 2 x 0.25 MiB, which it does not.
-  plan::Plan with_activations = two_layer_plan(cached_profile(0.75), 1);
+  // MiB, a fifth of a 3.75 MiB cache; two micro-batches in flight (the first of two 1F1B
+  // stages) make W = 0.5 + 2 x 0.25 = 1 MiB: (0.6 x 3.75 - 1) / (0.4 x 3.75) = 5/6 warm.
+  plan::Plan with_activations = two_layer_plan(cached_profile(3.75), 1);
   for (plan::Layer& layer : with_activations.model.layers) layer.activation_bytes_split = kMiB / 8;
   CHECK(layer_pass_activation_bytes(with_activations, with_activations.stages[0], 0, 1) == kMiB / 8);
-  CHECK(layer_warm_fractions(with_activations, with_activations.stages[0], 0, 1.0) == std::vector<double>{1.0, 1.0});
-  CHECK(layer_warm_fractions(with_activations, with_activations.stages[0], 0, 2.0) == std::vector<double>{0.0, 0.0});
+  check_warm_fractions(with_activations, 0, 1.0, 2, 1.0);
+  check_warm_fractions(with_activations, 0, 2.0, 2, 5.0 / 6.0);
   // No cache block: every layer cold (an empty list).
   const plan::Plan uncached = two_layer_plan(cached_profile(0), 1);
   CHECK(layer_warm_fractions(uncached, uncached.stages[0], 0, 1.0).empty());
@@ -104,20 +121,20 @@ TEST_CASE("passes in flight are the group's in-flight pairs over its stages, at 
 TEST_CASE("the first of two 1F1B stages holds two micro-batches of activations, the last one") {
   // Two stages on two devices, 1F1B, 4 micro-batches of one sample: stage 0 runs F0 F1 B0 ...
   // (two in flight), stage 1 F0 B0 F1 ... (one). Per layer 0.25 MiB of weights and 1/8 MiB of
-  // activations; a 0.375 MiB cache: stage 1's W = 0.25 + 0.125 fits (warm), stage 0's W = 0.25 +
-  // 2 x 0.125 does not (cold).
+  // activations; a 1.875 MiB cache: stage 1's W = 0.25 + 0.125 is a fifth of it (all warm),
+  // stage 0's W = 0.25 + 2 x 0.125 = 0.5 MiB runs (0.6 x 1.875 - 0.5) / (0.4 x 1.875) = 5/6 warm.
   const plan::Layer layer = test::gemm_layer(64, 64, 64, 0, kParameters);
-  plan::Plan p = test::pipeline_plan(test::make_cluster(1, 2, cached_profile(0.375), test::link(1e12, 0), test::link(1e12, 0)),
+  plan::Plan p = test::pipeline_plan(test::make_cluster(1, 2, cached_profile(1.875), test::link(1e12, 0), test::link(1e12, 0)),
                                      {layer, layer}, plan::ScheduleKind::one_f_one_b, 4);
   for (plan::Layer& l : p.model.layers) l.activation_bytes_split = kMiB / 8;
   const plan::ScheduleProgram program = plan::generate_schedule(p);
   CHECK(peak_in_flight(program.groups.at(0), 0) == 2);
   CHECK(peak_in_flight(program.groups.at(1), 1) == 1);
-  CHECK(layer_warm_fractions(p, p.stages[0], 0, passes_in_flight(2, 1)) == std::vector<double>{0.0});
-  CHECK(layer_warm_fractions(p, p.stages[1], 0, passes_in_flight(1, 1)) == std::vector<double>{1.0});
+  check_warm_fractions(p, 0, passes_in_flight(2, 1), 1, 5.0 / 6.0);
+  check_warm_fractions(p, 1, passes_in_flight(1, 1), 1, 1.0);
 }
 
-TEST_CASE("the simulator prices a working set that fits by the warm curve and a larger one by the cold") {
+TEST_CASE("the simulator prices a small working set by the warm curve, a large one by the cold, and blends between") {
   const Simulator sim;
   // Each layer's forward: 2 x 64^3 flops at 1e12 x efficiency; the step is three times the
   // forwards (a backward is two GEMMs) plus nothing else (no links used, no optimizer memory).
@@ -128,8 +145,11 @@ TEST_CASE("the simulator prices a working set that fits by the warm curve and a 
   const double all_warm = step(two_layer_plan(warm_as_cold, 1));
   const double all_cold = step(two_layer_plan(cached_profile(0), 1));
   CHECK(all_cold - all_warm == doctest::Approx(2 * 3 * flops / 1e12 * (1 / 0.5 - 1)));
-  CHECK(step(two_layer_plan(cached_profile(1), 1)) == doctest::Approx(all_warm));
-  CHECK(step(two_layer_plan(cached_profile(0.5), 1)) == doctest::Approx(all_warm));
-  CHECK(step(two_layer_plan(cached_profile(0.375), 1)) == doctest::Approx(all_cold));
+  // W = 0.5 MiB against caches of 10, 2.5, 1.25, 1, 0.5 and 0.125 MiB: time is warm x f + cold x (1 - f).
+  CHECK(step(two_layer_plan(cached_profile(10), 1)) == doctest::Approx(all_warm));
+  CHECK(step(two_layer_plan(cached_profile(2.5), 1)) == doctest::Approx(all_warm));
+  CHECK(step(two_layer_plan(cached_profile(1.25), 1)) == doctest::Approx(0.5 * all_warm + 0.5 * all_cold));
+  CHECK(step(two_layer_plan(cached_profile(1), 1)) == doctest::Approx(0.25 * all_warm + 0.75 * all_cold));
+  CHECK(step(two_layer_plan(cached_profile(0.5), 1)) == doctest::Approx(all_cold));
   CHECK(step(two_layer_plan(cached_profile(0.125), 1)) == doctest::Approx(all_cold));
 }

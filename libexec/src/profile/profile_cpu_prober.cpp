@@ -91,7 +91,7 @@ class CpuProber : public DeviceProber {
     TimerOptions timer;
     timer.samples = options.quick ? 3 : 7;
     timer.min_sample_s = options.quick ? 5e-3 : 20e-3;
-    timer.before_measurement = options.in_step;  // every timer below is a copy of this one
+    timer.in_step = options.in_step;  // every timer below is a copy of this one
 
     ProbeResult result;
     plan::DeviceProfile& profile = result.profile;

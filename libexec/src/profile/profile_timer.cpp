@@ -1,5 +1,6 @@
 // File: profile_timer.cpp
-// median_call_time_s: calibrated repetitions per sample, median over samples.
+// median_call_time_s: calibrated repetitions per sample, median over samples, each sample
+// started in step with the other ranks' where in_step is set.
 #include "whale/exec/profile/profile_timer.h"
 
 #include <algorithm>
@@ -22,12 +23,16 @@ Seconds time_calls_s(const std::function<void()>& op, long calls) {
 }  // namespace
 
 Seconds median_call_time_s(const std::function<void()>& op, const TimerOptions& options) {
-  if (options.before_measurement) options.before_measurement();
+  const auto step = [&] {
+    if (options.in_step) options.in_step();
+  };
+  step();
   for (int i = 0; i < options.warmup_calls; ++i) op();
   if (options.before_sample) {
     std::vector<double> per_call_s;
     for (int s = 0; s < std::max(1, options.samples); ++s) {
       options.before_sample();
+      step();
       per_call_s.push_back(time_calls_s(op, 1));
     }
     return median(std::move(per_call_s));
@@ -40,8 +45,10 @@ Seconds median_call_time_s(const std::function<void()>& op, const TimerOptions& 
     calls = std::max(calls * 2, static_cast<long>(std::ceil(calls * std::min(grow, 1e6))));
   }
   std::vector<double> per_call_s;
-  for (int s = 0; s < std::max(1, options.samples); ++s)
+  for (int s = 0; s < std::max(1, options.samples); ++s) {
+    step();
     per_call_s.push_back(time_calls_s(op, calls) / calls);
+  }
   return median(std::move(per_call_s));
 }
 

@@ -1,6 +1,6 @@
 // File: cache_working_set.h
 // Which part of a device's op time runs with its operands in the last-level cache: the weights
-// its layers hold against the cache its profile records (CacheResidency).
+// and activations its layers touch against the cache its profile records (CacheResidency).
 #pragma once
 
 #include <vector>
@@ -21,9 +21,9 @@ Bytes layer_weight_bytes(const plan::Plan& plan, const plan::Stage& stage, int r
 Bytes layer_pass_activation_bytes(const plan::Plan& plan, const plan::Stage& stage, int replica, int layer);
 
 /// The warm fraction of each layer of replica `replica` of `stage` (index: layer - first_layer),
-/// for the device profile's cache C bytes (cache.cache_bytes_per_device): 1 when the device's
-/// working set fits C, else 0. Empty when the profile has no cache block: every layer cold, and
-/// nothing allocated on the search's hot path.
+/// for the device profile's cache C bytes (cache.cache_bytes_per_device): warm_fraction of the
+/// device's working set W against C, the same for all its layers. Empty when the profile has no
+/// cache block: every layer cold, and nothing allocated on the search's hot path.
 ///
 /// The profile's cold figures already find an op's input hot (the op before it has just
 /// written it); what a training step finds warm or cold is the rest: the weights and their
@@ -36,13 +36,31 @@ Bytes layer_pass_activation_bytes(const plan::Plan& plan, const plan::Stage& sta
 /// device holds in any stage of the plan (its pipeline chunks) plus `in_flight_passes` times
 /// those layers' activations of one micro-batch (layer_pass_activation_bytes). A step walks W in
 /// the same order every micro-batch: under least-recently-used replacement a cyclic walk longer
-/// than the cache evicts each line before its next use, so W > C runs cold throughout, and W <= C
-/// warm (the profile's warm figures: operands in the last-level cache, the private caches
-/// flushed). Pricing C / W of the ops warm instead (hits spread evenly over W) made every
-/// fidelity plan 3.6 to 6.0 points faster than pricing them cold, in each of four runs on two
-/// 2-vCPU EPYC VMs whose cold-priced predictions were the closer (docs/fidelity.md).
+/// than the cache evicts each line before its next use. Pricing C / W of the ops warm instead
+/// (hits spread evenly over W) made every fidelity plan 3.6 to 6.0 points faster than pricing
+/// them cold, in each of four runs on two 2-vCPU EPYC VMs whose cold-priced predictions were
+/// the closer (docs/fidelity.md).
 std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica,
                                          double in_flight_passes);
+
+/// Working sets up to this fraction of the cache run all warm, and from kAllColdFromCacheFraction
+/// on all cold. A step touches more than W counts (each op's output and scratch, the activation
+/// gradients, the optimizer's states once a step) and the cache is no perfect LRU, so hits fall
+/// off well before W reaches C. One rank, eight one-sample micro-batches, GPT blocks of widths
+/// 64, 128 and 256 on a 2-vCPU EPYC VM (swept cache 14-20 MiB per device; docs/fidelity.md,
+/// "How warm a working set runs", scripts/cache_warmth_grid.sh): at W/C 0.15-0.18 the measured
+/// step matched the warm price (cold 11-17% slow), at 0.34-0.36 it lay 0.64-0.74 of the way from
+/// cold to warm, at 0.48-0.60 between none of it and half, at 1 none; W just under C, the last
+/// of two 1F1B stages, ran cold. Between the two bounds the fraction is linear in W, so that a
+/// noisy measure of C moves a prediction by a little, never by the whole gap between warm and
+/// cold.
+constexpr double kAllWarmFromCacheFraction = 0.2;
+constexpr double kAllColdFromCacheFraction = 0.6;
+
+/// The warm fraction of ops whose working set is `working_set` bytes against `cache` bytes of
+/// last-level cache: 1 up to kAllWarmFromCacheFraction x cache, 0 from kAllColdFromCacheFraction
+/// x cache on, linear between. `cache` > 0.
+double warm_fraction(Bytes working_set, Bytes cache);
 
 /// Passes through all of a device's layers in flight at once: the memory model's peak of
 /// (stage, micro-batch) pairs in flight on its group (MemoryBreakdown::peak_in_flight) over the

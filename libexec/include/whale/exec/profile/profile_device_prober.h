@@ -28,9 +28,10 @@ DeviceSpec parse_device_spec(const std::string& text);
 struct ProbeOptions {
   bool quick = false;      // a smaller sweep that runs in a few seconds
   std::string name;        // the profile's name (the file stem of the output)
-  /// When set, the CPU prober calls it before every timed measurement: whale-profile --lockstep
-  /// makes it a barrier of its MPI ranks (ProfileLockstep), so that each core times an op while
-  /// the others time the same op, as data-parallel ranks run the same ops at once. Probers on
+  /// When set, the CPU prober calls it before every timed sample (TimerOptions::in_step):
+  /// whale-profile --lockstep makes it a barrier of its MPI ranks (ProfileLockstep), so that each
+  /// core times an op while the others time the same op, as data-parallel ranks run the same ops
+  /// at once. Probers on
   /// other machines may make more or fewer calls (the cache sweep runs only where sysfs lists no
   /// cache); ProfileLockstep waits those out. The CUDA prober ignores it.
   std::function<void()> in_step;

@@ -1,7 +1,8 @@
 // File: profile_lockstep.h
-// ProfileLockstep: the barrier whale-profile --lockstep places before every timed measurement,
-// so that each rank's core times an op while the other ranks' cores time the same op. Ranks
-// whose probers make different numbers of measurements (a rank whose sysfs lists the cache
+// ProfileLockstep: the barrier whale-profile --lockstep places before every timed sample, so
+// that each rank's core times an op while the other ranks' cores time the same op (and none
+// times it while another flushes its caches). Ranks whose probers make different numbers of
+// measurements (a rank whose sysfs lists the cache
 // skips the read sweep; hosts with other caches sweep other sizes) must not hang: a rank that
 // is done answers the others' remaining steps until every rank is done.
 #pragma once
@@ -15,7 +16,7 @@ class ProfileLockstep {
   /// `world` must outlive this object; every member rank constructs one.
   explicit ProfileLockstep(Communicator& world) : world_(world) {}
 
-  /// Before a timed measurement: returns once every rank has reached a step of its own or
+  /// Before a timed sample: returns once every rank has reached a step of its own or
   /// finish(). Collective over `world`.
   void step();
 

@@ -16,9 +16,11 @@ struct TimerOptions {
   /// When set, called (untimed) before every sample, and a sample is ONE call: for timing an
   /// op from cold caches (CacheFlusher), whose flush a batch of calls would amortise away.
   std::function<void()> before_sample;
-  /// When set, called (untimed) once at the start of every measurement, before its warm-up:
-  /// whale-profile --lockstep makes it a barrier of the ranks profiling their cores at once.
-  std::function<void()> before_measurement;
+  /// When set, called (untimed) before the warm-up and right before every timed sample (after
+  /// before_sample): whale-profile --lockstep makes it a barrier of the ranks profiling their
+  /// cores at once, so that their timed calls start together, as data-parallel ranks run the
+  /// same ops at once, and no core times its op under another core's cache flush.
+  std::function<void()> in_step;
 };
 
 /// Median seconds of one call of `op` (steady_clock). Without before_sample, the number of
