@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -184,36 +185,56 @@ class CpuProber : public DeviceProber {
     // point is (mean FLOPs of one product, total FLOPs / total time).
     const std::vector<int> widths = quick ? std::vector<int>{32, 64, 128, 256}
                                           : std::vector<int>{32, 64, 128, 256, 384, 512};
-    std::vector<double> flops, cold_achieved, warm_achieved;
+    // Warm: each product's samples in a row (its previous call leaves its operands in the
+    // last-level cache). Cold: every product's samples in turn over all widths
+    // (interleaved_median_call_times_s), so that a transient of the machine lands on one sample
+    // of many points, not on every sample of one width.
+    struct WidthBuffers {
+      WidthBuffers(Backend& backend, std::size_t activations, std::size_t weights)
+          : x(backend, activations), w(backend, weights), y(backend, activations) {}
+      BackendBuffer x, w, y;
+    };
+    std::vector<std::unique_ptr<WidthBuffers>> buffers;
+    std::vector<TimedOp> cold_products;
+    std::vector<double> flops, block_flops, warm_s;
     for (int h : widths) {
       const int m = kTokensPerWidth * h;
       const std::size_t widest = static_cast<std::size_t>(4) * h;
-      BackendBuffer x(*backend_, m * widest), w(*backend_, widest * h), y(*backend_, m * widest);
-      Seconds cold_s = 0, warm_s = 0;
-      double block_flops = 0;
+      buffers.push_back(std::make_unique<WidthBuffers>(*backend_, m * widest, widest * h));
+      WidthBuffers& b = *buffers.back();
+      block_flops.push_back(0);
+      warm_s.push_back(0);
       for (const BlockLinear& linear : kBlockLinears) {
         const int k = linear.in * h, n = linear.out * h;
         // Cold: hot are the activation x in the forward, the output gradient dy (in y) in both
         // backward products; the weight and the saved x of the weight gradient are cold. Warm:
         // they are in the last-level cache, out of the private caches.
         const std::size_t x_count = static_cast<std::size_t>(m) * k, y_count = static_cast<std::size_t>(m) * n;
+        Backend& be = *backend_;
         const std::vector<std::pair<std::function<void()>, CacheFlusher::HotBuffer>> products = {
-            {[&] { backend_->matmul(false, true, m, n, k, x.view(), w.view(), y.view(), false); }, {x.get(), x_count}},
-            {[&] { backend_->matmul(false, false, m, k, n, y.view(), w.view(), x.view(), true); }, {y.get(), y_count}},
-            {[&] { backend_->matmul(true, false, n, k, m, y.view(), x.view(), w.view(), true); }, {y.get(), y_count}},
+            {[&be, &b, m, n, k] { be.matmul(false, true, m, n, k, b.x.view(), b.w.view(), b.y.view(), false); }, {b.x.get(), x_count}},
+            {[&be, &b, m, n, k] { be.matmul(false, false, m, k, n, b.y.view(), b.w.view(), b.x.view(), true); }, {b.y.get(), y_count}},
+            {[&be, &b, m, n, k] { be.matmul(true, false, n, k, m, b.y.view(), b.x.view(), b.w.view(), true); }, {b.y.get(), y_count}},
         };
         for (const auto& [product, hot] : products) {
-          cold_s += median_call_time_s(product, flusher.cold_except(timer, {hot}));
-          warm_s += median_call_time_s(product, warm_flusher.cold_except(timer, {hot}));
+          cold_products.push_back({product, flusher.cold_except(timer, {hot})});
+          warm_s.back() += median_call_time_s(product, warm_flusher.cold_except(timer, {hot}));
         }
-        block_flops += 3 * 2.0 * m * n * k;
+        block_flops.back() += 3 * 2.0 * m * n * k;
       }
-      flops.push_back(block_flops / (3 * std::size(kBlockLinears)));
-      cold_achieved.push_back(block_flops / cold_s);
-      warm_achieved.push_back(block_flops / warm_s);
-      progress(format("gemm fp32 block h=%.0f (%.0f tokens): ", h, m) +
+      flops.push_back(block_flops.back() / (3 * std::size(kBlockLinears)));
+    }
+    const std::vector<Seconds> cold_product_s = interleaved_median_call_times_s(cold_products);
+    const std::size_t products_per_width = cold_product_s.size() / widths.size();
+    std::vector<double> cold_achieved, warm_achieved;
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+      Seconds cold_s = 0;
+      for (std::size_t p = 0; p < products_per_width; ++p) cold_s += cold_product_s[i * products_per_width + p];
+      cold_achieved.push_back(block_flops[i] / cold_s);
+      warm_achieved.push_back(block_flops[i] / warm_s[i]);
+      progress(format("gemm fp32 block h=%.0f (%.0f tokens): ", widths[i], kTokensPerWidth * widths[i]) +
                format("cold %.3f ms, %.2f GFLOP/s; warm %.3f ms, %.2f GFLOP/s", cold_s * 1e3,
-                      cold_achieved.back() / 1e9, warm_s * 1e3, warm_achieved.back() / 1e9));
+                      cold_achieved.back() / 1e9, warm_s[i] * 1e3, warm_achieved.back() / 1e9));
     }
     const double best = std::max(max_value(cold_achieved), max_value(warm_achieved));
     const CpuPeak computed = cpu_peak_from_cpuinfo(read_text_file("/proc/cpuinfo"));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "whale/exec/profile/profile_statistics.h"
+#include "whale/plan/check.h"
 
 namespace whale::exec {
 namespace {
@@ -50,6 +51,31 @@ Seconds median_call_time_s(const std::function<void()>& op, const TimerOptions& 
     per_call_s.push_back(time_calls_s(op, calls) / calls);
   }
   return median(std::move(per_call_s));
+}
+
+std::vector<Seconds> interleaved_median_call_times_s(const std::vector<TimedOp>& ops) {
+  int samples = 1;
+  for (const TimedOp& t : ops) {
+    WHALE_CHECK(static_cast<bool>(t.timer.before_sample),
+                "interleaved_median_call_times_s: every op's timer needs before_sample (one call a sample)");
+    samples = std::max(samples, t.timer.samples);  // the rounds; each op takes its own samples
+  }
+  for (const TimedOp& t : ops) {
+    if (t.timer.in_step) t.timer.in_step();
+    for (int i = 0; i < t.timer.warmup_calls; ++i) t.op();
+  }
+  std::vector<std::vector<double>> per_call_s(ops.size());
+  for (int s = 0; s < samples; ++s) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (s >= std::max(1, ops[i].timer.samples)) continue;
+      ops[i].timer.before_sample();
+      if (ops[i].timer.in_step) ops[i].timer.in_step();
+      per_call_s[i].push_back(time_calls_s(ops[i].op, 1));
+    }
+  }
+  std::vector<Seconds> medians;
+  for (std::vector<double>& times : per_call_s) medians.push_back(median(std::move(times)));
+  return medians;
 }
 
 }  // namespace whale::exec

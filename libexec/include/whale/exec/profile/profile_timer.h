@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "whale/plan/units.h"
 
@@ -27,5 +28,20 @@ struct TimerOptions {
 /// calls per sample is chosen once, from the time of the warm-up, and is the same for every
 /// sample.
 Seconds median_call_time_s(const std::function<void()>& op, const TimerOptions& options);
+
+/// One op for interleaved_median_call_times_s: the call and its timer, whose before_sample must
+/// be set (one call a sample, as for cold timings).
+struct TimedOp {
+  std::function<void()> op;
+  TimerOptions timer;
+};
+
+/// Median seconds of one call of each op, as median_call_time_s with before_sample, but with the
+/// samples taken in turn: every op's warm-up first, then sample s of every op before sample s + 1
+/// of any. A transient of the machine (another tenant, a frequency step) then falls on one or
+/// two samples of many ops, which their medians drop, instead of on every sample of one op.
+/// Each op takes its own timer's samples and warm-up calls, each sample after its own
+/// before_sample and in_step. Throws whale::Error (internal) when an op's before_sample is unset.
+std::vector<Seconds> interleaved_median_call_times_s(const std::vector<TimedOp>& ops);
 
 }  // namespace whale::exec
