@@ -1,6 +1,7 @@
 // File: profile_timer.cpp
-// median_call_time_s: calibrated repetitions per sample, median over samples, each sample
-// started in step with the other ranks' where in_step is set.
+// median_call_time_s (calibrated repetitions per sample, median over samples) and
+// interleaved_median_call_times_s (one call a sample, the ops' samples in turn; a cold timing
+// is that of one op alone); every sample starts in step with the other ranks' where in_step is set.
 #include "whale/exec/profile/profile_timer.h"
 
 #include <algorithm>
@@ -21,23 +22,17 @@ Seconds time_calls_s(const std::function<void()>& op, long calls) {
   return std::chrono::duration<double>(stop - start).count();
 }
 
+void call_if_set(const std::function<void()>& hook) {
+  if (hook) hook();
+}
+
 }  // namespace
 
 Seconds median_call_time_s(const std::function<void()>& op, const TimerOptions& options) {
-  const auto step = [&] {
-    if (options.in_step) options.in_step();
-  };
-  step();
+  // One call a sample: the interleaved timing of this op alone.
+  if (options.before_sample) return interleaved_median_call_times_s({{op, options}}).front();
+  call_if_set(options.in_step);
   for (int i = 0; i < options.warmup_calls; ++i) op();
-  if (options.before_sample) {
-    std::vector<double> per_call_s;
-    for (int s = 0; s < std::max(1, options.samples); ++s) {
-      options.before_sample();
-      step();
-      per_call_s.push_back(time_calls_s(op, 1));
-    }
-    return median(std::move(per_call_s));
-  }
   // Calibrate: double the calls until one batch lasts min_sample_s.
   long calls = 1;
   for (Seconds t = time_calls_s(op, calls); t < options.min_sample_s && calls < (1L << 30);
@@ -47,7 +42,7 @@ Seconds median_call_time_s(const std::function<void()>& op, const TimerOptions& 
   }
   std::vector<double> per_call_s;
   for (int s = 0; s < std::max(1, options.samples); ++s) {
-    step();
+    call_if_set(options.in_step);
     per_call_s.push_back(time_calls_s(op, calls) / calls);
   }
   return median(std::move(per_call_s));
@@ -61,7 +56,7 @@ std::vector<Seconds> interleaved_median_call_times_s(const std::vector<TimedOp>&
     samples = std::max(samples, t.timer.samples);  // the rounds; each op takes its own samples
   }
   for (const TimedOp& t : ops) {
-    if (t.timer.in_step) t.timer.in_step();
+    call_if_set(t.timer.in_step);
     for (int i = 0; i < t.timer.warmup_calls; ++i) t.op();
   }
   std::vector<std::vector<double>> per_call_s(ops.size());
@@ -69,7 +64,7 @@ std::vector<Seconds> interleaved_median_call_times_s(const std::vector<TimedOp>&
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (s >= std::max(1, ops[i].timer.samples)) continue;
       ops[i].timer.before_sample();
-      if (ops[i].timer.in_step) ops[i].timer.in_step();
+      call_if_set(ops[i].timer.in_step);
       per_call_s[i].push_back(time_calls_s(ops[i].op, 1));
     }
   }

@@ -31,9 +31,8 @@ struct ProbeOptions {
   /// When set, the CPU prober calls it before every timed sample (TimerOptions::in_step):
   /// whale-profile --lockstep makes it a barrier of its MPI ranks (ProfileLockstep), so that each
   /// core times an op while the others time the same op, as data-parallel ranks run the same ops
-  /// at once. Probers on
-  /// other machines may make more or fewer calls (the cache sweep runs only where sysfs lists no
-  /// cache); ProfileLockstep waits those out. The CUDA prober ignores it.
+  /// at once. Probers on other machines may make more or fewer calls (the cache sweep runs only
+  /// where sysfs lists no cache); ProfileLockstep waits those out. The CUDA prober ignores it.
   std::function<void()> in_step;
 };
 

@@ -2,9 +2,9 @@
 // ProfileLockstep: the barrier whale-profile --lockstep places before every timed sample, so
 // that each rank's core times an op while the other ranks' cores time the same op (and none
 // times it while another flushes its caches). Ranks whose probers make different numbers of
-// measurements (a rank whose sysfs lists the cache
-// skips the read sweep; hosts with other caches sweep other sizes) must not hang: a rank that
-// is done answers the others' remaining steps until every rank is done.
+// measurements (a rank whose sysfs lists the cache skips the read sweep; hosts with other caches
+// sweep other sizes) must not hang: a rank that is done answers the others' remaining steps
+// until every rank is done.
 #pragma once
 
 #include "whale/exec/comm/communicator.h"
