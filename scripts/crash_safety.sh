@@ -6,10 +6,10 @@
 # the previous good one, losses equal to an uninterrupted run), disk_full (a checkpoint write
 # that hits the file-size limit stops with exit 2 and leaves the previous checkpoint intact),
 # kill_rank (SIGKILL of rank 1 mid-run ends the whole job within 30 s, naming rank 1).
-# Writes only into a temporary folder that it removes.
+# Writes only into a folder of the build folder (beside WHALE_RUN's apps/), which it removes.
 set -uo pipefail
 check=$1 run=$2
-out=$(mktemp -d /tmp/whale-crash.XXXXXX)
+out=$(mktemp -d "$(cd "$(dirname "$run")/.." && pwd)/crash-safety-$check.XXXXXX")  # in the build folder
 trap 'rm -rf "$out"' EXIT
 data=data/corpus.txt
 failures=0

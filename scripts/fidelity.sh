@@ -4,7 +4,9 @@
 # configs/plans/fidelity/ with whale-run and simulates it with whale-sim from a profile of the
 # CPU cores taken just before the run, and prints predicted
 # against measured step time, then predicted against measured peak memory per rank. Summary
-# lines: `fidelity: N plans, MAPE X%, mean signed error S%, rank correlation Y`, the same for
+# lines: `fidelity: N plans, MAPE X%, mean signed error S%, rank correlation Y`; `fidelity by
+# round: ...`, the rank correlations within each round and of the measured steps between rounds
+# (how reproducible the plans' order is on this machine); the same as the first for
 # the predictions with every op priced cold (`fidelity priced cold: ...`, the profiles without
 # their cache: block) and `fidelity memory: N plans, ...`.
 #
@@ -13,7 +15,7 @@
 #   --build DIR       build folder holding apps/whale-{profile,run,sim} (default: build)
 #   --work DIR        output folder (default: $WHALE_FIDELITY_DIR, else <build>/fidelity)
 #   --steps N         training steps per run; step 1 is warm-up, the median of the rest counts (5)
-#   --rounds R        runs of every plan, round by round; the median is over all of them (3)
+#   --rounds R        runs of every plan, round by round; the tables average them (3)
 #   --reuse-profile   keep the profiles and cluster that an earlier run wrote last into the work folder
 #   --plans LIST      only these plans of configs/plans/fidelity/, comma-separated names (default: all)
 #   --calibrate-on LIST  also fit each round's profile with whale-calibrate to the measured step
@@ -227,8 +229,8 @@ for plan in "${PLANS[@]}"; do
 done
 
 echo "fidelity: load after measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
-report() {  # TSV LABEL: the table, then `LABEL: N plans, MAPE X%, mean signed error S%, rank correlation Y`
-  python3 - "$1" "$2" <<'EOF'
+report() {  # TSV LABEL [--rounds]: the table, then `LABEL: N plans, MAPE X%, mean signed error S%, rank correlation Y`
+  python3 - "$@" <<'EOF'
 # Rows (plan, round, ranks, predicted, measured). Per plan: the mean over the rounds of the
 # predicted and of the measured step time, and the error of the one against the other; then
 # the mean absolute percentage error over the plans, the mean signed error (positive: predicted
@@ -274,9 +276,25 @@ bias = 100 * sum(errors) / len(errors)
 rho = pearson(ranks([p[2] for p in plans]), ranks([p[3] for p in plans]))
 print(f"{label}: {len(plans)} plans, MAPE {mape:.1f}%, mean signed error {bias:+.1f}%, "
       f"rank correlation {rho:.2f}")
+# With --rounds: how far the plans' order is reproducible on this machine. Within each round,
+# the rank correlation of the predictions with the steps measured just after their profiles;
+# between rounds, of one round's measured steps with another's. Where the measured order moves
+# from round to round as much as the predictions miss it, the rank correlation of the averages
+# is bound by the machine's noise, not by the model.
+rounds = sorted({r for _, r, _, _, _ in rows}, key=int)
+if "--rounds" in sys.argv[3:] and len(rounds) > 1:
+    round_pairs = {r: {name: (float(p), float(m)) for name, rr, _, p, m in rows if rr == r} for r in rounds}
+    names = sorted(round_pairs[rounds[0]])
+    within = [pearson(ranks([round_pairs[r][n][0] for n in names]), ranks([round_pairs[r][n][1] for n in names]))
+              for r in rounds]
+    between = [(a, b, pearson(ranks([round_pairs[a][n][1] for n in names]), ranks([round_pairs[b][n][1] for n in names])))
+               for i, a in enumerate(rounds) for b in rounds[i + 1:]]
+    print(f"{label} by round: rank correlation within each round "
+          + " ".join(f"{r}: {x:.2f}" for r, x in zip(rounds, within))
+          + "; the measured steps' between rounds " + " ".join(f"{a}-{b}: {x:.2f}" for a, b, x in between))
 EOF
 }
-report "$WORK/fidelity.tsv" fidelity
+report "$WORK/fidelity.tsv" fidelity --rounds
 # The same runs predicted with every op priced cold (the profiles' cache: blocks taken out): how
 # much of the error the warm figures carry.
 report "$WORK/fidelity-cold.tsv" "fidelity priced cold" | tail -1

@@ -10,16 +10,13 @@
 
 #include "whale/exec/runtime/checkpoint.h"
 #include "whale/plan/error.h"
+#include "scratch_dir.h"
 
 using namespace whale::exec;
 
 namespace {
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = std::string(WHALE_BINARY_DIR) + "/tests/scratch/ckpt_" + name;
-  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
-  return dir;
-}
+std::string fresh_dir(const std::string& name) { return whale::test::fresh_scratch_dir("ckpt_" + name); }
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

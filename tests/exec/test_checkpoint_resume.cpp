@@ -10,6 +10,7 @@
 
 #include "whale/exec/runtime/checkpoint_resume.h"
 #include "whale/plan/error.h"
+#include "scratch_dir.h"
 
 using namespace whale::exec;
 
@@ -17,11 +18,7 @@ namespace {
 
 constexpr uint64_t kFingerprint = 0x1234567890abcdefULL;
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = "/tmp/whale_test_resume_" + name;
-  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
-  return dir;
-}
+std::string fresh_dir(const std::string& name) { return whale::test::fresh_scratch_dir("resume_" + name); }
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

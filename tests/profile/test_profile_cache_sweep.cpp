@@ -39,10 +39,18 @@ TEST_CASE("a point at the mean itself is still cached: the capacity is that poin
   CHECK(cache_capacity_from_sweep(doubling_sweep({80, 80, 80, 50, 20, 20, 20, 20})) == doctest::Approx(8 * kMiB));
 }
 
+TEST_CASE("a lone slow point inside the cache is a dip, not the cache's end") {
+  // Levels 100 and 20 as in the first case; 2 MiB read 50 (below the mean 60) once: the
+  // capacity is where the sweep leaves the cache for good, as without the dip.
+  const Bytes capacity = cache_capacity_from_sweep(doubling_sweep({100, 50, 100, 100, 20, 20, 20, 20}));
+  CHECK(capacity == doctest::Approx(8 * std::sqrt(2.0) * kMiB).epsilon(1e-12));
+}
+
 TEST_CASE("a sweep without a distinct cache level gives no capacity") {
   CHECK(cache_capacity_from_sweep(doubling_sweep({30, 30, 29, 28, 27, 27, 26, 26})) == 0);  // 30 < 1.5 x 26.5
   CHECK(cache_capacity_from_sweep(doubling_sweep({10, 100, 100, 20, 20, 20})) == 0);        // first point below 60
   CHECK(cache_capacity_from_sweep(doubling_sweep({100, 100, 20})) == 0);                    // too few points
+  CHECK(cache_capacity_from_sweep(doubling_sweep({100, 100, 100, 100, 20, 20, 20, 100})) == 0);  // ends at the cache level
   CHECK(cache_capacity_from_sweep({}) == 0);
 }
 

@@ -25,18 +25,25 @@ std::string slurp(const std::string& path) {
   return text.str();
 }
 
+/// <build>/tests/sim-cli-scratch, where these tests write their files.
+std::string scratch_folder() {
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/tests/sim-cli-scratch";
+  std::filesystem::create_directories(folder);
+  return folder;
+}
+
 Run whale_sim(const std::string& args) {
   const std::string binary = std::string(WHALE_BINARY_DIR) + "/apps/whale-sim";
   INFO("build the whale-sim target first: ", binary);
   REQUIRE(std::filesystem::exists(binary));
-  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string dir = scratch_folder();
   const std::string out = dir + "/whale_sim_cli_test.out", err = dir + "/whale_sim_cli_test.err";
   const int status = std::system((binary + " " + args + " > " + out + " 2> " + err).c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = std::filesystem::temp_directory_path().string() + "/" + name;
+  const std::string path = scratch_folder() + "/" + name;
   std::ofstream(path) << text;
   return path;
 }

@@ -40,14 +40,15 @@ Bytes cache_capacity_from_sweep(const std::vector<CacheSweepPoint>& sweep) {
   if (!(cache_level >= kLeastCacheToMemoryRatio * memory_level)) return 0;
   const double mean = 0.5 * (cache_level + memory_level);
   if (sweep[0].read_bytes_per_s < mean) return 0;
-  for (std::size_t i = 1; i < n; ++i) {
-    const CacheSweepPoint& a = sweep[i - 1];
-    const CacheSweepPoint& b = sweep[i];
-    if (b.read_bytes_per_s >= mean) continue;
-    const double t = (a.read_bytes_per_s - mean) / (a.read_bytes_per_s - b.read_bytes_per_s);
-    return std::exp(std::log(a.bytes) + t * (std::log(b.bytes) - std::log(a.bytes)));
-  }
-  return 0;
+  // The last point still at the cache's side of the mean: a lone slow sample before it (a
+  // transient on a shared machine) is a dip, not the cache's end.
+  std::size_t last_cached = n - 1;
+  while (sweep[last_cached].read_bytes_per_s < mean) --last_cached;
+  if (last_cached == n - 1) return 0;
+  const CacheSweepPoint& a = sweep[last_cached];
+  const CacheSweepPoint& b = sweep[last_cached + 1];
+  const double t = (a.read_bytes_per_s - mean) / (a.read_bytes_per_s - b.read_bytes_per_s);
+  return std::exp(std::log(a.bytes) + t * (std::log(b.bytes) - std::log(a.bytes)));
 }
 
 std::vector<CacheSweepPoint> sweep_read_bandwidth(Bytes smallest, Bytes largest, const TimerOptions& timer) {

@@ -23,9 +23,11 @@ float read_lines(const float* data, std::size_t count);
 
 /// The capacity a sweep shows (points in ascending size): the cache level is the best bandwidth
 /// of the sweep's first half (in log size), memory's the median of its second half; the
-/// capacity is where the bandwidth first falls below their arithmetic mean, interpolated in log
-/// size between the two points around the fall. 0 (unknown) when the cache level is not 1.5
-/// times memory's, when the first point is already below the mean, or with under 4 points.
+/// capacity is where the bandwidth falls below their arithmetic mean for good (after the last
+/// point at or above it; a slow point before that is a transient, not the cache's end),
+/// interpolated in log size between the two points around that fall. 0 (unknown) when the cache
+/// level is not 1.5 times memory's, when the first point is already below the mean, when no
+/// point after it falls below, or with under 4 points.
 Bytes cache_capacity_from_sweep(const std::vector<CacheSweepPoint>& sweep);
 
 /// Read bandwidth of this thread over working sets from `smallest` to `largest` bytes, a
