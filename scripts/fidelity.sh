@@ -15,7 +15,9 @@
 #   --build DIR       build folder holding apps/whale-{profile,run,sim} (default: build)
 #   --work DIR        output folder (default: $WHALE_FIDELITY_DIR, else <build>/fidelity)
 #   --steps N         training steps per run; step 1 is warm-up, the median of the rest counts (5)
-#   --rounds R        runs of every plan, round by round; the tables average them (3)
+#   --rounds R        runs of every plan, round by round; the tables average them (5: on a 2-vCPU VM
+#                     a plan's run moves 5-10% from one run to the next, and seven of the 12 plans
+#                     measure within 10% of each other; docs/fidelity.md)
 #   --reuse-profile   keep the profiles and cluster that an earlier run wrote last into the work folder
 #   --plans LIST      only these plans of configs/plans/fidelity/, comma-separated names (default: all)
 #   --calibrate-on LIST  also fit each round's profile with whale-calibrate to the measured step
@@ -41,7 +43,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=build
 STEPS=5
-ROUNDS=3
+ROUNDS=5
 REUSE=0
 ONLY=""
 CALIBRATE_ON=""
