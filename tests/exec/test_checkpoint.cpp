@@ -3,7 +3,6 @@
 // and missing cases, each named by file and field without touching the file.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>

@@ -57,6 +57,8 @@ struct BlockLinear {
   int in, out;
 };
 constexpr BlockLinear kBlockLinears[] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}};
+// The GEMM products one width times: each linear's forward, input gradient and weight gradient.
+constexpr std::size_t kProductsPerWidth = 3 * std::size(kBlockLinears);
 constexpr int kTokensPerWidth = 2;
 
 /// fp32 tensors of the backend, released by the destructor; get() is the host address (the
@@ -204,13 +206,13 @@ class CpuProber : public DeviceProber {
       WidthBuffers& b = *buffers.back();
       block_flops.push_back(0);
       warm_s.push_back(0);
+      Backend& be = *backend_;
       for (const BlockLinear& linear : kBlockLinears) {
         const int k = linear.in * h, n = linear.out * h;
         // Cold: hot are the activation x in the forward, the output gradient dy (in y) in both
         // backward products; the weight and the saved x of the weight gradient are cold. Warm:
         // they are in the last-level cache, out of the private caches.
         const std::size_t x_count = static_cast<std::size_t>(m) * k, y_count = static_cast<std::size_t>(m) * n;
-        Backend& be = *backend_;
         const std::vector<std::pair<std::function<void()>, CacheFlusher::HotBuffer>> products = {
             {[&be, &b, m, n, k] { be.matmul(false, true, m, n, k, b.x.view(), b.w.view(), b.y.view(), false); }, {b.x.get(), x_count}},
             {[&be, &b, m, n, k] { be.matmul(false, false, m, k, n, b.y.view(), b.w.view(), b.x.view(), true); }, {b.y.get(), y_count}},
@@ -222,14 +224,13 @@ class CpuProber : public DeviceProber {
         }
         block_flops.back() += 3 * 2.0 * m * n * k;
       }
-      flops.push_back(block_flops.back() / (3 * std::size(kBlockLinears)));
+      flops.push_back(block_flops.back() / kProductsPerWidth);
     }
     const std::vector<Seconds> cold_product_s = interleaved_median_call_times_s(cold_products);
-    const std::size_t products_per_width = cold_product_s.size() / widths.size();
     std::vector<double> cold_achieved, warm_achieved;
     for (std::size_t i = 0; i < widths.size(); ++i) {
       Seconds cold_s = 0;
-      for (std::size_t p = 0; p < products_per_width; ++p) cold_s += cold_product_s[i * products_per_width + p];
+      for (std::size_t p = 0; p < kProductsPerWidth; ++p) cold_s += cold_product_s[i * kProductsPerWidth + p];
       cold_achieved.push_back(block_flops[i] / cold_s);
       warm_achieved.push_back(block_flops[i] / warm_s[i]);
       progress(format("gemm fp32 block h=%.0f (%.0f tokens): ", widths[i], kTokensPerWidth * widths[i]) +
