@@ -19,6 +19,7 @@
 #include "whale/plan/planner.h"
 #include "whale/plan/precision_advice.h"
 #include "whale/plan/structure_cache.h"
+#include "whale/plan/subset_search_cache.h"
 #include "whale/plan/timeline.h"
 #include "whale/sim/report.h"
 #include "whale/sim/simulator.h"
@@ -114,6 +115,9 @@ int main(int argc, char** argv) {
     }
     // The batch advice's re-plans reuse the main search's structures (same cluster and model).
     options.structure_cache = std::make_shared<whale::plan::StructureCache>();
+    // The precision advice's search takes the model's searches on devices that price both
+    // precisions alike (an H100's or an A100's alone), and repeated ones, from here.
+    options.subset_cache = std::make_shared<whale::plan::SubsetSearchCache>();
     const whale::sim::Simulator simulator;
     std::string precision_note;
     // The batch advice measures throughput against the upper bound: under the cost objective or

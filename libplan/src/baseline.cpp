@@ -6,6 +6,8 @@
 
 #include "planner_engine.h"
 #include "whale/plan/planner.h"
+#include "whale/plan/precision_pricing.h"
+#include "whale/plan/subset_search_cache.h"
 
 namespace whale::plan {
 namespace {
@@ -31,6 +33,27 @@ std::vector<int> usable_devices_of(const Cluster& cluster, const PlannerOptions&
     if (std::find(device_models.begin(), device_models.end(), m) != device_models.end()) out.push_back(d);
   }
   return out;
+}
+
+// The best plan of `limits.devices` (the usable devices of `device_models`), searched like
+// the main search with no hint beyond exclusions; `found` is false when none fits.
+RankedPlan search_devices(const Cluster& cluster, const Model& model, const CostModel& cost,
+                          const PlannerOptions& options, const std::vector<std::string>& device_models,
+                          const SpaceLimits& limits, bool* found) {
+  const int batch = batch_of(model, options);
+  EngineInput in;
+  // The time limit covers the enumeration too; a cut one leaves the best of what it listed.
+  const Clock::time_point deadline = deadline_of(options);
+  bool cut = false;
+  in.structures = holding_structures(cluster, model, limits, options, deadline, &in.structures_left_out, &cut);
+  in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
+  in.global_batch = batch;
+  in.phase = device_models.size() == 1 ? "upper bound " + device_models.front() : "without the weakest";
+  in.uneven_experts = device_models.size() > 1;  // as the main search, where ep groups can mix models
+  in.keep = 1;
+  EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline);
+  *found = !eo.ranked.empty();
+  return *found ? eo.ranked.front() : RankedPlan{};
 }
 
 }  // namespace
@@ -86,24 +109,23 @@ RankedPlan plan_model_alone(const Cluster& cluster, const Model& model, const Co
 RankedPlan plan_models_together(const Cluster& cluster, const Model& model, const CostModel& cost,
                                 const PlannerOptions& options, const std::vector<std::string>& device_models,
                                 bool* found) {
-  const int batch = batch_of(model, options);
+  *found = false;
   SpaceLimits limits;
   limits.devices = usable_devices_of(cluster, options, device_models);
-  *found = false;
   if (limits.devices.empty()) return RankedPlan{};
-  EngineInput in;
-  // The time limit covers the enumeration too; a cut one leaves the best of what it listed.
-  const Clock::time_point deadline = deadline_of(options);
-  bool cut = false;
-  in.structures = holding_structures(cluster, model, limits, options, deadline, &in.structures_left_out, &cut);
-  in.choices = [&](const Structure& s) { return enumerate_choices(s, model, batch, limits); };
-  in.global_batch = batch;
-  in.phase = device_models.size() == 1 ? "upper bound " + device_models.front() : "without the weakest";
-  in.uneven_experts = device_models.size() > 1;  // as the main search, where ep groups can mix models
-  in.keep = 1;
-  EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline);
-  *found = !eo.ranked.empty();
-  return *found ? eo.ranked.front() : RankedPlan{};
+  if (!options.subset_cache) return search_devices(cluster, model, cost, options, device_models, limits, found);
+  // Searched in the standing precision, which these devices price alike: its plan is this
+  // precision's plan, but for the precision it names.
+  Model standing = model;
+  standing.training.precision = standing_precision(cluster, device_models, model.training);
+  RankedPlan best = options.subset_cache->get(
+      SubsetSearchCache::key_of(cluster, standing, limits.devices, cost, options, batch_of(model, options)), found,
+      [&](bool* f) { return search_devices(cluster, standing, cost, options, device_models, limits, f); });
+  if (*found) {
+    best.plan.precision = model.training.precision;
+    best.plan.model.training.precision = model.training.precision;
+  }
+  return best;
 }
 
 std::vector<std::vector<std::string>> strongest_subsets(const std::vector<std::string>& device_models,

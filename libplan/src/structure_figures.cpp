@@ -252,7 +252,9 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
                                                                   int weight_passes, const OuterLayers& outer_held) {
   int mask = 0;   // which of the (at most two) fixed outer layers the group holds
   for (int l : outer_held) mask |= l == 0 ? 1 : 2;
-  const std::tuple<int, int, int> key{in_flight, weight_passes, mask};
+  // in_flight and weight_passes are at most the micro-batches of a step (a global batch: 31 bits).
+  const std::uint64_t key = (static_cast<std::uint64_t>(in_flight) << 33) |
+                            (static_cast<std::uint64_t>(weight_passes) << 2) | static_cast<std::uint64_t>(mask);
   auto it = layers.block_times.find(key);
   if (it != layers.block_times.end()) return it->second;
   const int L = analytic_.layers();

@@ -2,12 +2,20 @@
 // The work whale-plan's searches share gives the results of searching alone: the precision
 // advice's search runs beside the model's own (search_with_precision) and its plan is a full
 // search's best in the substitute precision; a StructureCache shared by searches at other
-// batches and precisions changes no result and holds one set per (precision, device set).
+// batches and precisions changes no result and holds one set per (precision, device set); a
+// SubsetSearchCache gives the advice's search the model's searches on devices that price both
+// precisions alike.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <future>
+#include <thread>
+
 #include "planner_fixtures.h"
+#include "whale/plan/error.h"
 #include "whale/plan/precision_advice.h"
 #include "whale/plan/structure_cache.h"
+#include "whale/plan/subset_search_cache.h"
 
 using namespace whale;
 
@@ -210,4 +218,81 @@ TEST_CASE("a structure cache returns an incomplete (time-cut) set but does not k
   CHECK(ask(false) == 2);  // from the cache: make is not called
   CHECK(made == 2);
   CHECK(cache.size() == 1u);
+}
+
+TEST_CASE("a subset cache gives the precision advice the model's searches on devices that price both alike") {
+  const sim::Simulator simulator;
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("sharing_two_node_mix.yaml", test::kTwoNodeMix));
+  const plan::Model bf16 = test::shipped_model("gpt2-124m");
+  plan::Model fp16 = bf16;
+  fp16.training.precision = plan::Precision::fp16;
+  const plan::PlannerOptions alone = at_batch(32);
+  plan::PlannerOptions shared = alone;
+  auto cache = std::make_shared<plan::SubsetSearchCache>();
+  shared.subset_cache = cache;
+
+  const plan::PlanResult planned = plan::search_plans(cluster, bf16, simulator, shared);
+  check_same(planned, plan::search_plans(cluster, bf16, simulator, alone));
+  CHECK(cache->size() == 2u);   // the A100s alone and the V100s alone, in bf16
+  CHECK(cache->shared_asks() == 0u);
+
+  const plan::PrecisionAdvice advice = plan::advise_precision(cluster, bf16, simulator, shared, planned);
+  REQUIRE(advice.substitute_found);
+  check_same(advice.substitute_result, plan::search_plans(cluster, fp16, simulator, alone));
+  // The A100s alone were taken from the bf16 search (they price both alike); the V100s alone
+  // were searched again in fp16 (their bf16 runs at fp32's peak).
+  CHECK(cache->size() == 3u);
+  CHECK(cache->shared_asks() == 1u);
+  for (const plan::RankedPlan& p : advice.substitute_result.ranked) {
+    CHECK(p.plan.precision == plan::Precision::fp16);
+    CHECK(p.plan.model.training.precision == plan::Precision::fp16);
+  }
+  // Asked again at the same batch, every search is found.
+  plan::search_plans(cluster, bf16, simulator, shared);
+  CHECK(cache->size() == 3u);
+  CHECK(cache->shared_asks() == 3u);
+}
+
+TEST_CASE("a subset cache runs a search once per key, waits for one that runs and rethrows its error") {
+  const CacheInputs in;
+  const sim::Simulator simulator;
+  plan::SubsetSearchCache cache;
+  const auto key = [&](int batch) {
+    return plan::SubsetSearchCache::key_of(in.cluster, in.model, in.limits.devices, simulator, at_batch(batch), batch);
+  };
+  std::atomic<int> runs{0};
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  const auto slow_search = [&](bool* found) {
+    ++runs;
+    released.wait();
+    *found = true;
+    plan::RankedPlan p;
+    p.label = "slow";
+    return p;
+  };
+  bool found_a = false, found_b = false;
+  std::string label_a, label_b;
+  std::thread a([&] { label_a = cache.get(key(32), &found_a, slow_search).label; });
+  while (cache.size() == 0) std::this_thread::yield();   // a's search has started
+  std::thread b([&] { label_b = cache.get(key(32), &found_b, slow_search).label; });
+  while (cache.shared_asks() == 0) std::this_thread::yield();   // b is waiting for it
+  release.set_value();
+  a.join();
+  b.join();
+  CHECK(runs == 1);
+  CHECK((found_a && found_b));
+  CHECK(label_a == "slow");
+  CHECK(label_b == "slow");
+
+  int failing_runs = 0;
+  const auto failing = [&](bool*) -> plan::RankedPlan {
+    ++failing_runs;
+    throw Error("", "", "no structure");
+  };
+  bool found = true;
+  CHECK_THROWS_WITH_AS(cache.get(key(64), &found, failing), doctest::Contains("no structure"), const Error&);
+  CHECK_THROWS_WITH_AS(cache.get(key(64), &found, failing), doctest::Contains("no structure"), const Error&);
+  CHECK(failing_runs == 1);
+  CHECK(cache.size() == 2u);
 }

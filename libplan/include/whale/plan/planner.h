@@ -19,6 +19,7 @@
 namespace whale::plan {
 
 class StructureCache;   // structure_cache.h
+class SubsetSearchCache;   // subset_search_cache.h
 
 /// A progress report, given to PlannerOptions::progress now and then.
 struct Progress {
@@ -70,6 +71,11 @@ struct PlannerOptions {
   /// structures through it (structure_cache.h): same results, less work for a command that
   /// searches the same cluster and model again (at other batches, in another precision).
   std::shared_ptr<StructureCache> structure_cache;
+  /// When set, the searches over some device models' devices alone made with these options
+  /// (plan_models_together) keep their best plans in it (subset_search_cache.h): a later ask
+  /// of the same search, or of the same search in a precision those devices price alike
+  /// (the precision advice's), takes the kept plan.
+  std::shared_ptr<SubsetSearchCache> subset_cache;
 };
 
 /// Threads for the searches one command runs side by side (run_tasks): two, or one where a

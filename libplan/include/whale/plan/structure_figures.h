@@ -3,6 +3,7 @@
 // model's state a structure can hold: what orders and settles the planner's search.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -115,8 +116,9 @@ class StructureFigures {
     // [k]: the least data-parallel gradient reduction seconds of any k layers of the group.
     std::vector<double> reduction_prefix;
     // By (micro-batches in flight, zb-h1's weight passes held, outer layers held: 1 the first,
-    // 2 the last).
-    std::map<std::tuple<int, int, int>, BlockTimes> block_times;
+    // 2 the last), packed by block_times_key. Hashed: a search asks it for every group of
+    // every pipeline it bounds, where a tree's walk through cold nodes cost a tenth of a search.
+    std::unordered_map<std::uint64_t, BlockTimes> block_times;
   };
   GroupLayers& group_layers(const GroupSpec& group, int micro_batch_size, bool even_shares);
   // The outer layers one group holds: none, one or two, without allocating.
