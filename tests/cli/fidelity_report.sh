@@ -30,5 +30,14 @@ if err=$(python3 scripts/fidelity_report.py "$scratch/none.tsv" check 2>&1); the
 elif [ "$(wc -l <<< "$err")" != 1 ] || [[ "$err" != "fidelity_report.py: error: $scratch/none.tsv: "* ]]; then
   echo "FAIL: a missing table: '$err'"; failures=$((failures + 1))
 fi
+# A wrong command line (a label missing, an unknown flag) fails with the usage line alone.
+for args in "$table" "$table check --round"; do
+  # shellcheck disable=SC2086
+  if err=$(python3 scripts/fidelity_report.py $args 2>&1); then
+    echo "FAIL: '$args' was accepted"; failures=$((failures + 1))
+  elif [ "$err" != "fidelity_report.py: error: usage: fidelity_report.py TSV LABEL [--rounds]" ]; then
+    echo "FAIL: '$args': '$err'"; failures=$((failures + 1))
+  fi
+done
 [ "$failures" = 0 ] && echo "fidelity_report: all checks passed"
 exit "$failures"
