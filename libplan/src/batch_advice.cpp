@@ -79,7 +79,7 @@ BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, cons
         }
       });
     }
-    run_tasks(tasks, side_by_side_threads(o));
+    run_tasks(tasks, side_by_side_threads(o), Helpers::lower_priority);
     if (left_s() <= 0) {  // a search may have been cut short: its figure settles nothing
       cut = true;
       return 0.0;

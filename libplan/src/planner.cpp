@@ -277,7 +277,8 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   // The main search, the baseline and the upper bound's per-model searches do not depend on
   // each other and each is deterministic: two threads take them in that order as they come
   // free, to the same deadline (one thread when a test's fake clock, PlannerOptions::clock_s,
-  // need not be thread-safe).
+  // need not be thread-safe). The main search, the longest, runs on this thread and the others
+  // below its priority, so that beside the precision advice's search it keeps its core.
   EngineOutput eo;
   Comparison comparison;
   const std::vector<std::string> alone_models =
@@ -308,7 +309,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
       alone[m] = found ? alone_plans[m].estimate.samples_per_s : 0.0;
     });
   }
-  run_tasks(tasks, side_by_side_threads(options));
+  run_tasks(tasks, side_by_side_threads(options), Helpers::lower_priority);
   // With three device models or more, the strongest few together (the weakest idle): a model
   // that adds little compute can still cost a pipeline stage, a slow link or a fallback
   // precision, and the main search uses every device. Under the throughput objective without a
@@ -338,7 +339,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
       subset_found[i] = found;
     });
   }
-  run_tasks(tasks, side_by_side_threads(options));
+  run_tasks(tasks, side_by_side_threads(options), Helpers::lower_priority);
   comparison.searched_upper_bound = options.compare && search_upper_bound_too;
   if (comparison.searched_upper_bound) comparison.upper_bound = upper_bound_of(alone_models, alone);
   if (eo.choices_total == 0) {
