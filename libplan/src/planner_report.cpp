@@ -7,6 +7,7 @@
 
 #include "whale/plan/planner.h"
 #include "whale/plan/json_text.h"
+#include "whale/plan/stage_text.h"
 
 namespace whale::plan {
 namespace {
@@ -21,18 +22,6 @@ std::string join_ints(const std::vector<int>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
   return s;
-}
-
-// "a100-sxm4-80gb" or "a100-sxm4-80gb+v100-sxm2-32gb" for a mixed group.
-std::string models_of(const Plan& plan, const Stage& s) {
-  std::vector<std::string> seen;
-  for (int d : s.devices) {
-    const std::string& m = plan.cluster.devices[d].model;
-    if (std::find(seen.begin(), seen.end(), m) == seen.end()) seen.push_back(m);
-  }
-  std::string out;
-  for (size_t i = 0; i < seen.size(); ++i) out += (i ? "+" : "") + seen[i];
-  return out;
 }
 
 std::string schedule_text(const Plan& plan) {
@@ -62,7 +51,7 @@ std::string plan_json(const RankedPlan& r) {
   for (size_t i = 0; i < p.stages.size(); ++i) {
     const Stage& s = p.stages[i];
     o << (i ? ", " : "") << "{\"layers\": [" << s.first_layer << ", " << s.end_layer - 1 << "], \"devices\": "
-      << json_quote(format_device_list(s.devices)) << ", \"device_models\": " << json_quote(models_of(p, s))
+      << json_quote(format_device_list(s.devices)) << ", \"device_models\": " << json_quote(stage_device_models(p, s))
       << ", \"dp\": " << s.dp() << ", \"tp\": " << s.tp
       << (s.mixed_tp() ? ", \"replica_tp\": [" + join_ints(s.replica_tps) + "]" : "") << ", \"shares\": [" << join_ints(s.shares)
       << "], \"recompute\": " << json_quote(to_string(s.recompute))
@@ -85,9 +74,8 @@ std::string describe_plan(const Plan& plan) {
     const Stage& s = plan.stages[i];
     o << "  stage " << i << ": layers " << s.first_layer << "-" << s.end_layer - 1 << " ("
       << s.end_layer - s.first_layer << ") on devices " << format_device_list(s.devices) << " ("
-      << models_of(plan, s) << "), dp " << s.dp()
-      << (s.mixed_tp() ? " at tp [" + join_ints(s.replica_tps) + "]" : " x tp " + std::to_string(s.tp)) << ", shares [" << join_ints(s.shares)
-      << "], recompute " << to_string(s.recompute) << ", optimizer "
+      << stage_device_models(plan, s) << "), dp " << s.dp() << (s.mixed_tp() ? " at tp " : " x tp ")
+      << stage_tp_text(s) << ", shares " << shares_text(s.shares) << ", recompute " << to_string(s.recompute) << ", optimizer "
       << (s.shard_gradients ? "and gradients sharded" : s.shard_optimizer ? "sharded" : "replicated")
       << (s.sequence_parallel ? ", sequence-parallel" : "")
       << (plan.model.moe ? ", experts ep " + std::to_string(s.ep) + " x expert_tp " + std::to_string(s.expert_tp_degree()) : "")

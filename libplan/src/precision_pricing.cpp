@@ -32,8 +32,7 @@ bool priced_alike(const DeviceProfile& profile, const Training& training, Precis
   try {
     const StateBytesPerParam sa = state_bytes_per_param(a, training.optimizer, framework);
     const StateBytesPerParam sb = state_bytes_per_param(b, training.optimizer, framework);
-    if (bytes_per_element(a) != bytes_per_element(b) ||
-        std::tie(sa.weights, sa.gradients, sa.optimizer) != std::tie(sb.weights, sb.gradients, sb.optimizer)) {
+    if (std::tie(sa.weights, sa.gradients, sa.optimizer) != std::tie(sb.weights, sb.gradients, sb.optimizer)) {
       return false;
     }
     const Precision ga = effective_gemm_precision(a, framework, profile);

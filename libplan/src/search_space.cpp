@@ -4,6 +4,7 @@
 #include "whale/plan/search_space.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
 #include <memory_resource>
@@ -60,6 +61,13 @@ constexpr int kMaxNearEqualDepth = 16;
 // reaches 92% of the upper bound, memory-ordered pipelines 88.5%. Every order at every depth
 // would triple the structures of a deep model on a 1024-device cluster.
 constexpr int kMaxReorderedDepth = 16;
+
+// k for a power of two 2^k.
+int exponent_of(int power_of_two) {
+  int k = 0;
+  while ((1 << k) < power_of_two) ++k;
+  return k;
+}
 
 std::vector<int> slice(const std::vector<int>& v, int first, int count) {
   return std::vector<int>(v.begin() + first, v.begin() + first + count);
@@ -253,14 +261,35 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
   long built = 0;  // groupings and structures built
   // Whether `stop` ends the enumeration: asked every kStopCheckInterval-th piece of work.
   auto stopping = [&] { return stop && ++built % kStopCheckInterval == 0 && stop(); };
+  // The tp part of a label by the picks' index (mixed radix over the models' options), made once.
+  std::vector<std::string> tp_labels;
+  auto tp_label_of = [&](const std::vector<size_t>& pick) -> const std::string& {
+    size_t index = 0;
+    for (size_t t = models.size(); t-- > 0;) index = index * tp_options[t].size() + pick[t];
+    if (tp_labels.empty()) {
+      size_t combos = 1;
+      for (const auto& o : tp_options) combos *= o.size();
+      tp_labels.resize(combos);
+    }
+    std::string& label = tp_labels[index];
+    if (label.empty()) {
+      for (size_t t = 0; t < models.size(); ++t) {
+        label += (t ? "," : "") + models[t].first + ":" + std::to_string(tp_options[t][pick[t]]);
+      }
+      label += "]";
+    }
+    return label;
+  };
   for (int p = 1; p <= std::min(n, layers); ++p) {
     if (limits.max_pipeline_depth > 0 && p > limits.max_pipeline_depth) break;
     if (limits.fixed_stages > 0 && limits.fixed_stages % p != 0) continue;
+    const std::string depth_label = "p" + std::to_string(p) + " tp[";
     for (const auto& grouping : groupings(ordered, models, p)) {
       if (stopping()) return out;
-      // Per group: the device models it holds, and its finished group by the degree asked.
+      // Per group: the device models it holds, and its finished group by the degree asked
+      // (degrees are powers of two: indexed by their exponent).
       std::vector<std::vector<int>> models_in(grouping.size());
-      std::vector<std::map<int, SharedGroup>> by_degree(grouping.size());
+      std::vector<std::array<SharedGroup, 32>> by_degree(grouping.size());
       for (size_t g = 0; g < grouping.size(); ++g) {
         for (int d : grouping[g]) {
           std::vector<int>& in = models_in[g];
@@ -282,7 +311,7 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
             tp = want;
           }
           if (!ok) break;
-          SharedGroup& group = by_degree[g][tp];
+          SharedGroup& group = by_degree[g][exponent_of(tp)];
           if (!group) {
             // A group the model's degree does not fit (an uneven slice) takes the largest
             // smaller power of two that does.
@@ -299,11 +328,9 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
           const bool is_new = at == seen.end() || GroupsLess()(key, *at);
           if (is_new) seen.emplace_hint(at, key.begin(), key.end());
           if (is_new && (!keep || keep(s))) {
-            std::string tp_label;
-            for (size_t t = 0; t < models.size(); ++t) {
-              tp_label += (t ? "," : "") + models[t].first + ":" + std::to_string(tp_options[t][pick[t]]);
-            }
-            s.label = "p" + std::to_string(p) + " tp[" + tp_label + "]";
+            const std::string& tp_label = tp_label_of(pick);
+            s.label.reserve(depth_label.size() + tp_label.size());
+            s.label.append(depth_label).append(tp_label);
             out.push_back(std::move(s));
           }
         }

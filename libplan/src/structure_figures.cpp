@@ -30,7 +30,8 @@ const StructureFigures::KindSpeeds& StructureFigures::kind_speeds(const GroupSpe
                           2.0 * an.tp_comm_s(k.intra_link, g.tp, share, l, l + 1));
         row.whole_s += layer_s.back();
       }
-      for (double x : layer_s) row.of_layer.push_back(x / row.whole_s);
+      for (double& x : layer_s) x /= row.whole_s;
+      row.of_layer = LayerFractions(std::move(layer_s));
       f = fractions_.emplace(key, std::move(row)).first;
     }
     speeds.per_kind.push_back(share / f->second.whole_s);
@@ -40,29 +41,11 @@ const StructureFigures::KindSpeeds& StructureFigures::kind_speeds(const GroupSpe
   return speeds_.emplace(std::make_pair(&g, share), std::move(speeds)).first->second;
 }
 
-namespace {
 
-// The sum over layers of the least fraction of a whole-model time any of `fractions` gives the
-// layer, at most 1.
-double least_fraction_sum(const std::vector<const std::vector<double>*>& fractions) {
-  double sum = 0;
-  for (size_t l = 0; l < fractions.front()->size(); ++l) {
-    double least = (*fractions.front())[l];
-    for (const std::vector<double>* f : fractions) least = std::min(least, (*f)[l]);
-    sum += least;
-  }
-  return std::min(1.0, sum);
-}
-
-}  // namespace
-
-double StructureFigures::layer_mix(std::vector<const std::vector<double>*>& fractions) {
+double StructureFigures::layer_mix(std::vector<const LayerFractions*>& fractions) {
   std::sort(fractions.begin(), fractions.end());
   fractions.erase(std::unique(fractions.begin(), fractions.end()), fractions.end());
-  if (fractions.size() <= 1) return 1.0;
-  auto it = layer_mixes_.find(fractions);
-  if (it == layer_mixes_.end()) it = layer_mixes_.emplace(fractions, least_fraction_sum(fractions)).first;
-  return it->second;
+  return fractions.size() <= 1 ? 1.0 : least_fraction_sum(fractions);
 }
 
 const GroupSpec* StructureFigures::canonical(const GroupSpec& g) {
@@ -96,16 +79,22 @@ Seconds StructureFigures::bound_s(const Structure& st, int micro_batch_size, int
   return bound_s(runs(st), micro_batch_size, global_batch);
 }
 
-Seconds StructureFigures::bound_s(const Runs& runs, int micro_batch_size, int global_batch) {
-  double speed = 0;  // samples per second of all groups, each as if it held the whole model
-  std::vector<const std::vector<double>*> fractions;
+double StructureFigures::runs_speed(const Runs& runs, int micro_batch_size,
+                                     std::vector<const LayerFractions*>* rows) {
+  double speed = 0;
   for (const auto& [group, count] : runs.runs) {
     // The largest share any replica can get: more samples never lower the efficiency.
     const KindSpeeds& speeds = kind_speeds(*group, std::max(1, micro_batch_size - group->dp() + 1));
     speed += count * speeds.replicas;
-    fractions.insert(fractions.end(), speeds.fractions.begin(), speeds.fractions.end());
+    rows->insert(rows->end(), speeds.fractions.begin(), speeds.fractions.end());
   }
-  return layer_mix(fractions) * global_batch / speed;
+  return speed;
+}
+
+Seconds StructureFigures::bound_s(const Runs& runs, int micro_batch_size, int global_batch) {
+  rows_scratch_.clear();
+  const double speed = runs_speed(runs, micro_batch_size, &rows_scratch_);
+  return layer_mix(rows_scratch_) * global_batch / speed;
 }
 
 double StructureFigures::group_best_speed(const GroupSpec& g, int global_batch) {
@@ -122,17 +111,19 @@ double StructureFigures::group_best_speed(const GroupSpec& g, int global_batch) 
   auto it = best_speed_.find(&g);
   if (it != best_speed_.end()) return it->second.speed;
   BestSpeed out;
+  std::vector<double> least_fractions;
   std::vector<double> best(g.kinds.size(), 0.0);
   for (int b : batch_divisors_) {
     if (b < g.dp()) continue;  // no replica would get a sample
     const KindSpeeds& speeds = kind_speeds(g, std::max(1, b - g.dp() + 1));  // as bound_s
     for (size_t k = 0; k < best.size(); ++k) {
       best[k] = std::max(best[k], speeds.per_kind[k]);
-      const std::vector<double>& f = *speeds.fractions[k];
-      if (out.least_fractions.empty()) out.least_fractions = f;
-      for (size_t l = 0; l < f.size(); ++l) out.least_fractions[l] = std::min(out.least_fractions[l], f[l]);
+      const std::vector<double>& f = speeds.fractions[k]->of_layer();
+      if (least_fractions.empty()) least_fractions = f;
+      for (size_t l = 0; l < f.size(); ++l) least_fractions[l] = std::min(least_fractions[l], f[l]);
     }
   }
+  out.least_fractions = LayerFractions(std::move(least_fractions));
   for (int k : g.replica_kind) out.speed += best[k];
   return (best_speed_[&g] = std::move(out)).speed;
 }
@@ -141,20 +132,24 @@ Seconds StructureFigures::least_bound_s(const Structure& st, int global_batch) {
   return least_bound_s(runs(st), global_batch);
 }
 
+double StructureFigures::least_layer_mix(const Runs& runs, int global_batch) {
+  std::vector<const LayerFractions*> fractions;
+  for (const auto& [group, count] : runs.runs) {
+    group_best_speed(*group, global_batch);
+    const LayerFractions& least = best_speed_.at(group).least_fractions;
+    if (!least.empty()) fractions.push_back(&least);
+  }
+  // Each group's least fractions over its shares sum to 1 or less: no shortcut for one.
+  return fractions.empty() ? 1.0 : least_fraction_sum(fractions);
+}
+
 Seconds StructureFigures::least_bound_s(const Runs& runs, int global_batch) {
   // Summed in another order than bound_s sums: a relative margin far above the rounding error
   // of a thousand terms keeps it below every bound_s.
   constexpr double kRoundingMargin = 1e-9;
   double speed = 0;
-  std::vector<const std::vector<double>*> fractions;
-  for (const auto& [group, count] : runs.runs) {
-    speed += count * group_best_speed(*group, global_batch);
-    const std::vector<double>& least = best_speed_.at(group).least_fractions;
-    if (!least.empty()) fractions.push_back(&least);
-  }
-  // Each group's least fractions over its shares sum to 1 or less: no shortcut for one.
-  const double mix = fractions.empty() ? 1.0 : least_fraction_sum(fractions);
-  return mix * global_batch / speed * (1.0 - kRoundingMargin);
+  for (const auto& [group, count] : runs.runs) speed += count * group_best_speed(*group, global_batch);
+  return least_layer_mix(runs, global_batch) * global_batch / speed * (1.0 - kRoundingMargin);
 }
 
 StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g, int micro_batch_size,
@@ -470,6 +465,7 @@ Seconds StructureFigures::least_stage_bound_s(const Runs& runs, const std::vecto
   const OuterHolders holders = outer_holders(Schedule{ScheduleKind::one_f_one_b, 1}, p);
   const bool blocks_needed = holders.free == 0 && p > 2;
   double least = std::numeric_limits<double>::infinity();
+  double least_mix = -1;   // least_layer_mix, once needed
   for (size_t c = 0; c < choices.size(); ++c) {
     const int b = choices[c].micro_batch_size;
     if (c > 0 && b == choices[c - 1].micro_batch_size) continue;
@@ -482,7 +478,18 @@ Seconds StructureFigures::least_stage_bound_s(const Runs& runs, const std::vecto
       }
       first += count;
     }
-    least = std::min(least, std::max(bound_s(runs, b, global_batch), choices[c].micro_batches * slowest));
+    // A size whose value cannot fall below the least so far is passed over before its layer
+    // mix: m times the slowest group already reaches it, or bound_s with the least layer mix
+    // over all sizes (each layer's fraction at most its fraction at b; the sums run over other
+    // stretches of layers, hence a margin over their rounding).
+    constexpr double kRoundingMargin = 1e-12;
+    const double held_s = choices[c].micro_batches * slowest;
+    if (held_s >= least) continue;
+    rows_scratch_.clear();
+    const double speed = runs_speed(runs, b, &rows_scratch_);
+    if (least_mix < 0) least_mix = least_layer_mix(runs, global_batch);
+    if (least_mix * global_batch / speed * (1.0 - kRoundingMargin) >= least) continue;
+    least = std::min(least, std::max(layer_mix(rows_scratch_) * global_batch / speed, held_s));
   }
   return least;
 }
@@ -655,7 +662,20 @@ double StructureFigures::group_hold_fraction(const GroupSpec& g) {
   return held_[&g] = std::min(1.0, held);
 }
 
-double StructureFigures::hold_fraction(const Structure& st) { return hold_fraction(runs(st)); }
+double StructureFigures::hold_fraction(const Structure& st) {
+  // hold_fraction(runs(st)) without making the runs: the same sums in the same order.
+  double held = 0;
+  const GroupSpec* run = nullptr;
+  int count = 0;
+  for (const SharedGroup& group : st.groups) {
+    const GroupSpec* rep = canonical(*group);
+    if (rep != run && count > 0) held += count * group_hold_fraction(*run);
+    count = rep == run ? count + 1 : 1;
+    run = rep;
+  }
+  if (count > 0) held += count * group_hold_fraction(*run);
+  return held;
+}
 
 double StructureFigures::hold_fraction(const Runs& runs) {
   double held = 0;  // fraction of the model's state the groups can hold

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "whale/plan/objective.h"
+#include "whale/plan/stage_text.h"
 #include "whale/plan/units.h"
 #include "whale/sim/measured_layer_time.h"
 #include "whale/sim/report.h"
@@ -21,44 +22,6 @@ std::string printf_string(const char* format, ...) {
   std::vsnprintf(buffer, sizeof buffer, format, args);
   va_end(args);
   return buffer;
-}
-
-/// "3,2,1", or "2 each" when every replica takes the same share.
-/// A stage's tp: "4", or with mixed tp each run of equal degrees as degree(replicas), e.g.
-/// "1(8),4(2)" for eight replicas at tp 1 and two at tp 4.
-std::string tp_text(const plan::Stage& stage) {
-  if (!stage.mixed_tp()) return std::to_string(stage.tp);
-  std::string out;
-  const std::vector<int>& tps = stage.replica_tps;
-  for (std::size_t r = 0; r < tps.size();) {
-    std::size_t end = r;
-    while (end < tps.size() && tps[end] == tps[r]) ++end;
-    out += (out.empty() ? "" : ",") + std::to_string(tps[r]) + "(" + std::to_string(end - r) + ")";
-    r = end;
-  }
-  return out;
-}
-
-std::string shares_text(const std::vector<int>& values) {
-  if (values.size() > 1 && std::all_of(values.begin(), values.end(),
-                                       [&](int v) { return v == values.front(); })) {
-    return std::to_string(values.front()) + " each";
-  }
-  std::string out;
-  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);
-  return out;
-}
-
-/// "a100-sxm4-80gb" or "a100-sxm4-80gb+v100-sxm2-32gb": the models of a stage's devices.
-std::string stage_models(const plan::Plan& plan, const plan::Stage& stage) {
-  std::vector<std::string> models;
-  for (int id : stage.devices) {
-    const std::string& m = plan.cluster.devices.at(id).model;
-    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
-  }
-  std::string out;
-  for (std::size_t i = 0; i < models.size(); ++i) out += (i ? "+" : "") + models[i];
-  return out;
 }
 
 std::string breakdown_line(const char* label, Seconds part_s, Seconds step_s) {
@@ -128,17 +91,17 @@ std::string format_text_report(const plan::Plan& plan, const plan::Estimate& est
       }
     }
     std::string devices = plan::format_device_list(st.devices);
-    std::string shares = shares_text(st.shares);
+    std::string shares = plan::shares_text(st.shares);
     if (devices.size() > 20) devices = devices.substr(0, 17) + "...";
     if (shares.size() > 16) shares = shares.substr(0, 13) + "...";
-    const std::string tp = tp_text(st);
+    const std::string tp = plan::stage_tp_text(st);
     out += printf_string("%5zu  %4d-%-4d  %-20s %3d x %-3s %-16s %-9s  %8.2f / %-8.2f %s  %s\n", s,
                          st.first_layer, st.end_layer - 1, devices.c_str(), st.dp(), tp.c_str(),
                          shares.c_str(), plan::to_string(st.recompute),
                          fullest->peak_memory_bytes / kBytesPerGiB,
                          fullest->capacity_bytes / kBytesPerGiB,
                          fullest->peak_memory_bytes <= fullest->capacity_bytes ? "  " : "!!",
-                         stage_models(plan, st).c_str());
+                         plan::stage_device_models(plan, st).c_str());
   }
   out += out_of_memory_text(plan, est);
   return out;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "whale/plan/layer_fractions.h"
 #include "whale/plan/search_estimate.h"
 #include "whale/plan/search_layout.h"
 #include "whale/plan/search_space.h"
@@ -116,7 +117,7 @@ class StructureFigures {
     // [k]: the least data-parallel gradient reduction seconds of any k layers of the group.
     std::vector<double> reduction_prefix;
     // By (micro-batches in flight, zb-h1's weight passes held, outer layers held: 1 the first,
-    // 2 the last), packed by block_times_key. Hashed: a search asks it for every group of
+    // 2 the last), packed into one integer (block_times). Hashed: a search asks it for every group of
     // every pipeline it bounds, where a tree's walk through cold nodes cost a tenth of a search.
     std::unordered_map<std::uint64_t, BlockTimes> block_times;
   };
@@ -161,7 +162,7 @@ class StructureFigures {
   // A replica kind's seconds per micro-batch for the whole model, and each layer's fraction.
   struct Fractions {
     double whole_s = 0;
-    std::vector<double> of_layer;
+    LayerFractions of_layer;
   };
   // By (device model, tp, share, link bandwidth, link latency).
   std::map<std::tuple<std::string, int, int, double, double>, Fractions> fractions_;
@@ -169,13 +170,19 @@ class StructureFigures {
   // its layer fractions (in fractions_); summed over its replicas.
   struct KindSpeeds {
     std::vector<double> per_kind;
-    std::vector<const std::vector<double>*> fractions;
+    std::vector<const LayerFractions*> fractions;
     double replicas = 0;
   };
-  // bound_s's layer mix of the fraction rows given (deduplicated in place), kept per set of
-  // rows (few: rows are per device model, tp, share and link).
-  double layer_mix(std::vector<const std::vector<double>*>& fractions);
-  std::map<std::vector<const std::vector<double>*>, double> layer_mixes_;
+  // bound_s's layer mix of the fraction rows given (deduplicated in place). Not remembered: a
+  // group's share follows its dp, so at 8,192 devices three sets in ten were new and a map of
+  // them grew to two million entries, each to save one sum over the layers.
+  double layer_mix(std::vector<const LayerFractions*>& fractions);
+  // bound_s's speed: the summed samples per second of the runs' groups at `micro_batch_size`,
+  // their fraction rows appended to `rows`.
+  double runs_speed(const Runs& runs, int micro_batch_size, std::vector<const LayerFractions*>* rows);
+  // least_bound_s's layer mix: each layer at its least fraction over every group and share.
+  double least_layer_mix(const Runs& runs, int global_batch);
+  std::vector<const LayerFractions*> rows_scratch_;   // bound_s's rows, reused
   const KindSpeeds& kind_speeds(const GroupSpec& group, int share);
   double group_hold_fraction(const GroupSpec& group);
   // Samples per second of the group's replicas, each at its best share over the micro-batch
@@ -197,7 +204,7 @@ class StructureFigures {
   // A group's speed at its best shares and each layer's least fraction over them.
   struct BestSpeed {
     double speed = 0;
-    std::vector<double> least_fractions;
+    LayerFractions least_fractions;
   };
   std::unordered_map<const GroupSpec*, BestSpeed> best_speed_;   // at best_speed_batch_
   int best_speed_batch_ = 0;
