@@ -29,7 +29,8 @@ ComputeOp one_f_one_b_op(const ScheduleShape& shape, int group, int k, bool forw
   return ComputeOp{false, group, shape.kind == ScheduleKind::gpipe ? shape.micro_batches - 1 - k : k};
 }
 
-void visit_one_f_one_b(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit) {
+void visit_one_f_one_b(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit,
+                       bool skip_repeats) {
   const int p = shape.groups;
   const int total = shape.chunks * shape.micro_batches;
   int warmup = total;  // gpipe
@@ -44,7 +45,16 @@ void visit_one_f_one_b(const ScheduleShape& shape, int group, const std::functio
   const int n_warmup = std::min(total, std::max(warmup, 0));
   for (int f = 0; f < n_warmup; ++f) visit(one_f_one_b_op(shape, group, f, true));
   int next_backward = 0;
+  const int period = shape.chunks * p;
+  const int kept_first = 2 * period + p;
+  const int steady = total - n_warmup;
+  const int skipped =
+      skip_repeats && steady > kept_first + 2 * period ? (steady - kept_first - period) / period * period : 0;
   for (int f = n_warmup; f < total; ++f) {
+    if (skipped > 0 && f == n_warmup + kept_first) {
+      f += skipped;
+      next_backward += skipped;
+    }
     visit(one_f_one_b_op(shape, group, f, true));
     visit(one_f_one_b_op(shape, group, next_backward++, false));
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "whale/plan/plan.h"
@@ -39,8 +40,14 @@ using ComputeOrders = std::vector<std::vector<ComputeOp>>;
 /// gpipe, 1f1b and interleaved-1f1b: a warm-up of forwards, then one forward and one backward
 /// in turn, then the remaining backwards (Megatron-LM's order; gpipe's warm-up is everything).
 ComputeOrders one_f_one_b_orders(const ScheduleShape& shape);
-/// The same order of one group, op by op, without building it.
-void visit_one_f_one_b(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit);
+/// The same order of one group, op by op, without building it. With `skip_repeats`, the steady
+/// state's rounds (a forward, then a backward) past its first 2 p v + p are left out in whole
+/// periods of p v rounds, but for the last period or more: a period repeats the same stages in
+/// the same order (interleaved_op's chunk follows k mod p v), so every running count over the
+/// ops (in flight per stage, first backward of a stage, zb-h1's weight parts lagging by at most
+/// p - 1) takes the same values, and reaches no new extreme, in the rounds left out.
+void visit_one_f_one_b(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit,
+                       bool skip_repeats = false);
 /// Group `group`'s k-th forward (or backward) in that order's lists (gpipe's backwards run in
 /// reverse micro-batch order).
 ComputeOp one_f_one_b_op(const ScheduleShape& shape, int group, int k, bool forward);
@@ -49,13 +56,19 @@ ComputeOp one_f_one_b_op(const ScheduleShape& shape, int group, int k, bool forw
 /// V placement, a ready backward first, else a ready forward, at most p micro-batches admitted
 /// past stage 0 and not yet back. Any order so obtained is deadlock-free under any costs.
 ComputeOrders wave_orders(const ScheduleShape& shape);
+/// wave_orders(shape), remembered for the few shapes asked last and shared (thread-safe): the
+/// simulator's memory walk and its program of one plan both need it, and a search prices many
+/// plans of one shape. At thousands of micro-batches one play takes tens of milliseconds.
+std::shared_ptr<const ComputeOrders> shared_wave_orders(const ScheduleShape& shape);
 
 /// zb-h1 (Qi et al. 2024, ZB-H1): 1f1b's order with every backward split. Group g's k-th
 /// backward becomes its input part, directly followed by the weight part of the (k-g)-th
 /// backward when k >= g; the g weight parts left run at the end, filling the cool-down. Peak
 /// in flight (forward to weight part) is p on every group, 1f1b's peak on group 0.
 ComputeOrders zb_h1_orders(const ScheduleShape& shape);
-/// The same order of one group, op by op, without building it.
-void visit_zb_h1(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit);
+/// The same order of one group, op by op, without building it; `skip_repeats` as
+/// visit_one_f_one_b's.
+void visit_zb_h1(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit,
+                 bool skip_repeats = false);
 
 }  // namespace whale::plan::detail

@@ -110,9 +110,11 @@ ScheduleProgram generate_with_reductions(ScheduleKind kind, int groups, int chun
                                          const std::vector<int>& buckets_per_stage) {
   const detail::ScheduleShape shape{kind, groups, chunks, micro_batches};
   check_shape(shape);
-  const detail::ComputeOrders orders = kind == ScheduleKind::wave    ? detail::wave_orders(shape)
-                                       : kind == ScheduleKind::zb_h1 ? detail::zb_h1_orders(shape)
-                                       : detail::one_f_one_b_orders(shape);
+  const std::shared_ptr<const detail::ComputeOrders> shared =
+      kind == ScheduleKind::wave    ? detail::shared_wave_orders(shape)
+      : kind == ScheduleKind::zb_h1 ? std::make_shared<const detail::ComputeOrders>(detail::zb_h1_orders(shape))
+                                    : std::make_shared<const detail::ComputeOrders>(detail::one_f_one_b_orders(shape));
+  const detail::ComputeOrders& orders = *shared;
   std::vector<int> group_of(shape.stages());
   for (int s = 0; s < shape.stages(); ++s) group_of[s] = group_of_stage(kind, groups, chunks, s);
 
@@ -204,13 +206,7 @@ Instruction compute_instruction(const detail::ComputeOp& op) {
 ComputeSequences::ComputeSequences(const Plan& plan)
     : kind_(plan.schedule.kind), groups_(plan.pipeline_groups()), chunks_(plan.schedule.chunks),
       micro_batches_(plan.micro_batches) {
-  if (kind_ != ScheduleKind::wave) return;
-  for (const std::vector<detail::ComputeOp>& order :
-       detail::wave_orders({kind_, groups_, chunks_, micro_batches_})) {
-    std::vector<Instruction>& group = played_.emplace_back();
-    group.reserve(order.size());
-    for (const detail::ComputeOp& op : order) group.push_back(compute_instruction(op));
-  }
+  if (kind_ == ScheduleKind::wave) played_ = detail::shared_wave_orders({kind_, groups_, chunks_, micro_batches_});
 }
 
 void ComputeSequences::for_each(int group, const std::function<void(const Instruction&)>& visit) const {
@@ -218,10 +214,10 @@ void ComputeSequences::for_each(int group, const std::function<void(const Instru
   const auto emit = [&](const detail::ComputeOp& op) { visit(compute_instruction(op)); };
   switch (kind_) {
     case ScheduleKind::wave:
-      for (const Instruction& ins : played_.at(group)) visit(ins);
+      for (const detail::ComputeOp& op : played_->at(group)) emit(op);
       return;
-    case ScheduleKind::zb_h1: detail::visit_zb_h1(shape, group, emit); return;
-    default: detail::visit_one_f_one_b(shape, group, emit); return;
+    case ScheduleKind::zb_h1: detail::visit_zb_h1(shape, group, emit, true); return;
+    default: detail::visit_one_f_one_b(shape, group, emit, true); return;
   }
 }
 

@@ -1,8 +1,12 @@
 // File: schedule_wave.cpp
 // Compute orders of Hanayo's wave schedule: the step is played once with unit costs over the
 // V placement, and each group's order is the order in which it ran its work.
+#include <algorithm>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "schedule_order.h"
 #include "whale/plan/check.h"
@@ -118,6 +122,27 @@ ComputeOrders wave_orders(const ScheduleShape& shape) {
     WHALE_CHECK(next != kNotDone, std::string("wave_orders: the play stalled"));
     t = next;
   }
+  return orders;
+}
+
+std::shared_ptr<const ComputeOrders> shared_wave_orders(const ScheduleShape& shape) {
+  // The shapes asked last, the latest first: a few, since one order of 16 groups x 4 chunks x
+  // 16,384 micro-batches holds 33 MB.
+  constexpr size_t kRemembered = 4;
+  using Key = std::tuple<ScheduleKind, int, int, int>;
+  static std::mutex mutex;
+  static std::vector<std::pair<Key, std::shared_ptr<const ComputeOrders>>> recent;
+  const Key key{shape.kind, shape.groups, shape.chunks, shape.micro_batches};
+  std::lock_guard<std::mutex> lock(mutex);
+  for (size_t i = 0; i < recent.size(); ++i) {
+    if (recent[i].first != key) continue;
+    std::rotate(recent.begin(), recent.begin() + static_cast<std::ptrdiff_t>(i),
+                recent.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    return recent.front().second;
+  }
+  auto orders = std::make_shared<const ComputeOrders>(wave_orders(shape));
+  recent.insert(recent.begin(), {key, orders});
+  if (recent.size() > kRemembered) recent.pop_back();
   return orders;
 }
 

@@ -20,7 +20,8 @@ ComputeOp weight_part(const ScheduleShape& shape, int group, int k) {
 // part delayed by g backwards. Group g starts its first backward g steps of the pipeline
 // later than group 0 would without the split, and leaves its last g weight parts for the
 // cool-down bubble, so that every group's B passes run back to back down the pipeline.
-void visit_zb_h1(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit) {
+void visit_zb_h1(const ScheduleShape& shape, int group, const std::function<void(const ComputeOp&)>& visit,
+                 bool skip_repeats) {
   int inputs = 0, weights = 0;  // parts visited so far; the weights pending are backwards weights..inputs-1
   visit_one_f_one_b(shape, group, [&](const ComputeOp& op) {
     if (op.forward) {
@@ -29,7 +30,7 @@ void visit_zb_h1(const ScheduleShape& shape, int group, const std::function<void
     }
     visit(ComputeOp{false, op.stage, op.micro_batch, BackwardPart::input});
     if (++inputs - weights > group) visit(weight_part(shape, group, weights++));
-  });
+  }, skip_repeats);
   for (; weights < inputs; ++weights) visit(weight_part(shape, group, weights));
 }
 

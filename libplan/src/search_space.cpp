@@ -262,15 +262,12 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
   // Whether `stop` ends the enumeration: asked every kStopCheckInterval-th piece of work.
   auto stopping = [&] { return stop && ++built % kStopCheckInterval == 0 && stop(); };
   // The tp part of a label by the picks' index (mixed radix over the models' options), made once.
-  std::vector<std::string> tp_labels;
+  size_t tp_combos = 1;
+  for (const auto& o : tp_options) tp_combos *= o.size();
+  std::vector<std::string> tp_labels(tp_combos);
   auto tp_label_of = [&](const std::vector<size_t>& pick) -> const std::string& {
     size_t index = 0;
     for (size_t t = models.size(); t-- > 0;) index = index * tp_options[t].size() + pick[t];
-    if (tp_labels.empty()) {
-      size_t combos = 1;
-      for (const auto& o : tp_options) combos *= o.size();
-      tp_labels.resize(combos);
-    }
     std::string& label = tp_labels[index];
     if (label.empty()) {
       for (size_t t = 0; t < models.size(); ++t) {

@@ -41,7 +41,6 @@ const StructureFigures::KindSpeeds& StructureFigures::kind_speeds(const GroupSpe
   return speeds_.emplace(std::make_pair(&g, share), std::move(speeds)).first->second;
 }
 
-
 double StructureFigures::layer_mix(std::vector<const LayerFractions*>& fractions) {
   std::sort(fractions.begin(), fractions.end());
   fractions.erase(std::unique(fractions.begin(), fractions.end()), fractions.end());
@@ -61,16 +60,22 @@ const GroupSpec* StructureFigures::canonical(const GroupSpec& g) {
   return rep;
 }
 
-StructureFigures::Runs StructureFigures::runs(const Structure& st) {
-  Runs out;
+template <typename Visit>
+void StructureFigures::for_each_run(const Structure& st, Visit&& visit) {
+  const GroupSpec* run = nullptr;
+  int count = 0;
   for (const SharedGroup& group : st.groups) {
     const GroupSpec* rep = canonical(*group);
-    if (out.runs.empty() || out.runs.back().first != rep) {
-      out.runs.push_back({rep, 1});
-    } else {
-      ++out.runs.back().second;
-    }
+    if (rep != run && count > 0) visit(run, count);
+    count = rep == run ? count + 1 : 1;
+    run = rep;
   }
+  if (count > 0) visit(run, count);
+}
+
+StructureFigures::Runs StructureFigures::runs(const Structure& st) {
+  Runs out;
+  for_each_run(st, [&](const GroupSpec* group, int count) { out.runs.push_back({group, count}); });
   out.groups = static_cast<int>(st.groups.size());
   return out;
 }
@@ -239,6 +244,16 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
       figures = per_model_.emplace(model_key, std::move(per_rung)).first;
     }
     layers.models.emplace_back(ms.share, ms.usable_bytes, &figures->second);
+    const std::vector<double>& least = figures->second.back();
+    constexpr double kNone = std::numeric_limits<double>::infinity();
+    GroupLayers::LeastBlock block{kNone, kNone, kNone};
+    for (int l = 0; l < L; ++l) {
+      if (outer_layer(l)) continue;
+      block.state = std::min(block.state, least[kLayerFigures * l]);
+      block.per_copy = std::min(block.per_copy, least[kLayerFigures * l + 1]);
+      block.per_weight_pass = std::min(block.per_weight_pass, least[kLayerFigures * l + 2]);
+    }
+    layers.least_block.push_back(block);
   }
   return group_layers_.emplace(key, std::move(layers)).first->second;
 }
@@ -503,6 +518,43 @@ Seconds StructureFigures::memory_bound_s(const Runs& runs, const Choice& choice,
   return layers_bound_s(runs, choice, even_shares, known_s, true);
 }
 
+bool StructureFigures::may_hold_layers(const Runs& runs, const Choice& choice, bool even_shares) {
+  // Blocks counted from bytes divided by a block's least bytes: a relative margin over the
+  // rounding of the exact prefix sums (memory_bound_s), toward holding more.
+  constexpr double kRoundingMargin = 1e-9;
+  const int L = analytic_.layers();
+  const int p = runs.groups;
+  const int v = choice.schedule.chunks;
+  const OuterHolders holders = outer_holders(choice.schedule, p);
+  long total = static_cast<long>(outer_layers_.size());   // layers held at most
+  long unfilled = 0;   // stages no layer could fill
+  int first = 0;   // of the run
+  for (const auto& [group, count] : runs.runs) {
+    const GroupLayers& layers = group_layers(*group, choice.micro_batch_size, even_shares);
+    for (int g = first; g < first + count; ++g) {
+      const double in_flight = in_flight_of(choice.schedule, p, g, choice.micro_batches);
+      const double weight_passes = std::max(0, weight_passes_of(choice.schedule, g, choice.micro_batches));
+      const OuterLayers held = holders.of(g);
+      double blocks = L;   // the most blocks every device model of the group could hold
+      for (size_t i = 0; i < layers.models.size(); ++i) {
+        const auto& [share, usable, figures] = layers.models[i];
+        const Copies copies{share * in_flight, share * weight_passes};
+        double budget = usable;
+        for (int l : held) budget -= layer_need(figures->back(), l, copies);
+        if (budget < 0) return false;   // its outer layers alone overflow
+        const GroupLayers::LeastBlock& least = layers.least_block[i];
+        double block = least.state + least.per_copy * copies.kept;
+        if (copies.weight_passes > 0) block += least.per_weight_pass * copies.weight_passes;
+        if (block > 0) blocks = std::min(blocks, std::floor(budget * (1 + kRoundingMargin) / block));
+      }
+      total += static_cast<long>(blocks);
+      unfilled += std::max(0L, v - static_cast<long>(held.size()) - static_cast<long>(blocks));
+    }
+    first += count;
+  }
+  return total >= L && unfilled <= holders.free;
+}
+
 Seconds StructureFigures::balance_bound_s(const Structure& st, const Choice& choice, int global_batch,
                                           bool even_shares) {
   return of_structure(&StructureFigures::balance_bound_s, st, choice, global_batch, even_shares);
@@ -532,20 +584,8 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, const Choice& choice,
   const OuterHolders holders = outer_holders(choice.schedule, p);
   const int free_outer = holders.free;
   const int outer = static_cast<int>(outer_layers_.size());
-  // Per group (`count` alike): the least seconds per micro-batch of its outer layers and of k
-  // blocks beside them, and the stages its outer layers fill. Without memory the groups of a
-  // run that hold no outer layer are alike.
-  struct Curve {
-    double outer_s;
-    const std::vector<double>* take;
-    int outer_stages;
-    const std::vector<double>* layer_s;   // each layer's seconds at rung 0
-    int count;
-    // The blocks it takes at the bisection's two ends (within, below): at any T between them
-    // it takes from k_lo to k_hi, which narrows its search; k_now at the last T asked.
-    int k_lo = 0, k_hi = 0, k_now = 0;
-  };
-  std::vector<Curve> curves;
+  std::vector<Curve>& curves = curves_scratch_;
+  curves.clear();
   double lo = 0, hi = 0;   // within(T) fails below lo and holds from hi on
   long most_total = outer;
   auto add = [&](GroupLayers& layers, int g, int count) {
@@ -625,7 +665,8 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, const Choice& choice,
   // (>= each layer at its fastest group, and >= S); some group holds ceil(L / p) layers or
   // more, so its reduction is at least the least such over the groups. A piecewise linear
   // function of S: least at lo or at a break.
-  std::vector<const std::vector<double>*> layer_rows;   // distinct, one per run at most
+  std::vector<const std::vector<double>*>& layer_rows = layer_rows_scratch_;   // distinct, one per run at most
+  layer_rows.clear();
   for (const Curve& c : curves) {
     if (std::find(layer_rows.begin(), layer_rows.end(), c.layer_s) == layer_rows.end()) layer_rows.push_back(c.layer_s);
   }
@@ -665,15 +706,7 @@ double StructureFigures::group_hold_fraction(const GroupSpec& g) {
 double StructureFigures::hold_fraction(const Structure& st) {
   // hold_fraction(runs(st)) without making the runs: the same sums in the same order.
   double held = 0;
-  const GroupSpec* run = nullptr;
-  int count = 0;
-  for (const SharedGroup& group : st.groups) {
-    const GroupSpec* rep = canonical(*group);
-    if (rep != run && count > 0) held += count * group_hold_fraction(*run);
-    count = rep == run ? count + 1 : 1;
-    run = rep;
-  }
-  if (count > 0) held += count * group_hold_fraction(*run);
+  for_each_run(st, [&](const GroupSpec* group, int count) { held += count * group_hold_fraction(*group); });
   return held;
 }
 

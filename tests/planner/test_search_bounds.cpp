@@ -2,10 +2,10 @@
 // The search's lower bounds are safe. For every choice of every structure: bound_s lies below
 // stage_bound_s, balance_bound_s and memory_bound_s, and each of them below the analytic
 // estimate of the choice's layout; memory_bound_s is infinite only where no layout fits
-// (balance_bound_s, which leaves memory out, never); least_stage_bound_s lies below the stage
-// bound of each of a structure's choices. The search lays out items in the order of these
-// bounds and stops at the first that cannot beat its kept estimates, so a bound above an
-// estimate would lose plans.
+// (balance_bound_s, which leaves memory out, never) and wherever may_hold_layers says no;
+// least_stage_bound_s lies below the stage bound of each of a structure's choices. The search
+// lays out items in the order of these bounds and stops at the first that cannot beat its kept
+// estimates, so a bound above an estimate would lose plans.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -31,7 +31,7 @@ std::vector<Case> cases() {
 }  // namespace
 
 TEST_CASE("the search's bounds never exceed the analytic estimate of a layout") {
-  long checked = 0, overflowing = 0, refused = 0, refused_for_weight_passes = 0, stage_raised = 0, memory_raised = 0, least_raised = 0;
+  long checked = 0, overflowing = 0, refused = 0, refused_cheaply = 0, refused_for_weight_passes = 0, stage_raised = 0, memory_raised = 0, least_raised = 0;
   for (const Case& c : cases()) {
     const plan::SpaceLimits limits = test::every_device(c.cluster);
     plan::AnalyticModel analytic(c.cluster, c.model);
@@ -59,6 +59,7 @@ TEST_CASE("the search's bounds never exceed the analytic estimate of a layout") 
           const double stage = figures.stage_bound_s(s, choice, c.batch, rules.even_shares);
           const double balance = figures.balance_bound_s(s, choice, c.batch, rules.even_shares);
           const double memory = figures.memory_bound_s(s, choice, c.batch, rules.even_shares);
+          const bool may_hold = figures.may_hold_layers(runs, choice, rules.even_shares);
           CAPTURE(c.cluster.name);
           CAPTURE(c.model.name);
           CAPTURE(s.label);
@@ -79,6 +80,9 @@ TEST_CASE("the search's bounds never exceed the analytic estimate of a layout") 
             ++overflowing;
           }
           refused += std::isinf(memory);
+          // The cheap verdict refuses only what the memory verdict refuses, and most of it.
+          if (!may_hold) CHECK(std::isinf(memory));
+          refused_cheaply += !may_hold;
           if (choice.schedule.kind == plan::ScheduleKind::zb_h1 && std::isinf(memory)) {
             // The same choice under 1f1b keeps as many activations in flight but no weight pass.
             plan::Choice plain_1f1b = choice;
@@ -97,6 +101,8 @@ TEST_CASE("the search's bounds never exceed the analytic estimate of a layout") 
   CHECK(checked > 2000);
   CHECK(overflowing > 100);
   CHECK(refused > 50);
+  MESSAGE("refused by may_hold_layers: ", refused_cheaply, " of ", refused);
+  CHECK(refused_cheaply > refused / 4);
   CHECK(stage_raised > 100);
   CHECK(memory_raised > 100);
   CHECK(least_raised > 10);

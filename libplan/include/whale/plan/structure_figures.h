@@ -96,6 +96,11 @@ class StructureFigures {
   /// group holding ceil(layers / p) layers or more.
   Seconds memory_bound_s(const Structure& structure, const Choice& choice, int global_batch, bool even_shares);
   Seconds memory_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s);
+  /// A necessary condition of a finite memory_bound_s, far cheaper: each group can hold the
+  /// outer layers its stages must, and the groups together the model, with every block at the
+  /// least bytes of any block at any rung. False: no layout of the choice fits (memory_bound_s
+  /// is infinite).
+  bool may_hold_layers(const Runs& runs, const Choice& choice, bool even_shares);
 
  private:
   // The least seconds per micro-batch of a group's k cheapest blocks that fit its memory beside
@@ -110,6 +115,15 @@ class StructureFigures {
   struct GroupLayers {
     // Per device model of the group: its largest share, usable bytes and index into per_model_.
     std::vector<std::tuple<int, Bytes, const std::vector<std::vector<double>>*>> models;
+    // Per device model as in `models`: the least bytes of any block at any rung, as state
+    // bytes plus bytes per kept activation copy plus bytes per held weight pass (each the
+    // least over the blocks); +infinity where the model has no blocks.
+    struct LeastBlock {
+      double state = 0;
+      double per_copy = 0;
+      double per_weight_pass = 0;
+    };
+    std::vector<LeastBlock> least_block;
     // [rung][k]: seconds per micro-batch of the k cheapest blocks (layers but the outer ones,
     // outer_layer) at the slowest class.
     // Rows 0..top as above; row top + 1: each layer's seconds at rung 0, in layer order.
@@ -117,8 +131,9 @@ class StructureFigures {
     // [k]: the least data-parallel gradient reduction seconds of any k layers of the group.
     std::vector<double> reduction_prefix;
     // By (micro-batches in flight, zb-h1's weight passes held, outer layers held: 1 the first,
-    // 2 the last), packed into one integer (block_times). Hashed: a search asks it for every group of
-    // every pipeline it bounds, where a tree's walk through cold nodes cost a tenth of a search.
+    // 2 the last), packed into one integer (block_times). Hashed: a search asks it for every
+    // group of every pipeline it bounds, where a tree's walk through cold nodes cost a tenth of
+    // a search.
     std::unordered_map<std::uint64_t, BlockTimes> block_times;
   };
   GroupLayers& group_layers(const GroupSpec& group, int micro_batch_size, bool even_shares);
@@ -183,6 +198,21 @@ class StructureFigures {
   // least_bound_s's layer mix: each layer at its least fraction over every group and share.
   double least_layer_mix(const Runs& runs, int global_batch);
   std::vector<const LayerFractions*> rows_scratch_;   // bound_s's rows, reused
+  // layers_bound_s's per group (`count` alike): the least seconds per micro-batch of its outer
+  // layers and of k blocks beside them, and the stages its outer layers fill. Without memory
+  // the groups of a run that hold no outer layer are alike.
+  struct Curve {
+    double outer_s;
+    const std::vector<double>* take;
+    int outer_stages;
+    const std::vector<double>* layer_s;   // each layer's seconds at rung 0
+    int count;
+    // The blocks it takes at the bisection's two ends (within, below): at any T between them
+    // it takes from k_lo to k_hi, which narrows its search; k_now at the last T asked.
+    int k_lo = 0, k_hi = 0, k_now = 0;
+  };
+  std::vector<Curve> curves_scratch_;   // layers_bound_s's curves, reused
+  std::vector<const std::vector<double>*> layer_rows_scratch_;   // and its distinct layer rows
   const KindSpeeds& kind_speeds(const GroupSpec& group, int share);
   double group_hold_fraction(const GroupSpec& group);
   // Samples per second of the group's replicas, each at its best share over the micro-batch
@@ -191,6 +221,9 @@ class StructureFigures {
 
   // The first group seen of each shape (Runs): every per-group figure is kept for it alone.
   const GroupSpec* canonical(const GroupSpec& group);
+  // Calls visit(representative, count) for each run of the structure's groups (Runs), in order.
+  template <typename Visit>
+  void for_each_run(const Structure& structure, Visit&& visit);
   // tp, data-parallel link bandwidth and latency, replica kinds (model, intra link), replica_kind.
   using ReplicaKindKey = std::tuple<std::string, double, double>;
   using ShapeKey = std::tuple<int, double, double, std::vector<ReplicaKindKey>, std::vector<int>>;

@@ -116,8 +116,9 @@ using InstructionVisitor = std::function<void(const plan::Instruction&)>;
 using InstructionSequence = std::function<void(const InstructionVisitor&)>;
 
 /// replica_memory of the group that runs `group_stages` (ascending) with the instructions of
-/// `instructions`: its program's, or only its compute instructions (plan::ComputeSequences),
-/// which give the same breakdown bit for bit (the other instructions change nothing it walks).
+/// `instructions`: its program's, or only its compute instructions (plan::ComputeSequences,
+/// which leaves out the steady state's repeats), which give the same breakdown bit for bit (the
+/// other instructions change nothing it walks, nor do the repeats).
 MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& group_stages,
                                const InstructionSequence& instructions, int replica);
 
