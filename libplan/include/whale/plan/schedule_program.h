@@ -118,7 +118,7 @@ struct ComputeOp;   // schedule_order.h, private to libplan
 /// instructions (micro-batches in flight per stage and in all, bytes kept, stages with
 /// gradients) takes again the values it took in the period before (detail::visit_one_f_one_b),
 /// so a walk for their extremes, as the memory model's, finds the same extremes.
-/// At 2,048 micro-batches a group visits about 2 (p v + p) rounds instead of 2,048.
+/// At 2,048 micro-batches a group visits fewer than 4 p v + p rounds instead of 2,048.
 class ComputeSequences {
  public:
   /// Requires check_schedule_shape(plan) to pass.
