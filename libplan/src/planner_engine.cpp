@@ -115,17 +115,26 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   };
   // Choices depend on a structure only through its depth and largest dp (EngineInput): each
   // list is asked for once. Every choice is one work item (StructureFigures::memory_bound_s
-  // bounds each).
+  // bounds each), once its set of choices alike, when it has one, is opened (below).
   using ChoiceList = std::vector<Choice>;
   std::map<std::pair<int, int>, ChoiceList> lists;
   std::vector<const ChoiceList*> list_of(n);
+  // Per list, its choices in sets alike (StructureFigures::sets_alike): what a refined search
+  // bounds together first.
+  using ChoiceSets = std::vector<std::vector<const Choice*>>;
+  std::map<std::pair<int, int>, ChoiceSets> sets;
+  std::vector<const ChoiceSets*> sets_of(n);
   for (int i = 0; i < n; ++i) {
     if (cut_before(i)) break;
     const Structure& s = structures[i];
     const std::pair<int, int> key{static_cast<int>(s.groups.size()), s.max_dp()};
     auto it = lists.find(key);
-    if (it == lists.end()) it = lists.emplace(key, in.choices(s)).first;
+    if (it == lists.end()) {
+      it = lists.emplace(key, in.choices(s)).first;
+      sets[key] = figures.sets_alike(it->second, key.first);
+    }
     list_of[i] = &it->second;
+    sets_of[i] = &sets.at(key);
     out.choices_total += static_cast<long>(it->second.size());
   }
   const bool exhaustive = out.choices_total <= options.exhaustive_below;
@@ -156,8 +165,14 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     // (3; or may_hold_layers' refusal, infinite).
     std::int8_t level = 0;
     bool listed = false;   // taken from its structure's list (see `listed` below)
+    // Of a set of choices alike (`choice` indexes the structure's sets), bounded together by
+    // the same refinements: when it passes the last, its choices become items of their own,
+    // each at least its bound (a lower bound of theirs). Its index is its first choice's.
+    bool set = false;
   };
-  // Outside exhaustive spaces an item's bound is stage_bound_s's from the start, and is refined
+  // Outside exhaustive spaces an item's bound is stage_bound_s's from the start (of a set of
+  // choices alike where there are several: far fewer items reach the front at 65,536 samples
+  // on mixed-1024, where most sets do not fit), and is refined
   // when it first reaches the front by balance_bound_s (unless may_hold_layers, far cheaper,
   // already refuses it: at 65,536 samples on mixed-1024 most items reaching the front) and then
   // the memory verdict with memory_bound_s, each dearer than the one before: an item whose bound
@@ -201,7 +216,8 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   // devices most of 1.4 M structures are reached, with 5 to 16 items each.)
   struct Listed {
     double bound;
-    size_t choice;
+    int choice;   // the set's first where `set` >= 0
+    int set;      // into sets_of, or -1: one choice
   };
   std::vector<std::vector<Listed>> listed(n);
   auto push_listed = [&](int i) {
@@ -209,19 +225,44 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     if (list.empty()) return;
     const Listed next = list.back();
     list.pop_back();
-    requeue(Item{next.bound, first_item[i] + static_cast<long>(next.choice), i, static_cast<int>(next.choice),
-                 static_cast<std::int8_t>(refine ? 1 : 0), true});
+    requeue(Item{next.bound, first_item[i] + next.choice, i, next.set >= 0 ? next.set : next.choice,
+                 static_cast<std::int8_t>(refine ? 1 : 0), true, next.set >= 0});
     if (list.empty()) std::vector<Listed>().swap(list);   // spent: its memory goes
+  };
+  // The least bound each structure was expanded at: bound_s's floor for its items.
+  std::vector<double> expanded_at(n, 0.0);
+  // bound_s of a size of structure i, at least the bound it was expanded at.
+  auto size_bound = [&](int i, int micro_batch_size) {
+    return std::max(expanded_at[i], figures.bound_s(runs[i], micro_batch_size, in.global_batch));
+  };
+  auto alike_in = [](const std::vector<const Choice*>& set) {
+    return StructureFigures::ChoicesAlike{set.data(), set.data() + set.size()};
   };
   auto expand = [&](int i, double least) {
     const ChoiceList& choices = *list_of[i];
     std::vector<Listed>& list = listed[i];
-    list.reserve(choices.size());
-    double bound = 0;
-    for (size_t ci = 0; ci < choices.size(); ++ci) {
-      if (ci == 0 || choices[ci].micro_batch_size != choices[ci - 1].micro_batch_size)
-        bound = std::max(least, figures.bound_s(runs[i], choices[ci].micro_batch_size, in.global_batch));
-      list.push_back({refine ? figures.stage_bound_s(runs[i], choices[ci], in.rules.even_shares, bound) : bound, ci});
+    expanded_at[i] = least;
+    double bound = 0;   // size_bound of the size last seen
+    if (refine) {
+      const ChoiceSets& alike = *sets_of[i];
+      list.reserve(alike.size());
+      for (size_t k = 0; k < alike.size(); ++k) {
+        const Choice& first = *alike[k].front();
+        if (k == 0 || first.micro_batch_size != alike[k - 1].front()->micro_batch_size)
+          bound = size_bound(i, first.micro_batch_size);
+        const int ci = static_cast<int>(&first - choices.data());
+        const bool one = alike[k].size() == 1;
+        list.push_back({one ? figures.stage_bound_s(runs[i], first, in.rules.even_shares, bound)
+                            : figures.stage_bound_s(runs[i], alike_in(alike[k]), in.rules.even_shares, bound),
+                        ci, one ? -1 : static_cast<int>(k)});
+      }
+    } else {
+      list.reserve(choices.size());
+      for (size_t ci = 0; ci < choices.size(); ++ci) {
+        if (ci == 0 || choices[ci].micro_batch_size != choices[ci - 1].micro_batch_size)
+          bound = size_bound(i, choices[ci].micro_batch_size);
+        list.push_back({bound, static_cast<int>(ci), -1});
+      }
     }
     std::stable_sort(list.begin(), list.end(), [](const Listed& a, const Listed& b) { return a.bound < b.bound; });
     std::reverse(list.begin(), list.end());
@@ -293,28 +334,51 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     auto it = best_per_depth.find(static_cast<int>(structures[item.structure].groups.size()));
     return it != best_per_depth.end() && item.bound >= it->second.layout.estimate_s;
   };
+  // A set's choices as items of their own, each at least the set's bound and refined from its
+  // first bound on (where the set cannot fit, none can: each at the last level, infinite).
+  auto open_set = [&](const Item& set) {
+    const std::vector<const Choice*>& alike = (*sets_of[set.structure])[set.choice];
+    const Choice* first = list_of[set.structure]->data();
+    const double bound = size_bound(set.structure, alike.front()->micro_batch_size);
+    for (const Choice* c : alike) {
+      const int ci = static_cast<int>(c - first);
+      Item item{set.bound, first_item[set.structure] + ci, set.structure, ci, 3};
+      if (!std::isinf(set.bound)) {
+        item.bound = std::max(set.bound, figures.stage_bound_s(runs[set.structure], *c, in.rules.even_shares, bound));
+        item.level = 1;
+      }
+      requeue(item);
+    }
+  };
   auto next_refined_item = [&](Item* item) {
     while (next_item(item)) {
       bool raised = false;
       while (refine && item->level < 3 && !raised) {
         if (past(*item)) break;
         const StructureFigures::Runs& st = runs[item->structure];
-        const Choice& choice = (*list_of[item->structure])[item->choice];
         const bool even = in.rules.even_shares;
+        const Choice* const one = item->set ? nullptr : &(*list_of[item->structure])[item->choice];
+        const StructureFigures::ChoicesAlike alike =
+            item->set ? alike_in((*sets_of[item->structure])[item->choice]) : StructureFigures::ChoicesAlike{&one, &one + 1};
         double b;
-        if (item->level == 1 && !figures.may_hold_layers(st, choice, even)) {
+        if (item->level == 1 && !figures.may_hold_layers(st, alike, even)) {
           b = std::numeric_limits<double>::infinity();   // the memory verdict, without its bound
           item->level = 2;
         } else {
-          b = item->level == 1 ? figures.balance_bound_s(st, choice, even, item->bound)
-                               : figures.memory_bound_s(st, choice, even, item->bound);
+          b = item->level == 1 ? figures.balance_bound_s(st, alike, even, item->bound)
+                               : figures.memory_bound_s(st, alike, even, item->bound);
         }
         ++item->level;
         raised = b > item->bound;
         if (raised) item->bound = b;
       }
-      if (!raised) return true;
-      requeue(*item);
+      if (raised) {
+        requeue(*item);
+      } else if (item->set && item->level == 3 && !past(*item) && (!std::isinf(item->bound) || top.empty())) {
+        open_set(*item);
+      } else {
+        return true;   // a choice to lay out, or a set that gather sets aside or holds
+      }
     }
     return false;
   };
@@ -328,6 +392,10 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
     const long cap_end = out.stats.candidates_evaluated + options.max_evaluations;
     while (!out.stats.timed_out) {
       Item item;
+      if (held_item && held_item->set) {   // back through the refinements, to be opened
+        requeue(*held_item);
+        held_item.reset();
+      }
       if (held_item) {
         item = *held_item;
         held_item.reset();

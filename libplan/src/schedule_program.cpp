@@ -110,11 +110,15 @@ ScheduleProgram generate_with_reductions(ScheduleKind kind, int groups, int chun
                                          const std::vector<int>& buckets_per_stage) {
   const detail::ScheduleShape shape{kind, groups, chunks, micro_batches};
   check_shape(shape);
-  const std::shared_ptr<const detail::ComputeOrders> shared =
-      kind == ScheduleKind::wave    ? detail::shared_wave_orders(shape)
-      : kind == ScheduleKind::zb_h1 ? std::make_shared<const detail::ComputeOrders>(detail::zb_h1_orders(shape))
-                                    : std::make_shared<const detail::ComputeOrders>(detail::one_f_one_b_orders(shape));
-  const detail::ComputeOrders& orders = *shared;
+  // Wave orders are played once per shape and shared (shared_wave_orders); the others here.
+  std::shared_ptr<const detail::ComputeOrders> wave;
+  detail::ComputeOrders played;
+  if (kind == ScheduleKind::wave) {
+    wave = detail::shared_wave_orders(shape);
+  } else {
+    played = kind == ScheduleKind::zb_h1 ? detail::zb_h1_orders(shape) : detail::one_f_one_b_orders(shape);
+  }
+  const detail::ComputeOrders& orders = wave ? *wave : played;
   std::vector<int> group_of(shape.stages());
   for (int s = 0; s < shape.stages(); ++s) group_of[s] = group_of_stage(kind, groups, chunks, s);
 

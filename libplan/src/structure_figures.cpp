@@ -11,6 +11,58 @@
 
 namespace whale::plan {
 
+namespace {
+// layers_bound_s's bisection ends with its two ends this close, relatively.
+constexpr double kBisectionTolerance = 1e-4;
+}  // namespace
+
+bool StructureFigures::alike(const Choice& a, const Choice& b, int p) const {
+  const OuterHolders ha = outer_holders(a.schedule, p), hb = outer_holders(b.schedule, p);
+  return a.micro_batch_size == b.micro_batch_size && ha.first_group == hb.first_group &&
+         ha.last_group == hb.last_group && (a.schedule.chunks == 1) == (b.schedule.chunks == 1);
+}
+
+std::vector<std::vector<const Choice*>> StructureFigures::sets_alike(const std::vector<Choice>& choices,
+                                                                    int depth) const {
+  std::vector<std::vector<const Choice*>> sets;
+  std::vector<bool> placed(choices.size(), false);
+  for (size_t c = 0; c < choices.size(); ++c) {
+    if (placed[c]) continue;
+    sets.emplace_back();
+    for (size_t e = c; e < choices.size(); ++e) {
+      if (!placed[e] && alike(choices[c], choices[e], depth)) {
+        placed[e] = true;
+        sets.back().push_back(&choices[e]);
+      }
+    }
+  }
+  return sets;
+}
+
+StructureFigures::LeastShape StructureFigures::least_shape(ChoicesAlike alike, int p) {
+  const Choice& first = **alike.begin();
+  LeastShape out{first.micro_batches, first.schedule.chunks, std::numeric_limits<double>::infinity()};
+  for (const Choice* c : alike) {
+    const int m = c->micro_batches, v = c->schedule.chunks;
+    out.micro_batches = std::min(out.micro_batches, m);
+    out.chunks = std::min(out.chunks, v);
+    out.bubble_factor = std::min(out.bubble_factor, bubble_share(c->schedule.kind) / (m >= p ? v : 1));
+  }
+  return out;
+}
+
+int StructureFigures::least_in_flight(ChoicesAlike alike, int p, int g) {
+  int least = std::numeric_limits<int>::max();
+  for (const Choice* c : alike) least = std::min(least, in_flight_of(c->schedule, p, g, c->micro_batches));
+  return least;
+}
+
+int StructureFigures::least_weight_passes(ChoicesAlike alike, int g) {
+  int least = std::numeric_limits<int>::max();
+  for (const Choice* c : alike) least = std::min(least, std::max(0, weight_passes_of(c->schedule, g, c->micro_batches)));
+  return least;
+}
+
 const StructureFigures::KindSpeeds& StructureFigures::kind_speeds(const GroupSpec& g, int share) {
   auto it = speeds_.find({&g, share});
   if (it != speeds_.end()) return it->second;
@@ -295,8 +347,7 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
     }
     for (size_t r = 0; r < rows; ++r) {
       const std::vector<double>& f = (*figures)[r];
-      double budget = usable;   // the outer layers the group holds come first
-      for (int l : outer_held) budget -= layer_need(f, l, copies);
+      const double budget = budget_beside(usable, f, outer_held, copies);   // the outer layers come first
       int k = -1;   // not even the outer layers fit
       if (budget >= 0) {
         const std::vector<double>& need = sorted[r];
@@ -371,6 +422,13 @@ double StructureFigures::layer_need(const std::vector<double>& figures, int laye
   return f[0] + f[1] * copies.kept + f[2] * copies.weight_passes;
 }
 
+double StructureFigures::budget_beside(double usable, const std::vector<double>& figures, const OuterLayers& held,
+                                       const Copies& copies) {
+  double budget = usable;
+  for (int l : held) budget -= layer_need(figures, l, copies);
+  return budget;
+}
+
 const std::vector<std::vector<double>>& StructureFigures::block_needs(const std::vector<std::vector<double>>* figures,
                                                                        double kept) {
   const auto key = std::make_pair(figures, kept);
@@ -431,8 +489,15 @@ Seconds StructureFigures::stage_bound_s(const Structure& st, const Choice& choic
 }
 
 Seconds StructureFigures::stage_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s) {
+  const Choice* one = &choice;
+  return stage_bound_s(runs, ChoicesAlike{&one, &one + 1}, even_shares, known_s);
+}
+
+Seconds StructureFigures::stage_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s) {
+  const Choice& choice = **alike.begin();
   const int p = runs.groups;
-  const int v = choice.schedule.chunks;
+  const LeastShape shape = least_shape(alike, p);
+  const int v = shape.chunks;
   const OuterHolders holders = outer_holders(choice.schedule, p);
   const int free_outer = holders.free;
   double slowest = 0, summed = 0;   // the most and the sum of the groups' least seconds per micro-batch
@@ -467,9 +532,7 @@ Seconds StructureFigures::stage_bound_s(const Runs& runs, const Choice& choice, 
   }
   // build_layout's estimate: m times the slowest group's time (at least bound_s as well) plus
   // the bubble share of the other groups' summed time.
-  const int m = choice.micro_batches;
-  const double bubble_factor = bubble_share(choice.schedule.kind) / (m >= p ? v : 1);
-  return std::max(known_s, m * slowest) + bubble_factor * (summed - slowest);
+  return std::max(known_s, shape.micro_batches * slowest) + shape.bubble_factor * (summed - slowest);
 }
 
 Seconds StructureFigures::least_stage_bound_s(const Runs& runs, const std::vector<Choice>& choices, int global_batch,
@@ -515,16 +578,27 @@ Seconds StructureFigures::memory_bound_s(const Structure& st, const Choice& choi
 }
 
 Seconds StructureFigures::memory_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s) {
-  return layers_bound_s(runs, choice, even_shares, known_s, true);
+  const Choice* one = &choice;
+  return layers_bound_s(runs, ChoicesAlike{&one, &one + 1}, even_shares, known_s, true);
+}
+
+Seconds StructureFigures::memory_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s) {
+  return layers_bound_s(runs, alike, even_shares, known_s, true);
 }
 
 bool StructureFigures::may_hold_layers(const Runs& runs, const Choice& choice, bool even_shares) {
+  const Choice* one = &choice;
+  return may_hold_layers(runs, ChoicesAlike{&one, &one + 1}, even_shares);
+}
+
+bool StructureFigures::may_hold_layers(const Runs& runs, ChoicesAlike alike, bool even_shares) {
+  const Choice& choice = **alike.begin();
   // Blocks counted from bytes divided by a block's least bytes: a relative margin over the
   // rounding of the exact prefix sums (memory_bound_s), toward holding more.
   constexpr double kRoundingMargin = 1e-9;
   const int L = analytic_.layers();
   const int p = runs.groups;
-  const int v = choice.schedule.chunks;
+  const int v = least_shape(alike, p).chunks;
   const OuterHolders holders = outer_holders(choice.schedule, p);
   long total = static_cast<long>(outer_layers_.size());   // layers held at most
   long unfilled = 0;   // stages no layer could fill
@@ -532,15 +606,14 @@ bool StructureFigures::may_hold_layers(const Runs& runs, const Choice& choice, b
   for (const auto& [group, count] : runs.runs) {
     const GroupLayers& layers = group_layers(*group, choice.micro_batch_size, even_shares);
     for (int g = first; g < first + count; ++g) {
-      const double in_flight = in_flight_of(choice.schedule, p, g, choice.micro_batches);
-      const double weight_passes = std::max(0, weight_passes_of(choice.schedule, g, choice.micro_batches));
+      const double in_flight = least_in_flight(alike, p, g);
+      const double weight_passes = least_weight_passes(alike, g);
       const OuterLayers held = holders.of(g);
       double blocks = L;   // the most blocks every device model of the group could hold
       for (size_t i = 0; i < layers.models.size(); ++i) {
         const auto& [share, usable, figures] = layers.models[i];
         const Copies copies{share * in_flight, share * weight_passes};
-        double budget = usable;
-        for (int l : held) budget -= layer_need(figures->back(), l, copies);
+        const double budget = budget_beside(usable, figures->back(), held, copies);
         if (budget < 0) return false;   // its outer layers alone overflow
         const GroupLayers::LeastBlock& least = layers.least_block[i];
         double block = least.state + least.per_copy * copies.kept;
@@ -561,20 +634,27 @@ Seconds StructureFigures::balance_bound_s(const Structure& st, const Choice& cho
 }
 
 Seconds StructureFigures::balance_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s) {
-  return layers_bound_s(runs, choice, even_shares, known_s, false);
+  const Choice* one = &choice;
+  return layers_bound_s(runs, ChoicesAlike{&one, &one + 1}, even_shares, known_s, false);
 }
 
-Seconds StructureFigures::layers_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s,
+Seconds StructureFigures::balance_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s) {
+  return layers_bound_s(runs, alike, even_shares, known_s, false);
+}
+
+Seconds StructureFigures::layers_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s,
                                          bool memory) {
   // Summed in another order than build_layout sums: a relative margin far above the rounding.
   constexpr double kRoundingMargin = 1e-9;
+  const Choice& choice = **alike.begin();
   const int micro_batch_size = choice.micro_batch_size;
   AnalyticModel& an = analytic_;
   const int p = runs.groups;
-  const int m = choice.micro_batches;
-  const int v = choice.schedule.chunks;
-  const bool one_chunk = v == 1;
-  const double bubble_factor = bubble_share(choice.schedule.kind) / (m >= p ? v : 1);
+  const LeastShape shape = least_shape(alike, p);
+  const int m = shape.micro_batches;
+  const int v = shape.chunks;
+  const bool one_chunk = choice.schedule.chunks == 1;   // alike: all or none
+  const double bubble_factor = shape.bubble_factor;
   const int L = an.layers();
   const int top = max_rung(an);
   // The outer layers (embedding, head): the first layer rides in stage 0 and the last in stage
@@ -594,8 +674,7 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, const Choice& choice,
     double outer_s = 0;
     const std::vector<double>* take = &time[0];   // k blocks at rung 0, memory aside
     if (memory) {
-      const BlockTimes& times = block_times(layers, in_flight_of(choice.schedule, p, g, m),
-                                            std::max(0, weight_passes_of(choice.schedule, g, m)), held);
+      const BlockTimes& times = block_times(layers, least_in_flight(alike, p, g), least_weight_passes(alike, g), held);
       outer_s = times.outer_s;
       take = one_chunk ? &times.one_rung : &times.any_rung;
       if (take->empty()) return false;   // its outer layers alone overflow
@@ -653,8 +732,8 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, const Choice& choice,
   for (Curve& c : curves) c.k_hi = static_cast<int>(c.take->size()) - 1;
   hi *= 1 + 1e-9;
   if (!within(hi)) return std::numeric_limits<double>::infinity();
-  // Bisection to a relative 1e-4: lo stays below the least T that holds.
-  while (hi - lo > 1e-4 * hi) {
+  // Bisection: lo stays below the least T that holds, and within kBisectionTolerance of it.
+  while (hi - lo > kBisectionTolerance * hi) {
     const double mid = 0.5 * (lo + hi);
     const bool holds = within(mid);
     for (size_t i = 0; i < asked; ++i) (holds ? curves[i].k_hi : curves[i].k_lo) = curves[i].k_now;
@@ -683,6 +762,11 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, const Choice& choice,
   for (double S : {total, reduction / kBackwardShare}) {
     if (S > lo) least = std::min(least, estimate_at(S));
   }
+  // Of several choices: each choice's own bisection ends at least (1 - tolerance) times its
+  // least T, which is at least the least T here (a relaxation of each); the estimate at c T is
+  // at least c times the estimate at T for c < 1 (each term scales by c or less), so scaled
+  // by 1 - 2 x the tolerance the bound stays below each choice's own.
+  if (alike.end() - alike.begin() > 1) least *= 1.0 - 2 * kBisectionTolerance;
   return std::max(known_s, least * (1.0 - kRoundingMargin));
 }
 

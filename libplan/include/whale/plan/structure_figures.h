@@ -102,7 +102,37 @@ class StructureFigures {
   /// is infinite).
   bool may_hold_layers(const Runs& runs, const Choice& choice, bool even_shares);
 
+  /// Choices of one structure alike: of one micro-batch size, their first and last layers in
+  /// the same groups, and one chunk each or several each (alike(a, b, depth)). The bounds
+  /// below take them together, each figure they read at its least over them (micro-batches,
+  /// chunks, bubble share, activation copies kept and weight passes held per group): a lower
+  /// bound of each choice's own bound, and the same for one choice. The verdict refuses only
+  /// where it refuses every one of them.
+  struct ChoicesAlike {
+    const Choice* const* begin_;
+    const Choice* const* end_;
+    const Choice* const* begin() const { return begin_; }
+    const Choice* const* end() const { return end_; }
+  };
+  bool alike(const Choice& a, const Choice& b, int depth) const;
+  /// `choices` (a structure's of depth `depth`) in sets alike: each set in the choices' order,
+  /// the sets in the order of their first choices; pointers into `choices`.
+  std::vector<std::vector<const Choice*>> sets_alike(const std::vector<Choice>& choices, int depth) const;
+  Seconds stage_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s);
+  Seconds balance_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s);
+  Seconds memory_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s);
+  bool may_hold_layers(const Runs& runs, ChoicesAlike alike, bool even_shares);
+
  private:
+  // What the bounds read of their choices but the copies per group, each at its least.
+  struct LeastShape {
+    int micro_batches;
+    int chunks;
+    double bubble_factor;   // the schedule's bubble share over the chunks the bubble splits into
+  };
+  static LeastShape least_shape(ChoicesAlike alike, int depth);
+  static int least_in_flight(ChoicesAlike alike, int depth, int group);
+  static int least_weight_passes(ChoicesAlike alike, int group);
   // The least seconds per micro-batch of a group's k cheapest blocks that fit its memory beside
   // the outer layers it holds, at its slowest replica class.
   struct BlockTimes {
@@ -163,7 +193,7 @@ class StructureFigures {
   Seconds of_structure(Seconds (StructureFigures::*bound)(const Runs&, const Choice&, bool, Seconds),
                        const Structure& structure, const Choice& choice, int global_batch, bool even_shares);
   // memory_bound_s (`memory`) or balance_bound_s.
-  Seconds layers_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s, bool memory);
+  Seconds layers_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s, bool memory);
   bool outer_layer(int layer) const;   // the embedding or the head
   /// The groups of a p-group pipeline whose stages must hold the outer layers under `schedule`
   /// (the first layer rides in stage 0, the last in the last stage), and how many outer layers
@@ -258,6 +288,9 @@ class StructureFigures {
   };
   // A layer's bytes in one rung's row of per_model_ with `copies` kept.
   static double layer_need(const std::vector<double>& figures, int layer, const Copies& copies);
+  // The bytes of `usable` left beside the outer layers `held`, each at that row's need.
+  static double budget_beside(double usable, const std::vector<double>& figures, const OuterLayers& held,
+                              const Copies& copies);
   // By (per_model_ entry, kept activation copies per layer): [rung][k] the least bytes of k
   // blocks (outer_layer excluded) without weight passes, prefix sums of the sorted needs.
   const std::vector<std::vector<double>>& block_needs(const std::vector<std::vector<double>>* figures, double kept);
