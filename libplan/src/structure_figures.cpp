@@ -368,7 +368,9 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
   BlockTimes out;
   out.outer_s = 0;
   for (int l : outer_held) out.outer_s += time[top + 1][l];
-  // One rung for the group: k blocks at the cheapest rung that holds k.
+  // One rung for the group: k blocks at the cheapest rung that holds k. (Both tables sized
+  // exactly: kept for the whole search.)
+  out.one_rung.reserve(static_cast<size_t>(std::max(0, *std::max_element(most.begin(), most.begin() + top + 1) + 1)));
   for (int k = 0;; ++k) {
     double least = std::numeric_limits<double>::infinity();
     for (int r = 0; r <= top; ++r) {
@@ -409,6 +411,7 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
     }
     return hull.back().second;
   };
+  out.any_rung.reserve(static_cast<size_t>(std::max(0, most[top + 1] + 1)));
   for (int k = 0; k <= most[top + 1]; ++k) {
     double t = time[0][k];
     for (size_t i = 0; k > 0 && i < points.size(); ++i) t = std::max(t, k * per_block(points[i], left[i] / k));
@@ -435,15 +438,20 @@ const std::vector<std::vector<double>>& StructureFigures::block_needs(const std:
   auto it = block_needs_.find(key);
   if (it != block_needs_.end()) return it->second;
   const int L = analytic_.layers();
+  // Sized exactly: kept for the whole search, tens of megabytes at 65,536 samples.
   std::vector<std::vector<double>> out;
+  out.reserve(figures->size());
   std::vector<double> need;
+  need.reserve(static_cast<size_t>(L));
   for (const std::vector<double>& f : *figures) {
     need.clear();
     for (int l = 0; l < L; ++l) {
       if (!outer_layer(l)) need.push_back(layer_need(f, l, Copies{kept, 0.0}));
     }
     std::sort(need.begin(), need.end());
-    std::vector<double> prefix(1, 0.0);
+    std::vector<double> prefix;
+    prefix.reserve(need.size() + 1);
+    prefix.push_back(0.0);
     for (double x : need) prefix.push_back(prefix.back() + x);
     out.push_back(std::move(prefix));
   }
