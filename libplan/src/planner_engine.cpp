@@ -251,10 +251,8 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         if (k == 0 || first.micro_batch_size != alike[k - 1].front()->micro_batch_size)
           bound = size_bound(i, first.micro_batch_size);
         const int ci = static_cast<int>(&first - choices.data());
-        const bool one = alike[k].size() == 1;
-        list.push_back({one ? figures.stage_bound_s(runs[i], first, in.rules.even_shares, bound)
-                            : figures.stage_bound_s(runs[i], alike_in(alike[k]), in.rules.even_shares, bound),
-                        ci, one ? -1 : static_cast<int>(k)});
+        list.push_back({figures.stage_bound_s(runs[i], alike_in(alike[k]), in.rules.even_shares, bound), ci,
+                        alike[k].size() == 1 ? -1 : static_cast<int>(k)});
       }
     } else {
       list.reserve(choices.size());
@@ -359,7 +357,7 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         const bool even = in.rules.even_shares;
         const Choice* const one = item->set ? nullptr : &(*list_of[item->structure])[item->choice];
         const StructureFigures::ChoicesAlike alike =
-            item->set ? alike_in((*sets_of[item->structure])[item->choice]) : StructureFigures::ChoicesAlike{&one, &one + 1};
+            item->set ? alike_in((*sets_of[item->structure])[item->choice]) : StructureFigures::ChoicesAlike::of_one(one);
         double b;
         if (item->level == 1 && !figures.may_hold_layers(st, alike, even)) {
           b = std::numeric_limits<double>::infinity();   // the memory verdict, without its bound

@@ -16,8 +16,8 @@ namespace {
 constexpr double kBisectionTolerance = 1e-4;
 }  // namespace
 
-bool StructureFigures::alike(const Choice& a, const Choice& b, int p) const {
-  const OuterHolders ha = outer_holders(a.schedule, p), hb = outer_holders(b.schedule, p);
+bool StructureFigures::alike(const Choice& a, const Choice& b, int depth) const {
+  const OuterHolders ha = outer_holders(a.schedule, depth), hb = outer_holders(b.schedule, depth);
   return a.micro_batch_size == b.micro_batch_size && ha.first_group == hb.first_group &&
          ha.last_group == hb.last_group && (a.schedule.chunks == 1) == (b.schedule.chunks == 1);
 }
@@ -498,7 +498,7 @@ Seconds StructureFigures::stage_bound_s(const Structure& st, const Choice& choic
 
 Seconds StructureFigures::stage_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s) {
   const Choice* one = &choice;
-  return stage_bound_s(runs, ChoicesAlike{&one, &one + 1}, even_shares, known_s);
+  return stage_bound_s(runs, ChoicesAlike::of_one(one), even_shares, known_s);
 }
 
 Seconds StructureFigures::stage_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s) {
@@ -587,7 +587,7 @@ Seconds StructureFigures::memory_bound_s(const Structure& st, const Choice& choi
 
 Seconds StructureFigures::memory_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s) {
   const Choice* one = &choice;
-  return layers_bound_s(runs, ChoicesAlike{&one, &one + 1}, even_shares, known_s, true);
+  return layers_bound_s(runs, ChoicesAlike::of_one(one), even_shares, known_s, true);
 }
 
 Seconds StructureFigures::memory_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s) {
@@ -596,7 +596,7 @@ Seconds StructureFigures::memory_bound_s(const Runs& runs, ChoicesAlike alike, b
 
 bool StructureFigures::may_hold_layers(const Runs& runs, const Choice& choice, bool even_shares) {
   const Choice* one = &choice;
-  return may_hold_layers(runs, ChoicesAlike{&one, &one + 1}, even_shares);
+  return may_hold_layers(runs, ChoicesAlike::of_one(one), even_shares);
 }
 
 bool StructureFigures::may_hold_layers(const Runs& runs, ChoicesAlike alike, bool even_shares) {
@@ -643,7 +643,7 @@ Seconds StructureFigures::balance_bound_s(const Structure& st, const Choice& cho
 
 Seconds StructureFigures::balance_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s) {
   const Choice* one = &choice;
-  return layers_bound_s(runs, ChoicesAlike{&one, &one + 1}, even_shares, known_s, false);
+  return layers_bound_s(runs, ChoicesAlike::of_one(one), even_shares, known_s, false);
 }
 
 Seconds StructureFigures::balance_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s) {
@@ -661,7 +661,9 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, ChoicesAlike alike, b
   const LeastShape shape = least_shape(alike, p);
   const int m = shape.micro_batches;
   const int v = shape.chunks;
-  const bool one_chunk = choice.schedule.chunks == 1;   // alike: all or none
+  // Alike choices have one chunk each or several each; were they mixed, the several-chunk
+  // tables (below every choice's) would be the ones to read.
+  const bool one_chunk = std::all_of(alike.begin(), alike.end(), [](const Choice* c) { return c->schedule.chunks == 1; });
   const double bubble_factor = shape.bubble_factor;
   const int L = an.layers();
   const int top = max_rung(an);
@@ -774,7 +776,7 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, ChoicesAlike alike, b
   // least T, which is at least the least T here (a relaxation of each); the estimate at c T is
   // at least c times the estimate at T for c < 1 (each term scales by c or less), so scaled
   // by 1 - 2 x the tolerance the bound stays below each choice's own.
-  if (alike.end() - alike.begin() > 1) least *= 1.0 - 2 * kBisectionTolerance;
+  if (alike.size() > 1) least *= 1.0 - 2 * kBisectionTolerance;
   return std::max(known_s, least * (1.0 - kRoundingMargin));
 }
 

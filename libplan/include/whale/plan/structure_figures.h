@@ -109,10 +109,13 @@ class StructureFigures {
   /// bound of each choice's own bound, and the same for one choice. The verdict refuses only
   /// where it refuses every one of them.
   struct ChoicesAlike {
-    const Choice* const* begin_;
-    const Choice* const* end_;
-    const Choice* const* begin() const { return begin_; }
-    const Choice* const* end() const { return end_; }
+    const Choice* const* from;
+    const Choice* const* to;   // one past the last
+    const Choice* const* begin() const { return from; }
+    const Choice* const* end() const { return to; }
+    size_t size() const { return static_cast<size_t>(to - from); }
+    /// The set of the one choice `*choice` points to; `choice` must outlive the set.
+    static ChoicesAlike of_one(const Choice* const& choice) { return {&choice, &choice + 1}; }
   };
   bool alike(const Choice& a, const Choice& b, int depth) const;
   /// `choices` (a structure's of depth `depth`) in sets alike: each set in the choices' order,
