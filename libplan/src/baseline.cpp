@@ -59,7 +59,7 @@ RankedPlan search_devices(const Cluster& cluster, const Model& model, const Cost
 }  // namespace
 
 RankedPlan search_baseline(const Cluster& cluster, const Model& model, const CostModel& cost,
-                           const PlannerOptions& options, bool* found) {
+                           const PlannerOptions& options, bool* found, std::string* missing) {
   const int batch = batch_of(model, options);
   Hints only_exclusion;
   only_exclusion.exclude_devices = options.hints.exclude_devices;
@@ -83,6 +83,12 @@ RankedPlan search_baseline(const Cluster& cluster, const Model& model, const Cos
   in.keep = 1;
   EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline_of(options));
   *found = !eo.ranked.empty();
+  if (!*found && missing) {
+    *missing = eo.choices_total == 0 ? "none divides the global batch of " + std::to_string(batch) +
+                                           " samples into micro-batches of a multiple of its data-parallel degree"
+               : !eo.any_fit          ? "none fits in memory"
+                                      : "none fits in memory by the simulator's count";
+  }
   return *found ? eo.ranked.front() : RankedPlan{};
 }
 

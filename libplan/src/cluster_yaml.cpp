@@ -18,8 +18,11 @@ Link parse_link(const YamlField& field) {
   field.expect_keys({"kind", "bandwidth_gbps", "latency_us"});
   Link link;
   link.kind = field.get("kind").text();
-  link.bandwidth_bytes_per_s = gbps_to_bytes_per_s(field.get("bandwidth_gbps").positive_number());
-  link.latency_s = field.get("latency_us").non_negative_number() * kSecondsPerUs;
+  link.bandwidth_bytes_per_s = gbps_to_bytes_per_s(field.get("bandwidth_gbps").number_in(
+      kMinLinkGbps, kMaxLinkGbps, "gigabits per second: NVLink 4 gives 7200 per GPU, 100 Gb Ethernet 100"));
+  link.latency_s = field.get("latency_us").number_in(0, kMaxLinkLatencyUs,
+                                                       "microseconds: NVLink takes a few, InfiniBand about 5") *
+                   kSecondsPerUs;
   return link;
 }
 

@@ -137,14 +137,14 @@ bool operator==(const MoeSpec& a, const MoeSpec& b) {
 
 bool operator==(const Training& a, const Training& b) {
   return same_fields(a, b, [](const Training& x) {
-    return std::tie(x.global_batch, x.precision, x.optimizer, x.framework_precision);
+    return std::tie(x.global_batch, x.global_batch_tokens, x.precision, x.optimizer, x.framework_precision);
   });
 }
 
 bool operator==(const Model& a, const Model& b) {
   return same_fields(a, b, [](const Model& x) {
     return std::tie(x.name, x.source_file, x.family, x.num_layers, x.hidden, x.heads, x.head_dim,
-                    x.ffn_hidden, x.kv_heads, x.tie_embeddings, x.qkv_bias, x.rope_theta, x.sequence, x.vocabulary,
+                    x.ffn_hidden, x.kv_heads, x.tie_embeddings, x.qkv_bias, x.rope_theta, x.sequence, x.sliding_window, x.vocabulary,
                     x.attention_dropout, x.hidden_dropout, x.moe, x.training, x.layers);
   });
 }

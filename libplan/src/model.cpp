@@ -3,6 +3,8 @@
 #include "whale/plan/model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "model_families.h"
 #include "whale/plan/error.h"
@@ -78,8 +80,20 @@ void set_sequence(Model& model, int sequence, Precision precision, const std::st
   if (sequence < 1 || sequence > kMaxModelDimension) {
     throw Error("", option, "a sequence in [1, " + std::to_string(kMaxModelDimension) + "] tokens, got " + std::to_string(sequence));
   }
+  if (model.sliding_window > 0 && sequence > model.sliding_window) {
+    throw Error("", option,
+                "a sequence of at most the sliding window of '" + model.name + "' (" +
+                    std::to_string(model.sliding_window) + " tokens), got " + std::to_string(sequence),
+                "sliding-window attention at longer sequences changes the attention compute, which whale does not "
+                "model; train at " + std::to_string(model.sliding_window) + " tokens or fewer");
+  }
   model.sequence = sequence;
+  if (model.training.global_batch_tokens > 0) model.training.global_batch = batch_of_tokens(model.training.global_batch_tokens, sequence);
   generate_layers(model, precision);
+}
+
+int batch_of_tokens(int tokens, int sequence) {
+  return std::max(1, static_cast<int>(std::lround(static_cast<double>(tokens) / sequence)));
 }
 
 void generate_layers(Model& model, Precision precision) {

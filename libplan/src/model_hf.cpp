@@ -3,9 +3,9 @@
 // parses it) into a family model: GPT-2, GPT-NeoX and the Llama/Mistral/Qwen2 dense decoders.
 // Mixture-of-experts decoders (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE) get their moe block from
 // model_hf_moe.cpp. Fields that change the compute in ways whale does not model (experts on a
-// dense model type, multi-head latent attention, sliding windows shorter than the sequence, MLP
-// biases) fail naming the field. Schema and mapping:
-// docs/model.md, docs/moe.md.
+// dense model type, multi-head latent attention, MLP biases) fail naming the field; a sliding
+// window bounds the training sequence (set_sequence). Schema and mapping: docs/model.md,
+// docs/moe.md.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -21,7 +21,7 @@ namespace {
 
 // Tokens per global batch when the config gives none: Llama 2's 4M-token batch (Touvron et al.
 // 2023, section 2.2); --global-batch overrides it.
-constexpr double kDefaultBatchTokens = 4194304;
+constexpr int kDefaultBatchTokens = 4194304;
 
 // Every number this loader reads, with its range: an integer in [1, high], or a real in
 // (0, high]. The limits are those of the model YAML (limits.h); docs/limits.md lists them.
@@ -190,12 +190,11 @@ void read_llama_style(const YamlField& root, const std::string& model_type, Mode
   // transformers' LlamaConfig, MistralConfig and Qwen2Config: attention_dropout (0.0).
   model.attention_dropout = dropout_of(root, "attention_dropout");
   const bool window_used = model_type.rfind("qwen", 0) == 0 ? root.boolean_or("use_sliding_window", false) : true;
+  // Within its window a sliding-window attention is full attention: the model trains at most
+  // at the window's length (the default sequence when shorter than max_position_embeddings).
   if (window_used && !is_null(root, "sliding_window")) {
-    const YamlField window = root.get("sliding_window");
-    if (hf_integer(root, "sliding_window") < model.sequence) {
-      window.fail("no sliding window shorter than max_position_embeddings (" + std::to_string(model.sequence) + ")",
-                  "sliding-window attention changes the attention compute, which whale does not model");
-    }
+    model.sliding_window = static_cast<int>(hf_integer(root, "sliding_window"));
+    model.sequence = std::min(model.sequence, model.sliding_window);
   }
 }
 
@@ -272,7 +271,8 @@ Model parse_hf_config(const YamlField& file_root) {
     else if (text == "float32") model.training.precision = Precision::fp32;
     else if (text != "bfloat16") dtype.fail("torch_dtype bfloat16, float16 or float32, got '" + text + "'");
   }
-  model.training.global_batch = std::max(1, static_cast<int>(std::lround(kDefaultBatchTokens / model.sequence)));
+  model.training.global_batch_tokens = kDefaultBatchTokens;
+  model.training.global_batch = batch_of_tokens(kDefaultBatchTokens, model.sequence);
   generate_layers(model, model.training.precision);
   return model;
 }

@@ -26,7 +26,15 @@ std::string gib(Bytes b) {
   return buf;
 }
 
-[[noreturn]] void throw_memory(const Model& model, const Cluster& cluster, const EngineOutput& eo) {
+// What shrinks the activations of a step of `batch` samples, for a hint: a smaller batch only
+// where micro-batches can still shrink, a shorter sequence for a family model, more memory.
+std::string activation_remedies(const Model& model, int batch) {
+  std::string out = batch > 1 ? "use a smaller micro-batch (a smaller --global-batch), " : "use ";
+  if (model.family != "listed") out += "a shorter sequence (--sequence, now " + std::to_string(model.sequence) + " tokens), ";
+  return out + "more devices or devices with more memory";
+}
+
+[[noreturn]] void throw_memory(const Model& model, const Cluster& cluster, const EngineOutput& eo, int batch) {
   const Shortfall& s = eo.closest;
   const std::string what = "model '" + model.name + "' does not fit on cluster '" + cluster.name +
                            "': at the closest plan (" + eo.closest_label + ") device " +
@@ -42,8 +50,7 @@ std::string gib(Bytes b) {
            "x as many devices (or devices with more memory)";
   } else {
     hint = "full recomputation and a sharded optimizer are already on; activations take " +
-           gib(s.need_bytes - s.state_bytes) +
-           ": use a smaller micro-batch (a smaller --global-batch), more devices or devices with more memory";
+           gib(s.need_bytes - s.state_bytes) + ": " + activation_remedies(model, batch);
   }
   throw Error(model.source_file, "", what, hint);
 }
@@ -67,6 +74,7 @@ std::string gib(Bytes b) {
 struct Comparison {
   RankedPlan baseline;
   bool baseline_found = false;
+  std::string baseline_missing;
   bool searched_upper_bound = false;
   UpperBound upper_bound;
 };
@@ -299,7 +307,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   if (options.compare) {
     tasks.push_back([&] {
       comparison.baseline = search_baseline(cluster, model, cost, comparison_options(shared, start),
-                                            &comparison.baseline_found);
+                                            &comparison.baseline_found, &comparison.baseline_missing);
     });
   }
   for (std::size_t m = 0; m < alone_models.size(); ++m) {
@@ -377,9 +385,9 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     bool hinted = false;
     for (long r : eo.rejected_by_hint) hinted = hinted || r > 0;
     if (hinted) throw_hint(hints, eo);
-    if (eo.has_shortfall && !eo.any_fit) throw_memory(model, cluster, eo);
+    if (eo.has_shortfall && !eo.any_fit) throw_memory(model, cluster, eo, batch);
     throw Error(model.source_file, "", "no plan fits in memory by the simulator's count",
-                "use a smaller micro-batch (a smaller --global-batch) or more devices");
+                activation_remedies(model, batch));
   }
 
   PlanResult result;
@@ -410,6 +418,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     Comparison& c = comparison;
     result.baseline = std::move(c.baseline);
     result.baseline_found = c.baseline_found;
+    result.baseline_missing = c.baseline_missing;
     result.upper_bound = c.searched_upper_bound ? std::move(c.upper_bound) : own_upper_bound(usable_models, result);
     result.has_comparison = true;
     result.baseline_devices = usable_devices(exclusions_only(hints), cluster);

@@ -122,7 +122,7 @@ std::string format_planner_text(const PlanResult& r) {
       }
       o << "\n";
     } else {
-      o << "  baseline: no uniform plan on " << baseline_devices << " fits in memory\n";
+      o << "  baseline: no uniform plan on " << baseline_devices << ": " << r.baseline_missing << "\n";
     }
     o << "  upper bound (HetHub: each device model alone";
     for (size_t i = 0; i < r.upper_bound.per_model.size(); ++i) {
@@ -136,7 +136,12 @@ std::string format_planner_text(const PlanResult& r) {
         << " samples/s)\n";
     } else {
       o << "): " << num(r.upper_bound.samples_per_s, "%.4g") << " samples/s; best plan reaches "
-        << num(100.0 * r.fraction_of_upper_bound, "%.1f") << "% of it (" << num(best, "%.4g") << " samples/s)\n";
+        << num(100.0 * r.fraction_of_upper_bound, "%.1f") << "% of it (" << num(best, "%.4g") << " samples/s)";
+      // The sum bounds a plan only where each model alone runs as fast as its devices can.
+      if (r.fraction_of_upper_bound > 1)
+        o << ": above it, so no bound here (a device model alone is held back, by its memory or by a cut search, "
+             "more than beside the others)";
+      o << "\n";
     }
   }
   o << "search: " << r.stats.candidates_evaluated << " layouts considered, " << r.stats.candidates_bounded

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "whale/plan/error.h"
+#include "whale/plan/limits.h"
 
 namespace whale::plan {
 namespace {
@@ -343,8 +344,13 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
 std::vector<Structure> uniform_structures(const Cluster& cluster, const Model& model,
                                           const std::vector<int>& devices) {
   const int n = static_cast<int>(devices.size());
+  // Every stage of a uniform pipeline holds transformer blocks (the embedding and the head
+  // ride in the first and last).
+  const int blocks = static_cast<int>(std::count_if(model.layers.begin(), model.layers.end(), [](const Layer& l) {
+    return l.kind != LayerKind::embedding && l.kind != LayerKind::head;
+  }));
   std::vector<Structure> out;
-  for (int p = 1; p <= std::min(n, static_cast<int>(model.layers.size())); ++p) {
+  for (int p = 1; p <= std::min(n, std::max(1, blocks)); ++p) {
     if (n % p != 0) continue;
     for (int tp = 1; tp <= n / p; tp *= 2) {
       if ((n / p) % tp != 0 || (model.heads > 0 && model.heads % tp != 0)) continue;
@@ -384,6 +390,7 @@ std::vector<Choice> enumerate_choices(const Structure& structure, const Model& m
   std::vector<Choice> out;
   for (int b : sizes) {
     const int m = global_batch / b;
+    if (m > kMaxMicroBatches) continue;   // a plan holds at most so many (limits.h)
     auto add = [&](ScheduleKind kind, int chunks) {
       const int stages = p * chunks;
       if (limits.fixed_stages > 0 && stages != limits.fixed_stages) return;

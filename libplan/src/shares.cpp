@@ -26,6 +26,10 @@ long share_within(double t, double speed) {
 
 std::vector<int> proportional_shares(int total, const std::vector<double>& speeds) {
   const int n = static_cast<int>(speeds.size());
+  // A replica whose forward takes no time (a listed layer without compute) has no speed to
+  // weigh the others by.
+  if (!std::all_of(speeds.begin(), speeds.end(), [](double s) { return s > 0 && std::isfinite(s); }))
+    return even_shares(total, n);
   // Replicas of equal speed take equal shares (+-1): work per distinct speed.
   std::map<double, int> count_of;
   for (double s : speeds) count_of[s]++;

@@ -10,6 +10,7 @@
 
 #include "whale/plan/error.h"
 #include "whale/plan/text_file.h"
+#include "yaml_writer.h"
 
 namespace whale::plan {
 namespace {
@@ -119,6 +120,15 @@ double YamlField::number() const {
 double YamlField::positive_number() const {
   const double value = number();
   if (!(value > 0)) fail("expected a positive number, got '" + node_.Scalar() + "'");
+  return value;
+}
+
+double YamlField::number_in(double least, double most, const std::string& hint) const {
+  const double value = number();
+  if (!(value >= least && value <= most)) {
+    fail("expected a number in [" + format_number(least) + ", " + format_number(most) + "], got '" + node_.Scalar() + "'",
+         hint);
+  }
   return value;
 }
 

@@ -50,6 +50,8 @@ class YamlField {
   double number() const;
   double positive_number() const;          // > 0
   double non_negative_number() const;      // >= 0
+  /// A number in [least, most]; outside it, fail naming the range and `hint`.
+  double number_in(double least, double most, const std::string& hint) const;
   int integer() const;
   int positive_integer() const;            // > 0
   int non_negative_integer() const;        // >= 0

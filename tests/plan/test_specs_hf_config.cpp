@@ -70,12 +70,6 @@ TEST_CASE("unsupported config.json fields fail naming the file and the field") {
       R"({"model_type": "mixtral", "hidden_size": 4096, "num_local_experts": 8,
           "num_experts_per_tok": 2})");
   CHECK_SPEC_ERROR([&] { load_model(mixtral); }, mixtral, "intermediate_size", "missing field");
-  const std::string mistral = scratch_file("mistral/config.json",
-      R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
-          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-          "max_position_embeddings": 32768, "sliding_window": 4096, "vocab_size": 32000})");
-  CHECK_SPEC_ERROR([&] { load_model(mistral); }, mistral, "sliding_window",
-                   "no sliding window shorter than max_position_embeddings (32768)");
   const std::string t5 = scratch_file("t5/config.json", R"({"model_type": "t5", "d_model": 512})");
   CHECK_SPEC_ERROR([&] { load_model(t5); }, t5, "model_type", "got 't5'");
   const std::string bare = scratch_file("bare/config.json", R"({"hidden_size": 64})");
@@ -83,6 +77,42 @@ TEST_CASE("unsupported config.json fields fail naming the file and the field") {
   const std::string missing = scratch_file("missing/config.json",
       R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2})");
   CHECK_SPEC_ERROR([&] { load_model(missing); }, missing, "intermediate_size", "missing field 'intermediate_size'");
+}
+
+TEST_CASE("a sliding window bounds the training sequence, and the default batch follows the sequence") {
+  // mistralai/Mistral-7B-v0.1: a 4096-token window within 32,768 positions. Within its window
+  // the attention is full attention: the model trains at 4096 tokens by default, 4M tokens a
+  // batch (1024 samples).
+  const std::string mistral = scratch_file("mistral/config.json",
+      R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+          "max_position_embeddings": 32768, "sliding_window": 4096, "vocab_size": 32000})");
+  Model model = load_model(mistral);
+  CHECK(model.sliding_window == 4096);
+  CHECK(model.sequence == 4096);
+  CHECK(model.training.global_batch == 1024);
+  // A shorter sequence keeps 4M tokens a batch; a longer one than the window is refused.
+  set_sequence(model, 2048, model.training.precision, "--sequence");
+  CHECK(model.sequence == 2048);
+  CHECK(model.training.global_batch == 2048);
+  CHECK_SPEC_ERROR([&] { set_sequence(model, 8192, model.training.precision, "--sequence"); }, "", "--sequence",
+                   "a sequence of at most the sliding window of 'config' (4096 tokens), got 8192");
+  CHECK(model.sequence == 2048);
+  // No window (Mistral v0.3: null): max_position_embeddings, and --sequence sets the batch too.
+  Model v03 = load_model(scratch_file("mistral-v03/config.json",
+      R"({"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+          "max_position_embeddings": 32768, "sliding_window": null, "vocab_size": 32768})"));
+  CHECK(v03.sliding_window == 0);
+  CHECK(v03.sequence == 32768);
+  CHECK(v03.training.global_batch == 128);
+  set_sequence(v03, 4096, v03.training.precision, "--sequence");
+  CHECK(v03.training.global_batch == 1024);
+  // A whale model YAML's batch is the number of samples it gives, whatever the sequence.
+  Model yaml = load_model(testing::source_path("configs/models/gpt3-1.3b.yaml"));
+  const int samples = yaml.training.global_batch;
+  set_sequence(yaml, yaml.sequence / 2, yaml.training.precision, "--sequence");
+  CHECK(yaml.training.global_batch == samples);
 }
 
 TEST_CASE("a config.json key given twice keeps its last value, as Python's json does") {
@@ -104,7 +134,7 @@ TEST_CASE("config.json numbers outside their range fail naming the field and the
   const std::string layers = scratch_file("layers/config.json",
       "{" + base + R"(, "hidden_size": 64, "num_hidden_layers": 2000000000})");
   CHECK_SPEC_ERROR([&] { load_model(layers); }, layers, "num_hidden_layers",
-                   "expected at most 100000 layers, got '2000000000'");
+                   "expected at most 1024 layers, got '2000000000'");
   const std::string heads = scratch_file("heads/config.json",
       "{" + base + R"(, "hidden_size": 66, "num_hidden_layers": 2})");
   CHECK_SPEC_ERROR([&] { load_model(heads); }, heads, "num_attention_heads",

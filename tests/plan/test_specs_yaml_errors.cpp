@@ -71,7 +71,7 @@ TEST_CASE("sizes that are zero or negative are rejected") {
       "nodes:\n  - name: n\n    devices: [{model: cpu, count: -2}]\n"
       "    intra_link: {kind: shm, bandwidth_gbps: 0, latency_us: 1}\n");
   CHECK_SPEC_ERROR([&] { load_cluster(cluster); }, cluster, "nodes[0].intra_link.bandwidth_gbps",
-                   "expected a positive number, got '0'");
+                   "expected a number in [0.001, 1000000], got '0'");
 }
 
 TEST_CASE("a value of the wrong type is rejected") {

@@ -60,6 +60,18 @@ TEST_CASE("a model that fits nowhere says by how much and what would help") {
   CHECK(m.find("as many devices") != std::string::npos);
 }
 
+TEST_CASE("a model whose activations overflow at batch 1 is not told to shrink its batch") {
+  plan::PlannerOptions o;
+  o.compare = false;
+  o.global_batch = 1;
+  plan::Model llama = test::shipped_model("llama2-7b");
+  plan::set_sequence(llama, 32768, llama.training.precision, "--sequence");
+  const std::string m = search_error(test::shipped_cluster("mixed-node"), llama, o);
+  CHECK(m.find("activations take") != std::string::npos);
+  CHECK(m.find("use a shorter sequence (--sequence, now 32768 tokens), more devices") != std::string::npos);
+  CHECK(m.find("--global-batch") == std::string::npos);
+}
+
 TEST_CASE("a global batch that cannot be divided names the batch and a fix") {
   plan::PlannerOptions o;
   o.compare = false;

@@ -124,4 +124,8 @@ TEST_CASE("proportional shares: least slowest replica, positive, summing to the 
   CHECK(proportional_shares(10, {5, 1, 1}) == std::vector<int>{8, 1, 1});
   CHECK(proportional_shares(16, {4, 4, 1, 1}) == std::vector<int>{7, 7, 1, 1});  // 1.75 s
   CHECK(even_shares(10, 4) == std::vector<int>{3, 3, 2, 2});
+  // A forward of no time (a listed layer without compute) gives no speed to weigh by: even.
+  const double instant = std::numeric_limits<double>::infinity();
+  CHECK(proportional_shares(8, {instant, 1}) == std::vector<int>{4, 4});
+  CHECK(proportional_shares(5, {0, 0}) == std::vector<int>{3, 2});
 }

@@ -105,6 +105,27 @@ TEST_CASE("the baseline is uniform with even layers and shares; the upper bound 
   }
 }
 
+TEST_CASE("a missing baseline says why: no uniform layout divides the batch, or none fits in memory") {
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  bool found = true;
+  std::string missing;
+  // 64 devices, 4 blocks: a uniform pipeline of 1, 2 or 4 stages has dp 16 at least at tp 1
+  // and 2 at tp 8 (the experts' heads allow tp 1, 2, 4), and no multiple of it divides 12.
+  o.global_batch = 12;
+  plan::search_baseline(test::shipped_cluster("a100-v100"), test::shipped_model("tiny-moe-dropless"), simulator, o,
+                        &found, &missing);
+  CHECK_FALSE(found);
+  CHECK(missing == "none divides the global batch of 12 samples into micro-batches of a multiple of its "
+                   "data-parallel degree");
+  // GPT-3 175B on 16 GB V100s and T4s: uniform layouts exist, none fits.
+  o.global_batch = 64;
+  plan::search_baseline(test::shipped_cluster("v100-t4"), test::shipped_model("gpt3-175b"), simulator, o, &found,
+                        &missing);
+  CHECK_FALSE(found);
+  CHECK(missing == "none fits in memory");
+}
+
 namespace {
 // A fake clock that reads 0 for its first `zero_readings` readings and 1e9 s after, counting
 // every reading in `*readings`.

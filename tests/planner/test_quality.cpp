@@ -60,3 +60,21 @@ TEST_CASE("quality bars on the shipped heterogeneous clusters (gpt3-1.3b)") {
 TEST_CASE("quality bars on mixed-1024 (gpt3-1.3b, batch 16384)") {
   check_bars("mixed-1024", 16384, 0.9);
 }
+
+TEST_CASE("a best plan above the sum of the device models alone says the sum bounds nothing there") {
+  // Two L4s and an A10 on PCIe: gpt3-1.3b on either model alone is held back by its memory
+  // (24 GB), so the three together train faster than the two sums.
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("quality_l4_a10.yaml", R"(name: l4-a10-3
+network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 50}
+nodes:
+  - name: n0
+    devices: [{model: l4, count: 2}, {model: a10, count: 1}]
+    intra_link: {kind: pcie, bandwidth_gbps: 128, latency_us: 5}
+)"));
+  const sim::Simulator simulator;
+  const plan::PlanResult r = plan::search_plans(cluster, test::shipped_model("gpt3-1.3b"), simulator, plan::PlannerOptions{});
+  REQUIRE(r.has_comparison);
+  CHECK(r.fraction_of_upper_bound > 1);
+  CHECK(plan::format_planner_text(r).find("% of it (") != std::string::npos);
+  CHECK(plan::format_planner_text(r).find("above it, so no bound here") != std::string::npos);
+}

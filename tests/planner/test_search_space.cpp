@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "planner_fixtures.h"
+#include "whale/plan/limits.h"
 #include "whale/plan/schedule_analysis.h"
 #include "whale/plan/schedule_program.h"
 
@@ -116,6 +117,22 @@ TEST_CASE("choices: micro-batch sizes at least dp, schedules by depth") {
   const auto zb_one = plan::enumerate_choices(structures[0], tiny, 8, limits);
   REQUIRE(zb_one.size() == 2);
   for (const plan::Choice& c : zb_one) CHECK(c.schedule.kind == plan::ScheduleKind::zb_h1);
+}
+
+TEST_CASE("choices hold at most the micro-batches a plan may hold") {
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-4");
+  const plan::Model tiny = test::shipped_model("tiny");
+  plan::SpaceLimits limits;
+  limits.devices = {0, 1, 2, 3};
+  const auto structures = plan::enumerate_structures(cl, tiny, limits);
+  // The largest batch accepted over one group of 4: sizes 4 .. 2^24; 2^24 / 4 = 2^22
+  // micro-batches is past the limit, 2^24 / 2^8 = 2^16 is the most allowed.
+  const auto choices = plan::enumerate_choices(structures[0], tiny, static_cast<int>(plan::kMaxGlobalBatch), limits);
+  REQUIRE_FALSE(choices.empty());
+  int most = 0;
+  for (const plan::Choice& c : choices) most = std::max(most, c.micro_batches);
+  CHECK(most == plan::kMaxMicroBatches);
+  CHECK(choices.front().micro_batch_size == 256);
 }
 
 TEST_CASE("choices: wave with a micro-batch count that the pipeline depth does not divide") {

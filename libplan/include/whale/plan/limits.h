@@ -14,8 +14,10 @@ inline constexpr int64_t kMaxDevices = 65536;
 /// Nodes in a cluster.
 inline constexpr int64_t kMaxNodes = 65536;
 /// Layers of a model (generated or listed); the deepest published transformers have a few
-/// hundred.
-inline constexpr int64_t kMaxLayers = 100000;
+/// hundred (DeepNet's 1,000 at most). The planner's layout search holds a table of range costs
+/// per group role, quadratic in the layers: at 1,000 layers a search takes about 20 s and 1 GiB,
+/// at 10,000 it would need tens of GiB.
+inline constexpr int64_t kMaxLayers = 1024;
 /// Samples in one global batch.
 inline constexpr int64_t kMaxGlobalBatch = 1 << 24;
 /// Micro-batches in one step (the schedule programs hold one instruction per micro-batch,
@@ -33,6 +35,13 @@ inline constexpr double kMaxGradientBucketMib = 1 << 20;
 /// A device's price in USD per hour (the dearest cloud GPU lists at tens of dollars an hour):
 /// more is a typo.
 inline constexpr double kMaxPricePerHourUsd = 10000;
+/// A link's bandwidth in Gb/s, per device or per node: from 1 Mb/s to 1 Pb/s (NVLink 4 gives
+/// 7,200 Gb/s per GPU, 10 GbE 10); outside it a value is a typo in its unit.
+inline constexpr double kMinLinkGbps = 1e-3;
+inline constexpr double kMaxLinkGbps = 1e6;
+/// A link's latency in microseconds: at most a second (networks take microseconds, a WAN
+/// tens of milliseconds).
+inline constexpr double kMaxLinkLatencyUs = 1e6;
 /// Training steps of one whale-run.
 inline constexpr int64_t kMaxSteps = int64_t{1} << 40;
 

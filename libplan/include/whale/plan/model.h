@@ -108,6 +108,9 @@ struct Layer {
 
 struct Training {
   int global_batch = 0;           // samples per optimizer step
+  /// > 0: the global batch is this many tokens (a config.json's default), and set_sequence
+  /// sets global_batch again from it; 0: global_batch as given.
+  int global_batch_tokens = 0;
   Precision precision = Precision::bf16;
   std::string optimizer = "adamw";
   /// How the framework applies `precision` (YAML: allow_tf32, grad_reduce_precision,
@@ -135,6 +138,10 @@ struct Model {
   double rope_theta = 0;     // rotary base, carried for the record; on gpt it means rotary
                              // positions (GPT-NeoX) instead of a learned position table
   int sequence = 0;          // tokens per sample
+  /// Tokens of a config.json's sliding-window attention, 0 for none. whale models full
+  /// attention, which a window at least as long as the sequence is: set_sequence refuses a
+  /// longer sequence.
+  int sliding_window = 0;
   int vocabulary = 0;
   /// Dropout probabilities, on the attention probabilities and on the hidden states (after the
   /// embedding, the attention projection and the MLP). Unset: the family's default, 0.1 for
@@ -161,10 +168,14 @@ struct Model {
 void generate_layers(Model& model, Precision precision);
 
 /// Trains a family model on samples of `sequence` tokens (the tools' --sequence): sets
-/// model.sequence and generates its layers again at `precision`. Throws whale::Error naming
-/// `option` for a listed model (its layers are given, not generated) or a sequence outside
-/// [1, kMaxModelDimension].
+/// model.sequence (and the global batch, where it is a number of tokens) and generates its
+/// layers again at `precision`. Throws whale::Error naming `option` for a listed model (its
+/// layers are given, not generated), a sequence outside [1, kMaxModelDimension] or one longer
+/// than the model's sliding window.
 void set_sequence(Model& model, int sequence, Precision precision, const std::string& option);
+/// The samples of a global batch of `tokens` tokens at `sequence` tokens per sample (rounded,
+/// at least 1).
+int batch_of_tokens(int tokens, int sequence);
 
 /// Loads and validates a model file: whale's model YAML, or a Hugging Face config.json
 /// (detected by the .json name or a model_type key; see docs/model.md). Throws whale::Error on

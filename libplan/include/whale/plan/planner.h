@@ -130,6 +130,7 @@ struct PlanResult {
   bool has_comparison = false;
   RankedPlan baseline;                // the best uniform, heterogeneity-unaware plan
   bool baseline_found = false;
+  std::string baseline_missing;       // why none was found: "none fits in memory", ...
   UpperBound upper_bound;
   double speedup_vs_baseline = 0;     // best / baseline samples per second
   double fraction_of_upper_bound = 0; // best / upper bound samples per second; 0 when absent
@@ -161,9 +162,10 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
 
 /// The best uniform plan, as Megatron-LM or DeepSpeed would run it: the same (dp, tp) in every
 /// stage over all usable devices in id order, an even split of the transformer layers, even
-/// shares, 1f1b, one recomputation setting for all. `found` is false when none fits.
+/// shares, 1f1b, one recomputation setting for all. `found` is false when none fits; then
+/// `missing`, where given, says why (no layout divides the batch, none fits in memory).
 RankedPlan search_baseline(const Cluster& cluster, const Model& model, const CostModel& cost,
-                           const PlannerOptions& options, bool* found);
+                           const PlannerOptions& options, bool* found, std::string* missing = nullptr);
 
 /// HetHub's upper bound over the usable devices.
 UpperBound search_upper_bound(const Cluster& cluster, const Model& model, const CostModel& cost,

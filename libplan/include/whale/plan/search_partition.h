@@ -47,6 +47,7 @@ double partition_bottleneck_dp(int layers, int stages, const RangeCost& cost,
 /// `total`, each at least 1 (requires total >= speeds.size()), rounded to minimise the largest
 /// share / speed (the slowest replica, Whale's intra-TaskGraph balancing); among such roundings
 /// the surplus over the quotas is taken from the shares furthest above them (ties: later index).
+/// Where a speed is not positive and finite (a replica whose forward takes no time): even_shares.
 std::vector<int> proportional_shares(int total, const std::vector<double>& speeds);
 
 /// Even shares: total / n each, the first total % n replicas one more.
