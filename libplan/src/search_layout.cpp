@@ -19,8 +19,7 @@ namespace {
 std::vector<int> even_boundaries(const Model& model, int stages) {
   std::vector<int> body;
   for (int i = 0; i < static_cast<int>(model.layers.size()); ++i) {
-    const LayerKind k = model.layers[i].kind;
-    if (k != LayerKind::embedding && k != LayerKind::head) body.push_back(i);
+    if (!outer_kind(model.layers[i].kind)) body.push_back(i);
   }
   if (static_cast<int>(body.size()) < stages) return {};
   std::vector<int> b(1, 0);

@@ -346,9 +346,8 @@ std::vector<Structure> uniform_structures(const Cluster& cluster, const Model& m
   const int n = static_cast<int>(devices.size());
   // Every stage of a uniform pipeline holds transformer blocks (the embedding and the head
   // ride in the first and last).
-  const int blocks = static_cast<int>(std::count_if(model.layers.begin(), model.layers.end(), [](const Layer& l) {
-    return l.kind != LayerKind::embedding && l.kind != LayerKind::head;
-  }));
+  const int blocks = static_cast<int>(
+      std::count_if(model.layers.begin(), model.layers.end(), [](const Layer& l) { return !outer_kind(l.kind); }));
   std::vector<Structure> out;
   for (int p = 1; p <= std::min(n, std::max(1, blocks)); ++p) {
     if (n % p != 0) continue;

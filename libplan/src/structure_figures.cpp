@@ -464,10 +464,7 @@ StructureFigures::StructureFigures(AnalyticModel& analytic) : analytic_(analytic
   }
 }
 
-bool StructureFigures::outer_layer(int layer) const {
-  const LayerKind kind = analytic_.model().layers[layer].kind;
-  return kind == LayerKind::embedding || kind == LayerKind::head;
-}
+bool StructureFigures::outer_layer(int layer) const { return outer_kind(analytic_.model().layers[layer].kind); }
 
 StructureFigures::OuterHolders StructureFigures::outer_holders(const Schedule& schedule, int p) const {
   const int L = analytic_.layers();

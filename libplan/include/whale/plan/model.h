@@ -15,6 +15,9 @@
 namespace whale::plan {
 
 enum class LayerKind { embedding, transformer, head, custom };
+/// The embedding or the head: the layers around the blocks, which ride in a pipeline's first
+/// and last stages.
+inline bool outer_kind(LayerKind kind) { return kind == LayerKind::embedding || kind == LayerKind::head; }
 /// The kind's name as model files write it: embedding, transformer, head or custom.
 const char* to_string(LayerKind kind);
 /// Reads a kind's name into `kind`; false (and `kind` unchanged) for an unknown name.
