@@ -55,9 +55,22 @@ CLI::Validator output_file() {
         if (!fs::is_directory(folder, ec))
           return "expected a file in an existing folder, got '" + input + "' whose folder '" +
                  folder.string() + "' does not exist: create the folder first";
+        if (fs::is_directory(input, ec))
+          return "expected a file, got the folder '" + input + "': name a file inside it";
         return "";
       },
       "FILE");
+}
+
+CLI::Validator existing_folder() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        std::error_code ec;
+        if (std::filesystem::is_directory(input, ec)) return "";
+        return "expected an existing folder, got '" + input + "'" +
+               (std::filesystem::exists(input, ec) ? ", which is a file" : ", which does not exist");
+      },
+      "FOLDER");
 }
 
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {

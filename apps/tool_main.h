@@ -27,6 +27,9 @@ CLI::Validator number_above(double low, double high);
 /// An output file's name: not empty (an empty one would write nothing, silently).
 CLI::Validator output_file();
 
+/// An input folder that exists (a folder of device profiles, say).
+CLI::Validator existing_folder();
+
 /// Throws whale::Error when two of `outputs` ((option, path) pairs; empty paths skipped) name
 /// the same file, by name or on disk, so that one would overwrite the other. Character devices
 /// such as /dev/null may repeat.

@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   whale::sim::LayerTimesOptions layer_times_options;
   whale::sim::CalibrationOptions options;
   app.add_option("--runs", runs_path, "CSV of measured runs: plan,step_time_s,peak_memory_gib,failed")->required();
-  app.add_option("--profiles", profiles_dir, "folder of device profiles to calibrate (default: shipped)");
+  app.add_option("--profiles", profiles_dir, "folder of device profiles to calibrate (default: shipped)")
+      ->check(whale::app::existing_folder());
   app.add_option("--parameters", options.parameters,
                  "parameters to fit, comma-separated (default: as many as the runs support)")
       ->delimiter(',');

@@ -6,9 +6,12 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <unistd.h>
+#include <vector>
 
 #include "tool_main.h"
+#include "whale/plan/atomic_file.h"
 #include "whale/plan/batch_advice.h"
 #include "whale/plan/error.h"
 #include "whale/plan/host_heap.h"
@@ -35,7 +38,8 @@ int main(int argc, char** argv) {
   whale::plan::PlannerOptions options;
   app.add_option("--cluster", cluster_path, "cluster YAML file")->required();
   app.add_option("--model", model_path, "model YAML file")->required();
-  app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");
+  app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)")
+      ->check(whale::app::existing_folder());
   app.add_option("--global-batch", options.global_batch, "samples per step (default: the model's)")
       ->check(whale::app::number_in(1, whale::plan::kMaxGlobalBatch));
   int sequence = 0;
@@ -162,6 +166,19 @@ int main(int argc, char** argv) {
       std::cout << "best plan: " << best.label << "\n" << whale::plan::describe_plan(best.plan)
                 << whale::sim::format_text_report(best.plan, estimate) << whale::plan::format_planner_text(result);
     }
+    // Every export is chosen before any file is written: one that fails leaves none written.
+    struct Export {
+      std::string option, path;
+      whale::plan::ChosenExport chosen;
+    };
+    std::vector<Export> exports;
+    for (const auto& [framework, option, path] :
+         {std::tuple{whale::plan::Framework::megatron, "--export-megatron", megatron_path},
+          std::tuple{whale::plan::Framework::deepspeed, "--export-deepspeed", deepspeed_path}}) {
+      if (path.empty()) continue;
+      exports.push_back({option, path, whale::plan::choose_export(result, cluster, model, simulator, options,
+                                                                  framework, export_constrained, path)});
+    }
     if (!out_path.empty()) whale::plan::save_plan(best.plan, out_path, /*embed=*/true);
     if (!trace_path.empty()) {
       std::vector<std::string> labels;
@@ -171,11 +188,9 @@ int main(int argc, char** argv) {
       whale::plan::write_chrome_trace_file(trace_path, estimate.timeline, labels);
     }
     if (!svg_path.empty()) whale::sim::write_svg_timeline_file(svg_path, best.plan, estimate);
-    for (const auto& [framework, path] : {std::pair{whale::plan::Framework::megatron, megatron_path},
-                                          std::pair{whale::plan::Framework::deepspeed, deepspeed_path}}) {
-      if (path.empty()) continue;
-      std::cerr << whale::plan::export_best(result, cluster, model, simulator, options, framework,
-                                            export_constrained, path);
+    for (const Export& e : exports) {
+      whale::write_file_atomically(e.path, e.chosen.text, e.option);
+      std::cerr << e.chosen.report;
     }
     if (!launches.empty())
       std::cerr << whale::plan::write_launches(launches, whale::plan::whale_run_launch(best.plan, out_path, hosts),

@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   std::string plan_path, profiles_dir, format = "text", trace_path, svg_path, measured_path,
       compare_svg_path;
   app.add_option("plan", plan_path, "plan YAML file")->required();
-  app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)");
+  app.add_option("--profiles", profiles_dir, "folder of device profiles (default: shipped)")
+      ->check(whale::app::existing_folder());
   int sequence = 0;
   app.add_option("--sequence", sequence, "tokens per sample (default: the plan's model's)")
       ->check(whale::app::number_in(1, whale::plan::kMaxModelDimension));

@@ -3,6 +3,7 @@
 // (Megatron-LM / DeepSpeed style) and HetHub's upper bound (each device model planned alone).
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "planner_engine.h"
 #include "whale/plan/planner.h"
@@ -59,13 +60,15 @@ RankedPlan search_devices(const Cluster& cluster, const Model& model, const Cost
 }  // namespace
 
 RankedPlan search_baseline(const Cluster& cluster, const Model& model, const CostModel& cost,
-                           const PlannerOptions& options, bool* found, std::string* missing) {
+                           const PlannerOptions& options, bool* found, std::string* missing,
+                           const std::function<bool(const Structure&)>& keep) {
   const int batch = batch_of(model, options);
   Hints only_exclusion;
   only_exclusion.exclude_devices = options.hints.exclude_devices;
   EngineInput in;
-  in.structures = std::make_shared<const std::vector<Structure>>(
-      uniform_structures(cluster, model, usable_devices(only_exclusion, cluster)));
+  std::vector<Structure> structures = uniform_structures(cluster, model, usable_devices(only_exclusion, cluster));
+  if (keep) structures.erase(std::remove_if(structures.begin(), structures.end(), std::not_fn(keep)), structures.end());
+  in.structures = std::make_shared<const std::vector<Structure>>(std::move(structures));
   // Megatron's rules: 1f1b, micro-batches divisible by dp (even shares).
   in.choices = [&](const Structure& s) {
     std::vector<Choice> out;
@@ -84,7 +87,8 @@ RankedPlan search_baseline(const Cluster& cluster, const Model& model, const Cos
   EngineOutput eo = run_engine(cluster, model, cost, in, options, deadline_of(options));
   *found = !eo.ranked.empty();
   if (!*found && missing) {
-    *missing = eo.choices_total == 0 ? "none divides the global batch of " + std::to_string(batch) +
+    *missing = eo.stats.timed_out     ? "its search was cut by the time limit before one was found (raise --time-limit)"
+               : eo.choices_total == 0 ? "none divides the global batch of " + std::to_string(batch) +
                                            " samples into micro-batches of a multiple of its data-parallel degree"
                : !eo.any_fit          ? "none fits in memory"
                                       : "none fits in memory by the simulator's count";

@@ -75,8 +75,9 @@ void ensure_profile(Cluster& cluster, const YamlField& field, const std::string&
   cluster.profiles[model] = load_device_profile(profiles_dir + "/" + model + ".yaml");
 }
 
-// Appends one node entry (count copies of it) to the cluster.
-void parse_node(Cluster& cluster, const YamlField& entry, const Link* default_network,
+// Appends one node entry (count copies of it) to the cluster. A cluster of one node needs no
+// network (`only_node`): no transfer leaves the node, and its network is taken as its intra link.
+void parse_node(Cluster& cluster, const YamlField& entry, const Link* default_network, bool only_node,
                 const std::string& profiles_dir, std::set<std::string>& names) {
   entry.expect_keys({"name", "count", "devices", "intra_link", "network"});
   const YamlField name_field = entry.get("name");
@@ -84,10 +85,13 @@ void parse_node(Cluster& cluster, const YamlField& entry, const Link* default_ne
   const bool expand = entry.has("count");
   const int copies = expand ? static_cast<int>(entry.get("count").count(kMaxNodes, "nodes")) : 1;
   const Link intra = parse_link(entry.get("intra_link"));
-  if (!entry.has("network") && default_network == nullptr) {
+  const bool alone = only_node && copies == 1;
+  if (!entry.has("network") && default_network == nullptr && !alone) {
     entry.get("network");  // fails: "missing field"
   }
-  const Link network = entry.has("network") ? parse_link(entry.get("network")) : *default_network;
+  const Link network = entry.has("network")  ? parse_link(entry.get("network"))
+                       : default_network ? *default_network
+                                         : intra;
   struct DeviceEntry {
     std::string model;
     int count = 1;
@@ -95,7 +99,9 @@ void parse_node(Cluster& cluster, const YamlField& entry, const Link* default_ne
   };
   std::vector<DeviceEntry> groups;  // in order
   const YamlField devices = entry.get("devices");
-  if (devices.elements().empty()) devices.fail("expected at least one device entry");
+  if (devices.elements().empty()) {
+    devices.fail("expected at least one device entry", "e.g. devices: [{model: a100-sxm4-80gb, count: 8}]");
+  }
   for (const YamlField& group : devices.elements()) {
     group.expect_keys({"model", "count", "price_per_hour_usd"});
     const YamlField model = group.get("model");
@@ -151,10 +157,13 @@ Cluster parse_cluster(const YamlField& root, const std::string& profiles_dir) {
   if (has_network) network = parse_link(root.get("network"));
   const std::string dir = profiles_dir.empty() ? default_profiles_dir() : profiles_dir;
   const YamlField nodes = root.get("nodes");
-  if (nodes.elements().empty()) nodes.fail("expected at least one node");
+  if (nodes.elements().empty()) {
+    nodes.fail("expected at least one node", "list each machine: - {name: n0, devices: [...], intra_link: {...}}");
+  }
   std::set<std::string> names;
-  for (const YamlField& entry : nodes.elements()) {
-    parse_node(cluster, entry, has_network ? &network : nullptr, dir, names);
+  const std::vector<YamlField> entries = nodes.elements();
+  for (const YamlField& entry : entries) {
+    parse_node(cluster, entry, has_network ? &network : nullptr, entries.size() == 1, dir, names);
   }
   return cluster;
 }

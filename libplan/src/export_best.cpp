@@ -1,13 +1,12 @@
 // File: export_best.cpp
 // Chooses the plan to export from a planner result: the best plan, or, constrained, the best
 // plan the framework can express (the uniform baseline, searched within what the framework
-// has), and writes the export file.
+// has), and its export text.
 #include <algorithm>
 #include <cstdio>
-#include <numeric>
+#include <functional>
 
 #include "export_layout.h"
-#include "whale/plan/atomic_file.h"
 #include "whale/plan/error.h"
 #include "whale/plan/export.h"
 
@@ -119,17 +118,31 @@ bool uniform_expert_layout(RankedPlan* ranked, const CostModel& cost) {
   return ranked->estimate.fits;
 }
 
-// The best uniform plan that `framework` can express; false when none fits.
+// The uniform structures whose layers `framework` can split: DeepSpeed places no stage
+// boundaries (its partition methods balance layers), so its pipeline depth divides the
+// transformer layers; Megatron-LM's first and last stages may differ (megatron_layer_split).
+std::function<bool(const Structure&)> splittable_by(const Model& model, Framework framework) {
+  if (framework != Framework::deepspeed) return nullptr;
+  const long blocks = std::count_if(model.layers.begin(), model.layers.end(),
+                                    [](const Layer& l) { return l.kind == LayerKind::transformer; });
+  return [blocks](const Structure& s) { return blocks % static_cast<long>(s.groups.size()) == 0; };
+}
+
+// The best uniform plan that `framework` can express; false when none fits, and `*missing`
+// says why.
 bool expressible_uniform_plan(const PlanResult& result, const Cluster& cluster, const Model& model,
                               const CostModel& cost, const PlannerOptions& options, Framework framework,
-                              RankedPlan* out) {
+                              RankedPlan* out, std::string* missing) {
   bool found = result.has_comparison && result.baseline_found;
   *out = result.baseline;
+  *missing = result.baseline_missing;
   const bool searched = result.has_comparison && !result.baseline_found;  // none fits, with any strategy
   // Only DeepSpeed's search differs from the planner's own baseline search.
   const bool own_search = framework == Framework::deepspeed && found && !export_limits(out->plan, framework).empty();
   if (!searched && (!found || own_search)) {
-    *out = search_baseline(cluster, model, cost, framework_options(options, framework), &found);
+    const auto splittable = splittable_by(model, framework);
+    *out = search_baseline(cluster, model, cost, framework_options(options, framework), &found, missing, splittable);
+    if (!found && splittable) *missing = "of a pipeline depth that divides the transformer layers, " + *missing;
   }
   if (!found) return false;
   if (framework == Framework::megatron && !export_limits(out->plan, framework).empty()) {
@@ -138,20 +151,22 @@ bool expressible_uniform_plan(const PlanResult& result, const Cluster& cluster, 
     RankedPlan experts = *out;
     if (uniform_expert_layout(&experts, cost)) *out = experts;
   }
-  return framework != Framework::deepspeed || full_recomputation(out, cost);
+  if (framework != Framework::deepspeed || full_recomputation(out, cost)) return true;
+  *missing = "the best (" + out->label + ") fits only with selective recomputation, which DeepSpeed lacks";
+  return false;
 }
 
 }  // namespace
 
-std::string export_best(const PlanResult& result, const Cluster& cluster, const Model& model,
-                        const CostModel& cost, const PlannerOptions& options, Framework framework,
-                        bool constrained, const std::string& path) {
+ChosenExport choose_export(const PlanResult& result, const Cluster& cluster, const Model& model,
+                           const CostModel& cost, const PlannerOptions& options, Framework framework,
+                           bool constrained, const std::string& path) {
   const RankedPlan& best = result.best();
   const std::vector<std::string> limits = export_limits(best.plan, framework);
   if (limits.empty() || !constrained) {
-    write_file_atomically(path, export_text(best.plan, framework), export_option(framework));
-    return std::string(to_string(framework)) + " export of the best plan, " + throughput(best) + ": " + path + "\n" +
-           export_precision_note(best.plan, framework);
+    std::string text = export_text(best.plan, framework);  // throws, listing the limits, where there are any
+    return {std::move(text), std::string(to_string(framework)) + " export of the best plan, " + throughput(best) +
+                                 ": " + path + "\n" + export_precision_note(best.plan, framework)};
   }
   if (framework == Framework::deepspeed && model.moe) {
     // No plan of an MoE model is a DeepSpeed config: searching for a uniform one is moot.
@@ -160,30 +175,21 @@ std::string export_best(const PlanResult& result, const Cluster& cluster, const 
                 "export the plan with --export-megatron (Megatron-Core's MoE arguments)");
   }
   RankedPlan chosen;
-  if (!expressible_uniform_plan(result, cluster, model, cost, options, framework, &chosen)) {
+  std::string missing;
+  if (!expressible_uniform_plan(result, cluster, model, cost, options, framework, &chosen, &missing)) {
     throw Error(path, export_option(framework),
-                std::string("a uniform plan that ") + to_string(framework) + " can express and that fits, got none",
-                "no plan with the same dp x tp in every stage, an even layer split and even shares fits "
-                "these devices; the best plan fits only with what the framework lacks (listed by whale-plan "
-                "without --export-constrained)");
+                std::string("a uniform plan that ") + to_string(framework) + " can express and that fits, got none: " +
+                    missing,
+                "a uniform plan has the same dp x tp in every stage, an even layer split and even shares; the "
+                "best plan needs what the framework lacks (listed by whale-plan without --export-constrained)");
   }
   const std::vector<std::string> left = export_limits(chosen.plan, framework);
   if (!left.empty()) {
-    const ExportLayout layout = export_layout(chosen.plan);
-    const int blocks = std::accumulate(layout.blocks.begin(), layout.blocks.end(), 0);
-    const std::string hint =
-        chosen.plan.model.family == "listed" ? kListedModelHint
-        : !all_equal(layout.blocks)
-            ? "the best uniform plan that fits has " + std::to_string(layout.pipeline) +
-                  " pipeline stages, which do not divide the " + std::to_string(blocks) +
-                  " transformer layers evenly; Megatron-LM's first and last stages may differ (--export-megatron)"
-            : std::string("the best uniform plan that fits needs it");
     throw Error(path, export_option(framework),
                 std::string("a uniform plan that ") + to_string(framework) + " can express, but the best uniform plan " +
                     chosen.label + " still has: " + joined(left),
-                hint);
+                chosen.plan.model.family == "listed" ? kListedModelHint : "the best uniform plan that fits needs it");
   }
-  write_file_atomically(path, export_text(chosen.plan, framework), export_option(framework));
   std::string out = std::string(to_string(framework)) + " cannot express the best plan:\n";
   for (const std::string& limit : limits) out += "  - " + limit + "\n";
   char ratio[64];
@@ -191,7 +197,7 @@ std::string export_best(const PlanResult& result, const Cluster& cluster, const 
                 100.0 * chosen.estimate.samples_per_s / best.estimate.samples_per_s);
   out += "  best plan: " + throughput(best) + "\n  exported instead, the best uniform plan " + chosen.label +
          ": " + throughput(chosen) + ratio + ": " + path + "\n";
-  return out + export_precision_note(chosen.plan, framework);
+  return {export_text(chosen.plan, framework), out + export_precision_note(chosen.plan, framework)};
 }
 
 }  // namespace whale::plan

@@ -169,7 +169,7 @@ Model parse_model(const YamlField& root) {
                 "whale's limit on layers (docs/limits.md)");
     }
     for (const YamlField& item : list.elements()) model.layers.push_back(parse_listed_layer(item));
-    if (model.layers.empty()) list.fail("expected at least one layer");
+    if (model.layers.empty()) list.fail("expected at least one layer", "list each layer with its kind, parameters and gemms (docs/model.md)");
     return model;
   }
   if (model.family != "gpt" && model.family != "bert" && model.family != "llama") {

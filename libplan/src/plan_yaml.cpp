@@ -59,7 +59,7 @@ Stage parse_stage(const YamlField& field, int micro_batch_size, int64_t device_c
   } else {
     stage.devices = parse_device_list(devices.text(), devices.file(), devices.path(), device_count);
   }
-  if (stage.devices.empty()) devices.fail("expected at least one device");
+  if (stage.devices.empty()) devices.fail("expected at least one device", "device ids such as \"0-3\"");
   stage.tp = field.positive_integer_or("tp", 1);
   if (field.has("replica_tp")) {
     const YamlField replica_tp = field.get("replica_tp");
@@ -223,7 +223,7 @@ Plan load_plan(const std::string& path, const std::string& profiles_dir) {
   plan.schedule = parse_schedule(root.get("schedule"));
   const YamlField stages = root.get("stages");
   for (const YamlField& stage : stages.elements()) plan.stages.push_back(parse_stage(stage, plan.micro_batch_size, static_cast<int64_t>(plan.cluster.devices.size())));
-  if (plan.stages.empty()) stages.fail("expected at least one stage");
+  if (plan.stages.empty()) stages.fail("expected at least one stage", "whale-plan --out writes a complete plan");
   validate_plan(plan);
   return plan;
 }

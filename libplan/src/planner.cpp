@@ -12,6 +12,7 @@
 #include <set>
 
 #include "planner_engine.h"
+#include "planner_fewer_devices.h"
 #include "whale/plan/error.h"
 #include "whale/plan/search_experts.h"
 #include "whale/plan/search_mixed_tp.h"
@@ -82,13 +83,9 @@ struct Comparison {
 // The options of a comparison search (the baseline, one model of the upper bound): no
 // comparison of its own, within what is left of the time limit that started at `start`.
 PlannerOptions comparison_options(const PlannerOptions& options, Clock::time_point start) {
-  PlannerOptions sub = options;
+  PlannerOptions sub = within_time_left(options, start);
   sub.compare = false;
   sub.budget_usd_per_hour.reset();   // the budget applies to the merged candidates
-  if (options.time_limit_s > 0) {
-    const double left = options.time_limit_s - std::chrono::duration<double>(planner_now(options) - start).count();
-    sub.time_limit_s = std::max(1e-3, left);
-  }
   return sub;
 }
 
@@ -353,15 +350,16 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   if (eo.choices_total == 0) {
     int smallest_dp = 1 << 30;
     for (const Structure& s : *in.structures) smallest_dp = std::min(smallest_dp, s.max_dp());
-    if (smallest_dp <= batch) {  // micro-batching is possible: the stage or schedule hints rule it out
-      throw Error(hints.source_file, "stage_boundaries",
-                  std::to_string(hints.stage_boundaries.size()) +
-                      " stages cannot be laid on the usable devices with the allowed schedules",
-                  "allow interleaved-1f1b or wave, or give a stage count that divides the usable devices");
+    if (smallest_dp > batch) {
+      PlanResult fewer = search_for_small_batch(cluster, model, cost, options, start, limits.devices, smallest_dp, batch);
+      fewer.stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+      return fewer;
     }
-    throw Error(model.source_file, "training.global_batch",
-                "global batch " + std::to_string(batch) + " cannot be divided into micro-batches of at least dp samples for any pipeline",
-                "every replica needs at least one sample: use a multiple of " + std::to_string(smallest_dp));
+    // Micro-batching is possible: the stage or schedule hints rule it out.
+    throw Error(hints.source_file, "stage_boundaries",
+                std::to_string(hints.stage_boundaries.size()) +
+                    " stages cannot be laid on the usable devices with the allowed schedules",
+                "allow interleaved-1f1b or wave, or give a stage count that divides the usable devices");
   }
   // The baseline's plan and each model's plan alone (and the strongest models together) are
   // candidates too, where they honour the hints (their searches honour only the exclusions).
@@ -404,7 +402,20 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   result.ranked = std::move(eo.ranked);
   add_variants_of_best(cost, options, deadline, &result.ranked, &variants_cut);
   for (RankedPlan& o : others) result.ranked.push_back(std::move(o));
-  if (options.budget_usd_per_hour) keep_within_budget(result.ranked, *options.budget_usd_per_hour);
+  if (options.budget_usd_per_hour) {
+    const double budget = *options.budget_usd_per_hour;
+    const bool none_within = std::none_of(result.ranked.begin(), result.ranked.end(), [&](const RankedPlan& p) {
+      return plan_cost(p.plan, p.estimate).usd_per_hour <= budget;
+    });
+    // Every plan found costs more: fewer devices of one model, as many as the budget pays for.
+    std::optional<PlanResult> within =
+        none_within ? search_within_budget(cluster, model, cost, options, start, limits.devices) : std::nullopt;
+    if (within) {
+      within->stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+      return std::move(*within);
+    }
+    keep_within_budget(result.ranked, budget);  // throws, naming the cheapest plan, when none is within
+  }
   std::stable_sort(result.ranked.begin(), result.ranked.end(), [&](const RankedPlan& a, const RankedPlan& b) {
     return ranks_before(options.objective, a.plan, a.estimate, b.plan, b.estimate);
   });

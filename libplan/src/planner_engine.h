@@ -52,6 +52,17 @@ inline Clock::time_point planner_now(const PlannerOptions& options) {
       std::chrono::duration<double>(options.clock_s())));
 }
 
+/// `options` with the time limit that started at `start` cut to what is left of it (1 ms at
+/// least: 0 would mean no limit); unchanged without a limit.
+inline PlannerOptions within_time_left(const PlannerOptions& options, Clock::time_point start) {
+  PlannerOptions out = options;
+  if (options.time_limit_s > 0) {
+    const double left = options.time_limit_s - std::chrono::duration<double>(planner_now(options) - start).count();
+    out.time_limit_s = left > 1e-3 ? left : 1e-3;
+  }
+  return out;
+}
+
 /// enumerate_structures less most structures that cannot hold the model's state
 /// (structure_hold_fraction < 1), which run_engine skips: it keeps those that hold it and,
 /// of the rest, each that holds more than every one before it (so the closest one, with which

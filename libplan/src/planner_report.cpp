@@ -37,6 +37,15 @@ std::string cost_text(const RankedPlan& r) {
   return ", " + format_usd(c.usd_per_hour) + "/h, " + format_usd(c.usd_per_million_tokens) + " per 1M tokens";
 }
 
+// After "best plan is 1.234": "x faster", or, for a best plan slower than the baseline (the
+// baseline is a candidate of every unhinted, uncut throughput search), its speed and why.
+std::string speedup_words(const PlanResult& r) {
+  if (r.speedup_vs_baseline >= 1) return "x faster";
+  if (r.objective == Objective::cost) return "x its speed (slower: ranked by cost per token)";
+  if (r.budget_usd_per_hour) return "x its speed (slower: held to the budget)";
+  return "x its speed (slower: held to the hints or cut by the time limit)";
+}
+
 std::string plan_json(const RankedPlan& r) {
   const Plan& p = r.plan;
   const PlanCost c = plan_cost(p, r.estimate);
@@ -114,7 +123,8 @@ std::string format_planner_text(const PlanResult& r) {
       o << "  baseline (heterogeneity-unaware " << r.baseline.label << " on " << baseline_devices << ", "
         << r.baseline.plan.micro_batches << " x " << r.baseline.plan.micro_batch_size
         << "): " << num(r.baseline.estimate.samples_per_s, "%.4g") << " samples/s" << cost_text(r.baseline)
-        << "; best plan is " << num(r.speedup_vs_baseline, "%.3f") << "x faster";
+        << "; best plan is " << num(r.speedup_vs_baseline, "%.3f")
+        << speedup_words(r);
       const PlanCost base = plan_cost(r.baseline.plan, r.baseline.estimate);
       const PlanCost best_cost = plan_cost(r.best().plan, r.best().estimate);
       if (base.priced && best_cost.priced) {
@@ -168,7 +178,9 @@ std::string format_planner_json(const PlanResult& r) {
   if (r.baseline_found) {
     o << plan_json(r.baseline);
   } else {
-    o << "{\"samples_per_s\": 0, \"usd_per_hour\": null, \"usd_per_million_tokens\": null, \"found\": false}";
+    o << "{\"samples_per_s\": 0, \"usd_per_hour\": null, \"usd_per_million_tokens\": null, \"found\": false, "
+         "\"reason\": "
+      << json_quote(r.baseline_missing) << "}";
   }
   o << ", \"idle\": [";
   for (size_t i = 0; i < r.idle.size(); ++i) {

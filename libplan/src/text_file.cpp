@@ -28,7 +28,8 @@ std::string read_text_file(const std::string& path, const std::string& format) {
   const std::string content = text.str();
   if (in.bad()) throw Error(path, "", "a readable " + format + " file", "reading it failed");
   if (content.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw Error(path, "", "a " + format + " file with content, got an empty file");
+    throw Error(path, "", "a " + format + " file with content, got an empty file",
+                "was it written completely? the files under configs/ show the form");
   }
   if (content.find('\0') != std::string::npos) {
     throw Error(path, "", "a " + format + " text file, got binary data", "is this the right file?");

@@ -48,12 +48,12 @@ void YamlField::fail(const std::string& expected, const std::string& hint) const
 }
 
 void YamlField::expect_keys(const std::vector<std::string>& allowed) const {
-  if (!node_.IsMap()) fail("expected a mapping, got " + describe(node_));
+  if (!node_.IsMap()) fail("expected a mapping, got " + describe(node_), "keys such as " + join(allowed));
   std::vector<std::string> seen;
   for (const auto& entry : node_) {
     const std::string key = entry.first.Scalar();
     for (const std::string& s : seen) {
-      if (s == key) YamlField(entry.first, file_, key_path(key)).fail("key '" + key + "' is given twice");
+      if (s == key) YamlField(entry.first, file_, key_path(key)).fail("key '" + key + "' is given twice", "keep one of them");
     }
     seen.push_back(key);
     bool known = false;
@@ -87,7 +87,7 @@ std::vector<std::string> YamlField::keys() const {
 }
 
 std::vector<YamlField> YamlField::elements() const {
-  if (!node_.IsSequence()) fail("expected a list, got " + describe(node_));
+  if (!node_.IsSequence()) fail("expected a list, got " + describe(node_), "one '- ' line per entry, or [a, b]");
   std::vector<YamlField> out;
   for (std::size_t i = 0; i < node_.size(); ++i) {
     out.emplace_back(node_[i], file_, path_ + "[" + std::to_string(i) + "]");
@@ -106,9 +106,11 @@ double YamlField::number() const {
   char* end = nullptr;
   errno = 0;
   const double value = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || errno != 0 || !std::isfinite(value)) {
-    fail("expected a number, got '" + s + "'");
+  if (s.empty() || *end != '\0') fail("expected a number, got '" + s + "'", "a decimal number such as 12.5, without a unit");
+  if (errno == ERANGE || std::isinf(value)) {
+    fail("expected a number of magnitude at most 1e30, got '" + s + "'", "check the unit");
   }
+  if (std::isnan(value)) fail("expected a number, got '" + s + "'", "NaN is not a quantity: give the value");
   // No quantity whale reads comes near 1e30 in its unit (bytes, FLOP/s, GiB, seconds); larger
   // ones are typos, and would overflow to infinity once converted.
   if (std::fabs(value) > kMaxMagnitude) {
@@ -144,8 +146,9 @@ int YamlField::integer() const {
   char* end = nullptr;
   errno = 0;
   const long long value = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || errno != 0 || value > 2147483647LL || value < -2147483647LL) {
-    fail("expected an integer, got '" + s + "'");
+  if (s.empty() || *end != '\0') fail("expected an integer, got '" + s + "'", "a whole number such as 4");
+  if (errno != 0 || value > 2147483647LL || value < -2147483647LL) {
+    fail("expected an integer of magnitude below 2^31, got '" + s + "'");
   }
   return static_cast<int>(value);
 }
@@ -156,8 +159,8 @@ int64_t YamlField::count(int64_t limit, const std::string& what) const {
   char* end = nullptr;
   errno = 0;
   const long long value = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0') fail("expected a positive integer, got '" + s + "'");
-  if (value <= 0) fail("expected a positive integer, got '" + s + "'");
+  if (s.empty() || *end != '\0') fail("expected a positive integer, got '" + s + "'", "a whole number such as 4");
+  if (value <= 0) fail("expected a positive integer, got '" + s + "'", "at least 1");
   if (errno == ERANGE || value > limit) {
     fail("expected at most " + std::to_string(limit) + " " + what + ", got '" + s + "'",
          "whale's limit on " + what + " (docs/limits.md)");
@@ -208,7 +211,14 @@ bool is_json_file_name(const std::string& path) {
 
 YamlField parse_yaml_text(const std::string& text, const std::string& file, bool json) {
   try {
-    return YamlField(YAML::Load(text), file, "");
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      throw Error(file, "",
+                  "one YAML document, got " + std::to_string(documents.size()) + " (the second at line " +
+                      std::to_string(documents[1].Mark().line + 1) + ")",
+                  "a '---' line separates documents: remove it, or split the file");
+    }
+    return YamlField(documents.empty() ? YAML::Node() : documents.front(), file, "");
   } catch (const YAML::DeepRecursion& e) {
     throw Error(file, "",
                 "YAML nested at most " + std::to_string(kMaxYamlDepth) + " levels deep, got deeper at line " +

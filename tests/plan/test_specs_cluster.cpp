@@ -132,6 +132,22 @@ TEST_CASE("an unknown device model lists the available profiles") {
   CHECK(e.hint().find("v100-sxm2-32gb") != std::string::npos);
 }
 
+TEST_CASE("a cluster of one node needs no network: its intra link stands for it") {
+  const std::string p = scratch_file("one-node.yaml",
+                                     "name: box\nnodes:\n  - name: n\n    devices: [{model: t4, count: 2}]\n"
+                                     "    intra_link: {kind: pcie, bandwidth_gbps: 128, latency_us: 5}\n");
+  const Cluster c = load_cluster(p);
+  REQUIRE(c.nodes.size() == 1);
+  CHECK(c.nodes[0].network.bandwidth_bytes_per_s == c.nodes[0].intra_link.bandwidth_bytes_per_s);
+  CHECK(c.nodes[0].network.latency_s == c.nodes[0].intra_link.latency_s);
+  CHECK(c.nodes[0].network.kind == "pcie");
+  // Two copies of the node do talk over a network: it is required then.
+  const std::string two = scratch_file("two-copies.yaml",
+                                       "name: box\nnodes:\n  - name: n\n    count: 2\n    devices: [{model: t4, count: 2}]\n"
+                                       "    intra_link: {kind: pcie, bandwidth_gbps: 128, latency_us: 5}\n");
+  CHECK_SPEC_ERROR([&] { load_cluster(two); }, two, "nodes[0].network", "missing field 'network'");
+}
+
 TEST_CASE("bad clusters name the field") {
   std::string p = scratch_file("no-network.yaml",
                                cluster_with("network: {kind: infiniband, bandwidth_gbps: 200, latency_us: 2}\n", ""));

@@ -1,10 +1,13 @@
 // File: test_cost_objective.cpp
 // The cost objective and the budget on a toy cluster of 2 A100-80GB ($4/h each) and 2
 // V100-32GB ($3/h each), gpt2-124m in fp16 at global batch 32: throughput takes all four devices
-// ($14/h), cost takes the A100s alone ($8/h), and the budget cap rejects dearer plans.
+// ($14/h), cost takes the A100s alone ($8/h), and the budget cap rejects dearer plans (below
+// every whole device model, part of one model's devices).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
+#include <vector>
 
 #include "planner_fixtures.h"
 #include "whale/plan/error.h"
@@ -82,6 +85,15 @@ TEST_CASE("cost picks the cheaper plan per token where throughput picks the fast
   const std::string text = plan::format_planner_text(cheap);
   CHECK(text.find("objective: cost") != std::string::npos);
   CHECK(text.find("$14/h") != std::string::npos);   // the baseline on all four devices
+  CHECK(text.find("best plan is 1.251x faster") != std::string::npos);
+  // A best plan slower than the baseline is said to be, with the reason.
+  plan::PlanResult slower = cheap;
+  slower.speedup_vs_baseline = 0.8;
+  CHECK(plan::format_planner_text(slower).find("best plan is 0.800x its speed (slower: ranked by cost per token)") !=
+        std::string::npos);
+  slower.objective = plan::Objective::throughput;
+  CHECK(plan::format_planner_text(slower).find("0.800x its speed (slower: held to the hints or cut by the time limit)") !=
+        std::string::npos);
   const std::string json = plan::format_planner_json(cheap);
   CHECK(json.find("\"objective\": \"cost\"") != std::string::npos);
   CHECK(json.find("\"usd_per_hour\": 8,") != std::string::npos);
@@ -117,13 +129,30 @@ TEST_CASE("the budget rejects plans whose used devices cost more per hour") {
   CHECK(capped.idle[0].reason.find("above the budget of $10") != std::string::npos);
   // Exactly at a plan's price is within the budget.
   CHECK(used_devices(plan_toy(plan::Objective::throughput, 14.0).best().plan) == std::set<int>{0, 1, 2, 3});
-  // Below the cheapest plan found (the V100s alone, $6/h): one error naming its price.
+  // Below every plan on whole device models (the V100s alone, $6/h): as many devices of one model
+  // as the budget pays for, searched alone; the best by the objective. At $5/h one A100 ($4) or
+  // one V100 ($3): throughput takes the A100, cost per token the one that is cheaper per token.
+  const plan::PlanResult one = plan_toy(plan::Objective::throughput, 5.0);
+  REQUIRE(used_devices(one.best().plan).size() == 1);
+  CHECK(*used_devices(one.best().plan).begin() <= 1);   // an A100
+  CHECK(plan::plan_cost(one.best().plan, one.best().estimate).usd_per_hour == 4.0);
+  std::vector<int> idle;
+  for (const plan::IdleDevices& e : one.idle) {
+    if (e.reason.find("more devices cost more than the budget of $5 per hour") != std::string::npos)
+      idle.insert(idle.end(), e.devices.begin(), e.devices.end());
+  }
+  std::sort(idle.begin(), idle.end());
+  CHECK(idle == std::vector<int>{1, 2, 3});
+  const plan::PlanResult cheapest = plan_toy(plan::Objective::cost, 5.0);
+  REQUIRE(used_devices(cheapest.best().plan).size() == 1);
+  CHECK(plan::plan_cost(cheapest.best().plan, cheapest.best().estimate).usd_per_hour <= 5.0);
+  // Below every device's price: one error naming the cheapest plan found.
   try {
-    plan_toy(plan::Objective::cost, 5.0);
+    plan_toy(plan::Objective::cost, 2.0);
     FAIL("expected an error");
   } catch (const Error& e) {
     CHECK(std::string(e.what()) ==
-          "--budget-usd-per-hour: no plan found costs at most $5 per hour (hint: the cheapest plan found (p1 "
+          "--budget-usd-per-hour: no plan found costs at most $2 per hour (hint: the cheapest plan found (p1 "
           "tp[v100-sxm2-32gb:1], 1 stage(s)) costs $6 per hour: raise the budget to that, or exclude devices with a "
           "hints file (docs/hints.md))");
   }

@@ -1,7 +1,7 @@
 // File: test_export_cli.cpp
 // whale-plan end to end with a Hugging Face config.json as the model, and the exports: a plan
-// Megatron-LM cannot express fails with one line, and --export-constrained writes the best
-// uniform plan and prints both throughputs.
+// Megatron-LM cannot express fails with one line, --export-constrained writes the best
+// uniform plan and prints both throughputs, and an export that fails leaves nothing written.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -62,6 +62,38 @@ TEST_CASE("exports of a heterogeneous plan: refused with one line, or constraine
   CHECK(constrained.err.find("\n  best plan: ") != std::string::npos);
   CHECK(constrained.err.find("\n  exported instead, the best uniform plan uniform pp1 tp2 dp32: ") != std::string::npos);
   CHECK(read(file).find("WHALE_MEGATRON_ARGS=(\n  --tensor-model-parallel-size 2\n") != std::string::npos);
+}
+
+TEST_CASE("an export that fails leaves no output of the command written") {
+  const std::string base = std::string(WHALE_BINARY_DIR) + "/test_export_cli.fails";
+  // Four nodes of three V100s: at a global batch of 64 every uniform plan has dp 4, 2 or 1, thus
+  // pp 3, 6 or 12, none of which divides Llama-2 7B's 32 layers as DeepSpeed needs; Megatron-LM
+  // can take pp 3.
+  std::ofstream(base + ".cluster.yaml")
+      << "name: four-by-three\nnetwork: {kind: infiniband, bandwidth_gbps: 200, latency_us: 5}\nnodes:\n"
+      << "  - {name: n1, devices: [{model: v100-sxm2-16gb, count: 3}], intra_link: {kind: nvlink, bandwidth_gbps: 1200, latency_us: 3}}\n"
+      << "  - {name: n2, devices: [{model: v100-sxm2-16gb, count: 3}], intra_link: {kind: nvlink, bandwidth_gbps: 1200, latency_us: 3}}\n"
+      << "  - {name: n3, devices: [{model: v100-sxm2-16gb, count: 3}], intra_link: {kind: nvlink, bandwidth_gbps: 1200, latency_us: 3}}\n"
+      << "  - {name: n4, devices: [{model: v100-sxm2-16gb, count: 3}], intra_link: {kind: nvlink, bandwidth_gbps: 1200, latency_us: 3}}\n";
+  for (const char* suffix : {".plan.yaml", ".megatron.sh", ".ds.json"}) std::remove((base + suffix).c_str());
+  const std::string args = "--cluster " + base + ".cluster.yaml --model configs/models/llama2-7b.yaml --global-batch 64 " +
+                           "--precision bf16 --export-constrained --out " + base + ".plan.yaml --export-megatron " +
+                           base + ".megatron.sh --export-deepspeed " + base + ".ds.json";
+  const Run r = whale_plan(args);
+  CAPTURE(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--export-deepspeed: a uniform plan that DeepSpeed can express and that fits, got none: of a "
+                   "pipeline depth that divides the transformer layers, none divides the global batch of 64") !=
+        std::string::npos);
+  for (const char* suffix : {".plan.yaml", ".megatron.sh", ".ds.json"}) {
+    CAPTURE(suffix);
+    CHECK_FALSE(std::ifstream(base + suffix).good());
+  }
+  // Without the DeepSpeed export, the same command writes the plan and Megatron-LM's pp 3.
+  const Run megatron = whale_plan(args.substr(0, args.find(" --export-deepspeed")));
+  CHECK(megatron.exit_code == 0);
+  CHECK(read(base + ".megatron.sh").find("--pipeline-model-parallel-size 3\n") != std::string::npos);
+  CHECK(std::ifstream(base + ".plan.yaml").good());
 }
 
 TEST_CASE("whale-plan --allow-tf32 plans fp32 training with TF32 GEMMs, reports them and writes the setting") {

@@ -1,7 +1,8 @@
 // File: test_planner_candidates.cpp
 // What the planner weighs besides its own space: the baseline's plan, each device model's
 // plan alone and, with three models or more, the strongest models together are candidates
-// (never slower than the baseline; devices may stay idle, with the reason), the upper bound is absent when no device model alone holds the model, and the
+// (never slower than the baseline; devices may stay idle, with the reason; a batch too small
+// for every pipeline on all devices is planned on fewer), the upper bound is absent when no device model alone holds the model, and the
 // quick estimate holds zb-h1's weight-pass tensors as the simulator does.
 #include <doctest/doctest.h>
 
@@ -211,4 +212,33 @@ TEST_CASE("quick estimate: zb-h1 holds weight-pass tensors besides its activatio
   CHECK(activations(-1) == 600);                           // 100 x 2 x 3: no split backward
   CHECK(activations(0) == 600 + (1000 - 100) * 2);         // an input pass swaps 100 for 1000
   CHECK(activations(1) == 600 + (1000 + 1000 - 100) * 2);  // and one weight pass held besides
+}
+
+TEST_CASE("a global batch smaller than every pipeline's data-parallel degree is planned on fewer devices, the rest idle") {
+  // cpu-local-8 in one pipeline stage: the tiny model's 4 heads allow tp <= 4, so a group of
+  // all 8 devices has dp 2 at least; one sample fills one replica of tp 4 on 4 devices.
+  const plan::Cluster cluster = test::shipped_cluster("cpu-local-8");
+  const plan::Model model = test::shipped_model("tiny");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 1;
+  o.hints.max_pipeline_depth = 1;
+  const plan::PlanResult r = plan::search_plans(cluster, model, simulator, o);
+  REQUIRE(r.best().plan.stages.size() == 1);
+  const plan::Stage& stage = r.best().plan.stages.front();
+  CHECK(stage.devices.size() == 4);
+  CHECK(stage.replicas() == 1);
+  REQUIRE(r.idle.size() == 1);
+  CHECK(r.idle[0].devices.size() == 4);
+  CHECK(r.idle[0].reason.find("the global batch of 1 sample(s) is smaller than the data-parallel degree of every "
+                              "pipeline on all 8 usable devices (2 at least)") != std::string::npos);
+  std::set<int> used(stage.devices.begin(), stage.devices.end());
+  for (int d : r.idle[0].devices) CHECK(used.count(d) == 0);
+  // The comparison is of the devices planned: the baseline runs on them too.
+  CHECK(r.baseline_devices.size() == 4);
+  CHECK_NOTHROW(plan::validate_plan(r.best().plan));
+  // Without a pipeline-depth limit the batch of one sample still finds a plan (pipelines).
+  o.hints.max_pipeline_depth = 0;
+  const plan::PlanResult deep = plan::search_plans(cluster, model, simulator, o);
+  for (const plan::Stage& s : deep.best().plan.stages) CHECK(s.replicas() == 1);
 }

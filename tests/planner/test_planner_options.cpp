@@ -126,6 +126,18 @@ TEST_CASE("a missing baseline says why: no uniform layout divides the batch, or 
   CHECK(missing == "none fits in memory");
 }
 
+TEST_CASE("the JSON output gives a missing baseline's reason") {
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 12;  // as above: no uniform pipeline divides it
+  const plan::PlanResult r =
+      plan::search_plans(test::shipped_cluster("a100-v100"), test::shipped_model("tiny-moe-dropless"), simulator, o);
+  REQUIRE_FALSE(r.baseline_found);
+  CHECK(plan::format_planner_json(r).find("\"found\": false, \"reason\": \"none divides the global batch of 12 samples") !=
+        std::string::npos);
+  CHECK(plan::format_planner_text(r).find("baseline: no uniform plan on devices 0-63: none divides") != std::string::npos);
+}
+
 namespace {
 // A fake clock that reads 0 for its first `zero_readings` readings and 1e9 s after, counting
 // every reading in `*readings`.

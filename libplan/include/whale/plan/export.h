@@ -34,14 +34,20 @@ std::string deepspeed_config(const Plan& plan);
 /// The export text of `framework` (megatron_arguments or deepspeed_config).
 std::string export_text(const Plan& plan, Framework framework);
 
-/// Writes the export of the planner's best plan for `framework` to `path` and
-/// returns what to print: one line naming the file and the plan's predicted throughput. When
-/// the framework cannot express the best plan: without `constrained`, throws whale::Error
-/// listing why; with it, exports the best plan it can express (the planner's uniform baseline,
-/// searched here when the result has none) and returns, besides, the limits of the best plan
-/// and both throughputs. Throws whale::Error when no expressible plan fits either.
-std::string export_best(const PlanResult& result, const Cluster& cluster, const Model& model,
-                        const CostModel& cost, const PlannerOptions& options, Framework framework,
-                        bool constrained, const std::string& path);
+/// The export of the planner's best plan for `framework`, for the file `path`: its text and what
+/// to print, one line naming the file and the plan's predicted throughput. Writes nothing: a
+/// caller with several outputs chooses every export before writing any, so that one that fails
+/// leaves no file written. When the framework cannot express the best plan: without
+/// `constrained`, throws whale::Error listing why; with it, exports the best plan it can express
+/// (the planner's uniform baseline, searched here, among the pipeline depths the framework can
+/// split the layers by, when the result's cannot be expressed) and reports, besides, the limits
+/// of the best plan and both throughputs. Throws whale::Error when no expressible plan fits either.
+struct ChosenExport {
+  std::string text;    // the file's content
+  std::string report;  // what to print once it is written
+};
+ChosenExport choose_export(const PlanResult& result, const Cluster& cluster, const Model& model,
+                           const CostModel& cost, const PlannerOptions& options, Framework framework,
+                           bool constrained, const std::string& path);
 
 }  // namespace whale::plan

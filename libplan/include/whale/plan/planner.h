@@ -15,6 +15,7 @@
 #include "whale/plan/objective.h"
 #include "whale/plan/plan.h"
 #include "whale/plan/search_estimate.h"
+#include "whale/plan/search_space.h"
 
 namespace whale::plan {
 
@@ -163,9 +164,11 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
 /// The best uniform plan, as Megatron-LM or DeepSpeed would run it: the same (dp, tp) in every
 /// stage over all usable devices in id order, an even split of the transformer layers, even
 /// shares, 1f1b, one recomputation setting for all. `found` is false when none fits; then
-/// `missing`, where given, says why (no layout divides the batch, none fits in memory).
+/// `missing`, where given, says why (no layout divides the batch, none fits in memory). `keep`,
+/// where given, leaves out the uniform structures it rejects (a framework's limits).
 RankedPlan search_baseline(const Cluster& cluster, const Model& model, const CostModel& cost,
-                           const PlannerOptions& options, bool* found, std::string* missing = nullptr);
+                           const PlannerOptions& options, bool* found, std::string* missing = nullptr,
+                           const std::function<bool(const Structure&)>& keep = nullptr);
 
 /// HetHub's upper bound over the usable devices.
 UpperBound search_upper_bound(const Cluster& cluster, const Model& model, const CostModel& cost,

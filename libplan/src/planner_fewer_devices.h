@@ -1,0 +1,30 @@
+// File: planner_fewer_devices.h
+// Plans on fewer devices than the usable ones, where every plan on all of them is ruled out by
+// the global batch or the budget: each subset searched anew by search_plans (its comparison
+// too, on the subset), the devices left out reported idle with the reason. Private to the planner.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "planner_engine.h"
+
+namespace whale::plan {
+
+/// A global batch of fewer samples than the replicas of every pipeline on `usable` (each has
+/// `smallest_dp` at least): the plan of the first devices of ordered_devices that `batch`
+/// replicas of the pipeline with the fewest fill, searched within the time left from `start`.
+/// An error of that search is rethrown naming the devices searched and why.
+PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                  const PlannerOptions& options, Clock::time_point start,
+                                  const std::vector<int>& usable, int smallest_dp, int batch);
+
+/// Where no plan found on `usable` costs at most options.budget_usd_per_hour: for each priced
+/// device model, as many of its usable devices as the budget pays for (the first in
+/// ordered_devices), searched alone; the best plan of these by the objective, or nothing when
+/// none fits (the caller then reports the cheapest plan found).
+std::optional<PlanResult> search_within_budget(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                               const PlannerOptions& options, Clock::time_point start,
+                                               const std::vector<int>& usable);
+
+}  // namespace whale::plan

@@ -1,0 +1,51 @@
+// File: test_export_choice.cpp
+// Which plan a constrained export takes: DeepSpeed, which places no stage boundaries, gets a
+// uniform plan whose pipeline depth divides the transformer layers where the planner's
+// baseline has another depth; and choosing an export writes no file.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "planner_fixtures.h"
+#include "whale/plan/export.h"
+
+using namespace whale;
+
+namespace {
+// Four nodes of three V100s: at a global batch of 12 the best uniform plan of Llama-2 7B is
+// pp 3 x dp 4, whose 32 layers split 10, 11, 11.
+constexpr const char* kFourNodesOfThree = R"(name: four-by-three
+network: {kind: infiniband, bandwidth_gbps: 200, latency_us: 5}
+nodes:
+  - {name: n1, devices: [{model: v100-sxm2-16gb, count: 3}], intra_link: {kind: nvlink, bandwidth_gbps: 1200, latency_us: 3}}
+  - {name: n2, devices: [{model: v100-sxm2-16gb, count: 3}], intra_link: {kind: nvlink, bandwidth_gbps: 1200, latency_us: 3}}
+  - {name: n3, devices: [{model: v100-sxm2-16gb, count: 3}], intra_link: {kind: nvlink, bandwidth_gbps: 1200, latency_us: 3}}
+  - {name: n4, devices: [{model: v100-sxm2-16gb, count: 3}], intra_link: {kind: nvlink, bandwidth_gbps: 1200, latency_us: 3}}
+)";
+}  // namespace
+
+TEST_CASE("a constrained DeepSpeed export searches the pipeline depths that divide the layers") {
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("four_by_three.yaml", kFourNodesOfThree));
+  const plan::Model model = test::shipped_model("llama2-7b");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 12;
+  const plan::PlanResult result = plan::search_plans(cluster, model, simulator, o);
+  REQUIRE(result.baseline_found);
+  REQUIRE(result.baseline.label == "uniform pp3 tp1 dp4");
+  REQUIRE_FALSE(plan::export_limits(result.best().plan, plan::Framework::deepspeed).empty());
+  const std::string file = std::string(WHALE_BINARY_DIR) + "/test_export_choice.json";
+  std::filesystem::remove(file);
+  const plan::ChosenExport chosen =
+      plan::choose_export(result, cluster, model, simulator, o, plan::Framework::deepspeed, true, file);
+  CHECK_FALSE(std::filesystem::exists(file));
+  CHECK(chosen.report.find("exported instead, the best uniform plan uniform pp4 tp1 dp3: ") != std::string::npos);
+  CHECK(chosen.report.find(": " + file + "\n") != std::string::npos);
+  CHECK(chosen.text.find("\"pipeline\": {\"stages\": 4,") != std::string::npos);
+  // Megatron-LM's first and last stages may differ: it keeps the planner's baseline depth.
+  const plan::ChosenExport megatron =
+      plan::choose_export(result, cluster, model, simulator, o, plan::Framework::megatron, true, file);
+  CHECK(megatron.report.find("exported instead, the best uniform plan uniform pp3 tp1 dp4") != std::string::npos);
+  CHECK(megatron.text.find("--pipeline-model-parallel-size 3\n") != std::string::npos);
+}
