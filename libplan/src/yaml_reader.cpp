@@ -100,13 +100,19 @@ std::string YamlField::text() const {
   return node_.Scalar();
 }
 
+const std::string& YamlField::numeric_text(const std::string& expected) const {
+  if (!node_.IsScalar()) fail(expected + ", got " + describe(node_));
+  return node_.Scalar();
+}
+
 double YamlField::number() const {
-  if (!node_.IsScalar()) fail("expected a number, got " + describe(node_));
-  const std::string& s = node_.Scalar();
+  const std::string& s = numeric_text("expected a number");
   char* end = nullptr;
   errno = 0;
   const double value = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0') fail("expected a number, got '" + s + "'", "a decimal number such as 12.5, without a unit");
+  if (s.empty() || *end != '\0') {
+    fail("expected a number, got '" + s + "'", "a decimal number such as 12.5, without a unit");
+  }
   if (errno == ERANGE || std::isinf(value)) {
     fail("expected a number of magnitude at most 1e30, got '" + s + "'", "check the unit");
   }
@@ -141,8 +147,7 @@ double YamlField::non_negative_number() const {
 }
 
 int YamlField::integer() const {
-  if (!node_.IsScalar()) fail("expected an integer, got " + describe(node_));
-  const std::string& s = node_.Scalar();
+  const std::string& s = numeric_text("expected an integer");
   char* end = nullptr;
   errno = 0;
   const long long value = std::strtoll(s.c_str(), &end, 10);
@@ -154,8 +159,7 @@ int YamlField::integer() const {
 }
 
 int64_t YamlField::count(int64_t limit, const std::string& what) const {
-  if (!node_.IsScalar()) fail("expected a positive integer, got " + describe(node_));
-  const std::string& s = node_.Scalar();
+  const std::string& s = numeric_text("expected a positive integer");
   char* end = nullptr;
   errno = 0;
   const long long value = std::strtoll(s.c_str(), &end, 10);

@@ -68,6 +68,10 @@ class YamlField {
   const YAML::Node& node() const { return node_; }
 
  private:
+  // The scalar text of a numeric field; fails with `expected` ("expected a number") where it is
+  // not a scalar. A quoted number ("4096") reads as the number, in YAML and in JSON.
+  const std::string& numeric_text(const std::string& expected) const;
+
   YAML::Node node_;
   std::string file_;
   std::string path_;

@@ -72,6 +72,22 @@ TEST_CASE("a model whose activations overflow at batch 1 is not told to shrink i
   CHECK(m.find("--global-batch") == std::string::npos);
 }
 
+TEST_CASE("a batch planned on fewer devices that do not hold the model says which and why") {
+  // 25 heads allow tp 1 only: one stage of 8 devices has dp 8, so one sample is planned on one
+  // device, which cannot hold 1.5 B parameters in fp32 with Adam (12 GiB).
+  const plan::Model model = plan::load_model(test::temp_file(
+      "heads25.yaml", "name: heads25\nfamily: gpt\nlayers: 48\nhidden: 1600\nheads: 25\nsequence: 1024\n"
+                      "vocabulary: 50257\ntraining: {global_batch: 1, precision: fp32, optimizer: adamw}\n"));
+  plan::PlannerOptions o;
+  o.compare = false;
+  o.hints.max_pipeline_depth = 1;
+  const std::string m = search_error(test::shipped_cluster("cpu-local-8"), model, o);
+  CHECK(m.find("does not fit on cluster 'cpu-local-8'") != std::string::npos);
+  CHECK(m.find(", searched on devices 0 only: the global batch of 1 sample(s) is smaller than the data-parallel "
+               "degree of every pipeline on all 8 usable devices (8 at least)") != std::string::npos);
+  CHECK(m.find("; a larger --global-batch uses more devices)") != std::string::npos);
+}
+
 TEST_CASE("a global batch that is not positive names the batch and a fix") {
   plan::PlannerOptions o;
   o.compare = false;
