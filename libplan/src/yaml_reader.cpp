@@ -2,9 +2,12 @@
 // The strict YAML reader: type, key and range checks with file + YAML path in every error.
 #include "yaml_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <string>
+#include <string_view>
 
 #include <yaml-cpp/depthguard.h>
 
@@ -213,16 +216,38 @@ bool is_json_file_name(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
 }
 
+namespace {
+
+// The line (from 1) of a '---' document marker that follows content, thus starts a second
+// document; 0 where there is none. Read from the text: yaml-cpp's LoadAll can loop without end,
+// filling memory, on a malformed second document. A marker is '---' at the start of a line, alone
+// or followed by a space; no scalar may hold one there.
+int second_document_line(const std::string& text) {
+  bool content = false;
+  int line = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view l(text.data() + start, end - start);
+    ++line;
+    const bool marker = l.substr(0, 3) == "---" && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    if (marker && content) return line;
+    const std::size_t first = l.find_first_not_of(" \t\r");
+    if (!marker && first != std::string_view::npos && l[first] != '#' && l[first] != '%') content = true;
+    start = end + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 YamlField parse_yaml_text(const std::string& text, const std::string& file, bool json) {
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      throw Error(file, "",
-                  "one YAML document, got " + std::to_string(documents.size()) + " (the second at line " +
-                      std::to_string(documents[1].Mark().line + 1) + ")",
+    YAML::Node root = YAML::Load(text);  // the first document
+    if (const int line = second_document_line(text)) {
+      throw Error(file, "", "one YAML document, got a second at line " + std::to_string(line),
                   "a '---' line separates documents: remove it, or split the file");
     }
-    return YamlField(documents.empty() ? YAML::Node() : documents.front(), file, "");
+    return YamlField(root, file, "");
   } catch (const YAML::DeepRecursion& e) {
     throw Error(file, "",
                 "YAML nested at most " + std::to_string(kMaxYamlDepth) + " levels deep, got deeper at line " +

@@ -41,6 +41,14 @@ TEST_CASE("malformed YAML gives the line") {
   CHECK(e.hint().find("indentation") != std::string::npos);
 }
 
+TEST_CASE("a file holds one YAML document: a marker before the content is fine, a second document is refused") {
+  CHECK(load_model(scratch_file("marked.yaml", std::string("# a model\n---\n") + kToyModel)).name == "toy");
+  const std::string two = scratch_file("two-docs.yaml", std::string(kToyModel) + "--- # next\nname: other\n");
+  CHECK_SPEC_ERROR([&] { load_model(two); }, two, "", "one YAML document, got a second at line 9");
+  // A '---' inside a line is no marker.
+  CHECK(load_model(scratch_file("dashes.yaml", with(kToyModel, "name: toy", "name: toy---x"))).name == "toy---x");
+}
+
 TEST_CASE("an unknown key is rejected and the allowed keys are listed") {
   const std::string path = scratch_file("unknown-key.yaml", std::string(kToyModel) + "colour: blue\n");
   CHECK_SPEC_ERROR([&] { load_model(path); }, path, "colour", "unknown key 'colour'");
