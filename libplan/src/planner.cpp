@@ -122,16 +122,6 @@ Hints exclusions_only(const Hints& hints) {
 std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<int>& usable,
                                       const RankedPlan& best, const RankedPlan* all_devices,
                                       const PlannerOptions& options) {
-  std::set<int> used;
-  for (const Stage& s : best.plan.stages) used.insert(s.devices.begin(), s.devices.end());
-  std::vector<IdleDevices> out;
-  for (int d : usable) {
-    if (used.count(d)) continue;
-    const std::string& m = cluster.devices[d].model;
-    auto it = std::find_if(out.begin(), out.end(), [&](const IdleDevices& e) { return e.device_model == m; });
-    if (it == out.end()) it = out.insert(out.end(), IdleDevices{m, {}, ""});
-    it->devices.push_back(d);
-  }
   char reason[256];
   const PlanCost all_cost = all_devices ? plan_cost(all_devices->plan, all_devices->estimate) : PlanCost{};
   if (all_devices && options.budget_usd_per_hour && all_cost.usd_per_hour > *options.budget_usd_per_hour) {
@@ -151,7 +141,12 @@ std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<
   } else {
     std::snprintf(reason, sizeof reason, "no plan found that uses every device fits in memory");
   }
-  for (IdleDevices& e : out) e.reason = reason;
+  std::set<int> used;
+  for (const Stage& s : best.plan.stages) used.insert(s.devices.begin(), s.devices.end());
+  std::vector<IdleDevices> out;
+  for (int d : usable) {
+    if (!used.count(d)) add_idle_device(&out, cluster, d, reason);
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 // (bounded by structure, keeping the best estimates) then the simulator phase. Private.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <string>
@@ -50,6 +51,16 @@ inline Clock::time_point planner_now(const PlannerOptions& options) {
   if (!options.clock_s) return Clock::now();
   return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(options.clock_s())));
+}
+
+/// Lists `device` in `*idle`: in the entry of its device model and `reason`, or in a new one.
+inline void add_idle_device(std::vector<IdleDevices>* idle, const Cluster& cluster, int device,
+                            const std::string& reason) {
+  const std::string& m = cluster.devices[device].model;
+  auto it = std::find_if(idle->begin(), idle->end(),
+                         [&](const IdleDevices& e) { return e.device_model == m && e.reason == reason; });
+  if (it == idle->end()) it = idle->insert(idle->end(), IdleDevices{m, {}, reason});
+  it->devices.push_back(device);
 }
 
 /// `options` with the time limit that started at `start` cut to what is left of it (1 ms at

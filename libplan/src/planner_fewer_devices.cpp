@@ -22,13 +22,7 @@ PlanResult search_without(const Cluster& cluster, const Model& model, const Cost
   excluded.insert(excluded.end(), left_out.begin(), left_out.end());
   std::sort(excluded.begin(), excluded.end());
   PlanResult result = search_plans(cluster, model, cost, fewer);
-  for (int d : left_out) {
-    const std::string& m = cluster.devices[d].model;
-    auto it = std::find_if(result.idle.begin(), result.idle.end(),
-                           [&](const IdleDevices& e) { return e.device_model == m && e.reason == reason; });
-    if (it == result.idle.end()) it = result.idle.insert(result.idle.end(), IdleDevices{m, {}, reason});
-    it->devices.push_back(d);
-  }
+  for (int d : left_out) add_idle_device(&result.idle, cluster, d, reason);
   for (IdleDevices& e : result.idle) std::sort(e.devices.begin(), e.devices.end());
   return result;
 }

@@ -116,15 +116,14 @@ double YamlField::number() const {
   if (s.empty() || *end != '\0') {
     fail("expected a number, got '" + s + "'", "a decimal number such as 12.5, without a unit");
   }
-  if (errno == ERANGE || std::isinf(value)) {
-    fail("expected a number of magnitude at most 1e30, got '" + s + "'", "check the unit");
-  }
   if (std::isnan(value)) fail("expected a number, got '" + s + "'", "NaN is not a quantity: give the value");
   // No quantity whale reads comes near 1e30 in its unit (bytes, FLOP/s, GiB, seconds); larger
-  // ones are typos, and would overflow to infinity once converted.
+  // ones are typos, and would overflow to infinity once converted. An overflow of the double
+  // itself (1e400) reads as infinity and fails here too.
   if (std::fabs(value) > kMaxMagnitude) {
     fail("expected a number of magnitude at most 1e30, got '" + s + "'", "check the unit");
   }
+  if (errno == ERANGE) fail("expected a number, got '" + s + "'", "too close to zero for a double: write 0");
   return value;
 }
 
