@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <unistd.h>
 #include <vector>
 
@@ -132,9 +132,10 @@ int main(int argc, char** argv) {
     // --time-limit bounds the whole command: the searches get what loading left (at least 1 ms:
     // 0 would mean no limit), the advice's re-plans what the searches left.
     const double time_limit_s = options.time_limit_s;
-    auto time_left_s = [&] {
-      return time_limit_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count();
+    auto elapsed_s = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - command_start).count();
     };
+    auto time_left_s = [&] { return time_limit_s - elapsed_s(); };
     if (time_limit_s > 0) options.time_limit_s = std::max(1e-3, time_left_s());
     auto advise_batch = [&](const whale::plan::PlanResult& planned) {
       const int batch = planned.best().plan.global_batch();
@@ -146,10 +147,13 @@ int main(int argc, char** argv) {
         quiet.progress = nullptr;
         whale::plan::BatchAdvice advice;
         advice.cut = true;
-        if (time_limit_s > 0) quiet.time_limit_s = time_left_s();
-        if (time_limit_s <= 0 || quiet.time_limit_s > 0)
+        // Without --time-limit, the advice's own bound (kAdviceLeastBoundS).
+        const double default_bound_s =
+            time_limit_s > 0 ? 0.0 : std::max(whale::plan::kAdviceLeastBoundS, elapsed_s());
+        quiet.time_limit_s = time_limit_s > 0 ? time_left_s() : default_bound_s;
+        if (quiet.time_limit_s > 0)
           advice = whale::plan::advise_global_batch(cluster, model, simulator, quiet, batch, kAdviceTarget);
-        batch_warning = whale::plan::format_batch_warning(batch, planned, advice, kAdviceTarget);
+        batch_warning = whale::plan::format_batch_warning(batch, planned, advice, kAdviceTarget, default_bound_s);
       }
     };
     whale::plan::PlanResult result = whale::plan::search_with_precision(cluster, model, simulator, options,
@@ -172,12 +176,12 @@ int main(int argc, char** argv) {
       whale::plan::ChosenExport chosen;
     };
     std::vector<Export> exports;
-    for (const auto& [framework, option, path] :
-         {std::tuple{whale::plan::Framework::megatron, "--export-megatron", megatron_path},
-          std::tuple{whale::plan::Framework::deepspeed, "--export-deepspeed", deepspeed_path}}) {
+    for (const auto& [framework, path] : {std::pair{whale::plan::Framework::megatron, megatron_path},
+                                          std::pair{whale::plan::Framework::deepspeed, deepspeed_path}}) {
       if (path.empty()) continue;
-      exports.push_back({option, path, whale::plan::choose_export(result, cluster, model, simulator, options,
-                                                                  framework, export_constrained, path)});
+      exports.push_back({whale::plan::export_option(framework), path,
+                         whale::plan::choose_export(result, cluster, model, simulator, options, framework,
+                                                    export_constrained, path)});
     }
     if (!out_path.empty()) whale::plan::save_plan(best.plan, out_path, /*embed=*/true);
     if (!trace_path.empty()) {

@@ -108,17 +108,26 @@ BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, cons
 }
 
 std::string format_batch_warning(int batch, const PlanResult& result, const BatchAdvice& advice,
-                                 double target) {
+                                 double target, double default_bound_s) {
   const Plan& best = result.best().plan;
-  char line[512];
+  char line[640];
   const int percent = static_cast<int>(100 * target + 0.5);
   if (advice.cut) {
+    char why[256];
+    if (default_bound_s > 0) {
+      std::snprintf(why, sizeof why,
+                    "the search for a batch that reaches %d%% stopped after %.0f s, as long as the planning took "
+                    "(--time-limit S gives the whole command S s; or plan a larger --global-batch directly)",
+                    percent, default_bound_s);
+    } else {
+      std::snprintf(why, sizeof why,
+                    "the time limit ended the search for a batch that reaches %d%% (raise --time-limit for it)",
+                    percent);
+    }
     std::snprintf(line, sizeof line,
                   "warning: global batch %d is too small for this cluster (best plan: %d micro-batches over %d "
-                  "pipeline groups, %.1f%% of the upper bound); the time limit ended the search for a batch "
-                  "that reaches %d%% (raise --time-limit for it)\n",
-                  batch, best.micro_batches, best.pipeline_groups(), 100 * result.fraction_of_upper_bound,
-                  percent);
+                  "pipeline groups, %.1f%% of the upper bound); %s\n",
+                  batch, best.micro_batches, best.pipeline_groups(), 100 * result.fraction_of_upper_bound, why);
   } else if (advice.found) {
     const std::string of_step =
         advice.step > batch ? "multiple of " + std::to_string(advice.step) + " " : std::string();

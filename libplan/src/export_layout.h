@@ -50,8 +50,6 @@ std::vector<std::string> deepspeed_limits(const Plan& plan, const ExportLayout& 
 /// Throws whale::Error naming the plan file and the export option and listing
 /// export_limits(plan, framework), with a hint to --export-constrained, unless there are none.
 void throw_if_limited(const Plan& plan, Framework framework);
-/// The whale-plan option that names the export file of `framework` (--export-megatron, ...).
-const char* export_option(Framework framework);
 
 /// One line for the user when the export trains in another precision than the plan
 /// (ExportLayout::precision), e.g. "DeepSpeed trains bf16 as fp16 with dynamic loss scaling:

@@ -72,13 +72,13 @@ const HfRange& range_of(const std::string& key) {
 // The integer at `key`, in its range of kHfRanges.
 int hf_integer(const YamlField& root, const std::string& key) {
   const HfRange& range = range_of(key);
-  return static_cast<int>(root.get(key).count(static_cast<int64_t>(range.high), range.what));
+  return static_cast<int>(hf_config_number_field(root, key).count(static_cast<int64_t>(range.high), range.what));
 }
 
 // The real number at `key`, in its range of kHfRanges.
 double hf_number(const YamlField& root, const std::string& key) {
   const HfRange& range = range_of(key);
-  const YamlField field = root.get(key);
+  const YamlField field = hf_config_number_field(root, key);
   const double value = field.positive_number();
   if (value > range.high) {
     field.fail("expected a number in (0, " + format_number(range.high) + "], got '" + field.node().Scalar() + "'",
@@ -162,7 +162,7 @@ void read_shape(const YamlField& root, Model& model, bool reads_head_dim) {
 // A dropout probability of the config, when it names one: in [0, 1).
 std::optional<double> dropout_of(const YamlField& root, const std::string& key) {
   if (is_null(root, key)) return std::nullopt;
-  const YamlField field = root.get(key);
+  const YamlField field = hf_config_number_field(root, key);
   const double p = field.non_negative_number();
   if (p >= 1) field.fail("expected a dropout probability in [0, 1), got " + field.text());
   return p;
@@ -232,6 +232,16 @@ void read_gpt_neox(const YamlField& root, Model& model) {
 }  // namespace
 
 int hf_config_integer(const YamlField& root, const std::string& key) { return hf_integer(root, key); }
+
+YamlField hf_config_number_field(const YamlField& root, const std::string& key) {
+  YamlField field = root.get(key);
+  // yaml-cpp tags a quoted scalar "!" and a plain one "?": JSON's strings are the quoted ones.
+  if (field.is_scalar() && field.node().Tag() == "!") {
+    field.fail("expected a JSON number, got the string \"" + field.node().Scalar() + "\"",
+               "transformers writes numbers without quotes: remove them");
+  }
+  return field;
+}
 
 bool hf_config_is_null(const YamlField& root, const std::string& key) { return is_null(root, key); }
 

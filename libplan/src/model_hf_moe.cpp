@@ -69,7 +69,7 @@ MoeSpec read_hf_moe(const YamlField& root, const std::string& model_type, const 
   if (!hf_config_is_null(root, "norm_topk_prob")) root.get("norm_topk_prob").boolean();
   // transformers' defaults: MixtralConfig 0.001, Qwen2MoeConfig 0.001, OlmoeConfig 0.01.
   if (!hf_config_is_null(root, "router_aux_loss_coef")) {
-    spec.aux_loss_coeff = root.get("router_aux_loss_coef").non_negative_number();
+    spec.aux_loss_coeff = hf_config_number_field(root, "router_aux_loss_coef").non_negative_number();
   } else {
     spec.aux_loss_coeff = model_type == "olmoe" ? 0.01 : 0.001;
   }

@@ -150,18 +150,25 @@ std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<
   return out;
 }
 
+// The plan of `plans` that costs least per hour, and that cost in *usd_per_hour; nullptr (and
+// *usd_per_hour untouched) when there are none.
+const RankedPlan* cheapest_per_hour(const std::vector<RankedPlan>& plans, double* usd_per_hour) {
+  const RankedPlan* cheapest = nullptr;
+  for (const RankedPlan& p : plans) {
+    const double usd = plan_cost(p.plan, p.estimate).usd_per_hour;
+    if (!cheapest || usd < *usd_per_hour) {
+      cheapest = &p;
+      *usd_per_hour = usd;
+    }
+  }
+  return cheapest;
+}
+
 // Drops the plans whose used devices cost more per hour than the budget; throws when none is
 // left, naming the cheapest plan found.
 void keep_within_budget(std::vector<RankedPlan>& plans, double budget_usd_per_hour) {
-  const RankedPlan* cheapest = nullptr;
   double cheapest_usd = 0;
-  for (const RankedPlan& p : plans) {
-    const double usd = plan_cost(p.plan, p.estimate).usd_per_hour;
-    if (!cheapest || usd < cheapest_usd) {
-      cheapest = &p;
-      cheapest_usd = usd;
-    }
-  }
+  const RankedPlan* cheapest = cheapest_per_hour(plans, &cheapest_usd);
   if (cheapest && cheapest_usd > budget_usd_per_hour) {
     throw Error("", "--budget-usd-per-hour",
                 "no plan found costs at most " + format_usd(budget_usd_per_hour) + " per hour",
@@ -399,9 +406,8 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   for (RankedPlan& o : others) result.ranked.push_back(std::move(o));
   if (options.budget_usd_per_hour) {
     const double budget = *options.budget_usd_per_hour;
-    const bool none_within = std::none_of(result.ranked.begin(), result.ranked.end(), [&](const RankedPlan& p) {
-      return plan_cost(p.plan, p.estimate).usd_per_hour <= budget;
-    });
+    double cheapest_usd = 0;
+    const bool none_within = !cheapest_per_hour(result.ranked, &cheapest_usd) || cheapest_usd > budget;
     // Every plan found costs more: fewer devices of one model, as many as the budget pays for.
     std::optional<PlanResult> within =
         none_within ? search_within_budget(cluster, model, cost, options, start, limits.devices) : std::nullopt;

@@ -4,7 +4,8 @@
 #include "planner_fewer_devices.h"
 
 #include <algorithm>
-#include <cmath>
+#include <functional>
+#include <string>
 
 #include "whale/plan/error.h"
 #include "whale/plan/objective.h"
@@ -61,35 +62,52 @@ std::optional<PlanResult> search_within_budget(const Cluster& cluster, const Mod
                                                const std::vector<int>& usable) {
   const double budget = *options.budget_usd_per_hour;
   const std::vector<int> order = ordered(cluster, model, usable);
+  const auto price_of = [&](int d) { return cluster.devices[d].price_per_hour_usd.value_or(0.0); };
+  const std::string reason =
+      "more devices cost more than the budget of " + format_usd(budget) + " per hour in every plan found";
   std::optional<PlanResult> best;
-  std::vector<std::string> tried;
-  for (int first : order) {
-    const std::string& m = cluster.devices[first].model;
-    if (std::find(tried.begin(), tried.end(), m) != tried.end()) continue;
-    tried.push_back(m);
-    const std::optional<double> price = cluster.devices[first].price_per_hour_usd;
-    const long affordable = price && *price > 0 ? static_cast<long>(std::floor(budget / *price)) : 0;
-    if (affordable < 1) continue;
-    std::vector<int> left_out;
-    long taken = 0;
+  // The devices of `order` that `keep` takes, walked in that order with the hourly cost of those
+  // taken so far.
+  const auto kept_by = [&](const std::function<bool(int, double)>& keep) {
+    std::vector<int> kept;
+    double usd = 0;
     for (int d : order) {
-      if (cluster.devices[d].model == m && taken < affordable) {
-        ++taken;
-      } else {
-        left_out.push_back(d);
-      }
+      if (!keep(d, usd)) continue;
+      kept.push_back(d);
+      usd += price_of(d);
     }
-    const std::string reason = "more devices cost more than the budget of " + format_usd(budget) +
-                               " per hour in every plan found";
+    return kept;
+  };
+  const auto search_kept = [&](const std::vector<int>& kept) {
+    if (kept.empty()) return;
+    std::vector<int> left_out;
+    for (int d : order) {
+      if (std::find(kept.begin(), kept.end(), d) == kept.end()) left_out.push_back(d);
+    }
     try {
       PlanResult r = search_without(cluster, model, cost, options, start, left_out, reason);
       if (!best || ranks_before(options.objective, r.best().plan, r.best().estimate, best->best().plan,
                                 best->best().estimate))
         best = std::move(r);
     } catch (const Error&) {
-      // The model does not fit on what the budget pays for of this device model.
+      // The model does not fit on these devices.
     }
+  };
+  const auto affordable = [&](int d, double usd) { return price_of(d) > 0 && usd + price_of(d) <= budget; };
+  std::vector<std::string> models;
+  for (int first : order) {  // each device model alone, as many of its devices as the budget pays for
+    const std::string& m = cluster.devices[first].model;
+    if (std::find(models.begin(), models.end(), m) != models.end()) continue;
+    models.push_back(m);
+    search_kept(kept_by([&](int d, double usd) { return cluster.devices[d].model == m && affordable(d, usd); }));
   }
+  // Then parts of several models: each device in turn while the budget left still pays for it,
+  // the strongest first (2 A100s at $4 and a V100 at $2 under $10), where that mixes models.
+  const std::vector<int> mixed = kept_by(affordable);
+  const bool mixes_models = std::any_of(mixed.begin(), mixed.end(), [&](int d) {
+    return cluster.devices[d].model != cluster.devices[mixed.front()].model;
+  });
+  if (mixes_models) search_kept(mixed);
   return best;
 }
 

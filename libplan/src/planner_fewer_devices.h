@@ -21,8 +21,10 @@ PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, co
 
 /// Where no plan found on `usable` costs at most options.budget_usd_per_hour: for each priced
 /// device model, as many of its usable devices as the budget pays for (the first in
-/// ordered_devices), searched alone; the best plan of these by the objective, or nothing when
-/// none fits (the caller then reports the cheapest plan found).
+/// ordered_devices), searched alone; then, where it mixes models, every device in
+/// ordered_devices' order (the strongest first) that the budget left still pays for. The best
+/// plan of these by the objective, or nothing when none fits (the caller then reports the
+/// cheapest plan found).
 std::optional<PlanResult> search_within_budget(const Cluster& cluster, const Model& model, const CostModel& cost,
                                                const PlannerOptions& options, Clock::time_point start,
                                                const std::vector<int>& usable);

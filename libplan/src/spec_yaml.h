@@ -43,6 +43,10 @@ void reject_latent_attention(const YamlField& root);
 /// or null.
 int hf_config_integer(const YamlField& root, const std::string& key);
 bool hf_config_is_null(const YamlField& root, const std::string& key);
+/// The field at a config.json key that must hold a number; a quoted one ("4096") fails there:
+/// transformers writes numbers unquoted, so a string is a damaged or hand-edited file. (Whale's
+/// own YAML files read a quoted number as the number.)
+YamlField hf_config_number_field(const YamlField& root, const std::string& key);
 /// Emits the model as one mapping.
 void emit_model(YAML::Emitter& out, const Model& model);
 /// A model's `moe:` mapping (moe_yaml.cpp), read after the family hyperparameters of `model`

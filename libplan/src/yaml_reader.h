@@ -69,7 +69,8 @@ class YamlField {
 
  private:
   // The scalar text of a numeric field; fails with `expected` ("expected a number") where it is
-  // not a scalar. A quoted number ("4096") reads as the number, in YAML and in JSON.
+  // not a scalar. A quoted number ("4096") reads as the number, in YAML and in JSON (a
+  // config.json refuses it: hf_config_number_field).
   const std::string& numeric_text(const std::string& expected) const;
 
   YAML::Node node_;

@@ -147,3 +147,16 @@ TEST_CASE("config.json numbers outside their range fail naming the field and the
       R"({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 3, "n_positions": 32, "vocab_size": 256})");
   CHECK_SPEC_ERROR([&] { load_model(gpt2); }, gpt2, "n_head", "expected n_head to divide n_embd (64), got 3");
 }
+
+TEST_CASE("a config.json number in quotes fails at its key") {
+  const std::string base = R"("model_type": "llama", "intermediate_size": 176, "num_attention_heads": 4,
+      "max_position_embeddings": 32, "vocab_size": 256, "num_hidden_layers": 2)";
+  const std::string quoted = scratch_file("quoted/config.json", "{" + base + R"(, "hidden_size": "64"})");
+  CHECK_SPEC_ERROR([&] { load_model(quoted); }, quoted, "hidden_size", "expected a JSON number, got the string \"64\"");
+  const std::string dropout = scratch_file("quoted-dropout/config.json",
+      "{" + base + R"(, "hidden_size": 64, "attention_dropout": "0.1"})");
+  CHECK_SPEC_ERROR([&] { load_model(dropout); }, dropout, "attention_dropout",
+                   "expected a JSON number, got the string \"0.1\"");
+  const Model plain = load_model(scratch_file("plain/config.json", "{" + base + R"(, "hidden_size": 64})"));
+  CHECK(plain.hidden == 64);
+}

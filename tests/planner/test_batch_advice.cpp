@@ -85,8 +85,14 @@ TEST_CASE("small-batch advice under a time limit: the same answer while time is 
   CHECK_FALSE(cut.found);
   CHECK(*readings == 2);   // its start, then the check before the first re-plan
 
-  const std::string line = plan::format_batch_warning(1, plan::search_plans(cluster, model, simulator, in.options), cut, 0.9);
+  const plan::PlanResult at_one = plan::search_plans(cluster, model, simulator, in.options);
+  const std::string line = plan::format_batch_warning(1, at_one, cut, 0.9);
   CHECK(line.find("; the time limit ended the search for a batch that reaches 90% (raise --time-limit for it)\n") !=
+        std::string::npos);
+  // whale-plan's own bound (no --time-limit) is named with its seconds and both remedies.
+  const std::string bounded = plan::format_batch_warning(1, at_one, cut, 0.9, 12.4);
+  CHECK(bounded.find("; the search for a batch that reaches 90% stopped after 12 s, as long as the planning took "
+                     "(--time-limit S gives the whole command S s; or plan a larger --global-batch directly)\n") !=
         std::string::npos);
 }
 

@@ -2,7 +2,7 @@
 // The cost objective and the budget on a toy cluster of 2 A100-80GB ($4/h each) and 2
 // V100-32GB ($3/h each), gpt2-124m in fp16 at global batch 32: throughput takes all four devices
 // ($14/h), cost takes the A100s alone ($8/h), and the budget cap rejects dearer plans (below
-// every whole device model, part of one model's devices).
+// every whole device model, part of one model's devices or parts of both).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -146,6 +146,16 @@ TEST_CASE("the budget rejects plans whose used devices cost more per hour") {
   const plan::PlanResult cheapest = plan_toy(plan::Objective::cost, 5.0);
   REQUIRE(used_devices(cheapest.best().plan).size() == 1);
   CHECK(plan::plan_cost(cheapest.best().plan, cheapest.best().estimate).usd_per_hour <= 5.0);
+  // With three V100s ($9/h together) at $7/h, parts of both models: an A100 ($4) and, with the
+  // $3 left, a V100; faster than what one model alone gives for $7 (an A100, or two V100s).
+  std::string three_v100s = kToy;
+  three_v100s.replace(three_v100s.find("count: 2, price_per_hour_usd: 3"), 8, "count: 3");
+  const plan::PlanResult both = plan_toy(plan::Objective::throughput, 7.0, three_v100s.c_str());
+  const std::set<int> both_used = used_devices(both.best().plan);
+  REQUIRE(both_used.size() == 2);
+  CHECK(*both_used.begin() <= 1);    // an A100
+  CHECK(*both_used.rbegin() >= 2);   // a V100
+  CHECK(plan::plan_cost(both.best().plan, both.best().estimate).usd_per_hour == 7.0);
   // Below every device's price: one error naming the cheapest plan found.
   try {
     plan_toy(plan::Objective::cost, 2.0);

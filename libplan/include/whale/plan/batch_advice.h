@@ -25,6 +25,12 @@ struct BatchAdvice {
   int step = 0;   // global_batch is the smallest multiple of it that reaches the target
 };
 
+/// Without a time limit of the user's, whale-plan gives the advice's re-plans as long as the
+/// planning before them took, and at least this many seconds: each re-plan is a search as long
+/// as the main one, and on 2,048 devices of four models seven of them took minutes. A small
+/// cluster's advice takes well under a second, so the bound only stops the long ones.
+constexpr double kAdviceLeastBoundS = 10;
+
 /// Steps of the advice's bisection within the octave where the fraction crosses its target.
 constexpr int kAdviceStepsPerOctave = 8;
 
@@ -46,8 +52,9 @@ BatchAdvice advise_global_batch(const Cluster& cluster, const Model& model, cons
                                 const PlannerOptions& options, int from_batch, double target);
 
 /// The one-line warning: "warning: global batch B is too small for this cluster (...): ...".
-/// Ends with a newline.
+/// Ends with a newline. `default_bound_s` > 0: the advice ran under whale-plan's own bound of
+/// that many seconds (no --time-limit), which a cut advice names.
 std::string format_batch_warning(int batch, const PlanResult& result, const BatchAdvice& advice,
-                                 double target);
+                                 double target, double default_bound_s = 0);
 
 }  // namespace whale::plan

@@ -15,6 +15,8 @@ namespace whale::plan {
 enum class Framework { megatron, deepspeed };
 /// "Megatron-LM", "DeepSpeed".
 const char* to_string(Framework framework);
+/// The whale-plan option that names the export file of `framework` (--export-megatron, ...).
+const char* export_option(Framework framework);
 
 /// What of `plan` the framework cannot express, one sentence each (e.g. "stage 2 has uneven
 /// shares 3,1"); empty when the framework runs the plan as planned.
