@@ -406,12 +406,25 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   for (RankedPlan& o : others) result.ranked.push_back(std::move(o));
   if (options.budget_usd_per_hour) {
     const double budget = *options.budget_usd_per_hour;
-    double cheapest_usd = 0;
-    const bool none_within = !cheapest_per_hour(result.ranked, &cheapest_usd) || cheapest_usd > budget;
-    // Every plan found costs more: fewer devices of one model, as many as the budget pays for.
+    double usable_usd = 0;
+    for (int d : limits.devices) usable_usd += cluster.devices[d].price_per_hour_usd.value_or(0.0);
+    // Where the usable devices together cost more than the budget, part of them may beat every
+    // plan found within it, or be the only plans within it (under $100/h, 15 H100s at $6.50/h
+    // where the searches on whole device models find 16 A100s at $4/h): search_within_budget's
+    // best replaces the plans found where it ranks before the best of them within the budget.
+    // (A relative 1e-12 keeps a subset that search_within_budget summed in another order from
+    // searching within the budget again.)
     std::optional<PlanResult> within =
-        none_within ? search_within_budget(cluster, model, cost, options, start, limits.devices) : std::nullopt;
-    if (within) {
+        usable_usd > budget * (1 + 1e-12) ? search_within_budget(cluster, model, cost, options, start, limits.devices)
+                                          : std::nullopt;
+    const RankedPlan* best_within = nullptr;
+    for (const RankedPlan& p : result.ranked) {
+      if (plan_cost(p.plan, p.estimate).usd_per_hour <= budget &&
+          (!best_within || ranks_before(options.objective, p.plan, p.estimate, best_within->plan, best_within->estimate)))
+        best_within = &p;
+    }
+    if (within && (!best_within || ranks_before(options.objective, within->best().plan, within->best().estimate,
+                                                best_within->plan, best_within->estimate))) {
       within->stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
       return std::move(*within);
     }

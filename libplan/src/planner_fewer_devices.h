@@ -19,12 +19,12 @@ PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, co
                                   const PlannerOptions& options, Clock::time_point start,
                                   const std::vector<int>& usable, int smallest_dp, int batch);
 
-/// Where no plan found on `usable` costs at most options.budget_usd_per_hour: for each priced
-/// device model, as many of its usable devices as the budget pays for (the first in
+/// Where the devices of `usable` together cost more than options.budget_usd_per_hour: for each
+/// priced device model, as many of its usable devices as the budget pays for (the first in
 /// ordered_devices), searched alone; then, where it mixes models, every device in
-/// ordered_devices' order (the strongest first) that the budget left still pays for. The best
-/// plan of these by the objective, or nothing when none fits (the caller then reports the
-/// cheapest plan found).
+/// ordered_devices' order (the strongest first) that the budget left still pays for; each set
+/// also without the devices of nodes it takes in part. The best plan of these by the
+/// objective, or nothing when none fits.
 std::optional<PlanResult> search_within_budget(const Cluster& cluster, const Model& model, const CostModel& cost,
                                                const PlannerOptions& options, Clock::time_point start,
                                                const std::vector<int>& usable);

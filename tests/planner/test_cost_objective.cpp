@@ -156,6 +156,13 @@ TEST_CASE("the budget rejects plans whose used devices cost more per hour") {
   CHECK(*both_used.begin() <= 1);    // an A100
   CHECK(*both_used.rbegin() >= 2);   // a V100
   CHECK(plan::plan_cost(both.best().plan, both.best().estimate).usd_per_hour == 7.0);
+  // Part of the devices also competes with the plans found on whole device models within the
+  // budget: at $7/h the two V100s ($6) are within it, and an A100 with a V100 ($7) is faster.
+  const plan::PlanResult part = plan_toy(plan::Objective::throughput, 7.0);
+  const std::set<int> part_used = used_devices(part.best().plan);
+  REQUIRE(part_used.size() == 2);
+  CHECK(*part_used.begin() <= 1);    // an A100
+  CHECK(*part_used.rbegin() >= 2);   // a V100
   // Below every device's price: one error naming the cheapest plan found.
   try {
     plan_toy(plan::Objective::cost, 2.0);
@@ -183,4 +190,22 @@ TEST_CASE("the cost objective needs a price on every usable device") {
   const plan::PlanResult r = plan_toy(plan::Objective::throughput, std::nullopt, unpriced.c_str());
   CHECK_FALSE(plan::plan_cost(r.best().plan, r.best().estimate).priced);
   CHECK(plan::format_planner_json(r).find("\"usd_per_hour\": null") != std::string::npos);
+}
+
+TEST_CASE("under a budget, the devices of nodes taken in part are searched without them too") {
+  // a100-v100: 16 A100s at $4.10/h and 48 V100s at $2.03/h, eight to a node. $200/h pays for the
+  // A100s and 43 V100s; the 40 V100s of five whole nodes give a plan on 56 devices, faster than
+  // on 59 (few pipelines divide 43) and faster than at half the budget.
+  const plan::Cluster cluster = test::shipped_cluster("a100-v100");
+  const sim::Simulator simulator;
+  plan::PlannerOptions options;
+  options.global_batch = 512;
+  options.budget_usd_per_hour = 200.0;
+  const plan::PlanResult at_200 = plan::search_plans(cluster, test::shipped_model("gpt2-124m"), simulator, options);
+  const std::set<int> used = used_devices(at_200.best().plan);
+  CHECK(used.size() == 56);
+  for (int d = 0; d < 16; ++d) CHECK(used.count(d) == 1);
+  options.budget_usd_per_hour = 100.0;
+  const plan::PlanResult at_100 = plan::search_plans(cluster, test::shipped_model("gpt2-124m"), simulator, options);
+  CHECK(at_200.best().estimate.samples_per_s > at_100.best().estimate.samples_per_s);
 }
