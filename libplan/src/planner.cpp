@@ -150,25 +150,18 @@ std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<
   return out;
 }
 
-// The plan of `plans` that costs least per hour, and that cost in *usd_per_hour; nullptr (and
-// *usd_per_hour untouched) when there are none.
-const RankedPlan* cheapest_per_hour(const std::vector<RankedPlan>& plans, double* usd_per_hour) {
-  const RankedPlan* cheapest = nullptr;
-  for (const RankedPlan& p : plans) {
-    const double usd = plan_cost(p.plan, p.estimate).usd_per_hour;
-    if (!cheapest || usd < *usd_per_hour) {
-      cheapest = &p;
-      *usd_per_hour = usd;
-    }
-  }
-  return cheapest;
-}
-
 // Drops the plans whose used devices cost more per hour than the budget; throws when none is
 // left, naming the cheapest plan found.
 void keep_within_budget(std::vector<RankedPlan>& plans, double budget_usd_per_hour) {
+  const RankedPlan* cheapest = nullptr;
   double cheapest_usd = 0;
-  const RankedPlan* cheapest = cheapest_per_hour(plans, &cheapest_usd);
+  for (const RankedPlan& p : plans) {
+    const double usd = plan_cost(p.plan, p.estimate).usd_per_hour;
+    if (!cheapest || usd < cheapest_usd) {
+      cheapest = &p;
+      cheapest_usd = usd;
+    }
+  }
   if (cheapest && cheapest_usd > budget_usd_per_hour) {
     throw Error("", "--budget-usd-per-hour",
                 "no plan found costs at most " + format_usd(budget_usd_per_hour) + " per hour",
@@ -406,8 +399,8 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   for (RankedPlan& o : others) result.ranked.push_back(std::move(o));
   if (options.budget_usd_per_hour) {
     const double budget = *options.budget_usd_per_hour;
-    double usable_usd = 0;
-    for (int d : limits.devices) usable_usd += cluster.devices[d].price_per_hour_usd.value_or(0.0);
+    // check_prices has made sure that every usable device has a price.
+    const double usable_usd = price_per_hour_usd(cluster, limits.devices).value_or(0.0);
     // Where the usable devices together cost more than the budget, part of them may beat every
     // plan found within it, or be the only plans within it (under $100/h, 15 H100s at $6.50/h
     // where the searches on whole device models find 16 A100s at $4/h): search_within_budget's

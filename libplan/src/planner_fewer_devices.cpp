@@ -134,12 +134,9 @@ std::optional<PlanResult> search_within_budget(const Cluster& cluster, const Mod
         kept_by([&](int d, double usd) { return cluster.devices[d].model == m && affordable(d, usd); }));
   }
   // Then parts of several models: each device in turn while the budget left still pays for it,
-  // the strongest first (2 A100s at $4 and a V100 at $2 under $10), where that mixes models.
-  const std::vector<int> mixed = kept_by(affordable);
-  const bool mixes_models = std::any_of(mixed.begin(), mixed.end(), [&](int d) {
-    return cluster.devices[d].model != cluster.devices[mixed.front()].model;
-  });
-  if (mixes_models) search_kept_and_whole_nodes(mixed);
+  // the strongest first (2 A100s at $4 and a V100 at $2 under $10). A mix of one model is that
+  // model's set above, which the memo of searched sets skips.
+  search_kept_and_whole_nodes(kept_by(affordable));
   return best;
 }
 
