@@ -270,10 +270,13 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
     const auto model_key = std::make_tuple(ms.model, g.tp, g.dp());
     auto figures = per_model_.find(model_key);
     if (figures == per_model_.end()) {
-      // Memory is additive over layers but for full recomputation's one rebuilt layer and
-      // zb-h1's tensors a weight pass keeps beyond the kept activations (left out: the verdict
-      // stays a relaxation). The kept bytes per micro-batch in flight are the difference
-      // between two and one in flight; a held weight pass's, between one and none held.
+      // Memory is additive over layers but for the transient bytes a stage needs once (full
+      // recomputation's one rebuilt layer, the loss's and a layer's backward buffers: counted
+      // at the least of a stage's layers) and zb-h1's tensors a weight pass keeps beyond the
+      // kept activations (left out: the verdict stays a relaxation). The kept bytes per
+      // micro-batch in flight are the difference between two and one in flight; a held weight
+      // pass's, between one and none held; the transient bytes, what one in flight needs
+      // beyond its kept copy.
       std::vector<std::vector<double>> per_rung;
       std::vector<double> least(kLayerFigures * static_cast<size_t>(L), std::numeric_limits<double>::infinity());
       for (int r = 0; r <= top; ++r) {
@@ -284,9 +287,11 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
                              rung_shards_gradients(r, g.dp()), weight_passes);
           };
           const MemoryNeed one = need(1, -1);
+          const double per_copy = need(2, -1).activation_bytes - one.activation_bytes;
           row.push_back(one.state_bytes);
-          row.push_back(need(2, -1).activation_bytes - one.activation_bytes);
+          row.push_back(per_copy);
           row.push_back(need(1, 1).activation_bytes - need(1, 0).activation_bytes);
+          row.push_back(std::max(0.0, one.activation_bytes - per_copy));
           for (int i = 0; i < kLayerFigures; ++i)
             least[kLayerFigures * l + i] = std::min(least[kLayerFigures * l + i], row[kLayerFigures * l + i]);
         }
@@ -296,16 +301,20 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
       figures = per_model_.emplace(model_key, std::move(per_rung)).first;
     }
     layers.models.emplace_back(ms.share, ms.usable_bytes, &figures->second);
-    const std::vector<double>& least = figures->second.back();
     constexpr double kNone = std::numeric_limits<double>::infinity();
-    GroupLayers::LeastBlock block{kNone, kNone, kNone};
-    for (int l = 0; l < L; ++l) {
-      if (outer_layer(l)) continue;
-      block.state = std::min(block.state, least[kLayerFigures * l]);
-      block.per_copy = std::min(block.per_copy, least[kLayerFigures * l + 1]);
-      block.per_weight_pass = std::min(block.per_weight_pass, least[kLayerFigures * l + 2]);
+    std::vector<GroupLayers::LeastBlock> by_rung;
+    for (const std::vector<double>& row : figures->second) {
+      GroupLayers::LeastBlock block{kNone, kNone, kNone, kNone};
+      for (int l = 0; l < L; ++l) {
+        if (outer_layer(l)) continue;
+        block.state = std::min(block.state, row[kLayerFigures * l]);
+        block.per_copy = std::min(block.per_copy, row[kLayerFigures * l + 1]);
+        block.per_weight_pass = std::min(block.per_weight_pass, row[kLayerFigures * l + 2]);
+        block.transient = std::min(block.transient, row[kLayerFigures * l + 3]);
+      }
+      by_rung.push_back(block);
     }
-    layers.least_block.push_back(block);
+    layers.least_block.push_back(std::move(by_rung));
   }
   return group_layers_.emplace(key, std::move(layers)).first->second;
 }
@@ -329,7 +338,8 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
   std::vector<std::vector<std::pair<double, double>>> points;
   std::vector<double> left;
   std::vector<int> most(rows, L);   // per rung (last: each layer at its least memory)
-  for (const auto& [share, usable, figures] : layers.models) {
+  for (size_t model = 0; model < layers.models.size(); ++model) {
+    const auto& [share, usable, figures] = layers.models[model];
     const Copies copies{static_cast<double>(share) * in_flight, static_cast<double>(share) * weight_passes};
     const std::vector<std::vector<double>>& sorted = block_needs(figures, copies.kept);
     // Each block's held weight passes take at least the least bytes of a block's weight pass
@@ -351,10 +361,12 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
       int k = -1;   // not even the outer layers fit
       if (budget >= 0) {
         const std::vector<double>& need = sorted[r];
+        // A stage of blocks needs the least transient bytes of a block once besides.
+        const double with_blocks = budget - layers.least_block[model][r].transient * share * (1 - 1e-9);
         int fits = 0, beyond = static_cast<int>(need.size());   // need[fits] + ... <= budget < need[beyond] + ...
         while (beyond - fits > 1) {
           const int middle = (fits + beyond) / 2;
-          (need[middle] + middle * per_block[r] <= budget ? fits : beyond) = middle;
+          (need[middle] + middle * per_block[r] <= with_blocks ? fits : beyond) = middle;
         }
         k = fits;
       }
@@ -620,10 +632,20 @@ bool StructureFigures::may_hold_layers(const Runs& runs, ChoicesAlike alike, boo
         const Copies copies{share * in_flight, share * weight_passes};
         const double budget = budget_beside(usable, figures->back(), held, copies);
         if (budget < 0) return false;   // its outer layers alone overflow
-        const GroupLayers::LeastBlock& least = layers.least_block[i];
-        double block = least.state + least.per_copy * copies.kept;
-        if (copies.weight_passes > 0) block += least.per_weight_pass * copies.weight_passes;
-        if (block > 0) blocks = std::min(blocks, std::floor(budget * (1 + kRoundingMargin) / block));
+        // At the rung that holds the most blocks: a stage holds one rung, and several stages of
+        // the group at other rungs hold no more, each paying its transient bytes once (the
+        // row of least figures, which mixes rungs, is left out).
+        const std::vector<GroupLayers::LeastBlock>& by_rung = layers.least_block[i];
+        double most = by_rung.size() > 1 ? 0.0 : static_cast<double>(L);
+        for (size_t r = 0; r + 1 < by_rung.size(); ++r) {
+          const GroupLayers::LeastBlock& least = by_rung[r];
+          double block = least.state + least.per_copy * copies.kept;
+          if (copies.weight_passes > 0) block += least.per_weight_pass * copies.weight_passes;
+          const double left = budget - least.transient * share * (1 - kRoundingMargin);
+          if (left < 0) continue;
+          most = std::max(most, block > 0 ? std::floor(left * (1 + kRoundingMargin) / block) : static_cast<double>(L));
+        }
+        blocks = std::min(blocks, most);
       }
       total += static_cast<long>(blocks);
       unfilled += std::max(0L, v - static_cast<long>(held.size()) - static_cast<long>(blocks));
@@ -794,17 +816,68 @@ double StructureFigures::group_hold_fraction(const GroupSpec& g) {
   return held_[&g] = std::min(1.0, held);
 }
 
+const StructureFigures::LayerFraction& StructureFigures::group_layer_fraction(const GroupSpec& g) {
+  auto it = layer_held_.find(&g);
+  if (it != layer_held_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  const bool sharded = g.dp() > 1;
+  LayerFraction held{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  const std::string* last = nullptr;
+  for (int d : g.devices) {
+    const std::string& m = an.cluster().devices[d].model;
+    if (last && *last == m) continue;
+    last = &m;
+    const AnalyticModel::DeviceMemory& device = an.device_memory(m);
+    double least_block = std::numeric_limits<double>::infinity();
+    double least_any = least_block;
+    for (int l = 0; l < an.layers(); ++l) {
+      for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        const double need = an.memory(device, l, l + 1, g.tp, g.dp(), 1, 1, r, sharded,
+                                      sharded && an.strategies().shard_gradients)
+                                .total();
+        least_any = std::min(least_any, need);
+        if (!outer_layer(l)) least_block = std::min(least_block, need);
+      }
+    }
+    held.block = std::min(held.block, an.usable_bytes(m) / least_block);
+    held.any = std::min(held.any, an.usable_bytes(m) / least_any);
+  }
+  return layer_held_[&g] = held;
+}
+
+double StructureFigures::layer_fraction(const std::vector<std::pair<const GroupSpec*, int>>& runs) {
+  double any = std::numeric_limits<double>::infinity();
+  block_scratch_.clear();
+  for (const auto& [group, count] : runs) {
+    const LayerFraction& f = group_layer_fraction(*group);
+    any = std::min(any, f.any);
+    block_scratch_.push_back({f.block, count});
+  }
+  std::sort(block_scratch_.begin(), block_scratch_.end());
+  long without_block = static_cast<long>(outer_layers_.size());   // groups the outer layers may fill
+  for (const auto& [block, count] : block_scratch_) {
+    if (count > without_block) return std::min(any, block);
+    without_block -= count;
+  }
+  return any;
+}
+
 double StructureFigures::hold_fraction(const Structure& st) {
   // hold_fraction(runs(st)) without making the runs: the same sums in the same order.
   double held = 0;
-  for_each_run(st, [&](const GroupSpec* group, int count) { held += count * group_hold_fraction(*group); });
-  return held;
+  std::vector<std::pair<const GroupSpec*, int>>& of_runs = runs_scratch_;
+  of_runs.clear();
+  for_each_run(st, [&](const GroupSpec* group, int count) {
+    held += count * group_hold_fraction(*group);
+    of_runs.push_back({group, count});
+  });
+  return std::min(held, layer_fraction(of_runs));
 }
 
 double StructureFigures::hold_fraction(const Runs& runs) {
   double held = 0;  // fraction of the model's state the groups can hold
   for (const auto& [group, count] : runs.runs) held += count * group_hold_fraction(*group);
-  return held;
+  return std::min(held, layer_fraction(runs.runs));
 }
 
 Seconds structure_bound_s(AnalyticModel& an, const Structure& st, int micro_batch_size,

@@ -30,8 +30,9 @@ Seconds structure_bound_s(AnalyticModel& analytic, const Structure& structure, i
                           int global_batch);
 
 /// How much of the model's state (weights, gradients, sharded optimizer state) the structure
-/// can hold: the sum over groups of the fraction each could hold alone (capped at 1). Below 1
-/// no layout of the structure fits.
+/// can hold: the sum over groups of the fraction each could hold alone (capped at 1), and at
+/// most what one layer leaves (StructureFigures::layer_fraction). Below 1 no layout of the
+/// structure fits.
 double structure_hold_fraction(AnalyticModel& analytic, const Structure& structure);
 
 /// structure_bound_s and structure_hold_fraction, and the finer bounds a search refines them
@@ -54,6 +55,16 @@ class StructureFigures {
   Seconds bound_s(const Runs& runs, int micro_batch_size, int global_batch);
   double hold_fraction(const Structure& structure);
   double hold_fraction(const Runs& runs);
+  /// Usable memory over the least that a stage of one layer needs on the group, at its tightest
+  /// device model: the least over the recomputation modes with one sample per replica, one
+  /// micro-batch in flight, the optimizer (and the gradients, where the strategies shard them)
+  /// sharded over dp > 1 and no weight passes held; a stage's need only grows with each of
+  /// these and with its layers.
+  struct LayerFraction {
+    double block = 0;   // at the least over the blocks (the layers but the outer ones)
+    double any = 0;     // at the least over every layer
+  };
+  const LayerFraction& group_layer_fraction(const GroupSpec& group);
   /// A lower bound of bound_s(structure, b, global_batch) over every micro-batch size b that
   /// divides the global batch and gives every replica a sample (b >= each group's dp),
   /// rounding included: what a search needs to visit structures lazily in the order of their
@@ -96,10 +107,11 @@ class StructureFigures {
   /// group holding ceil(layers / p) layers or more.
   Seconds memory_bound_s(const Structure& structure, const Choice& choice, int global_batch, bool even_shares);
   Seconds memory_bound_s(const Runs& runs, const Choice& choice, bool even_shares, Seconds known_s);
-  /// A necessary condition of a finite memory_bound_s, far cheaper: each group can hold the
-  /// outer layers its stages must, and the groups together the model, with every block at the
-  /// least bytes of any block at any rung. False: no layout of the choice fits (memory_bound_s
-  /// is infinite).
+  /// The memory verdict, far cheaper than memory_bound_s: each group can hold the outer layers
+  /// its stages must, and the groups together the model, with every block at the least bytes
+  /// of any block at the rung that lets the group hold the most, besides the least transient
+  /// bytes of a block once (full recomputation's rebuilt layer: at a long sequence a stage may
+  /// hold no block however its layers are split). False: no layout of the choice fits.
   bool may_hold_layers(const Runs& runs, const Choice& choice, bool even_shares);
 
   /// Choices of one structure alike: of one micro-batch size, their first and last layers in
@@ -148,15 +160,18 @@ class StructureFigures {
   struct GroupLayers {
     // Per device model of the group: its largest share, usable bytes and index into per_model_.
     std::vector<std::tuple<int, Bytes, const std::vector<std::vector<double>>*>> models;
-    // Per device model as in `models`: the least bytes of any block at any rung, as state
-    // bytes plus bytes per kept activation copy plus bytes per held weight pass (each the
-    // least over the blocks); +infinity where the model has no blocks.
+    // Per device model as in `models`, per rung row (as per_model_'s: rungs 0..kMaxRung, then
+    // each figure at its least over them): the least bytes of a block, as state bytes plus
+    // bytes per kept activation copy plus bytes per held weight pass, and the transient bytes
+    // per sample a stage holding the block needs once (each the least over the blocks);
+    // +infinity where the model has no blocks.
     struct LeastBlock {
       double state = 0;
       double per_copy = 0;
       double per_weight_pass = 0;
+      double transient = 0;
     };
-    std::vector<LeastBlock> least_block;
+    std::vector<std::vector<LeastBlock>> least_block;
     // [rung][k]: seconds per micro-batch of the k cheapest blocks (layers but the outer ones,
     // outer_layer) at the slowest class.
     // Rows 0..top as above; row top + 1: each layer's seconds at rung 0, in layer order.
@@ -248,6 +263,11 @@ class StructureFigures {
   std::vector<const std::vector<double>*> layer_rows_scratch_;   // and its distinct layer rows
   const KindSpeeds& kind_speeds(const GroupSpec& group, int share);
   double group_hold_fraction(const GroupSpec& group);
+  // The layer part of hold_fraction over (group, count) runs: every group holds a stage of a
+  // layer or more, and only the model's outer layers can fill a stage without a block, so at
+  // most the least `any` over the groups and the (outer layers + 1)-th least `block` (a
+  // sequence of 32,768 tokens leaves most GPUs unable to hold one block's attention scores).
+  double layer_fraction(const std::vector<std::pair<const GroupSpec*, int>>& runs);
   // Samples per second of the group's replicas, each at its best share over the micro-batch
   // sizes that divide the global batch.
   double group_best_speed(const GroupSpec& group, int global_batch);
@@ -267,6 +287,9 @@ class StructureFigures {
   std::vector<int> outer_layers_;   // the model's outer layers, ascending (outer_layer)
   std::unordered_map<std::pair<const GroupSpec*, int>, KindSpeeds, KeyHash> speeds_;
   std::unordered_map<const GroupSpec*, double> held_;
+  std::unordered_map<const GroupSpec*, LayerFraction> layer_held_;   // group_layer_fraction
+  std::vector<std::pair<double, int>> block_scratch_;   // layer_fraction's (block, count), reused
+  std::vector<std::pair<const GroupSpec*, int>> runs_scratch_;   // hold_fraction's runs, reused
   // A group's speed at its best shares and each layer's least fraction over them.
   struct BestSpeed {
     double speed = 0;
@@ -278,10 +301,12 @@ class StructureFigures {
   // By (group, micro-batch size, even shares): the micro-batch size doubled, plus one for even.
   std::unordered_map<std::pair<const GroupSpec*, int>, GroupLayers, KeyHash> group_layers_;
   // By (device model, tp, dp): [rung][kLayerFigures * layer + i] the layer's state bytes (i 0),
-  // its kept activation bytes per sample and micro-batch in flight (1), and the bytes per sample
-  // of a zb-h1 weight pass held besides (2) (rungs 0..kMaxRung, then the smallest of each over
-  // the rungs).
-  static constexpr int kLayerFigures = 3;
+  // its kept activation bytes per sample and micro-batch in flight (1), the bytes per sample
+  // of a zb-h1 weight pass held besides (2), and the transient bytes per sample that a stage
+  // holding the layer needs once whatever its micro-batches in flight (3: full recomputation's
+  // rebuilt layer, the loss's and a layer's backward buffers; a stage needs at least the
+  // least of its layers') (rungs 0..kMaxRung, then the smallest of each over the rungs).
+  static constexpr int kLayerFigures = 4;
   std::map<std::tuple<std::string, int, int>, std::vector<std::vector<double>>> per_model_;
   // The copies a group keeps of each layer's per-sample figures: activations (share x in
   // flight) and weight passes (share x passes held).
