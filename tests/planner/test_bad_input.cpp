@@ -47,6 +47,15 @@ bool one_line_error(const std::string& err) {
   return err.rfind("whale-plan: error: ", 0) == 0 && err.find('\n') == err.size() - 1;
 }
 
+// The shortfall in GiB that a "does not fit" message names.
+double gib_short(const std::string& message) {
+  const size_t end = message.find(" GiB short");
+  REQUIRE(end != std::string::npos);
+  const size_t start = message.rfind(", ", end);
+  REQUIRE(start != std::string::npos);
+  return std::stod(message.substr(start + 2, end - start - 2));
+}
+
 }  // namespace
 
 TEST_CASE("a model that fits nowhere says by how much and what would help") {
@@ -58,6 +67,25 @@ TEST_CASE("a model that fits nowhere says by how much and what would help") {
   CHECK(m.find("GiB short") != std::string::npos);
   CHECK(m.find("full recomputation and a sharded optimizer") != std::string::npos);
   CHECK(m.find("as many devices") != std::string::npos);
+}
+
+TEST_CASE("the closest plan of a bounded look for it is never closer than the whole look's") {
+  // GPT-3 1.3B at 131,072 tokens on v100-t4: activations overflow every candidate.
+  plan::Model model = test::shipped_model("gpt3-1.3b");
+  plan::set_sequence(model, 131072, model.training.precision, "--sequence");
+  plan::PlannerOptions o;
+  o.compare = false;
+  o.global_batch = 512;
+  o.shortfall_layouts = 0;   // every candidate
+  const std::string whole = search_error(test::shipped_cluster("v100-t4"), model, o);
+  CHECK(whole.find("at the closest plan") != std::string::npos);
+  CHECK(whole.find("activations take") != std::string::npos);
+  for (long cap : {1L, 16L, 2048L}) {
+    o.shortfall_layouts = cap;
+    const std::string bounded = search_error(test::shipped_cluster("v100-t4"), model, o);
+    CHECK(bounded.find("at the closest plan") != std::string::npos);
+    CHECK(gib_short(bounded) >= gib_short(whole));
+  }
 }
 
 TEST_CASE("a model whose activations overflow at batch 1 is not told to shrink its batch") {

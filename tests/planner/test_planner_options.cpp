@@ -1,10 +1,12 @@
 // File: test_planner_options.cpp
 // Planner options and outputs: determinism, --top alternatives, the time limit returning the
-// best plan so far, the baseline's uniform shape, the upper bound's parts, and the JSON keys.
+// best plan so far, the layouts spent on a shortfall, the baseline's uniform shape, the upper
+// bound's parts, and the JSON keys.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "planner_fixtures.h"
@@ -75,6 +77,33 @@ TEST_CASE("a time limit returns the best plan found so far, independent of the w
   CHECK_FALSE(all.stats.timed_out);
   CHECK(all.stats.candidates_evaluated > 5);
   CHECK(all.best().estimate.step_time_s <= r.best().estimate.step_time_s);
+}
+
+TEST_CASE("where nothing on every device fits, the look for the closest shortfall is bounded, not the search") {
+  // GPT-3 1.3B at 49,152 tokens on a100-v100: a 16 GB V100 holds no block of it (its rebuilt
+  // layer's attention scores alone take more), so the main search's candidates all overflow
+  // and almost all are refused by the memory verdict; the A100s alone plan it.
+  plan::Model model = test::shipped_model("gpt3-1.3b");
+  plan::set_sequence(model, 49152, model.training.precision, "--sequence");
+  const plan::Cluster cluster = test::shipped_cluster("a100-v100");
+  const sim::Simulator simulator;
+  std::map<long, plan::PlanResult> by_cap;
+  for (long cap : {0L, 1L, 16L}) {
+    plan::PlannerOptions o;
+    o.global_batch = 64;
+    o.shortfall_layouts = cap;
+    by_cap[cap] = plan::search_plans(cluster, model, simulator, o);
+  }
+  // The refused candidates laid out are the cap's, one by one: 15 more at 16 than at 1, all of
+  // them (thousands) without a cap; the plan is the same.
+  CHECK(by_cap[16].stats.candidates_evaluated - by_cap[1].stats.candidates_evaluated == 15);
+  CHECK(by_cap[0].stats.candidates_evaluated > 1000 + by_cap[16].stats.candidates_evaluated);
+  for (long cap : {1L, 16L}) {
+    CHECK(by_cap[cap].best().label == by_cap[0].best().label);
+    CHECK(by_cap[cap].best().estimate.step_time_s == by_cap[0].best().estimate.step_time_s);
+    CHECK(by_cap[cap].stats.structures_pruned + by_cap[cap].stats.structures ==
+          by_cap[0].stats.structures_pruned + by_cap[0].stats.structures);
+  }
 }
 
 TEST_CASE("the baseline is uniform with even layers and shares; the upper bound sums the models") {

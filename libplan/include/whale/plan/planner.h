@@ -53,6 +53,10 @@ struct PlannerOptions {
   /// complete search, which orders and prunes by the memory verdict and bounds of
   /// StructureFigures::memory_bound_s.
   long max_evaluations = 5000;
+  /// Where no candidate of a search fits and all those left are refused by the memory verdict,
+  /// the layouts made at most to find the closest shortfall that a "does not fit" error names
+  /// (the least micro-batch sizes first); the search is complete without them. 0 = no cap.
+  long shortfall_layouts = 2048;
   /// Skip the simulation of a candidate whose CostModel::bound exceeds the step time of the
   /// (top_k + 1)-th best plan simulated so far: the result stays that of simulating every
   /// candidate. Off: every candidate reaches the simulator (the reference in tests).
