@@ -56,6 +56,19 @@ std::string activation_remedies(const Model& model, int batch) {
   throw Error(model.source_file, "", what, hint);
 }
 
+// Where layouts fit by the quick estimate but none by the simulator's count: the candidate
+// whose fullest device was the least short.
+[[noreturn]] void throw_simulated_memory(const Model& model, const Cluster& cluster, const EngineOutput& eo,
+                                         int batch) {
+  const Shortfall& s = eo.simulated_closest;
+  throw Error(model.source_file, "",
+              "model '" + model.name + "' does not fit on cluster '" + cluster.name +
+                  "' by the simulator's count: at the closest plan (" + eo.simulated_closest_label + ") device " +
+                  std::to_string(s.device) + " (" + s.device_model + ") peaks at " + gib(s.need_bytes) + " of its " +
+                  gib(s.usable_bytes) + ", " + gib(s.gap()) + " short",
+              activation_remedies(model, batch));
+}
+
 [[noreturn]] void throw_hint(const Hints& hints, const EngineOutput& eo) {
   for (size_t i = 0; i < eo.rejected_by_hint.size(); ++i) {
     if (eo.rejected_by_hint[i] == 0) continue;
@@ -379,6 +392,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     for (long r : eo.rejected_by_hint) hinted = hinted || r > 0;
     if (hinted) throw_hint(hints, eo);
     if (eo.has_shortfall && !eo.any_fit) throw_memory(model, cluster, eo, batch);
+    if (eo.has_simulated_shortfall) throw_simulated_memory(model, cluster, eo, batch);
     throw Error(model.source_file, "", "no plan fits in memory by the simulator's count",
                 activation_remedies(model, batch));
   }

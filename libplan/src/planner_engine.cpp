@@ -42,6 +42,24 @@ bool better(const Candidate& a, const Candidate& b) {
   return a.order < b.order;
 }
 
+// The device of `e` whose peak memory exceeds its capacity by the most; need_bytes -1 where
+// none does.
+Shortfall worst_overflow(const Estimate& e) {
+  Shortfall worst;
+  worst.need_bytes = -1;
+  for (const DeviceEstimate& d : e.devices) {
+    const Bytes gap = d.peak_memory_bytes - d.capacity_bytes;
+    if (gap > 0 && (worst.need_bytes < 0 || gap > worst.gap())) {
+      worst.need_bytes = d.peak_memory_bytes;
+      worst.usable_bytes = d.capacity_bytes;
+      worst.state_bytes = d.tensor_memory_bytes;
+      worst.device = d.id;
+      worst.device_model = d.model;
+    }
+  }
+  return worst;
+}
+
 // Group index of every device of a structure.
 int group_of_device(const Structure& st, int device) {
   for (size_t g = 0; g < st.groups.size(); ++g) {
@@ -535,6 +553,24 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   double prune_above = std::numeric_limits<double>::infinity();
   std::atomic<bool> any{false};
   long batch_end = 0;
+  // While no candidate has fitted by the simulator's count, each that overflows at the last
+  // rung it can take (or whose layout stops fitting on the way there) is run once more in full
+  // for its devices' peaks: the closest of them is what the error names if none ever fits.
+  // Deterministic where it matters: with no plan found, every candidate is noted.
+  std::mutex overflow_mutex;
+  auto note_overflow = [&](const Candidate& c, const Plan& overflowing) {
+    if (any) return;
+    const Shortfall s = worst_overflow(cost.evaluate(overflowing, EvaluateOptions{}));
+    if (s.need_bytes < 0) return;
+    std::lock_guard<std::mutex> lock(overflow_mutex);
+    const bool closer = !out.has_simulated_shortfall || s.gap() < out.simulated_closest.gap() ||
+                        (s.gap() == out.simulated_closest.gap() && c.order < out.simulated_closest_order);
+    if (!closer) return;
+    out.has_simulated_shortfall = true;
+    out.simulated_closest = s;
+    out.simulated_closest_label = structures[c.structure].label;
+    out.simulated_closest_order = c.order;
+  };
   // Simulates candidate c, raising the rung of the groups whose devices overflow (stage-aware
   // escalation) until it fits; returns the fitting plan, if any. The cost model's bound gives
   // the memory verdict without a run; a fitting plan whose bound exceeds `prune_above` is not
@@ -576,11 +612,22 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
         rules.min_rung[g]++;
         raised = true;
       }
-      if (!raised) return std::nullopt;
-      std::lock_guard<std::mutex> lock(analytic_mutex);
-      c.layout = build_layout(an, structures[c.structure], c.choice, rules, &memo);
-      if (!c.layout.fits) return std::nullopt;
+      if (!raised) {
+        note_overflow(c, scratch);
+        return std::nullopt;
+      }
+      bool fits;
+      {
+        std::lock_guard<std::mutex> lock(analytic_mutex);
+        c.layout = build_layout(an, structures[c.structure], c.choice, rules, &memo);
+        fits = c.layout.fits;
+      }
+      if (!fits) {
+        note_overflow(c, scratch);
+        return std::nullopt;
+      }
     }
+    note_overflow(c, scratch);
     return std::nullopt;
   };
   auto worker = [&]() {

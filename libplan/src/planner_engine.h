@@ -42,6 +42,12 @@ struct EngineOutput {
   bool has_shortfall = false;
   Shortfall closest;               // the smallest memory gap among layouts that do not fit
   std::string closest_label;
+  /// Where no candidate fits by the simulator's count: the one whose worst device is the least
+  /// short (need_bytes its peak, usable_bytes its capacity, state_bytes its tensors' bytes).
+  bool has_simulated_shortfall = false;
+  Shortfall simulated_closest;
+  std::string simulated_closest_label;
+  long simulated_closest_order = 0;   // its enumeration order, the tie-break
 };
 
 using Clock = std::chrono::steady_clock;

@@ -23,6 +23,24 @@ void push_prefix(std::vector<double>& v, double x) { v.push_back(v.back() + x); 
 
 }  // namespace
 
+AnalyticModel::RangeMax::RangeMax(std::vector<double> values) {
+  levels.push_back(std::move(values));
+  const size_t n = levels[0].size();
+  for (size_t k = 1; (size_t{1} << k) <= n; ++k) {
+    const std::vector<double>& prev = levels[k - 1];
+    std::vector<double> level;
+    for (size_t i = 0; i + (size_t{1} << k) <= n; ++i) level.push_back(std::max(prev[i], prev[i + (size_t{1} << (k - 1))]));
+    levels.push_back(std::move(level));
+  }
+}
+
+double AnalyticModel::RangeMax::of(int first, int end) const {
+  if (end <= first) return 0.0;
+  int k = 0;
+  while ((2 << k) <= end - first) ++k;
+  return std::max(levels[k][first], levels[k][end - (1 << k)]);
+}
+
 AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
                              SearchStrategies strategies)
     : cluster_(cluster),
@@ -81,22 +99,20 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     d.gradient_bucket_copy = profile.framework_memory.gradient_bucket_copy;
     d.act_attention.assign(1, 0.0);
     d.loss_transient.assign(1, 0.0);
-    d.act_max.assign(1, {});
+    std::vector<double> whole, attention_of;
     for (const Layer& l : model.layers) {
       const double attention = attention_kept_bytes(l, profile.framework_memory.attention, precision_);
       push_prefix(d.act_attention, attention);
       push_prefix(d.loss_transient, loss_backward_transient_bytes(l, profile.framework_memory.cross_entropy));
-      d.act_max[0].push_back(l.activation_bytes_replicated + l.activation_bytes_split + attention);
+      whole.push_back(l.activation_bytes_replicated + l.activation_bytes_split + attention);
+      attention_of.push_back(attention);
     }
-    for (size_t k = 1; (size_t{1} << k) <= model.layers.size(); ++k) {
-      const auto& prev = d.act_max[k - 1];
-      std::vector<double> level;
-      for (size_t i = 0; i + (size_t{1} << k) <= model.layers.size(); ++i) {
-        level.push_back(std::max(prev[i], prev[i + (size_t{1} << (k - 1))]));
-      }
-      d.act_max.push_back(std::move(level));
-    }
+    d.act_max = RangeMax(std::move(whole));
+    d.attention_max = RangeMax(std::move(attention_of));
   }
+  std::vector<double> replicated;
+  for (const Layer& l : model.layers) replicated.push_back(l.activation_bytes_replicated);
+  replicated_max_ = RangeMax(std::move(replicated));
 }
 
 const AnalyticModel::DeviceMemory& AnalyticModel::device_memory(const std::string& device_model) const {
@@ -203,13 +219,6 @@ Seconds AnalyticModel::dp_gather_s(const Link& link, int tp, int dp, int first, 
   return 0.5 * ring_allreduce_s(link, dp, device_parameters(first, end, tp, dp) * element_bytes_);
 }
 
-double AnalyticModel::act_max_range(const DeviceMemory& device, int first, int end) {
-  if (end <= first) return 0.0;
-  int k = 0;
-  while ((2 << k) <= end - first) ++k;
-  return std::max(device.act_max[k][first], device.act_max[k][end - (1 << k)]);
-}
-
 Bytes AnalyticModel::weight_pass_range(int first, int end, int tp) const {
   for (int k = 0; k < kWeightPassLevels; ++k) {
     if (tp == 1 << k) return range(weight_pass_[k], first, end);
@@ -256,11 +265,16 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
       break;
     case Recompute::selective:
       per_sample = range(act_replicated_, first, end) / sp + range(act_split_, first, end) / tp;
+      // The attention core one layer's backward re-runs holds its kept s² bytes again, one
+      // layer at a time (the simulator's recompute_transient_bytes).
+      per_sample += device.attention_max.of(first, end) / tp / std::max(1, in_flight);
       break;
     case Recompute::full: {
       per_sample = range(act_input_, first, end) / sp;
-      const double worst = act_max_range(device, first, end);
-      per_sample += worst / tp / std::max(1, in_flight);  // one layer rebuilt at a time
+      // One layer rebuilt at a time, all its activations: the replicated part over sp, the
+      // rest over tp (at or above the largest layer's where the layers differ).
+      const double worst = device.act_max.of(first, end) / tp + replicated_max_.of(first, end) * (1.0 / sp - 1.0 / tp);
+      per_sample += worst / std::max(1, in_flight);
       break;
     }
   }

@@ -101,7 +101,15 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       const double usable = ms.usable_bytes / v;
       if (need.total() - usable > worst) {
         worst = need.total() - usable;
-        if (out) *out = Shortfall{need.total() * v, usable * v, need.state_bytes * v, st.groups[g]->devices[0], ms.model};
+        if (out) {
+          // A device of that model (a group may mix models).
+          const std::vector<int>& devices = st.groups[g]->devices;
+          const auto of_model = std::find_if(devices.begin(), devices.end(), [&](int d) {
+            return an.cluster().devices[d].model == ms.model;
+          });
+          *out = Shortfall{need.total() * v, usable * v, need.state_bytes * v,
+                           of_model != devices.end() ? *of_model : devices[0], ms.model};
+        }
       }
     }
     return worst;

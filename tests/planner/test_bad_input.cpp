@@ -1,9 +1,11 @@
 // File: test_bad_input.cpp
-// Bad input: a model that fits nowhere (by how much, what would help), a global batch that
-// cannot be divided, contradictory hints, an empty cluster and an unknown device model; in the
-// library (messages) and through whale-plan (one line on stderr, exit code 2).
+// Bad input: a model that fits nowhere, by the quick estimate or by the simulator's count (by
+// how much, what would help), a global batch that cannot be divided, contradictory hints, an
+// empty cluster and an unknown device model; in the library (messages) and through whale-plan
+// (one line on stderr, exit code 2).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -56,7 +58,56 @@ double gib_short(const std::string& message) {
   return std::stod(message.substr(start + 2, end - start - 2));
 }
 
+// The simulator with every device's peak raised by its capacity: no plan fits by its count,
+// though the quick estimate's layouts do, and each device is short by exactly its simulated peak.
+class CapacityShortSimulator : public plan::CostModel {
+ public:
+  plan::Estimate evaluate(const plan::Plan& plan, const plan::EvaluateOptions& options) const override {
+    plan::Estimate e = simulator_.evaluate(plan, options);
+    for (plan::DeviceEstimate& d : e.devices) d.peak_memory_bytes += d.capacity_bytes;
+    e.fits = false;
+    return e;
+  }
+  plan::StepBound bound(const plan::Plan& plan) const override {
+    plan::StepBound b = simulator_.bound(plan);
+    b.fits = false;
+    b.step_time_s = 0;
+    b.overflowing.clear();
+    for (const plan::Stage& stage : plan.stages) b.overflowing.insert(b.overflowing.end(), stage.devices.begin(), stage.devices.end());
+    std::sort(b.overflowing.begin(), b.overflowing.end());
+    return b;
+  }
+
+ private:
+  const sim::Simulator simulator_;
+};
+
 }  // namespace
+
+TEST_CASE("layouts that fit by the quick estimate but by no simulated count name the closest plan so counted") {
+  const plan::Cluster cluster = test::shipped_cluster("mixed-node");
+  const plan::Model model = test::shipped_model("gpt2-124m");
+  plan::PlannerOptions o;
+  o.compare = false;
+  const sim::Simulator simulator;
+  const plan::PlanResult fits = plan::search_plans(cluster, model, simulator, o);
+  double most_peak = 0;   // of the plan that fits, its fullest device
+  for (const plan::DeviceEstimate& d : fits.best().estimate.devices) most_peak = std::max(most_peak, d.peak_memory_bytes);
+  std::string m;
+  try {
+    plan::search_plans(cluster, model, CapacityShortSimulator{}, o);
+  } catch (const Error& e) {
+    m = e.what();
+  }
+  CHECK(m.find("model 'gpt2-124m' does not fit on cluster 'mixed-node' by the simulator's count: at the closest plan (") !=
+        std::string::npos);
+  CHECK(m.find(" peaks at ") != std::string::npos);
+  CHECK(m.find("use a smaller micro-batch") != std::string::npos);
+  // Each candidate is short by its fullest device's simulated peak: the closest by no more than
+  // the plan that fits (the messages round to 0.1 GiB).
+  CHECK(gib_short(m) > 0);
+  CHECK(gib_short(m) <= most_peak / (1024.0 * 1024 * 1024) + 0.05);
+}
 
 TEST_CASE("a model that fits nowhere says by how much and what would help") {
   plan::PlannerOptions o;

@@ -1,7 +1,8 @@
 // File: test_search_estimate_framework.cpp
 // The planner's quick memory estimate reads a device model's framework and calibration figures
 // as the simulator's memory model does: the attention implementation, the calibrated
-// activation scale, the fp32 gradient copy and the buckets' copy, with the same bytes and the same verdict.
+// activation scale, the fp32 gradient copy and the buckets' copy, what recomputation holds again
+// in a backward, with the same bytes and the same verdict.
 #include <doctest/doctest.h>
 
 #include "../sim/sim_fixtures.h"
@@ -80,6 +81,37 @@ TEST_CASE("quick estimate: flash attention drops the s² bytes, a scale of 0.5 h
   CHECK(scaled.activation_bytes == 550);
   CHECK(scaled.state_bytes == 16000);
   CHECK(scaled.activation_bytes == simulated(p).activations_bytes);
+}
+
+TEST_CASE("quick estimate: what recomputation holds again in a layer's backward, as simulated") {
+  // The attention layer at tp 2 on two devices, 2 samples a micro-batch, without sequence
+  // parallelism (a sequence of 1 does not divide by 2), 20 input bytes per sample.
+  plan::Plan p = attention_plan(80e9);
+  p.cluster = sim::test::make_cluster(1, 2, sim::test::flat_profile(1e14, 1e12, 80e9), sim::test::link(1e11, 0),
+                                      sim::test::link(1e10, 0));
+  p.model.layers[0].input_bytes = 20;
+  p.stages[0].tp = 2;
+  p.stages[0].devices = {0, 1};
+  p.stages[0].shares = {2};
+  const plan::AnalyticModel analytic(p.cluster, p.model);
+  auto estimated = [&](plan::Recompute r) {
+    return analytic.memory("flat", 0, 1, 2, 1, 2, 1, r, false).activation_bytes;
+  };
+  auto simulated_as = [&](plan::Recompute r) {
+    p.stages[0].recompute = r;
+    return simulated(p).activations_bytes;
+  };
+  // Kept: the replicated 10, the split 40 and the scores 500 per sample, the last two over tp.
+  CHECK(estimated(plan::Recompute::none) == (10 + 540 / 2) * 2);
+  CHECK(simulated_as(plan::Recompute::none) == (10 + 540 / 2) * 2);
+  // Selective keeps 10 + 40 / 2 and re-runs the attention core in the backward, its 500 / 2
+  // bytes of scores held again meanwhile.
+  CHECK(estimated(plan::Recompute::selective) == (10 + 20 + 250) * 2);
+  CHECK(simulated_as(plan::Recompute::selective) == (10 + 20 + 250) * 2);
+  // Full keeps the input (20) and rebuilds the whole layer in the backward: the replicated 10
+  // (not sharded without sequence parallelism) and 540 / 2.
+  CHECK(estimated(plan::Recompute::full) == (20 + 10 + 270) * 2);
+  CHECK(simulated_as(plan::Recompute::full) == (20 + 10 + 270) * 2);
 }
 
 TEST_CASE("quick estimate: the fp32 gradient copy adds 4 bytes per parameter the optimizer steps, as simulated") {

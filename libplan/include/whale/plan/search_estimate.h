@@ -149,6 +149,19 @@ class AnalyticModel {
   double backward_buffers_split_ = 0, backward_buffers_replicated_ = 0;
 
  public:
+  /// The largest of per-layer values over a range of layers, in O(1): a sparse table whose
+  /// level k holds the largest over [i, i + 2^k).
+  struct RangeMax {
+    RangeMax() = default;
+    explicit RangeMax(std::vector<double> values);
+    double of(int first, int end) const;   // 0 for an empty range
+    std::vector<std::vector<double>> levels;
+  };
+
+ private:
+  RangeMax replicated_max_;   // Layer::activation_bytes_replicated per sample
+
+ public:
   // The memory figures of one device model's profile (the simulator's memory model reads them
   // from the profile of a replica's devices).
   struct DeviceMemory {
@@ -158,9 +171,9 @@ class AnalyticModel {
     // plan::loss_backward_transient_bytes per sample at the profile's cross entropy, prefix
     // sums over layers.
     std::vector<double> loss_transient;
-    // Sparse table of the largest single-layer activation (tp 1) with that attention: level k
-    // holds the max over layers [i, i + 2^k).
-    std::vector<std::vector<double>> act_max;
+    // The largest single-layer activation per sample (tp 1) with that attention, and the
+    // largest kept attention bytes, over a range of layers.
+    RangeMax act_max, attention_max;
     double activation_scale = 1.0;  // calibration.activation_memory_scale
     double optimizer_bytes = 0;     // plan::held_optimizer_bytes_per_param
     bool stage_buffer_cache = false;  // framework_memory's
@@ -173,7 +186,6 @@ class AnalyticModel {
   static constexpr int kWeightPassLevels = 9;
   std::vector<std::vector<double>> weight_pass_;
   Bytes weight_pass_range(int first, int end, int tp) const;
-  static double act_max_range(const DeviceMemory& device, int first, int end);
   /// The bytes of `params` parameters' gradients that a framework copying its gradients into
   /// communication buckets holds a second time (framework_memory.gradient_bucket_copy: data
   /// parallel, gradients not sharded), as the simulator counts them.
