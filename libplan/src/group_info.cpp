@@ -14,19 +14,6 @@ int stage_group(const Schedule& schedule, int p, int s) {
   return s % p;
 }
 
-int in_flight_of(const Schedule& sch, int p, int g, int m) {
-  switch (sch.kind) {
-    case ScheduleKind::gpipe: return m;
-    case ScheduleKind::one_f_one_b:
-    case ScheduleKind::zb_h1:  // activations to the input pass; the weight pass holds less
-      return std::min(m, p - g);
-    default: {  // Megatron's interleaving factor: (p - g) + (p - 1) / v, rounded up
-      const int extra = (p - 1 + sch.chunks - 1) / sch.chunks;
-      return std::min(m, p - g + extra);
-    }
-  }
-}
-
 int weight_passes_of(const Schedule& sch, int g, int m) {
   return sch.kind == ScheduleKind::zb_h1 ? std::min(m - 1, g) : -1;
 }

@@ -9,6 +9,7 @@
 
 #include "whale/plan/search_estimate.h"
 #include "whale/plan/search_space.h"
+#include "whale/plan/stage_in_flight.h"
 
 namespace whale::plan {
 
@@ -42,10 +43,6 @@ constexpr double kBackwardShare = 2.0 / 3.0;
 /// The group holding stage s of a p-group pipeline under `schedule` (a wave turns back at
 /// every other chunk).
 int stage_group(const Schedule& schedule, int p, int s);
-
-/// Micro-batches of activations group g of p keeps per layer under `schedule` with m
-/// micro-batches.
-int in_flight_of(const Schedule& schedule, int p, int g, int m);
 
 /// zb-h1's group g runs the weight pass of a micro-batch g input passes after its input pass
 /// (docs/plan.md, "zb-h1"): besides its p - g micro-batches of activations it holds the
