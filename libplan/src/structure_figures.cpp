@@ -14,6 +14,10 @@ namespace whale::plan {
 namespace {
 // layers_bound_s's bisection ends with its two ends this close, relatively.
 constexpr double kBisectionTolerance = 1e-4;
+// Blocks counted from bytes (a group's budget over a block's least bytes, less the transient
+// bytes a stage needs once): a relative margin over the rounding of memory_bound_s's exact
+// prefix sums, toward holding more.
+constexpr double kBlockCountMargin = 1e-9;
 }  // namespace
 
 bool StructureFigures::alike(const Choice& a, const Choice& b, int depth) const {
@@ -209,6 +213,44 @@ Seconds StructureFigures::least_bound_s(const Runs& runs, int global_batch) {
   return least_layer_mix(runs, global_batch) * global_batch / speed * (1.0 - kRoundingMargin);
 }
 
+const std::vector<std::vector<double>>& StructureFigures::layer_figures(const std::string& model, int tp, int dp) {
+  const auto key = std::make_tuple(model, tp, dp);
+  auto figures = per_model_.find(key);
+  if (figures != per_model_.end()) return figures->second;
+  AnalyticModel& an = analytic_;
+  const int L = an.layers();
+  const int top = max_rung(an);
+  // Memory is additive over layers but for the transient bytes a stage needs once (what
+  // recomputation rebuilds in one layer's backward, the loss's and a layer's backward buffers: counted
+  // at the least of a stage's layers) and zb-h1's tensors a weight pass keeps beyond the
+  // kept activations (left out: the verdict stays a relaxation). The kept bytes per
+  // micro-batch in flight are the difference between two and one in flight; a held weight
+  // pass's, between one and none held; the transient bytes, what one in flight needs
+  // beyond its kept copy.
+  std::vector<std::vector<double>> per_rung;
+  std::vector<double> least(kLayerFigures * static_cast<size_t>(L), std::numeric_limits<double>::infinity());
+  for (int r = 0; r <= top; ++r) {
+    std::vector<double> row;
+    for (int l = 0; l < L; ++l) {
+      auto need = [&](int in_flight, int weight_passes) {
+        return an.memory(model, l, l + 1, tp, dp, 1, in_flight, rung_recompute(r), rung_shards(r, dp),
+                         rung_shards_gradients(r, dp), weight_passes);
+      };
+      const MemoryNeed one = need(1, -1);
+      const double per_copy = need(2, -1).activation_bytes - one.activation_bytes;
+      row.push_back(one.state_bytes);
+      row.push_back(per_copy);
+      row.push_back(need(1, 1).activation_bytes - need(1, 0).activation_bytes);
+      row.push_back(std::max(0.0, one.activation_bytes - per_copy));
+      for (int i = 0; i < kLayerFigures; ++i)
+        least[kLayerFigures * l + i] = std::min(least[kLayerFigures * l + i], row[kLayerFigures * l + i]);
+    }
+    per_rung.push_back(std::move(row));
+  }
+  per_rung.push_back(std::move(least));
+  return per_model_.emplace(key, std::move(per_rung)).first->second;
+}
+
 StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g, int micro_batch_size,
                                                               bool even_shares) {
   const std::pair<const GroupSpec*, int> key{&g, 2 * micro_batch_size + (even_shares ? 1 : 0)};
@@ -267,43 +309,11 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
     if (layers.reduction_prefix[k] > 0) layers.reduction_prefix[k] += latency_s;
   }
   for (const ModelShare& ms : info.model_max_share) {
-    const auto model_key = std::make_tuple(ms.model, g.tp, g.dp());
-    auto figures = per_model_.find(model_key);
-    if (figures == per_model_.end()) {
-      // Memory is additive over layers but for the transient bytes a stage needs once (full
-      // recomputation's one rebuilt layer, the loss's and a layer's backward buffers: counted
-      // at the least of a stage's layers) and zb-h1's tensors a weight pass keeps beyond the
-      // kept activations (left out: the verdict stays a relaxation). The kept bytes per
-      // micro-batch in flight are the difference between two and one in flight; a held weight
-      // pass's, between one and none held; the transient bytes, what one in flight needs
-      // beyond its kept copy.
-      std::vector<std::vector<double>> per_rung;
-      std::vector<double> least(kLayerFigures * static_cast<size_t>(L), std::numeric_limits<double>::infinity());
-      for (int r = 0; r <= top; ++r) {
-        std::vector<double> row;
-        for (int l = 0; l < L; ++l) {
-          auto need = [&](int in_flight, int weight_passes) {
-            return an.memory(ms.model, l, l + 1, g.tp, g.dp(), 1, in_flight, rung_recompute(r), rung_shards(r, g.dp()),
-                             rung_shards_gradients(r, g.dp()), weight_passes);
-          };
-          const MemoryNeed one = need(1, -1);
-          const double per_copy = need(2, -1).activation_bytes - one.activation_bytes;
-          row.push_back(one.state_bytes);
-          row.push_back(per_copy);
-          row.push_back(need(1, 1).activation_bytes - need(1, 0).activation_bytes);
-          row.push_back(std::max(0.0, one.activation_bytes - per_copy));
-          for (int i = 0; i < kLayerFigures; ++i)
-            least[kLayerFigures * l + i] = std::min(least[kLayerFigures * l + i], row[kLayerFigures * l + i]);
-        }
-        per_rung.push_back(std::move(row));
-      }
-      per_rung.push_back(std::move(least));
-      figures = per_model_.emplace(model_key, std::move(per_rung)).first;
-    }
-    layers.models.emplace_back(ms.share, ms.usable_bytes, &figures->second);
+    const std::vector<std::vector<double>>& figures = layer_figures(ms.model, g.tp, g.dp());
+    layers.models.emplace_back(ms.share, ms.usable_bytes, &figures);
     constexpr double kNone = std::numeric_limits<double>::infinity();
     std::vector<GroupLayers::LeastBlock> by_rung;
-    for (const std::vector<double>& row : figures->second) {
+    for (const std::vector<double>& row : figures) {
       GroupLayers::LeastBlock block{kNone, kNone, kNone, kNone};
       for (int l = 0; l < L; ++l) {
         if (outer_layer(l)) continue;
@@ -362,7 +372,7 @@ const StructureFigures::BlockTimes& StructureFigures::block_times(GroupLayers& l
       if (budget >= 0) {
         const std::vector<double>& need = sorted[r];
         // A stage of blocks needs the least transient bytes of a block once besides.
-        const double with_blocks = budget - layers.least_block[model][r].transient * share * (1 - 1e-9);
+        const double with_blocks = budget - layers.least_block[model][r].transient * share * (1 - kBlockCountMargin);
         int fits = 0, beyond = static_cast<int>(need.size());   // need[fits] + ... <= budget < need[beyond] + ...
         while (beyond - fits > 1) {
           const int middle = (fits + beyond) / 2;
@@ -610,9 +620,6 @@ bool StructureFigures::may_hold_layers(const Runs& runs, const Choice& choice, b
 
 bool StructureFigures::may_hold_layers(const Runs& runs, ChoicesAlike alike, bool even_shares) {
   const Choice& choice = **alike.begin();
-  // Blocks counted from bytes divided by a block's least bytes: a relative margin over the
-  // rounding of the exact prefix sums (memory_bound_s), toward holding more.
-  constexpr double kRoundingMargin = 1e-9;
   const int L = analytic_.layers();
   const int p = runs.groups;
   const int v = least_shape(alike, p).chunks;
@@ -636,14 +643,14 @@ bool StructureFigures::may_hold_layers(const Runs& runs, ChoicesAlike alike, boo
         // the group at other rungs hold no more, each paying its transient bytes once (the
         // row of least figures, which mixes rungs, is left out).
         const std::vector<GroupLayers::LeastBlock>& by_rung = layers.least_block[i];
-        double most = by_rung.size() > 1 ? 0.0 : static_cast<double>(L);
+        double most = 0;   // by_rung holds every rung's row and the least row after them
         for (size_t r = 0; r + 1 < by_rung.size(); ++r) {
           const GroupLayers::LeastBlock& least = by_rung[r];
           double block = least.state + least.per_copy * copies.kept;
           if (copies.weight_passes > 0) block += least.per_weight_pass * copies.weight_passes;
-          const double left = budget - least.transient * share * (1 - kRoundingMargin);
+          const double left = budget - least.transient * share * (1 - kBlockCountMargin);
           if (left < 0) continue;
-          most = std::max(most, block > 0 ? std::floor(left * (1 + kRoundingMargin) / block) : static_cast<double>(L));
+          most = std::max(most, block > 0 ? std::floor(left * (1 + kBlockCountMargin) / block) : static_cast<double>(L));
         }
         blocks = std::min(blocks, most);
       }
@@ -820,21 +827,22 @@ const StructureFigures::LayerFraction& StructureFigures::group_layer_fraction(co
   auto it = layer_held_.find(&g);
   if (it != layer_held_.end()) return it->second;
   AnalyticModel& an = analytic_;
-  const bool sharded = g.dp() > 1;
   LayerFraction held{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
   const std::string* last = nullptr;
   for (int d : g.devices) {
     const std::string& m = an.cluster().devices[d].model;
     if (last && *last == m) continue;
     last = &m;
-    const AnalyticModel::DeviceMemory& device = an.device_memory(m);
+    // A stage of one layer at one sample and one micro-batch in flight needs its state, its
+    // kept copy and its transient bytes: the least over the rungs (not the row of least
+    // figures after them, which mixes rungs).
+    const std::vector<std::vector<double>>& rows = layer_figures(m, g.tp, g.dp());
     double least_block = std::numeric_limits<double>::infinity();
     double least_any = least_block;
-    for (int l = 0; l < an.layers(); ++l) {
-      for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-        const double need = an.memory(device, l, l + 1, g.tp, g.dp(), 1, 1, r, sharded,
-                                      sharded && an.strategies().shard_gradients)
-                                .total();
+    for (size_t r = 0; r + 1 < rows.size(); ++r) {
+      for (int l = 0; l < an.layers(); ++l) {
+        const double* f = &rows[r][kLayerFigures * static_cast<size_t>(l)];
+        const double need = f[0] + f[1] + f[3];
         least_any = std::min(least_any, need);
         if (!outer_layer(l)) least_block = std::min(least_block, need);
       }

@@ -56,9 +56,8 @@ class StructureFigures {
   double hold_fraction(const Structure& structure);
   double hold_fraction(const Runs& runs);
   /// Usable memory over the least that a stage of one layer needs on the group, at its tightest
-  /// device model: the least over the recomputation modes with one sample per replica, one
-  /// micro-batch in flight, the optimizer (and the gradients, where the strategies shard them)
-  /// sharded over dp > 1 and no weight passes held; a stage's need only grows with each of
+  /// device model: the least over the memory rungs with one sample per replica, one
+  /// micro-batch in flight and no weight passes held; a stage's need only grows with each of
   /// these and with its layers.
   struct LayerFraction {
     double block = 0;   // at the least over the blocks (the layers but the outer ones)
@@ -303,11 +302,13 @@ class StructureFigures {
   // By (device model, tp, dp): [rung][kLayerFigures * layer + i] the layer's state bytes (i 0),
   // its kept activation bytes per sample and micro-batch in flight (1), the bytes per sample
   // of a zb-h1 weight pass held besides (2), and the transient bytes per sample that a stage
-  // holding the layer needs once whatever its micro-batches in flight (3: full recomputation's
-  // rebuilt layer, the loss's and a layer's backward buffers; a stage needs at least the
-  // least of its layers') (rungs 0..kMaxRung, then the smallest of each over the rungs).
+  // holding the layer needs once whatever its micro-batches in flight (3: what recomputation
+  // rebuilds in a layer's backward, the loss's and a layer's backward buffers; a stage needs
+  // at least the least of its layers') (rungs 0..max_rung, then the smallest of each over the
+  // rungs). layer_figures makes an entry once.
   static constexpr int kLayerFigures = 4;
   std::map<std::tuple<std::string, int, int>, std::vector<std::vector<double>>> per_model_;
+  const std::vector<std::vector<double>>& layer_figures(const std::string& model, int tp, int dp);
   // The copies a group keeps of each layer's per-sample figures: activations (share x in
   // flight) and weight passes (share x passes held).
   struct Copies {
