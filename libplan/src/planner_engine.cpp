@@ -52,7 +52,6 @@ Shortfall worst_overflow(const Estimate& e) {
     if (gap > 0 && (worst.need_bytes < 0 || gap > worst.gap())) {
       worst.need_bytes = d.peak_memory_bytes;
       worst.usable_bytes = d.capacity_bytes;
-      worst.state_bytes = d.tensor_memory_bytes;
       worst.device = d.id;
       worst.device_model = d.model;
     }
@@ -434,10 +433,9 @@ EngineOutput run_engine(const Cluster& cluster, const Model& model, const CostMo
   };
   // Where `first` and every item left are refused by the memory verdict (no layout of them
   // fits), lays out the options.shortfall_layouts choices among them likeliest to come closest
-  // (all where 0; laying out every one took 81 s on mixed-1024 for GPT-3 175B at 131,072
-  // tokens, where no plan fits): the
-  // least micro-batch size (the fewest activation bytes), then the structures holding the
-  // largest share of the model (hold_fraction), then index order.
+  // (all where 0; laying out every one took 80 s on mixed-1024 for GPT-3 175B at 131,072
+  // tokens, where no plan fits): the least micro-batch size (the fewest activation bytes), then
+  // the structures holding the largest share of the model (hold_fraction), then index order.
   auto lay_out_closest = [&](const Item& first) {
     struct Closest {
       int micro_batch_size;

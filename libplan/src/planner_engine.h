@@ -43,7 +43,7 @@ struct EngineOutput {
   Shortfall closest;               // the smallest memory gap among layouts that do not fit
   std::string closest_label;
   /// Where no candidate fits by the simulator's count: the one whose worst device is the least
-  /// short (need_bytes its peak, usable_bytes its capacity, state_bytes its tensors' bytes).
+  /// short (need_bytes its peak, usable_bytes its capacity).
   bool has_simulated_shortfall = false;
   Shortfall simulated_closest;
   std::string simulated_closest_label;

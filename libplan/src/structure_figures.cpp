@@ -221,8 +221,8 @@ const std::vector<std::vector<double>>& StructureFigures::layer_figures(const st
   const int L = an.layers();
   const int top = max_rung(an);
   // Memory is additive over layers but for the transient bytes a stage needs once (what
-  // recomputation rebuilds in one layer's backward, the loss's and a layer's backward buffers: counted
-  // at the least of a stage's layers) and zb-h1's tensors a weight pass keeps beyond the
+  // recomputation rebuilds in one layer's backward, the loss's and a layer's backward
+  // buffers: counted at the least of a stage's layers) and zb-h1's tensors a weight pass keeps beyond the
   // kept activations (left out: the verdict stays a relaxation). The kept bytes per
   // micro-batch in flight are the difference between two and one in flight; a held weight
   // pass's, between one and none held; the transient bytes, what one in flight needs
@@ -841,8 +841,7 @@ const StructureFigures::LayerFraction& StructureFigures::group_layer_fraction(co
     double least_any = least_block;
     for (size_t r = 0; r + 1 < rows.size(); ++r) {
       for (int l = 0; l < an.layers(); ++l) {
-        const double* f = &rows[r][kLayerFigures * static_cast<size_t>(l)];
-        const double need = f[0] + f[1] + f[3];
+        const double need = layer_need(rows[r], l, Copies{1.0, 0.0}) + rows[r][kLayerFigures * static_cast<size_t>(l) + 3];
         least_any = std::min(least_any, need);
         if (!outer_layer(l)) least_block = std::min(least_block, need);
       }
