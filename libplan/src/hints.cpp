@@ -99,9 +99,12 @@ void check_hints(const Hints& hints, const Cluster& cluster, const Model& model)
       throw Error(file, h.yaml_path + ".range", "layer " + std::to_string(h.last) + " does not exist",
                   "the model has layers 0-" + std::to_string(layers - 1));
     }
-    if (h.tp > 0 && (!power_of_two(h.tp) || (model.heads > 0 && model.heads % h.tp != 0))) {
-      throw Error(file, h.yaml_path + ".tp", "tp " + std::to_string(h.tp) + " must be a power of two dividing the " +
-                  std::to_string(model.heads) + " attention heads");
+    if (h.tp > 0 && !power_of_two(h.tp)) {
+      throw Error(file, h.yaml_path + ".tp", "tp " + std::to_string(h.tp) + " must be a power of two");
+    }
+    if (h.tp > 0 && !tp_splits_layers(model, h.tp)) {
+      throw Error(file, h.yaml_path + ".tp", tp_split_failure(model, h.tp),
+                  "a tp splits the heads, the kv_heads and the ffn_hidden width evenly");
     }
     if (h.tp > node_most) {
       throw Error(file, h.yaml_path + ".tp", "tp " + std::to_string(h.tp) + " needs that many devices in one node",

@@ -92,6 +92,19 @@ void set_sequence(Model& model, int sequence, Precision precision, const std::st
   generate_layers(model, precision);
 }
 
+bool tp_splits_layers(const Model& model, int tp) { return tp_split_failure(model, tp).empty(); }
+
+std::string tp_split_failure(const Model& model, int tp) {
+  const std::pair<int, const char*> widths[] = {
+      {model.heads, "heads"}, {model.kv_heads, "kv_heads"}, {model.ffn_hidden, "ffn_hidden"}};
+  for (const auto& [width, name] : widths) {
+    if (width > 0 && width % tp != 0) {
+      return "tp " + std::to_string(tp) + " does not divide the model's " + std::to_string(width) + " " + name;
+    }
+  }
+  return "";
+}
+
 int batch_of_tokens(int tokens, int sequence) {
   return std::max(1, static_cast<int>(std::lround(static_cast<double>(tokens) / sequence)));
 }

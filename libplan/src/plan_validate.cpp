@@ -135,15 +135,11 @@ void check_expert_layout(const Plan& plan, int s, const std::string& file) {
   }
 }
 
-// A tp degree `tp` (at YAML path `field`) divides the model's heads and kv_heads.
+// A tp degree `tp` (at YAML path `field`) splits the model's layers (tp_splits_layers).
 void check_tp_divides_heads(const Plan& plan, int tp, const std::string& field, const std::string& file) {
-  const int heads = plan.model.heads;
-  if (heads > 0 && heads % tp != 0) {
-    throw Error(file, field, "tp " + std::to_string(tp) + " does not divide the model's " + std::to_string(heads) + " heads",
-                "use a tp that divides " + std::to_string(heads));
-  }
-  if (plan.model.kv_heads > 0 && plan.model.kv_heads % tp != 0) {
-    throw Error(file, field, "tp " + std::to_string(tp) + " does not divide the model's " + std::to_string(plan.model.kv_heads) + " kv_heads");
+  if (!tp_splits_layers(plan.model, tp)) {
+    throw Error(file, field, tp_split_failure(plan.model, tp),
+                "use a tp that divides the heads, the kv_heads and the ffn_hidden width");
   }
 }
 

@@ -36,8 +36,7 @@ std::vector<int> degree_options(const Plan& plan, const std::vector<int>& device
   const int count = static_cast<int>(devices.size());
   for (int tp = 1; tp <= count; tp *= 2) {
     if (count % tp != 0) continue;
-    if (plan.model.heads > 0 && plan.model.heads % tp != 0) continue;
-    if (plan.model.kv_heads > 0 && plan.model.kv_heads % tp != 0) continue;
+    if (!tp_splits_layers(plan.model, tp)) continue;
     if (plan.cluster.runs_inside_nodes(devices, tp)) out.push_back(tp);
   }
   return out;

@@ -233,7 +233,7 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
   const auto models = by_model(cluster, ordered);
   const int n = static_cast<int>(ordered.size());
   const int layers = static_cast<int>(model.layers.size());
-  // tp options per model: powers of two dividing heads (any for a listed model), <= the most
+  // tp options per model: powers of two splitting the heads (tp_splits_layers), <= the most
   // devices of that model in one node.
   std::vector<std::vector<int>> tp_options;
   for (const auto& m : models) {
@@ -243,7 +243,7 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
     for (const auto& e : per_node) most = std::max(most, e.second);
     std::vector<int> opts;
     for (int tp = 1; tp <= most; tp *= 2) {
-      if (model.heads > 0 && model.heads % tp != 0) continue;
+      if (!tp_splits_layers(model, tp)) continue;
       opts.push_back(tp);
     }
     tp_options.push_back(opts);
@@ -352,7 +352,7 @@ std::vector<Structure> uniform_structures(const Cluster& cluster, const Model& m
   for (int p = 1; p <= std::min(n, std::max(1, blocks)); ++p) {
     if (n % p != 0) continue;
     for (int tp = 1; tp <= n / p; tp *= 2) {
-      if ((n / p) % tp != 0 || (model.heads > 0 && model.heads % tp != 0)) continue;
+      if ((n / p) % tp != 0 || !tp_splits_layers(model, tp)) continue;
       std::vector<GroupSpec> groups;
       for (int g = 0; g < p; ++g) groups.push_back(GroupSpec{slice(devices, g * (n / p), n / p), tp, {}, {}, {}});
       bool ok = true;

@@ -64,6 +64,10 @@ TEST_CASE("bad and contradictory hints are named with the reason") {
   m = hint_error("h4.yaml", "layers:\n  - {range: [0, 1], tp: 3}\n", cl, tiny);
   CHECK(m.find("layers[0].tp: tp 3 must be a power of two") != std::string::npos);
 
+  // tiny-llama's 4 heads split at tp 4, its 2 key-value heads do not.
+  m = hint_error("h4b.yaml", "layers:\n  - {range: [0, 1], tp: 4}\n", cl, test::shipped_model("tiny-llama"));
+  CHECK(m.find("layers[0].tp: tp 4 does not divide the model's 2 kv_heads") != std::string::npos);
+
   m = hint_error("h5.yaml", "exclude_devices: \"0-7\"\n", cl, tiny);
   CHECK(m.find("h5.yaml: exclude_devices: every device of the cluster is excluded") != std::string::npos);
 

@@ -49,6 +49,32 @@ TEST_CASE("structures of four CPU devices and the tiny model") {
   CHECK(plan::enumerate_structures(cl, tiny, limits).size() == 3);
 }
 
+TEST_CASE("tensor-parallel degrees split the key-value heads and the MLP width too") {
+  // tiny-llama: 4 heads, 2 key-value heads, ffn_hidden 176 = 16 x 11. On four devices of one
+  // node tp 4 would split the 4 heads but not the 2 key-value groups (Megatron-LM asserts
+  // both): the structures and the baseline's uniform ones stop at tp 2.
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-4");
+  plan::Model llama = test::shipped_model("tiny-llama");
+  plan::SpaceLimits limits;
+  limits.devices = {0, 1, 2, 3};
+  limits.max_pipeline_depth = 1;
+  auto degrees = [&](const std::vector<plan::Structure>& structures) {
+    std::vector<int> tp;
+    for (const plan::Structure& s : structures) tp.push_back(s.groups.front()->tp);
+    return tp;
+  };
+  CHECK(degrees(plan::enumerate_structures(cl, llama, limits)) == std::vector<int>{1, 2});
+  // The baseline's: pp 1 and pp 2 (two blocks at most), each at tp 1 and 2.
+  CHECK(degrees(plan::uniform_structures(cl, llama, limits.devices)) == std::vector<int>{1, 2, 1, 2});
+  CHECK(plan::tp_split_failure(llama, 4) == "tp 4 does not divide the model's 2 kv_heads");
+  llama.kv_heads = 4;
+  CHECK(degrees(plan::enumerate_structures(cl, llama, limits)) == std::vector<int>{1, 2, 4});
+  llama.ffn_hidden = 174;   // 2 x 87
+  CHECK(degrees(plan::enumerate_structures(cl, llama, limits)) == std::vector<int>{1, 2});
+  CHECK(plan::tp_split_failure(llama, 4) == "tp 4 does not divide the model's 174 ffn_hidden");
+  CHECK(plan::tp_split_failure(llama, 2).empty());
+}
+
 TEST_CASE("type-pure pipelines are laid in every order of the device models") {
   // 4 A100-80GB (ids 0-3) and 4 V100-32GB (4-7): at depth 2 the type-pure pipelines
   // [a100][v100] (memory order) and [v100][a100] both appear, at every tp.

@@ -176,6 +176,14 @@ void generate_layers(Model& model, Precision precision);
 /// layers are given, not generated), a sequence outside [1, kMaxModelDimension] or one longer
 /// than the model's sliding window.
 void set_sequence(Model& model, int sequence, Precision precision, const std::string& option);
+/// Whether tensor parallelism of degree `tp` splits the model's attention heads, its key-value
+/// heads (grouped-query attention's groups) and its MLP's hidden width evenly, as Megatron-LM's
+/// column and row splits and whale-run's layers require (a listed model, without them, splits
+/// at any degree).
+bool tp_splits_layers(const Model& model, int tp);
+/// Why tensor parallelism of degree `tp` does not split the model's layers ("tp 4 does not
+/// divide the model's 2 kv_heads"); empty where it does.
+std::string tp_split_failure(const Model& model, int tp);
 /// The samples of a global batch of `tokens` tokens at `sequence` tokens per sample (rounded,
 /// at least 1).
 int batch_of_tokens(int tokens, int sequence);
