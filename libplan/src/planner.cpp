@@ -129,12 +129,22 @@ Hints exclusions_only(const Hints& hints) {
   return out;
 }
 
+// Whether `plan` runs on every device of `usable` (a pipeline of whole replicas may leave some
+// idle).
+bool uses_every_device(const Plan& plan, const std::vector<int>& usable) {
+  std::set<int> used;
+  for (const Stage& s : plan.stages) used.insert(s.devices.begin(), s.devices.end());
+  return std::all_of(usable.begin(), usable.end(), [&](int d) { return used.count(d) > 0; });
+}
+
 // The usable devices `best` leaves out, by device model, with the reason: the best plan found
-// on every usable device (`all_devices`, null when none fits) is slower, dearer per token
-// under the cost objective, or above the budget.
+// on every usable device (`all_devices`, null when none was kept) is slower, dearer per token
+// under the cost objective, or above the budget; or, with none kept, none fits or (where
+// `only_whole_replicas_kept`: the main search's kept plans all leave devices idle) the faster
+// plans run whole tensor-parallel replicas that these devices do not complete.
 std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<int>& usable,
                                       const RankedPlan& best, const RankedPlan* all_devices,
-                                      const PlannerOptions& options) {
+                                      bool only_whole_replicas_kept, const PlannerOptions& options) {
   char reason[256];
   const PlanCost all_cost = all_devices ? plan_cost(all_devices->plan, all_devices->estimate) : PlanCost{};
   if (all_devices && options.budget_usd_per_hour && all_cost.usd_per_hour > *options.budget_usd_per_hour) {
@@ -151,6 +161,10 @@ std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<
                   "using every device, the best plan found (%s) reaches %.4g samples/s, %.1f%% slower",
                   all_devices->label.c_str(), all_devices->estimate.samples_per_s,
                   100.0 * (1.0 - all_devices->estimate.samples_per_s / best.estimate.samples_per_s));
+  } else if (only_whole_replicas_kept) {
+    std::snprintf(reason, sizeof reason,
+                  "the fastest plans found run tensor-parallel replicas inside nodes, which these devices do not "
+                  "fill (too few of them in a node or a group)");
   } else {
     std::snprintf(reason, sizeof reason, "no plan found that uses every device fits in memory");
   }
@@ -400,9 +414,12 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   PlanResult result;
   result.objective = options.objective;
   result.budget_usd_per_hour = options.budget_usd_per_hour;
-  const bool main_found = !eo.ranked.empty();
-  RankedPlan all_devices_best = main_found ? eo.ranked.front() : RankedPlan{};
-  bool all_devices_found = main_found;
+  // The fastest plan kept of the main search that uses every device.
+  const auto on_all = std::find_if(eo.ranked.begin(), eo.ranked.end(),
+                                   [&](const RankedPlan& p) { return uses_every_device(p.plan, limits.devices); });
+  bool all_devices_found = on_all != eo.ranked.end();
+  const bool only_whole_replicas_kept = !eo.ranked.empty() && !all_devices_found;
+  RankedPlan all_devices_best = all_devices_found ? *on_all : RankedPlan{};
   if (comparison.baseline_found && (!all_devices_found || comparison.baseline.estimate.step_time_s <
                                                            all_devices_best.estimate.step_time_s)) {
     all_devices_best = comparison.baseline;
@@ -442,7 +459,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   });
   if (static_cast<int>(result.ranked.size()) > in.keep) result.ranked.resize(in.keep);
   result.idle = idle_devices(cluster, limits.devices, result.best(), all_devices_found ? &all_devices_best : nullptr,
-                             options);
+                             only_whole_replicas_kept, options);
   result.stats = eo.stats;
   result.stats.timed_out = result.stats.timed_out || variants_cut;
   result.stats.max_evaluations = options.max_evaluations;

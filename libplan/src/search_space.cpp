@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory_resource>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -68,6 +69,23 @@ int exponent_of(int power_of_two) {
   int k = 0;
   while ((1 << k) < power_of_two) ++k;
   return k;
+}
+
+// The devices of `devices` (in order) that replicas of `tp` consecutive devices, each inside
+// one node, can hold: of each run of devices on one node, the most whole replicas from its
+// front. All of them where runs_inside_nodes(devices, tp) holds; fewer where a node holds a
+// count of them that tp does not divide.
+std::vector<int> whole_replicas(const Cluster& cluster, const std::vector<int>& devices, int tp) {
+  std::vector<int> out;
+  for (size_t first = 0; first < devices.size();) {
+    const int node = cluster.devices[devices[first]].node;
+    size_t end = first;
+    while (end < devices.size() && cluster.devices[devices[end]].node == node) ++end;
+    const size_t kept = (end - first) / tp * tp;
+    out.insert(out.end(), devices.begin() + first, devices.begin() + first + kept);
+    first = end;
+  }
+  return out;
 }
 
 std::vector<int> slice(const std::vector<int>& v, int first, int count) {
@@ -288,6 +306,9 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
       // (degrees are powers of two: indexed by their exponent).
       std::vector<std::vector<int>> models_in(grouping.size());
       std::vector<std::array<SharedGroup, 32>> by_degree(grouping.size());
+      // Per group and degree its devices cannot all take: the group of its whole replicas at
+      // that degree (the others idle), once asked; null where it holds none.
+      std::vector<std::array<std::optional<SharedGroup>, 32>> trimmed(grouping.size());
       for (size_t g = 0; g < grouping.size(); ++g) {
         for (int d : grouping[g]) {
           std::vector<int>& in = models_in[g];
@@ -295,11 +316,30 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
         }
       }
       std::vector<size_t> pick(models.size(), 0);
+      // Lists `s` (labelled by `pick`, with `idle` devices left out) when it is new and kept.
+      auto offer = [&](Structure& s, int idle) {
+        key.clear();
+        for (const SharedGroup& g : s.groups) key.push_back(g.get());
+        auto at = seen.lower_bound(key);
+        const bool is_new = at == seen.end() || GroupsLess()(key, *at);
+        if (is_new) seen.emplace_hint(at, key.begin(), key.end());
+        if (is_new && (!keep || keep(s))) {
+          const std::string& tp_label = tp_label_of(pick);
+          s.label.reserve(depth_label.size() + tp_label.size());
+          s.label.append(depth_label).append(tp_label);
+          if (idle > 0) s.label += " (" + std::to_string(idle) + " devices idle)";
+          out.push_back(std::move(s));
+        }
+      };
       while (true) {
         if (stopping()) return out;
         // The degree of every group, then its groups: a structure is built only when new.
         Structure s;
         s.groups.reserve(grouping.size());
+        // Where a group's devices cannot all take its degree, the same pipeline with its whole
+        // replicas at that degree, the rest idle (a node of 2 beside nodes of 8 at tp 8).
+        Structure idle_some;
+        int idle = 0;
         bool ok = true;
         for (size_t g = 0; g < grouping.size() && ok; ++g) {
           int tp = 0;
@@ -318,19 +358,18 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
             group = pool.get(grouping[g], fitting);
           }
           s.groups.push_back(group);
+          std::optional<SharedGroup>& whole = trimmed[g][exponent_of(tp)];
+          if (group->tp != tp && !whole) {
+            const std::vector<int> kept = whole_replicas(cluster, grouping[g], tp);
+            whole = kept.empty() ? nullptr : pool.get(kept, tp);
+          }
+          const bool trims = group->tp != tp && *whole;
+          idle_some.groups.push_back(trims ? *whole : group);
+          if (trims) idle += static_cast<int>(grouping[g].size() - (*whole)->devices.size());
         }
         if (ok) {
-          key.clear();
-          for (const SharedGroup& g : s.groups) key.push_back(g.get());
-          auto at = seen.lower_bound(key);
-          const bool is_new = at == seen.end() || GroupsLess()(key, *at);
-          if (is_new) seen.emplace_hint(at, key.begin(), key.end());
-          if (is_new && (!keep || keep(s))) {
-            const std::string& tp_label = tp_label_of(pick);
-            s.label.reserve(depth_label.size() + tp_label.size());
-            s.label.append(depth_label).append(tp_label);
-            out.push_back(std::move(s));
-          }
+          offer(s, 0);
+          if (idle > 0) offer(idle_some, idle);
         }
         size_t t = 0;
         while (t < pick.size() && ++pick[t] == tp_options[t].size()) pick[t++] = 0;

@@ -107,6 +107,19 @@ nodes:
     network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
 )";
 
+/// Two nodes of one device model on NVLink, 4 devices (ids 0-3) and 2 (ids 4-5), joined by
+/// 100 Gb/s InfiniBand: a tp 4 replica fits the first node only.
+inline plan::Cluster four_and_two_nodes(const std::string& device_model) {
+  std::string nodes;
+  for (const auto& [name, count] : {std::pair<const char*, int>{"four", 4}, {"two", 2}}) {
+    nodes += std::string("  - name: ") + name + "\n    devices: [{model: " + device_model +
+             ", count: " + std::to_string(count) + "}]\n" +
+             "    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}\n"
+             "    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}\n";
+  }
+  return plan::load_cluster(temp_file("four_and_two_" + device_model + ".yaml", "name: four-and-two\nnodes:\n" + nodes));
+}
+
 /// Small searches with heterogeneity and memory pressure: the tiny model on cpu-local-8,
 /// mixed-node and two A100 + V100 nodes (kTwoNodeMix), and GPT-3 6.7B on the latter, where
 /// recomputation and sharding rungs bind and layouts overflow.

@@ -242,3 +242,28 @@ TEST_CASE("a global batch smaller than every pipeline's data-parallel degree is 
   const plan::PlanResult deep = plan::search_plans(cluster, model, simulator, o);
   for (const plan::Stage& s : deep.best().plan.stages) CHECK(s.replicas() == 1);
 }
+
+TEST_CASE("a model that fits only at a degree some devices cannot take is planned on the others, the rest idle") {
+  // Four V100-16GB in one node and two in another; GPT-3 1.3B at 16,384 tokens a sample in fp16,
+  // one pipeline stage. At tp 2 a device needs 27 GiB of its 14.3 usable, so only tp 4 fits,
+  // and tp 4 replicas lie inside a node: the one replica of devices 0-3, devices 4-5 idle
+  // (without the pipeline of whole replicas whale-plan said that the model does not fit).
+  const plan::Cluster cluster = test::four_and_two_nodes("v100-sxm2-16gb");
+  plan::Model model = test::shipped_model("gpt3-1.3b");
+  model.training.precision = plan::Precision::fp16;
+  plan::set_sequence(model, 16384, plan::Precision::fp16, "--sequence");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 8;
+  o.hints.max_pipeline_depth = 1;
+  const plan::PlanResult r = plan::search_plans(cluster, model, simulator, o);
+  REQUIRE(r.best().plan.stages.size() == 1);
+  const plan::Stage& stage = r.best().plan.stages.front();
+  CHECK(stage.devices == std::vector<int>{0, 1, 2, 3});
+  CHECK(stage.tp == 4);
+  REQUIRE(r.idle.size() == 1);
+  CHECK(r.idle[0].devices == std::vector<int>{4, 5});
+  CHECK(r.idle[0].reason.rfind("the fastest plans found run tensor-parallel replicas inside nodes", 0) == 0);
+  CHECK(r.best().label == "p1 tp[v100-sxm2-16gb:4] (2 devices idle)");
+  CHECK_NOTHROW(plan::validate_plan(r.best().plan));
+}

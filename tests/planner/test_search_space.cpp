@@ -75,6 +75,24 @@ TEST_CASE("tensor-parallel degrees split the key-value heads and the MLP width t
   CHECK(plan::tp_split_failure(llama, 2).empty());
 }
 
+TEST_CASE("a degree the devices cannot all take is also laid on its whole replicas, the rest idle") {
+  // Four A100s in one node and two in another: at tp 4 the six devices make one replica inside
+  // a node and two left over. Besides tp 1 and 2 on all six (tp 4 falls back to tp 2, the same
+  // structure), the pipeline of the one tp 4 replica, devices 4 and 5 idle.
+  const plan::Cluster cl = test::four_and_two_nodes("a100-sxm4-80gb");
+  const plan::Model tiny = test::shipped_model("tiny");  // 4 heads
+  plan::SpaceLimits limits;
+  limits.devices = {0, 1, 2, 3, 4, 5};
+  limits.max_pipeline_depth = 1;
+  std::vector<std::string> got;
+  for (const plan::Structure& s : plan::enumerate_structures(cl, tiny, limits)) {
+    got.push_back(s.label + " [" + plan::format_device_list(s.groups.front()->devices) + " tp" +
+                  std::to_string(s.groups.front()->tp) + "]");
+  }
+  CHECK(got == std::vector<std::string>{"p1 tp[a100-sxm4-80gb:1] [0-5 tp1]", "p1 tp[a100-sxm4-80gb:2] [0-5 tp2]",
+                                        "p1 tp[a100-sxm4-80gb:4] (2 devices idle) [0-3 tp4]"});
+}
+
 TEST_CASE("type-pure pipelines are laid in every order of the device models") {
   // 4 A100-80GB (ids 0-3) and 4 V100-32GB (4-7): at depth 2 the type-pure pipelines
   // [a100][v100] (memory order) and [v100][a100] both appear, at every tp.
