@@ -77,8 +77,7 @@ bad_input)
     mpirun -np 3 --oversubscribe "$run" configs/plans/tiny/dp2.yaml --data $data "${keep[@]}"
   grep -q "whale-run: error: rank [0-2]: configs/plans/tiny/dp2.yaml" "$out/world_size_mpi.err" ||
     fail "world_size_mpi: no line names the failed rank: $(head -c 600 "$out/world_size_mpi.err")"
-  # The tiny Llama: its tied token table's two stages on shared devices (a wave), and a tp that
-  # does not divide the key/value heads.
+  # The tiny Llama: a tp that does not divide the key/value heads.
   llama_plan() {  # NAME SCHEDULE STAGES...: a tiny-llama plan in $out
     local name=$1 schedule=$2; shift 2
     { echo "cluster: $PWD/configs/clusters/cpu-local-8.yaml"
@@ -86,10 +85,6 @@ bad_input)
       echo "precision: fp32"; echo "micro_batch_size: 2"; echo "micro_batches: 4"
       echo "schedule: $schedule"; echo "stages:"; printf '  - %s\n' "$@"; } >"$out/$name.yaml"
   }
-  llama_plan tied_wave '{kind: wave, chunks: 2}' '{layers: [0, 0], devices: "0"}' \
-    '{layers: [1, 1], devices: "1"}' '{layers: [2, 2], devices: "1"}' '{layers: [3, 3], devices: "0"}'
-  expect_error llama_tied_wave "tiny-llama.yaml: tie_embeddings: the embedding's stage 0 and the tied head's stage 3 on different devices, got rank 0 in both" \
-    mpirun -np 2 --oversubscribe "$run" "$out/tied_wave.yaml" --data $data "${keep[@]}"
   llama_plan kv_tp4 1f1b '{layers: [0, 3], devices: "0-3", tp: 4}'
   expect_error llama_kv_tp4 "kv_tp4.yaml: stages[0].tp: tp 4 does not divide the model's 2 kv_heads" \
     mpirun -np 4 --oversubscribe "$run" "$out/kv_tp4.yaml" --data $data "${keep[@]}"

@@ -145,7 +145,7 @@ int Plan::group_of_stage(int s) const {
 
 bool Plan::last_stage_holds_table_copy() const {
   const int last = static_cast<int>(stages.size()) - 1;
-  return model.tie_embeddings && last > 0 && group_of_stage(0) != group_of_stage(last);
+  return model.tie_embeddings && last > 0;
 }
 
 bool Plan::reduces_gradients(int s) const {

@@ -68,10 +68,9 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   const std::vector<int> role = memo.role_ids(roles, L);
   const double inf = std::numeric_limits<double>::infinity();
   const int top_rung = max_rung(an);
-  // The last stage keeps a copy of a tied token table when the first stage runs elsewhere: its
+  // The last stage keeps a copy of a tied token table (Plan::last_stage_holds_table_copy): its
   // ranges cost more than the same ranges of another stage in the same role.
-  const bool table_copy = an.model().tie_embeddings && S > 1 &&
-                          stage_group(c.schedule, p, S - 1) != stage_group(c.schedule, p, 0);
+  const bool table_copy = an.model().tie_embeddings && S > 1;
 
   // Seconds per micro-batch of stage s over [a, e) at rung r (the slowest replica class).
   auto time_at = [&](int s, int a, int e, int r) {

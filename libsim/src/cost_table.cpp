@@ -373,9 +373,11 @@ std::vector<TransferCost> bridge_costs(const plan::Plan& plan, const plan::Stage
 /// once per step the two copies' gradients are all-reduced over {first stage, last stage}
 /// devices (tp rank 0 of replica 0 stands for every pair, which all run at once). Bytes: the
 /// first stage's vocabulary-parallel shard of the table, vocabulary x hidden / tp, in the
-/// gradient precision. 0 when nothing is tied across groups.
+/// gradient precision. 0 when nothing is tied across groups (where both stages run on one group,
+/// each of its devices adds its two copies' gradients itself).
 Seconds tied_embedding_s(const plan::Plan& plan) {
-  if (!plan.last_stage_holds_table_copy()) return 0;
+  const int last = static_cast<int>(plan.stages.size()) - 1;
+  if (!plan.last_stage_holds_table_copy() || plan.group_of_stage(0) == plan.group_of_stage(last)) return 0;
   const plan::Stage& first = plan.stages.front();
   const Bytes bytes = static_cast<double>(plan.model.vocabulary) * plan.model.hidden / first.replica_tp(0) *
                       plan::gradient_bytes_per_element(plan.precision, plan.framework_precision);

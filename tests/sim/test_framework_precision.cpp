@@ -161,7 +161,8 @@ TEST_CASE("tied embeddings across device groups: the first and last stages all-r
   // Reduced in fp32: twice the bytes.
   p.framework_precision.grad_reduce = plan::GradReducePrecision::fp32;
   CHECK(event_s(evaluate_with_timeline(p), 0, "allreduce tied embedding s0") == doctest::Approx(4e-5));
-  // A wave of 2 chunks brings the last stage back to the first group: one copy, no exchange.
+  // A wave of 2 chunks brings the last stage back to the first group: its devices hold both
+  // copies and add them there, no exchange.
   plan::Plan wave = test::pipeline_plan(p.cluster, std::vector<plan::Layer>(4, test::gemm_layer(1000, 1000, 1000, 0)),
                                         plan::ScheduleKind::wave, 2);
   wave.schedule.chunks = 2;

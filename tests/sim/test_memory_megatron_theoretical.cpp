@@ -178,6 +178,19 @@ TEST_CASE("tied embeddings: the last stage of a pipeline holds the token table's
     CHECK(whale_stage_memory(tied_175b, i).weight_and_optimizer_bytes ==
           doctest::Approx(whale_stage_memory(untied_175b, i).weight_and_optimizer_bytes));
   }
+  // A wave of two chunks ends on the first group: its devices hold both copies, as whale-run
+  // keeps them (each stage its own, their gradients added there).
+  const plan::Plan wave = plan::load_plan(std::string(WHALE_SOURCE_DIR) + "/configs/plans/tiny-llama/wave-tied-dp2.yaml");
+  REQUIRE(wave.group_of_stage(0) == wave.group_of_stage(3));
+  CHECK(wave.last_stage_holds_table_copy());
+  plan::Plan wave_untied = wave;
+  wave_untied.model.tie_embeddings = false;
+  plan::generate_layers(wave_untied.model, wave_untied.precision);
+  const auto state_bytes = [](const plan::Plan& p) {   // of the first group, both copies' stages
+    const sim::MemoryBreakdown m = sim::replica_memory(p, plan::generate_schedule(p).groups.at(0), 0);
+    return m.weights_bytes + m.gradients_bytes + m.optimizer_bytes;
+  };
+  CHECK(state_bytes(wave) == doctest::Approx(state_bytes(wave_untied)));
   const plan::Plan untied_22b = megatron_run("korthikanti-2022/22b-8gpu-sequence-parallel-selective.yaml");
   const plan::Plan tied_22b = tied(untied_22b);
   CHECK_FALSE(tied_22b.last_stage_holds_table_copy());

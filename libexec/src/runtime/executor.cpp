@@ -173,18 +173,17 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       }
     }
   }
-  // This rank's copy of the tied token table, summed over the tied group made above.
-  if (im.tied_group) {
-    for (int s : tied_embedding_stages(plan, layout)) {
-      if (!im.local(s)) continue;
-      StageState& state = im.stage(s);
-      for (const ParameterView& p : state.module->parameters())
-        if (p.name == kTokenTable)
-          im.tied = std::make_unique<TiedEmbedding>(
-              *im.backend, *im.tied_group, p, state.role.replica == 0 && state.role.tp_rank == 0);
-      im.tied_stage = s;
-    }
+  // This rank's copies of the tied token table: one, summed over the tied group made above, or
+  // both, where the two stages share its devices (no group).
+  std::vector<TiedCopy> copies;
+  for (int s : tied_embedding_stages(plan)) {
+    if (!im.local(s)) continue;
+    StageState& state = im.stage(s);
+    for (const ParameterView& p : state.module->parameters())
+      if (p.name == kTokenTable) copies.push_back({p, state.role.replica == 0 && state.role.tp_rank == 0});
+    im.tied_stages.push_back(s);
   }
+  if (!copies.empty()) im.tied = std::make_unique<TiedEmbedding>(*im.backend, im.tied_group.get(), std::move(copies));
   // reduce_bucket(s, 0) directly follows the last backward (or backward_weight) of s
   // (schedule_program.h).
   const auto& code = im.program.instructions;
@@ -202,6 +201,8 @@ double Executor::train_step(const DataLoader& loader, int64_t step) {
   if (im.timeline) im.transport.barrier();  // a common origin for every rank's events
   im.step_start = Clock::now();
   im.current_step = step;
+  im.reductions_waited.clear();
+  im.tied_summed = false;
   im.loss_sum = 0;
   for (auto& entry : im.stages) entry.second.module->zero_gradients();
   for (const plan::Instruction& instruction : im.program.instructions)

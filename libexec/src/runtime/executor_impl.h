@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -63,11 +64,16 @@ struct Executor::Impl {
   double loss_sum = 0;                                   // summed token cross-entropy here
   LossScaler scaler{plan.precision == plan::Precision::fp16};  // fp16 only; else scale 1
   std::vector<int> deferred_steps;  // stages whose optimizer step waits for the overflow check
-  /// The tied token table's group and this rank's copy (null unless the model ties its head to
-  /// the table across stages and this rank holds one of the two); the stage of that copy.
+  /// The tied token table's group and this rank's copies (null unless the model ties its head to
+  /// the table across stages and this rank holds one of the two or both); their stages; whether
+  /// this step has summed them.
   std::unique_ptr<Communicator> tied_group;
   std::unique_ptr<TiedEmbedding> tied;
-  int tied_stage = -1;
+  std::vector<int> tied_stages;
+  bool tied_summed = false;
+  /// The stages whose gradient reductions this step has waited for (wait_reductions runs once
+  /// per stage and step: the tied sum may wait for a stage before its own instruction does).
+  std::set<int> reductions_waited;
   std::vector<plan::TimelineEvent>* timeline = nullptr;
   std::chrono::steady_clock::time_point step_start;
   int64_t current_step = 0;                       // of the train_step running

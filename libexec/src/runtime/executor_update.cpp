@@ -1,6 +1,7 @@
 // File: executor_update.cpp
 // Executor: gradient bucket and optimizer instructions, checkpoint state, and the full
 // parameters gathered to rank 0.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -28,6 +29,7 @@ void Executor::Impl::reduce_bucket(int s, int bucket) {
 }
 
 void Executor::Impl::wait_reductions(int s) {
+  if (!reductions_waited.insert(s).second) return;
   GradientReducer& reducer = *stage(s).reducer;
   reducer.wait_all();
   for (int b = 0; b < reducer.buckets(); ++b)
@@ -36,7 +38,15 @@ void Executor::Impl::wait_reductions(int s) {
 }
 
 void Executor::Impl::optimizer_step(int s) {
-  if (s == tied_stage) tied->sum_gradients();  // after the stage's reductions (wait_reductions)
+  // The tied table's copies are summed before the first of their stages' optimizer steps here,
+  // after the reductions of every stage of theirs (wait_reductions; the program orders a rank's
+  // steps from its last stage down, so the first stage's comes later).
+  if (tied && !tied_summed && std::count(tied_stages.begin(), tied_stages.end(), s) > 0) {
+    for (int t : tied_stages)
+      if (stage(t).reducer) wait_reductions(t);
+    tied->sum_gradients();
+    tied_summed = true;
+  }
   if (scaler.enabled()) {  // after the overflow check of the whole step (finish_scaled_step)
     deferred_steps.push_back(s);
     return;

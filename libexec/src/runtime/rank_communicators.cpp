@@ -67,11 +67,18 @@ std::vector<RankGroup> rank_groups(const plan::Plan& plan, const RankLayout& lay
         g.role == GroupRole::tensor ? GroupPurpose::tensor : GroupPurpose::data;
     groups.push_back(RankGroup{purpose, g.stage, g.ranks, transport_of(kinds, g.ranks)});
   }
-  const std::vector<int> tied_stages = tied_embedding_stages(plan, layout);
-  const std::vector<int> tied_ranks = ranks_of_stages(plan, layout, tied_stages);
-  if (std::binary_search(tied_ranks.begin(), tied_ranks.end(), rank))
+  // The tied token table's group, of the ranks that hold one copy each (the stages on different
+  // device groups); a rank of both stages adds its two copies itself.
+  const std::vector<int> tied_stages = tied_embedding_stages(plan);
+  const auto holds = [&](int s) {
+    const std::vector<int> ranks = ranks_of_stages(plan, layout, {s});
+    return std::binary_search(ranks.begin(), ranks.end(), rank);
+  };
+  if (!tied_stages.empty() && holds(tied_stages.front()) != holds(tied_stages.back())) {
+    const std::vector<int> tied_ranks = ranks_of_stages(plan, layout, tied_stages);
     groups.push_back(RankGroup{GroupPurpose::tied_embedding, tied_stages.front(), tied_ranks,
                                transport_of(kinds, tied_ranks)});
+  }
   for (int s = 0; s < static_cast<int>(plan.stages.size()); ++s)
     for (RankGroup& g : expert_layout_groups(plan, layout, kinds, s, rank))
       groups.push_back(std::move(g));

@@ -3,13 +3,13 @@
 #include "runtime/tied_embedding.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
-
-#include "whale/plan/error.h"
+#include <utility>
 
 namespace whale::exec {
 
-std::vector<int> tied_embedding_stages(const plan::Plan& plan, const RankLayout& layout) {
+std::vector<int> tied_embedding_stages(const plan::Plan& plan) {
   if (!ties_token_table(plan.model)) return {};
   const int head_layer = static_cast<int>(plan.model.layers.size()) - 1;
   int first = -1, head = -1;
@@ -18,15 +18,6 @@ std::vector<int> tied_embedding_stages(const plan::Plan& plan, const RankLayout&
     if (plan.stages[s].end_layer == head_layer + 1) head = s;
   }
   if (first < 0 || head < 0 || first == head) return {};
-  std::vector<int> a = ranks_of_stages(plan, layout, {first}), b = ranks_of_stages(plan, layout, {head});
-  std::vector<int> shared;
-  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(shared));
-  if (!shared.empty())
-    throw Error(plan.model.source_file, "tie_embeddings",
-                "the embedding's stage " + std::to_string(first) + " and the tied head's stage " +
-                    std::to_string(head) + " on different devices, got rank " +
-                    std::to_string(shared.front()) + " in both",
-                "set tie_embeddings: false for interleaved or wave placements");
   return {first, head};
 }
 
@@ -41,18 +32,26 @@ std::vector<int> ranks_of_stages(const plan::Plan& plan, const RankLayout& layou
   return ranks;
 }
 
-TiedEmbedding::TiedEmbedding(Backend& backend, Communicator& group, ParameterView table,
-                             bool representative)
-    : backend_(backend), group_(group), table_(table), representative_(representative),
-      sum_(backend, table.count, DType::fp32) {}
+TiedEmbedding::TiedEmbedding(Backend& backend, Communicator* group, std::vector<TiedCopy> copies)
+    : backend_(backend), group_(group), copies_(std::move(copies)),
+      sum_(backend, copies_.at(0).table.count, DType::fp32) {
+  if (copies_.size() > 2 || (copies_.size() == 2) != (group_ == nullptr))
+    throw std::logic_error("TiedEmbedding: one copy with a group, or both without one");
+  for (const TiedCopy& c : copies_)
+    if (c.table.count != sum_.count())
+      throw std::logic_error("TiedEmbedding: copies of the token table differ in size");
+}
 
 void TiedEmbedding::sum_gradients() {
-  if (representative_)
-    backend_.copy(sum_, table_.gradient, Stream::compute);
-  else
+  if (!group_) {  // both copies here: the sum is local
+    backend_.add_forward(sum_, copies_[0].table.gradient, copies_[1].table.gradient, sum_.count());
+  } else if (copies_[0].representative) {
+    backend_.copy(sum_, copies_[0].table.gradient, Stream::compute);
+  } else {
     backend_.fill_zero(sum_, Stream::compute);
-  group_.all_reduce_sum(sum_.view().as<float>(), sum_.count());
-  backend_.copy(table_.gradient, sum_, Stream::compute);
+  }
+  if (group_) group_->all_reduce_sum(sum_.view().as<float>(), sum_.count());
+  for (const TiedCopy& c : copies_) backend_.copy(c.table.gradient, sum_, Stream::compute);
 }
 
 }  // namespace whale::exec

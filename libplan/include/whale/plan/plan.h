@@ -166,9 +166,11 @@ struct Plan {
   /// The device group (0..p-1) that runs stage s, by the placement rule above.
   int group_of_stage(int s) const;
   /// Whether the last stage holds a copy of the token table for a tied LM head (Megatron's
-  /// embedding group): the model ties them and the first and last stages run on different
-  /// device groups. The copy is vocabulary-parallel over the last stage's tp, takes its own
-  /// gradients and optimizer state, and the two copies' gradients are summed once per step.
+  /// embedding group): the model ties them and the embedding and the head lie in different
+  /// stages. The copy is vocabulary-parallel over the last stage's tp, takes its own gradients
+  /// and optimizer state, and the two copies' gradients are summed once per step; where both
+  /// stages run on one device group (a wave of an even chunk count), those devices hold both
+  /// copies, as whale-run does.
   bool last_stage_holds_table_copy() const;
   /// Whether stage s sums gradients across devices after its backward passes, in its gradient
   /// buckets (gradient_buckets): it has dp > 1, or it is a mixture-of-experts stage whose

@@ -18,7 +18,7 @@ namespace whale::exec {
 enum class GroupPurpose {
   tensor,          // a replica's tp ranks: the tensor-parallel region's collectives
   data,            // one tp rank across a stage's replicas: gradient buckets, ZeRO's gathers
-  tied_embedding,  // every rank of the token table's stage and of the tied head's stage
+  tied_embedding,  // every rank of the token table's stage and of the tied head's (on other devices)
   /// A mixture-of-experts stage with ep > 1 (plan::Stage::expert_parallel_group): the ep
   /// devices of one expert-dp replica and expert-tp rank; the MoE layers' token exchanges.
   expert_parallel,
