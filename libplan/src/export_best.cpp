@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <set>
 
 #include "export_layout.h"
 #include "whale/plan/error.h"
@@ -128,6 +130,68 @@ std::function<bool(const Structure&)> splittable_by(const Model& model, Framewor
   return [blocks](const Structure& s) { return blocks % static_cast<long>(s.groups.size()) == 0; };
 }
 
+// At most this many device counts are tried for a uniform plan on fewer devices.
+constexpr int kFewerDeviceCounts = 4;
+
+// Where no uniform pipeline of every usable device divides the global batch (48 devices and 256
+// samples: no dp x tp x pp of 48 has a dp dividing 256), the frameworks run one on fewer
+// devices: the first of the placement order (memory, then speed), as many as a uniform pipeline
+// can take (dp dividing the batch, tp a power of two splitting the layers up to a node's usable
+// devices, pp up to the transformer layers), the kFewerDeviceCounts largest counts tried from
+// the most down; the rest idle. False when none of them fits (`*tried`: whether any was, or
+// some pipeline of every device divides the batch already).
+bool uniform_plan_on_fewer(const Cluster& cluster, const Model& model, const CostModel& cost,
+                           const PlannerOptions& options, const std::function<bool(const Structure&)>& splittable,
+                           RankedPlan* out, bool* tried) {
+  *tried = false;
+  Hints only_exclusion;
+  only_exclusion.exclude_devices = options.hints.exclude_devices;
+  const std::vector<int> usable = usable_devices(only_exclusion, cluster);
+  const int batch = options.global_batch > 0 ? options.global_batch : model.training.global_batch;
+  const auto kept = [&](const Structure& s) { return !splittable || splittable(s); };
+  for (const Structure& s : uniform_structures(cluster, model, usable)) {
+    if (kept(s) && batch % s.groups.front()->dp() == 0) return false;   // one of all of them divides it
+  }
+  std::map<int, int> per_node;
+  for (int d : usable) ++per_node[cluster.devices[d].node];
+  int node_most = 0;
+  for (const auto& entry : per_node) node_most = std::max(node_most, entry.second);
+  const int blocks = static_cast<int>(std::count_if(model.layers.begin(), model.layers.end(),
+                                                    [](const Layer& l) { return l.kind == LayerKind::transformer; }));
+  std::set<int, std::greater<>> counts;
+  for (int dp = 1; dp <= batch; ++dp) {
+    if (batch % dp != 0) continue;
+    for (int tp = 1; tp <= node_most; tp *= 2) {
+      if (!tp_splits_layers(model, tp)) continue;
+      for (int pp = 1; pp <= std::max(1, blocks); ++pp) {
+        Structure depth;   // of pp groups: whether the framework splits the layers so
+        depth.groups.resize(pp);
+        if (!kept(depth)) continue;
+        const long n = static_cast<long>(dp) * tp * pp;
+        if (n < static_cast<long>(usable.size())) counts.insert(static_cast<int>(n));
+      }
+    }
+  }
+  const std::vector<int> order =
+      ordered_devices(cluster, usable, model.training.precision, model.training.framework_precision);
+  int tries = 0;
+  for (auto count = counts.begin(); count != counts.end() && tries < kFewerDeviceCounts; ++count, ++tries) {
+    *tried = true;
+    PlannerOptions fewer = options;
+    fewer.hints.exclude_devices.assign(order.begin() + *count, order.end());
+    fewer.hints.exclude_devices.insert(fewer.hints.exclude_devices.end(), only_exclusion.exclude_devices.begin(),
+                                       only_exclusion.exclude_devices.end());
+    std::sort(fewer.hints.exclude_devices.begin(), fewer.hints.exclude_devices.end());
+    bool found = false;
+    RankedPlan plan = search_baseline(cluster, model, cost, fewer, &found, nullptr, splittable);
+    if (!found) continue;
+    plan.label += " on " + std::to_string(*count) + " of the " + std::to_string(usable.size()) + " devices";
+    *out = std::move(plan);
+    return true;
+  }
+  return false;
+}
+
 // The best uniform plan that `framework` can express; false when none fits, and `*missing`
 // says why.
 bool expressible_uniform_plan(const PlanResult& result, const Cluster& cluster, const Model& model,
@@ -143,6 +207,15 @@ bool expressible_uniform_plan(const PlanResult& result, const Cluster& cluster, 
     const auto splittable = splittable_by(model, framework);
     *out = search_baseline(cluster, model, cost, framework_options(options, framework), &found, missing, splittable);
     if (!found && splittable) *missing = "of a pipeline depth that divides the transformer layers, " + *missing;
+  }
+  if (!found) {
+    const auto splittable = splittable_by(model, framework);
+    bool tried = false;
+    found = uniform_plan_on_fewer(cluster, model, cost, framework_options(options, framework), splittable, out, &tried);
+    if (!found && tried) {
+      *missing += ", nor does one fit on fewer devices (tried: the " + std::to_string(kFewerDeviceCounts) +
+                  " largest counts whose uniform pipelines divide it)";
+    }
   }
   if (!found) return false;
   if (framework == Framework::megatron && !export_limits(out->plan, framework).empty()) {

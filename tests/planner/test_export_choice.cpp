@@ -49,3 +49,27 @@ TEST_CASE("a constrained DeepSpeed export searches the pipeline depths that divi
   CHECK(megatron.report.find("exported instead, the best uniform plan uniform pp3 tp1 dp4") != std::string::npos);
   CHECK(megatron.text.find("--pipeline-model-parallel-size 3\n") != std::string::npos);
 }
+
+TEST_CASE("a constrained export takes a uniform plan on fewer devices where none of every device divides the batch") {
+  // cpu-local-8 and the tiny Llama (two blocks, 2 key-value heads: tp <= 2) at a global batch
+  // of 5: the uniform pipelines of all 8 devices have dp 8, 4 or 2, none dividing 5; dp 5 on
+  // the first 5 devices does (pp 1, tp 1), the other 3 idle.
+  const plan::Cluster cluster = test::shipped_cluster("cpu-local-8");
+  const plan::Model model = test::shipped_model("tiny-llama");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 5;
+  const plan::PlanResult result = plan::search_plans(cluster, model, simulator, o);
+  REQUIRE_FALSE(result.baseline_found);
+  const std::string file = std::string(WHALE_BINARY_DIR) + "/test_export_choice_fewer.sh";
+  for (const plan::Framework framework : {plan::Framework::megatron, plan::Framework::deepspeed}) {
+    CAPTURE(plan::to_string(framework));
+    REQUIRE_FALSE(plan::export_limits(result.best().plan, framework).empty());
+    const plan::ChosenExport chosen = plan::choose_export(result, cluster, model, simulator, o, framework, true, file);
+    CHECK(chosen.report.find("exported instead, the best uniform plan uniform pp1 tp1 dp5 on 5 of the 8 devices: ") !=
+          std::string::npos);
+  }
+  const plan::ChosenExport megatron =
+      plan::choose_export(result, cluster, model, simulator, o, plan::Framework::megatron, true, file);
+  CHECK(megatron.text.find("run on devices 0-4.") != std::string::npos);
+}
