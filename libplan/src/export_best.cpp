@@ -138,8 +138,8 @@ constexpr int kFewerDeviceCounts = 4;
 // devices: the first of the placement order (memory, then speed), as many as a uniform pipeline
 // can take (dp dividing the batch, tp a power of two splitting the layers up to a node's usable
 // devices, pp up to the transformer layers), the kFewerDeviceCounts largest counts tried from
-// the most down; the rest idle. False when none of them fits (`*tried`: whether any was, or
-// some pipeline of every device divides the batch already).
+// the most down; the rest idle. False when none of them fits; `*tried` says whether any count
+// was tried (none where a uniform pipeline of every device divides the batch).
 bool uniform_plan_on_fewer(const Cluster& cluster, const Model& model, const CostModel& cost,
                            const PlannerOptions& options, const std::function<bool(const Structure&)>& splittable,
                            RankedPlan* out, bool* tried) {

@@ -251,7 +251,7 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
   const auto models = by_model(cluster, ordered);
   const int n = static_cast<int>(ordered.size());
   const int layers = static_cast<int>(model.layers.size());
-  // tp options per model: powers of two splitting the heads (tp_splits_layers), <= the most
+  // tp options per model: powers of two splitting the layers (tp_splits_layers), <= the most
   // devices of that model in one node.
   std::vector<std::vector<int>> tp_options;
   for (const auto& m : models) {
