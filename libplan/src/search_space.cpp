@@ -316,6 +316,7 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
         }
       }
       std::vector<size_t> pick(models.size(), 0);
+      std::vector<const SharedGroup*> trims;   // per group of the structure being built
       // Lists `s` (labelled by `pick`, with `idle` devices left out) when it is new and kept.
       auto offer = [&](Structure& s, int idle) {
         key.clear();
@@ -337,8 +338,10 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
         Structure s;
         s.groups.reserve(grouping.size());
         // Where a group's devices cannot all take its degree, the same pipeline with its whole
-        // replicas at that degree, the rest idle (a node of 2 beside nodes of 8 at tp 8).
-        Structure idle_some;
+        // replicas at that degree, the rest idle (a node of 2 beside nodes of 8 at tp 8): the
+        // whole-replica group of each group that trims (null where none does), and the devices
+        // they leave idle.
+        trims.clear();
         int idle = 0;
         bool ok = true;
         for (size_t g = 0; g < grouping.size() && ok; ++g) {
@@ -363,14 +366,22 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
             const std::vector<int> kept = whole_replicas(cluster, grouping[g], tp);
             whole = kept.empty() ? nullptr : pool.get(kept, tp);
           }
-          const bool trims = group->tp != tp && *whole;
-          idle_some.groups.push_back(trims ? *whole : group);
-          if (trims) idle += static_cast<int>(grouping[g].size() - (*whole)->devices.size());
+          if (group->tp != tp && *whole) {
+            trims.push_back(&*whole);
+            idle += static_cast<int>(grouping[g].size() - (*whole)->devices.size());
+          } else {
+            trims.push_back(nullptr);
+          }
         }
-        if (ok) {
-          offer(s, 0);
-          if (idle > 0) offer(idle_some, idle);
+        const bool trimmed_too = ok && idle > 0;
+        Structure idle_some;
+        if (trimmed_too) {
+          idle_some.groups = s.groups;
+          for (size_t g = 0; g < trims.size(); ++g)
+            if (trims[g]) idle_some.groups[g] = *trims[g];
         }
+        if (ok) offer(s, 0);
+        if (trimmed_too) offer(idle_some, idle);
         size_t t = 0;
         while (t < pick.size() && ++pick[t] == tp_options[t].size()) pick[t++] = 0;
         if (t == pick.size()) break;
