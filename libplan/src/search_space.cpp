@@ -300,8 +300,13 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
     if (limits.max_pipeline_depth > 0 && p > limits.max_pipeline_depth) break;
     if (limits.fixed_stages > 0 && limits.fixed_stages % p != 0) continue;
     const std::string depth_label = "p" + std::to_string(p) + " tp[";
-    for (const auto& grouping : groupings(ordered, models, p)) {
+    const std::vector<std::vector<std::vector<int>>> all_groupings = groupings(ordered, models, p);
+    for (size_t grouping_index = 0; grouping_index < all_groupings.size(); ++grouping_index) {
+      const std::vector<std::vector<int>>& grouping = all_groupings[grouping_index];
       if (stopping()) return out;
+      // Near-equal slices (the first grouping where p does not divide the devices) straddle
+      // nodes at most degrees: their whole replicas would leave devices idle at every cut.
+      const bool near_equal = grouping_index == 0 && n % p != 0 && p <= kMaxNearEqualDepth;
       // Per group: the device models it holds, and its finished group by the degree asked
       // (degrees are powers of two: indexed by their exponent).
       std::vector<std::vector<int>> models_in(grouping.size());
@@ -362,11 +367,11 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
           }
           s.groups.push_back(group);
           std::optional<SharedGroup>& whole = trimmed[g][exponent_of(tp)];
-          if (group->tp != tp && !whole) {
+          if (group->tp != tp && !whole && !near_equal) {
             const std::vector<int> kept = whole_replicas(cluster, grouping[g], tp);
             whole = kept.empty() ? nullptr : pool.get(kept, tp);
           }
-          if (group->tp != tp && *whole) {
+          if (group->tp != tp && !near_equal && *whole) {
             trims.push_back(&*whole);
             idle += static_cast<int>(grouping[g].size() - (*whole)->devices.size());
           } else {
