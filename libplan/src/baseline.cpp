@@ -19,9 +19,6 @@ Clock::time_point deadline_of(const PlannerOptions& options) {
                             std::chrono::duration<double>(options.time_limit_s));
 }
 
-int batch_of(const Model& model, const PlannerOptions& options) {
-  return options.global_batch > 0 ? options.global_batch : model.training.global_batch;
-}
 
 // The usable devices (only the hints' exclusion applies) of the given device models.
 std::vector<int> usable_devices_of(const Cluster& cluster, const PlannerOptions& options,
@@ -58,6 +55,10 @@ RankedPlan search_devices(const Cluster& cluster, const Model& model, const Cost
 }
 
 }  // namespace
+
+int batch_of(const Model& model, const PlannerOptions& options) {
+  return options.global_batch > 0 ? options.global_batch : model.training.global_batch;
+}
 
 RankedPlan search_baseline(const Cluster& cluster, const Model& model, const CostModel& cost,
                            const PlannerOptions& options, bool* found, std::string* missing,

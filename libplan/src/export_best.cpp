@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <set>
 
 #include "export_layout.h"
@@ -147,15 +146,12 @@ bool uniform_plan_on_fewer(const Cluster& cluster, const Model& model, const Cos
   Hints only_exclusion;
   only_exclusion.exclude_devices = options.hints.exclude_devices;
   const std::vector<int> usable = usable_devices(only_exclusion, cluster);
-  const int batch = options.global_batch > 0 ? options.global_batch : model.training.global_batch;
+  const int batch = batch_of(model, options);
   const auto kept = [&](const Structure& s) { return !splittable || splittable(s); };
   for (const Structure& s : uniform_structures(cluster, model, usable)) {
     if (kept(s) && batch % s.groups.front()->dp() == 0) return false;   // one of all of them divides it
   }
-  std::map<int, int> per_node;
-  for (int d : usable) ++per_node[cluster.devices[d].node];
-  int node_most = 0;
-  for (const auto& entry : per_node) node_most = std::max(node_most, entry.second);
+  const int node_most = most_in_one_node(cluster, usable);
   const int blocks = static_cast<int>(std::count_if(model.layers.begin(), model.layers.end(),
                                                     [](const Layer& l) { return l.kind == LayerKind::transformer; }));
   std::set<int, std::greater<>> counts;

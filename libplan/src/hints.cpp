@@ -68,6 +68,14 @@ Hints load_hints(const std::string& path) {
   return h;
 }
 
+int most_in_one_node(const Cluster& cluster, const std::vector<int>& devices) {
+  std::map<int, int> per_node;
+  for (int d : devices) per_node[cluster.devices[d].node]++;
+  int most = 0;
+  for (const auto& e : per_node) most = std::max(most, e.second);
+  return most;
+}
+
 std::vector<int> usable_devices(const Hints& hints, const Cluster& cluster) {
   std::set<int> excluded(hints.exclude_devices.begin(), hints.exclude_devices.end());
   std::vector<int> out;
@@ -88,10 +96,7 @@ void check_hints(const Hints& hints, const Cluster& cluster, const Model& model)
   }
   const std::vector<int> usable = usable_devices(hints, cluster);
   if (usable.empty()) throw Error(file, "exclude_devices", "every device of the cluster is excluded", "leave at least one device");
-  std::map<int, int> per_node;
-  for (int d : usable) per_node[cluster.devices[d].node]++;
-  int node_most = 0;
-  for (const auto& e : per_node) node_most = std::max(node_most, e.second);
+  const int node_most = most_in_one_node(cluster, usable);
 
   for (size_t i = 0; i < hints.layers.size(); ++i) {
     const LayerHint& h = hints.layers[i];

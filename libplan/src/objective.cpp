@@ -37,9 +37,14 @@ double usd_per_million_tokens(double usd_per_hour, double tokens_per_s) {
   return usd_per_hour * kTokensPerMillion / (kSecondsPerHour * tokens_per_s);
 }
 
-PlanCost plan_cost(const Plan& plan, const Estimate& estimate) {
-  std::set<int> used;   // a device that runs several stages (interleaving) is paid once
+std::set<int> used_devices(const Plan& plan) {
+  std::set<int> used;
   for (const Stage& s : plan.stages) used.insert(s.devices.begin(), s.devices.end());
+  return used;
+}
+
+PlanCost plan_cost(const Plan& plan, const Estimate& estimate) {
+  const std::set<int> used = used_devices(plan);   // a device that runs several stages is paid once
   const std::optional<double> price = price_per_hour_usd(plan.cluster, std::vector<int>(used.begin(), used.end()));
   PlanCost cost;
   if (!price) return cost;

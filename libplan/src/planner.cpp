@@ -132,8 +132,7 @@ Hints exclusions_only(const Hints& hints) {
 // Whether `plan` runs on every device of `usable` (a pipeline of whole replicas may leave some
 // idle).
 bool uses_every_device(const Plan& plan, const std::vector<int>& usable) {
-  std::set<int> used;
-  for (const Stage& s : plan.stages) used.insert(s.devices.begin(), s.devices.end());
+  const std::set<int> used = used_devices(plan);
   return std::all_of(usable.begin(), usable.end(), [&](int d) { return used.count(d) > 0; });
 }
 
@@ -168,8 +167,7 @@ std::vector<IdleDevices> idle_devices(const Cluster& cluster, const std::vector<
   } else {
     std::snprintf(reason, sizeof reason, "no plan found that uses every device fits in memory");
   }
-  std::set<int> used;
-  for (const Stage& s : best.plan.stages) used.insert(s.devices.begin(), s.devices.end());
+  const std::set<int> used = used_devices(best.plan);
   std::vector<IdleDevices> out;
   for (int d : usable) {
     if (!used.count(d)) add_idle_device(&out, cluster, d, reason);

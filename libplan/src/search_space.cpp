@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "whale/plan/error.h"
+#include "whale/plan/hints.h"
 #include "whale/plan/limits.h"
 
 namespace whale::plan {
@@ -255,10 +256,7 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
   // devices of that model in one node.
   std::vector<std::vector<int>> tp_options;
   for (const auto& m : models) {
-    std::map<int, int> per_node;
-    for (int d : m.second) per_node[cluster.devices[d].node]++;
-    int most = 0;
-    for (const auto& e : per_node) most = std::max(most, e.second);
+    const int most = most_in_one_node(cluster, m.second);
     std::vector<int> opts;
     for (int tp = 1; tp <= most; tp *= 2) {
       if (!tp_splits_layers(model, tp)) continue;

@@ -47,12 +47,6 @@ plan::PlanResult plan_toy(plan::Objective objective, std::optional<double> budge
   return plan::search_plans(cluster, toy_model(), simulator, options);
 }
 
-std::set<int> used_devices(const plan::Plan& plan) {
-  std::set<int> used;
-  for (const plan::Stage& s : plan.stages) used.insert(s.devices.begin(), s.devices.end());
-  return used;
-}
-
 }  // namespace
 
 TEST_CASE("cost picks the cheaper plan per token where throughput picks the faster one") {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ std::optional<double> price_per_hour_usd(const Cluster& cluster, const std::vect
 /// Dollars per million tokens at `usd_per_hour` and `tokens_per_s` (> 0):
 /// usd_per_hour * 1e6 / (3600 * tokens_per_s).
 double usd_per_million_tokens(double usd_per_hour, double tokens_per_s);
+
+/// The devices `plan`'s stages use, each once (a device that runs several stages under
+/// interleaving counts once).
+std::set<int> used_devices(const Plan& plan);
 
 /// The price of the devices `plan`'s stages use, and per million tokens at `estimate`'s rate.
 PlanCost plan_cost(const Plan& plan, const Estimate& estimate);

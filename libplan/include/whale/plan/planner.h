@@ -165,6 +165,9 @@ struct PlanResult {
 PlanResult search_plans(const Cluster& cluster, const Model& model, const CostModel& cost,
                         const PlannerOptions& options);
 
+/// The global batch a search plans: options.global_batch where set, else the model's.
+int batch_of(const Model& model, const PlannerOptions& options);
+
 /// The best uniform plan, as Megatron-LM or DeepSpeed would run it: the same (dp, tp) in every
 /// stage over all usable devices in id order, an even split of the transformer layers, even
 /// shares, 1f1b, one recomputation setting for all. `found` is false when none fits; then
