@@ -55,9 +55,10 @@ MoeSpec read_hf_moe(const YamlField& root, const std::string& model_type, const 
     read_layer_pattern(root, model, spec);
   }
   if (model_type == "qwen2_moe" && !hf_config_is_null(root, "shared_expert_intermediate_size")) {
-    // One shared expert of that width; whale counts shared experts of the routed width.
-    const YamlField shared = root.get("shared_expert_intermediate_size");
-    const int width = hf_config_integer(root, "shared_expert_intermediate_size");
+    // One shared expert of that width; whale counts shared experts of the routed width. A
+    // width of 0 is no shared expert (transformers builds a shared MLP of no width).
+    const YamlField shared = hf_config_number_field(root, "shared_expert_intermediate_size");
+    const int width = shared.non_negative_integer();
     if (width % spec.expert_ffn_hidden != 0) {
       shared.fail("a multiple of moe_intermediate_size (" + std::to_string(spec.expert_ffn_hidden) + "), got " + std::to_string(width),
                   "whale's shared experts each have the routed experts' width");

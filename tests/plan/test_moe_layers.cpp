@@ -186,6 +186,12 @@ TEST_CASE("moe layers: Qwen-MoE layer patterns, and what whale cannot express") 
   CHECK(e.yaml_path() == "mlp_only_layers");
   e = expect_error([&] { load_model(scratch_file("moe-hf/shared.json", base + ", \"shared_expert_intermediate_size\": 40}")); });
   CHECK(e.yaml_path() == "shared_expert_intermediate_size");
+  // A shared expert of no width is none; a negative width is an error naming the field.
+  m = load_model(scratch_file("moe-hf/unshared.json", base + ", \"shared_expert_intermediate_size\": 0}"));
+  CHECK(m.moe->shared_experts == 0);
+  CHECK(m.parameter_count() == load_model(scratch_file("moe-hf/plain.json", base + "}")).parameter_count());
+  e = expect_error([&] { load_model(scratch_file("moe-hf/negative.json", base + ", \"shared_expert_intermediate_size\": -32}")); });
+  CHECK(e.yaml_path() == "shared_expert_intermediate_size");
   e = expect_error([&] { load_model(scratch_file("moe-hf/topk.json", base + ", \"num_experts_per_tok\": 9}")); });
   CHECK(e.yaml_path() == "num_experts_per_tok");
   CHECK(std::string(e.what()).find("top_k 9 is above the 8 experts") != std::string::npos);
