@@ -1,14 +1,18 @@
 // File: planner_fewer_devices.cpp
 // Plans on fewer devices than the usable ones: for a global batch too small for every
-// pipeline on all of them, and for a budget that no plan found on them meets.
+// pipeline on all of them or too small to feed them, and for a budget that no plan found on
+// them meets.
 #include "planner_fewer_devices.h"
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
 #include "whale/plan/error.h"
+#include "whale/plan/hints.h"
+#include "whale/plan/model.h"
 #include "whale/plan/objective.h"
 
 namespace whale::plan {
@@ -33,7 +37,58 @@ std::vector<int> ordered(const Cluster& cluster, const Model& model, const std::
   return ordered_devices(cluster, usable, model.training.precision, model.training.framework_precision);
 }
 
+// The largest tensor-parallel degree of each device model of `cluster` that the search may
+// give it: a power of two splitting the model's layers, within the most of its devices one
+// node holds (the whole cluster's, so that it is the same on any part of it).
+std::map<std::string, int> tp_of_fed_replicas(const Cluster& cluster, const Model& model) {
+  std::map<std::string, std::vector<int>> by_model;
+  for (std::size_t d = 0; d < cluster.devices.size(); ++d) by_model[cluster.devices[d].model].push_back(static_cast<int>(d));
+  std::map<std::string, int> out;
+  for (const auto& [name, devices] : by_model) {
+    const int most = most_in_one_node(cluster, devices);
+    int tp = 1;
+    for (int t = 2; t <= most; t *= 2) {
+      if (tp_splits_layers(model, t)) tp = t;
+    }
+    out[name] = tp;
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                             const PlannerOptions& options, Clock::time_point start,
+                                             const std::vector<int>& usable, int batch) {
+  const std::map<std::string, int> tp = tp_of_fed_replicas(cluster, model);
+  // Replicas are counted in shares of a device (1/tp each), so that the devices fed are those
+  // whose shares sum to the batch at most; a relative 1e-9 over the rounding of the sums.
+  const double fed = batch * (1 + 1e-9);
+  double replicas = 0;
+  for (int d : usable) replicas += 1.0 / tp.at(cluster.devices[d].model);
+  if (replicas <= fed) return std::nullopt;
+  const std::vector<int> order = ordered(cluster, model, usable);
+  std::vector<int> kept;
+  double taken = 0;
+  for (int d : order) {
+    const double share = 1.0 / tp.at(cluster.devices[d].model);
+    if (taken + share > fed) break;
+    taken += share;
+    kept.push_back(d);
+  }
+  if (kept.empty()) return std::nullopt;
+  const std::vector<int> left_out(order.begin() + static_cast<long>(kept.size()), order.end());
+  std::sort(kept.begin(), kept.end());
+  const std::string reason = "the global batch of " + std::to_string(batch) +
+                             " sample(s) feeds the tensor-parallel replicas of devices " + format_device_list(kept) +
+                             " only (each device model at its largest degree): on more devices every plan has "
+                             "fewer micro-batches than stages, or replicas without a sample";
+  try {
+    return search_without(cluster, model, cost, options, start, left_out, reason);
+  } catch (const Error&) {
+    return std::nullopt;   // no plan fits on the fed devices alone
+  }
+}
 
 PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, const CostModel& cost,
                                   const PlannerOptions& options, Clock::time_point start,

@@ -19,6 +19,17 @@ PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, co
                                   const PlannerOptions& options, Clock::time_point start,
                                   const std::vector<int>& usable, int smallest_dp, int batch);
 
+/// Where the global batch starves `usable`: fewer samples than the tensor-parallel replicas
+/// its devices form at each device model's largest degree (tp_of_fed_replicas), so that every
+/// plan on all of them has fewer micro-batches than stages, or replicas without a sample.
+/// Then the plan of the first devices of ordered_devices whose replicas at those degrees the
+/// batch feeds (the rest idle), searched within the time left from `start`; nothing where the
+/// batch feeds every usable device, or where no plan fits on those devices. Its fed devices
+/// never starve a search again, so the search it makes does not come back here.
+std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                             const PlannerOptions& options, Clock::time_point start,
+                                             const std::vector<int>& usable, int batch);
+
 /// Where the devices of `usable` together cost more than options.budget_usd_per_hour: for each
 /// priced device model, as many of its usable devices as the budget pays for (the first in
 /// ordered_devices), searched alone; then, where it mixes models, every device in

@@ -11,6 +11,7 @@
 
 #include "planner_fixtures.h"
 #include "whale/plan/hints.h"
+#include "whale/plan/objective.h"
 #include "whale/plan/search_estimate.h"
 
 using namespace whale;
@@ -241,6 +242,40 @@ TEST_CASE("a global batch smaller than every pipeline's data-parallel degree is 
   o.hints.max_pipeline_depth = 0;
   const plan::PlanResult deep = plan::search_plans(cluster, model, simulator, o);
   for (const plan::Stage& s : deep.best().plan.stages) CHECK(s.replicas() == 1);
+}
+
+TEST_CASE("a global batch too small to feed every device is planned on the devices it feeds where that is faster") {
+  // cpu-local-8 with the tiny Llama: its 2 key-value heads allow tp <= 2, so the 8 CPUs form 4
+  // replicas of tp 2 and 3 samples feed 3 of them. A plan of all 8 has fewer micro-batches
+  // than stages (the best, a pipeline of 4 groups of tp 2, idles half its step in bubbles);
+  // tp 2 x dp 3 on the first 6 runs one sample a replica with no bubble.
+  const plan::Cluster cluster = test::shipped_cluster("cpu-local-8");
+  const plan::Model model = test::shipped_model("tiny-llama");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 3;
+  const plan::PlanResult r = plan::search_plans(cluster, model, simulator, o);
+  REQUIRE(r.best().plan.stages.size() == 1);
+  const plan::Stage& stage = r.best().plan.stages.front();
+  CHECK(stage.devices == std::vector<int>{0, 1, 2, 3, 4, 5});
+  CHECK(stage.tp == 2);
+  CHECK(stage.replicas() == 3);
+  REQUIRE(r.idle.size() == 1);
+  CHECK(r.idle[0].devices == std::vector<int>{6, 7});
+  CHECK(r.idle[0].reason.find("the global batch of 3 sample(s) feeds the tensor-parallel replicas of devices 0-5 "
+                              "only") != std::string::npos);
+  // Faster than the best plan of all 8 devices: the search without the comparison, which
+  // (as the comparison's own searches) does not look for fewer devices.
+  plan::PlannerOptions all = o;
+  all.compare = false;
+  const plan::PlanResult on_eight = plan::search_plans(cluster, model, simulator, all);
+  CHECK(plan::used_devices(on_eight.best().plan).size() == 8);
+  CHECK(r.best().estimate.step_time_s < on_eight.best().estimate.step_time_s);
+  // Four samples feed all four replicas: every device is used.
+  o.global_batch = 4;
+  const plan::PlanResult fed = plan::search_plans(cluster, model, simulator, o);
+  CHECK(plan::used_devices(fed.best().plan).size() == 8);
+  CHECK(fed.idle.empty());
 }
 
 TEST_CASE("a model that fits only at a degree some devices cannot take is planned on the others, the rest idle") {

@@ -158,11 +158,13 @@ TEST_CASE("a missing baseline says why: no uniform layout divides the batch, or 
 TEST_CASE("the JSON output gives a missing baseline's reason") {
   const sim::Simulator simulator;
   plan::PlannerOptions o;
-  o.global_batch = 12;  // as above: no uniform pipeline divides it
+  // As above, no uniform pipeline's dp divides it; 20 samples (not 12) feed every device, so
+  // the plan and its comparison are of all 64.
+  o.global_batch = 20;
   const plan::PlanResult r =
       plan::search_plans(test::shipped_cluster("a100-v100"), test::shipped_model("tiny-moe-dropless"), simulator, o);
   REQUIRE_FALSE(r.baseline_found);
-  CHECK(plan::format_planner_json(r).find("\"found\": false, \"reason\": \"none divides the global batch of 12 samples") !=
+  CHECK(plan::format_planner_json(r).find("\"found\": false, \"reason\": \"none divides the global batch of 20 samples") !=
         std::string::npos);
   CHECK(plan::format_planner_text(r).find("baseline: no uniform plan on devices 0-63: none divides") != std::string::npos);
 }
