@@ -375,7 +375,19 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
       fewer.stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
       return fewer;
     }
-    // Micro-batching is possible: the stage or schedule hints rule it out.
+    // Micro-batching is possible: the stage or schedule hints rule it out. 1f1b, gpipe and
+    // zb-h1 run on every pipeline, so without stage boundaries the schedules left are
+    // interleaved-1f1b or wave, which no pipeline of the usable devices can run at this batch.
+    if (hints.stage_boundaries.empty()) {
+      std::string allowed;
+      for (ScheduleKind k : hints.schedules) allowed += std::string(allowed.empty() ? "" : ", ") + to_string(k);
+      throw Error(hints.source_file, "schedules",
+                  "a pipeline of the usable devices that runs " + allowed + " at the global batch of " +
+                      std::to_string(batch) + " sample(s); none does",
+                  "interleaved-1f1b and wave need 2 device groups or more with at least as many layers as "
+                  "chunks in each, interleaved-1f1b also micro-batches in a multiple of the groups; allow 1f1b, "
+                  "zb-h1 or gpipe too, or give a larger global batch");
+    }
     throw Error(hints.source_file, "stage_boundaries",
                 std::to_string(hints.stage_boundaries.size()) +
                     " stages cannot be laid on the usable devices with the allowed schedules",

@@ -123,3 +123,26 @@ TEST_CASE("a hint no plan can meet is named") {
     CHECK(m.find("unmeetable.yaml: layers[0]: dp 8 on layers 0-2 cannot be met") != std::string::npos);
   }
 }
+
+TEST_CASE("schedules that no pipeline can run at the batch are named, with what they need") {
+  // The tiny Llama on cpu-local-4 at 3 samples, interleaved 1F1B only: at 2 groups each has dp 2
+  // (one micro-batch of 3 samples, not a multiple of 2), at 4 groups dp 1 (1 or 3 micro-batches,
+  // neither a multiple of 4), and the near-equal 3 groups have a group of dp 2 again.
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 3;
+  o.hints = plan::load_hints(test::temp_file("interleaved-only.yaml", "schedules: [interleaved-1f1b]\n"));
+  try {
+    plan::search_plans(test::shipped_cluster("cpu-local-4"), test::shipped_model("tiny-llama"), simulator, o);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.yaml_path() == "schedules");
+    CHECK(std::string(e.what()).find("interleaved-only.yaml: schedules: a pipeline of the usable devices that runs "
+                                     "interleaved-1f1b at the global batch of 3 sample(s); none does") !=
+          std::string::npos);
+    CHECK(e.hint().find("allow 1f1b, zb-h1 or gpipe too") != std::string::npos);
+  }
+  // With 1f1b allowed too the same batch plans.
+  o.hints = plan::load_hints(test::temp_file("interleaved-or-1f1b.yaml", "schedules: [interleaved-1f1b, 1f1b]\n"));
+  CHECK_NOTHROW(plan::search_plans(test::shipped_cluster("cpu-local-4"), test::shipped_model("tiny-llama"), simulator, o));
+}
