@@ -238,9 +238,11 @@ ChosenExport choose_export(const PlanResult& result, const Cluster& cluster, con
                                  ": " + path + "\n" + export_precision_note(best.plan, framework)};
   }
   if (framework == Framework::deepspeed && model.moe) {
-    // No plan of an MoE model is a DeepSpeed config: searching for a uniform one is moot.
+    // No plan of an MoE model is a DeepSpeed config: searching for a uniform one is moot, and
+    // the best plan's other limits are beside the point.
     throw Error(path, export_option(framework),
-                std::string("a model ") + to_string(framework) + " can express, but " + joined(limits),
+                "a dense model (DeepSpeed's config describes dense layers; its MoE layers are built in the model "
+                "code, deepspeed.moe), got the mixture-of-experts model '" + model.name + "'",
                 "export the plan with --export-megatron (Megatron-Core's MoE arguments)");
   }
   RankedPlan chosen;

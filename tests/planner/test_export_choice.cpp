@@ -1,13 +1,15 @@
 // File: test_export_choice.cpp
 // Which plan a constrained export takes: DeepSpeed, which places no stage boundaries, gets a
 // uniform plan whose pipeline depth divides the transformer layers where the planner's
-// baseline has another depth; and choosing an export writes no file.
+// baseline has another depth; a mixture-of-experts model gets DeepSpeed's one reason; and
+// choosing an export writes no file.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <string>
 
 #include "planner_fixtures.h"
+#include "whale/plan/error.h"
 #include "whale/plan/export.h"
 
 using namespace whale;
@@ -72,4 +74,26 @@ TEST_CASE("a constrained export takes a uniform plan on fewer devices where none
   const plan::ChosenExport megatron =
       plan::choose_export(result, cluster, model, simulator, o, plan::Framework::megatron, true, file);
   CHECK(megatron.text.find("run on devices 0-4.") != std::string::npos);
+}
+
+TEST_CASE("a constrained DeepSpeed export of a mixture-of-experts model names the model, not the plan's limits") {
+  const plan::Cluster cluster = test::shipped_cluster("cpu-local-4");
+  const plan::Model model = test::shipped_model("tiny-moe");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 8;
+  const plan::PlanResult result = plan::search_plans(cluster, model, simulator, o);
+  const std::string file = std::string(WHALE_BINARY_DIR) + "/test_export_choice_moe.json";
+  try {
+    plan::choose_export(result, cluster, model, simulator, o, plan::Framework::deepspeed, true, file);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.yaml_path() == "--export-deepspeed");
+    CHECK(std::string(e.what()).find("a dense model (DeepSpeed's config describes dense layers; its MoE layers are "
+                                     "built in the model code, deepspeed.moe), got the mixture-of-experts model "
+                                     "'tiny-moe'") != std::string::npos);
+    CHECK(std::string(e.what()).find("stage 1") == std::string::npos);   // no limit of the best plan
+    CHECK(e.hint() == "export the plan with --export-megatron (Megatron-Core's MoE arguments)");
+  }
+  CHECK_FALSE(std::filesystem::exists(file));
 }
