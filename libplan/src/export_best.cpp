@@ -151,14 +151,13 @@ bool uniform_plan_on_fewer(const Cluster& cluster, const Model& model, const Cos
   for (const Structure& s : uniform_structures(cluster, model, usable)) {
     if (kept(s) && batch % s.groups.front()->dp() == 0) return false;   // one of all of them divides it
   }
-  const int node_most = most_in_one_node(cluster, usable);
+  const std::vector<int> degrees = tp_degrees(cluster, model, usable);
   const int blocks = static_cast<int>(std::count_if(model.layers.begin(), model.layers.end(),
                                                     [](const Layer& l) { return l.kind == LayerKind::transformer; }));
   std::set<int, std::greater<>> counts;
   for (int dp = 1; dp <= batch; ++dp) {
     if (batch % dp != 0) continue;
-    for (int tp = 1; tp <= node_most; tp *= 2) {
-      if (!tp_splits_layers(model, tp)) continue;
+    for (int tp : degrees) {
       for (int pp = 1; pp <= std::max(1, blocks); ++pp) {
         Structure depth;   // of pp groups: whether the framework splits the layers so
         depth.groups.resize(pp);

@@ -11,9 +11,8 @@
 #include <string>
 
 #include "whale/plan/error.h"
-#include "whale/plan/hints.h"
-#include "whale/plan/model.h"
 #include "whale/plan/objective.h"
+#include "whale/plan/search_space.h"
 
 namespace whale::plan {
 namespace {
@@ -37,20 +36,15 @@ std::vector<int> ordered(const Cluster& cluster, const Model& model, const std::
   return ordered_devices(cluster, usable, model.training.precision, model.training.framework_precision);
 }
 
-// The largest tensor-parallel degree of each device model of `cluster` that the search may
-// give it: a power of two splitting the model's layers, within the most of its devices one
-// node holds (the whole cluster's, so that it is the same on any part of it).
+// The largest tensor-parallel degree the search may give each device model of `cluster`
+// (tp_degrees of all its devices, so that it is the same on any part of the cluster).
 std::map<std::string, int> tp_of_fed_replicas(const Cluster& cluster, const Model& model) {
   std::map<std::string, std::vector<int>> by_model;
   for (std::size_t d = 0; d < cluster.devices.size(); ++d) by_model[cluster.devices[d].model].push_back(static_cast<int>(d));
   std::map<std::string, int> out;
   for (const auto& [name, devices] : by_model) {
-    const int most = most_in_one_node(cluster, devices);
-    int tp = 1;
-    for (int t = 2; t <= most; t *= 2) {
-      if (tp_splits_layers(model, t)) tp = t;
-    }
-    out[name] = tp;
+    const std::vector<int> degrees = tp_degrees(cluster, model, devices);
+    out[name] = degrees.empty() ? 1 : degrees.back();
   }
   return out;
 }

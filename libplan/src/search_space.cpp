@@ -243,6 +243,15 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
   return out;
 }
 
+std::vector<int> tp_degrees(const Cluster& cluster, const Model& model, const std::vector<int>& devices) {
+  const int most = most_in_one_node(cluster, devices);
+  std::vector<int> out;
+  for (int tp = 1; tp <= most; tp *= 2) {
+    if (tp_splits_layers(model, tp)) out.push_back(tp);
+  }
+  return out;
+}
+
 std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model& model,
                                             const SpaceLimits& limits,
                                             const std::function<bool(const Structure&)>& keep,
@@ -252,18 +261,9 @@ std::vector<Structure> enumerate_structures(const Cluster& cluster, const Model&
   const auto models = by_model(cluster, ordered);
   const int n = static_cast<int>(ordered.size());
   const int layers = static_cast<int>(model.layers.size());
-  // tp options per model: powers of two splitting the layers (tp_splits_layers), <= the most
-  // devices of that model in one node.
+  // tp options per model (tp_degrees of its devices).
   std::vector<std::vector<int>> tp_options;
-  for (const auto& m : models) {
-    const int most = most_in_one_node(cluster, m.second);
-    std::vector<int> opts;
-    for (int tp = 1; tp <= most; tp *= 2) {
-      if (!tp_splits_layers(model, tp)) continue;
-      opts.push_back(tp);
-    }
-    tp_options.push_back(opts);
-  }
+  for (const auto& m : models) tp_options.push_back(tp_degrees(cluster, model, m.second));
   std::vector<int> model_index(cluster.devices.size(), 0);  // by device id: index into models
   for (size_t t = 0; t < models.size(); ++t) {
     for (int d : models[t].second) model_index[d] = static_cast<int>(t);

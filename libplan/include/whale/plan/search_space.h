@@ -65,6 +65,11 @@ struct SpaceLimits {
   std::vector<int> chunk_options = {2, 4};   // chunks tried for interleaved-1f1b and wave
 };
 
+/// The tensor-parallel degrees the search gives `devices` (of one device model, or a whole
+/// pool): the powers of two that split the model's layers (tp_splits_layers), up to the most
+/// of `devices` that one node holds; ascending.
+std::vector<int> tp_degrees(const Cluster& cluster, const Model& model, const std::vector<int>& devices);
+
 /// The device order the planner places groups in: nodes by device memory (largest first), then
 /// by device speed (fastest first), then file order; devices of a node stay together.
 /// Speed is the device's peak at its effective GEMM precision (framework_precision.h).
