@@ -1,7 +1,7 @@
 // File: planner_fewer_devices.cpp
 // Plans on fewer devices than the usable ones: for a global batch too small for every
-// pipeline on all of them or too small to feed them, and for a budget that no plan found on
-// them meets.
+// pipeline on all of them or too small to feed them, for a best plan on them that is mostly
+// idle, and for a budget that no plan found on them meets.
 #include "planner_fewer_devices.h"
 
 #include <algorithm>
@@ -51,9 +51,8 @@ std::map<std::string, int> tp_of_fed_replicas(const Cluster& cluster, const Mode
 
 }  // namespace
 
-std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model& model, const CostModel& cost,
-                                             const PlannerOptions& options, Clock::time_point start,
-                                             const std::vector<int>& usable, int batch) {
+std::optional<std::vector<int>> fed_devices(const Cluster& cluster, const Model& model, const std::vector<int>& usable,
+                                            int batch) {
   const std::map<std::string, int> tp = tp_of_fed_replicas(cluster, model);
   // Replicas are counted in shares of a device (1/tp each), so that the devices fed are those
   // whose shares sum to the batch at most; a relative 1e-9 over the rounding of the sums.
@@ -61,16 +60,24 @@ std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model
   double replicas = 0;
   for (int d : usable) replicas += 1.0 / tp.at(cluster.devices[d].model);
   if (replicas <= fed) return std::nullopt;
-  const std::vector<int> order = ordered(cluster, model, usable);
   std::vector<int> kept;
   double taken = 0;
-  for (int d : order) {
+  for (int d : ordered(cluster, model, usable)) {
     const double share = 1.0 / tp.at(cluster.devices[d].model);
     if (taken + share > fed) break;
     taken += share;
     kept.push_back(d);
   }
-  if (kept.empty()) return std::nullopt;
+  return kept;
+}
+
+std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                             const PlannerOptions& options, Clock::time_point start,
+                                             const std::vector<int>& usable, int batch) {
+  std::optional<std::vector<int>> fed = fed_devices(cluster, model, usable, batch);
+  if (!fed || fed->empty()) return std::nullopt;
+  std::vector<int>& kept = *fed;
+  const std::vector<int> order = ordered(cluster, model, usable);
   const std::vector<int> left_out(order.begin() + static_cast<long>(kept.size()), order.end());
   std::sort(kept.begin(), kept.end());
   const std::string reason = "the global batch of " + std::to_string(batch) +
@@ -82,6 +89,72 @@ std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model
   } catch (const Error&) {
     return std::nullopt;   // no plan fits on the fed devices alone
   }
+}
+
+std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                           const PlannerOptions& options, Clock::time_point start,
+                                           const std::vector<int>& usable, const RankedPlan& best, bool* timed_out) {
+  const Estimate& e = best.estimate;
+  if (e.step_time_s <= 0) return {};
+  const double busy_share = e.breakdown.compute_s / e.step_time_s;
+  const auto peak_of = [&](int d) {
+    return gemm_peak_or_zero(cluster.profiles.at(cluster.devices[d].model), model.training.precision,
+                             model.training.framework_precision);
+  };
+  double used_peak = 0;
+  for (int d : used_devices(best.plan)) used_peak += peak_of(d);
+  const std::vector<int> order = ordered(cluster, model, usable);
+  // Each device model's blocks (a node's devices of that model), in the order of `order`.
+  std::vector<std::pair<std::string, std::vector<std::vector<int>>>> blocks_of_model;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const Device& device = cluster.devices[order[i]];
+    auto m = std::find_if(blocks_of_model.begin(), blocks_of_model.end(),
+                          [&](const auto& entry) { return entry.first == device.model; });
+    if (m == blocks_of_model.end()) m = blocks_of_model.insert(m, {device.model, {}});
+    if (i == 0 || cluster.devices[order[i - 1]].node != device.node || cluster.devices[order[i - 1]].model != device.model)
+      m->second.emplace_back();
+    m->second.back().push_back(order[i]);
+  }
+  std::vector<RankedPlan> out;
+  for (const auto& [device_model, blocks] : blocks_of_model) {
+    for (std::size_t count = blocks.size() / 2; count >= 1; count /= 2) {
+      std::vector<int> kept;
+      double kept_peak = 0;
+      for (std::size_t b = 0; b < count; ++b) {
+        for (int d : blocks[b]) {
+          kept.push_back(d);
+          kept_peak += peak_of(d);
+        }
+      }
+      // Fewer blocks keep less: once a part's share does not exceed the busy share, none does.
+      if (kept_peak >= used_peak) continue;
+      if (kept_peak <= busy_share * used_peak) break;
+      if (options.time_limit_s > 0 &&
+          std::chrono::duration<double>(planner_now(options) - start).count() >= options.time_limit_s) {
+        *timed_out = true;
+        return out;
+      }
+      std::sort(kept.begin(), kept.end());
+      PlannerOptions fewer = within_time_left(options, start);
+      fewer.compare = false;
+      fewer.budget_usd_per_hour.reset();   // the budget applies to the merged candidates
+      for (int d : order) {
+        if (!std::binary_search(kept.begin(), kept.end(), d)) fewer.hints.exclude_devices.push_back(d);
+      }
+      std::sort(fewer.hints.exclude_devices.begin(), fewer.hints.exclude_devices.end());
+      try {
+        PlanResult r = search_plans(cluster, model, cost, fewer);
+        *timed_out = *timed_out || r.stats.timed_out;
+        for (RankedPlan& p : r.ranked) {
+          p.label += " on devices " + format_device_list(kept);
+          out.push_back(std::move(p));
+        }
+      } catch (const Error&) {
+        break;   // no plan fits on these devices, nor on fewer
+      }
+    }
+  }
+  return out;
 }
 
 PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, const CostModel& cost,

@@ -1,7 +1,8 @@
 // File: planner_fewer_devices.h
 // Plans on fewer devices than the usable ones, where every plan on all of them is ruled out by
-// the global batch or the budget: each subset searched anew by search_plans (its comparison
-// too, on the subset), the devices left out reported idle with the reason. Private to the planner.
+// the global batch or the budget (each subset searched anew by search_plans, its comparison
+// too, on the subset; the devices left out reported idle with the reason), or where the best
+// plan on all of them is mostly idle (fewer nodes). Private to the planner.
 #pragma once
 
 #include <optional>
@@ -20,6 +21,14 @@ PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, co
                                   const std::vector<int>& usable, int smallest_dp, int batch);
 
 /// Where the global batch starves `usable`: fewer samples than the tensor-parallel replicas
+/// its devices form at each device model's largest degree (the tp_degrees of that model's
+/// devices in the whole cluster). Then the first devices of ordered_devices whose replicas the
+/// batch feeds (their shares of a replica, 1/tp a device, summing to the batch at most);
+/// nothing where the batch feeds every device of `usable`.
+std::optional<std::vector<int>> fed_devices(const Cluster& cluster, const Model& model, const std::vector<int>& usable,
+                                            int batch);
+
+/// Where the global batch starves `usable` (fed_devices): fewer samples than the tensor-parallel replicas
 /// its devices form at each device model's largest degree (tp_of_fed_replicas), so that every
 /// plan on all of them has fewer micro-batches than stages, or replicas without a sample.
 /// Then the plan of the first devices of ordered_devices whose replicas at those degrees the
@@ -29,6 +38,20 @@ PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, co
 std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model& model, const CostModel& cost,
                                              const PlannerOptions& options, Clock::time_point start,
                                              const std::vector<int>& usable, int batch);
+
+/// Where the best plan found on `usable` (`best`) keeps the compute streams of its devices busy
+/// for a small share of its step (bubbles and exposed communication take the rest, as when
+/// many nodes share a slow network): a plan on fewer devices whose summed peak is a share phi
+/// of the best plan's devices' runs its compute about 1/phi times as long at the same
+/// efficiency, so it can win only where phi exceeds that busy share. For each device model, its
+/// first nodes in ordered_devices' order (its devices in half of its nodes, a quarter, ... down
+/// to one node), each whose share exceeds the busy share searched anew without comparison and
+/// budget (within the time left from `start`); their kept plans, labelled with the devices they
+/// run on. (Each model's devices all together, and the strongest models together, are the
+/// comparison's searches.) Sets `*timed_out` where the time limit cut or ended these searches.
+std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                           const PlannerOptions& options, Clock::time_point start,
+                                           const std::vector<int>& usable, const RankedPlan& best, bool* timed_out);
 
 /// Where the devices of `usable` together cost more than options.budget_usd_per_hour: for each
 /// priced device model, as many of its usable devices as the budget pays for (the first in

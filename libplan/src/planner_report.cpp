@@ -149,8 +149,8 @@ std::string format_planner_text(const PlanResult& r) {
         << num(100.0 * r.fraction_of_upper_bound, "%.1f") << "% of it (" << num(best, "%.4g") << " samples/s)";
       // The sum bounds a plan only where each model alone runs as fast as its devices can.
       if (r.fraction_of_upper_bound > 1)
-        o << ": above it, so no bound here (a device model alone is held back, by its memory or by a cut search, "
-             "more than beside the others)";
+        o << ": above it, so no bound here (a device model alone is held back, by its memory, by a slow network "
+             "between its nodes or by a cut search, more than beside the others)";
       o << "\n";
     }
   }

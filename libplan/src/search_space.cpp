@@ -30,15 +30,6 @@ struct GroupsLess {
   }
 };
 
-// The peak of the device's effective GEMM precision; 0 when it has none.
-double safe_peak(const DeviceProfile& profile, Precision precision, const FrameworkPrecision& framework) {
-  try {
-    return profile.peak(effective_gemm_precision(precision, framework, profile));
-  } catch (const Error&) {
-    return 0.0;
-  }
-}
-
 // Device models of `devices` in order of first appearance, with their device lists.
 std::vector<std::pair<std::string, std::vector<int>>> by_model(const Cluster& cluster,
                                                                const std::vector<int>& devices) {
@@ -217,6 +208,14 @@ int Structure::max_dp() const {
   return m;
 }
 
+double gemm_peak_or_zero(const DeviceProfile& profile, Precision precision, const FrameworkPrecision& framework) {
+  try {
+    return profile.peak(effective_gemm_precision(precision, framework, profile));
+  } catch (const Error&) {
+    return 0.0;
+  }
+}
+
 std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>& usable,
                                  Precision precision, const FrameworkPrecision& framework) {
   std::set<int> keep(usable.begin(), usable.end());
@@ -229,7 +228,7 @@ std::vector<int> ordered_devices(const Cluster& cluster, const std::vector<int>&
     auto id = std::make_pair(dev.node, dev.model);
     if (!key_of.count(id)) {
       const DeviceProfile& prof = cluster.profiles.at(dev.model);
-      key_of[id] = Key{-prof.memory_bytes, -safe_peak(prof, precision, framework), dev.node, d};
+      key_of[id] = Key{-prof.memory_bytes, -gemm_peak_or_zero(prof, precision, framework), dev.node, d};
     }
   }
   for (const Node& node : cluster.nodes) {

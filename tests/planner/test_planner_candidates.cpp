@@ -2,7 +2,8 @@
 // What the planner weighs besides its own space: the baseline's plan, each device model's
 // plan alone and, with three models or more, the strongest models together are candidates
 // (never slower than the baseline; devices may stay idle, with the reason; a batch too small
-// for every pipeline on all devices is planned on fewer), the upper bound is absent when no device model alone holds the model, and the
+// for every pipeline on all devices, or one that leaves all of them mostly idle, is planned on
+// fewer), the upper bound is absent when no device model alone holds the model, and the
 // quick estimate holds zb-h1's weight-pass tensors as the simulator does.
 #include <doctest/doctest.h>
 
@@ -48,6 +49,13 @@ nodes:
     intra_link: {kind: pcie, bandwidth_gbps: 128, latency_us: 5}
     network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 20}
 )";
+
+// Four nodes of two A100-80GB on NVLink (ids 0-1, 2-3, 4-5, 6-7), joined by `network`.
+std::string four_pairs(const std::string& network) {
+  return "name: four-pairs\nnetwork: " + network +
+         "\nnodes:\n  - name: n\n    count: 4\n    devices: [{model: a100-sxm4-80gb, count: 2}]\n"
+         "    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}\n";
+}
 
 }  // namespace
 
@@ -301,4 +309,39 @@ TEST_CASE("a model that fits only at a degree some devices cannot take is planne
   CHECK(r.idle[0].reason.rfind("the fastest plans found run tensor-parallel replicas inside nodes", 0) == 0);
   CHECK(r.best().label == "p1 tp[v100-sxm2-16gb:4] (2 devices idle)");
   CHECK_NOTHROW(plan::validate_plan(r.best().plan));
+}
+
+TEST_CASE("nodes joined by a slow network: the plan on fewer nodes is found where it is faster, the rest idle") {
+  // GPT-3 1.3B at 8 samples on four nodes of two A100s. Over 1 Gb/s Ethernet every plan of all
+  // eight spends most of its step waiting for the network (1.3 B gradients, or the pipeline's
+  // activations, cross it every step): one node alone, dp 2, trains faster. Over 200 Gb/s
+  // InfiniBand the best plan of all eight computes for 80% of its step, more than half the
+  // devices' summed peak, so no half of them can be faster and none is searched.
+  const plan::Model model = test::shipped_model("gpt3-1.3b");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.global_batch = 8;
+  const plan::Cluster slow =
+      plan::load_cluster(test::temp_file("four_pairs_slow.yaml", four_pairs("{kind: ethernet, bandwidth_gbps: 1, latency_us: 50}")));
+  const plan::PlanResult r = plan::search_plans(slow, model, simulator, o);
+  CHECK(plan::used_devices(r.best().plan) == std::set<int>{0, 1});
+  CHECK(r.best().label == "p1 tp[a100-sxm4-80gb:1] on devices 0-1");
+  REQUIRE(r.idle.size() == 1);
+  CHECK(r.idle[0].devices == std::vector<int>{2, 3, 4, 5, 6, 7});
+  CHECK(r.idle[0].reason.rfind("using every device, the best plan found", 0) == 0);
+  // Faster than the best plan of all eight: the search without the comparison, which (as the
+  // comparison's own searches) does not look for fewer nodes.
+  plan::PlannerOptions all = o;
+  all.compare = false;
+  const plan::PlanResult on_eight = plan::search_plans(slow, model, simulator, all);
+  CHECK(plan::used_devices(on_eight.best().plan).size() == 8);
+  CHECK(r.best().estimate.step_time_s < on_eight.best().estimate.step_time_s);
+  CHECK(r.best().estimate.step_time_s <= r.baseline.estimate.step_time_s);
+
+  const plan::Cluster fast = plan::load_cluster(
+      test::temp_file("four_pairs_fast.yaml", four_pairs("{kind: infiniband, bandwidth_gbps: 200, latency_us: 5}")));
+  const plan::PlanResult f = plan::search_plans(fast, model, simulator, o);
+  CHECK(plan::used_devices(f.best().plan).size() == 8);
+  CHECK(f.idle.empty());
+  for (const plan::RankedPlan& p : f.ranked) CHECK(p.label.find(" on devices ") == std::string::npos);
 }

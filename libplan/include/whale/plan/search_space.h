@@ -70,6 +70,10 @@ struct SpaceLimits {
 /// of `devices` that one node holds; ascending.
 std::vector<int> tp_degrees(const Cluster& cluster, const Model& model, const std::vector<int>& devices);
 
+/// The peak of a device of `profile` at its effective GEMM precision (framework_precision.h)
+/// when training in `precision`, in flop/s; 0 when the profile has none.
+double gemm_peak_or_zero(const DeviceProfile& profile, Precision precision, const FrameworkPrecision& framework);
+
 /// The device order the planner places groups in: nodes by device memory (largest first), then
 /// by device speed (fastest first), then file order; devices of a node stay together.
 /// Speed is the device's peak at its effective GEMM precision (framework_precision.h).
