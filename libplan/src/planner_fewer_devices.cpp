@@ -101,8 +101,13 @@ std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& 
     return gemm_peak_or_zero(cluster.profiles.at(cluster.devices[d].model), model.training.precision,
                              model.training.framework_precision);
   };
-  double used_peak = 0;
-  for (int d : used_devices(best.plan)) used_peak += peak_of(d);
+  const auto usd_of = [&](int d) { return cluster.devices[d].price_per_hour_usd.value_or(0.0); };
+  double used_peak = 0, used_usd = 0;
+  for (int d : used_devices(best.plan)) {
+    used_peak += peak_of(d);
+    used_usd += usd_of(d);
+  }
+  const bool by_cost = options.objective == Objective::cost && used_usd > 0;
   const std::vector<int> order = ordered(cluster, model, usable);
   // Each device model's blocks (a node's devices of that model), in the order of `order`.
   std::vector<std::pair<std::string, std::vector<std::vector<int>>>> blocks_of_model;
@@ -119,16 +124,21 @@ std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& 
   for (const auto& [device_model, blocks] : blocks_of_model) {
     for (std::size_t count = blocks.size() / 2; count >= 1; count /= 2) {
       std::vector<int> kept;
-      double kept_peak = 0;
+      double kept_peak = 0, kept_usd = 0;
       for (std::size_t b = 0; b < count; ++b) {
         for (int d : blocks[b]) {
           kept.push_back(d);
           kept_peak += peak_of(d);
+          kept_usd += usd_of(d);
         }
       }
-      // Fewer blocks keep less: once a part's share does not exceed the busy share, none does.
-      if (kept_peak >= used_peak) continue;
-      if (kept_peak <= busy_share * used_peak) break;
+      if (kept_peak >= used_peak || kept_peak <= 0) continue;
+      // At the best plan's efficiency the part's step is busy_share * used_peak / kept_peak of
+      // the best plan's at least, and its cost per token that times kept_usd / used_usd. Fewer
+      // blocks of one model keep less peak at the same price per peak: once the part cannot
+      // win, none of fewer blocks can.
+      const double least_ratio = busy_share * used_peak / kept_peak * (by_cost ? kept_usd / used_usd : 1.0);
+      if (least_ratio >= 1) break;
       if (options.time_limit_s > 0 &&
           std::chrono::duration<double>(planner_now(options) - start).count() >= options.time_limit_s) {
         *timed_out = true;

@@ -43,7 +43,10 @@ std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model
 /// for a small share of its step (bubbles and exposed communication take the rest, as when
 /// many nodes share a slow network): a plan on fewer devices whose summed peak is a share phi
 /// of the best plan's devices' runs its compute about 1/phi times as long at the same
-/// efficiency, so it can win only where phi exceeds that busy share. For each device model, its
+/// efficiency, so it can win only where phi exceeds that busy share (under the cost objective,
+/// where phi exceeds the busy share times the part's share of the hourly price: a part of one
+/// model's nodes, at the same price per peak, wherever the plan is busy for less than its whole
+/// step). For each device model, its
 /// first nodes in ordered_devices' order (its devices in half of its nodes, a quarter, ... down
 /// to one node), each whose share exceeds the busy share searched anew without comparison and
 /// budget (within the time left from `start`); their kept plans, labelled with the devices they

@@ -50,10 +50,12 @@ nodes:
     network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 20}
 )";
 
-// Four nodes of two A100-80GB on NVLink (ids 0-1, 2-3, 4-5, 6-7), joined by `network`.
+// Four nodes of two A100-80GB on NVLink (ids 0-1, 2-3, 4-5, 6-7) at $4 an hour each, joined by
+// `network`.
 std::string four_pairs(const std::string& network) {
   return "name: four-pairs\nnetwork: " + network +
-         "\nnodes:\n  - name: n\n    count: 4\n    devices: [{model: a100-sxm4-80gb, count: 2}]\n"
+         "\nnodes:\n  - name: n\n    count: 4\n"
+         "    devices: [{model: a100-sxm4-80gb, count: 2, price_per_hour_usd: 4}]\n"
          "    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}\n";
 }
 
@@ -344,4 +346,17 @@ TEST_CASE("nodes joined by a slow network: the plan on fewer nodes is found wher
   CHECK(plan::used_devices(f.best().plan).size() == 8);
   CHECK(f.idle.empty());
   for (const plan::RankedPlan& p : f.ranked) CHECK(p.label.find(" on devices ") == std::string::npos);
+
+  // Ranked by cost per token, part of a model's nodes costs as much per unit of peak as all of
+  // them, so it can beat the best plan of all eight wherever that plan spends any of its step
+  // outside compute (20% here): the halves are searched whatever the network, and one node,
+  // dp 2, is the cheapest per token.
+  o.objective = plan::Objective::cost;
+  const plan::PlanResult c = plan::search_plans(fast, model, simulator, o);
+  CHECK(plan::used_devices(c.best().plan) == std::set<int>{0, 1});
+  REQUIRE(c.idle.size() == 1);
+  CHECK(c.idle[0].reason.rfind("using every device, the best plan found", 0) == 0);
+  CHECK(c.idle[0].reason.find("per 1M tokens") != std::string::npos);
+  CHECK(plan::plan_cost(c.best().plan, c.best().estimate).usd_per_million_tokens <
+        plan::plan_cost(f.best().plan, f.best().estimate).usd_per_million_tokens);
 }
