@@ -121,8 +121,23 @@ std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& 
     m->second.back().push_back(order[i]);
   }
   std::vector<RankedPlan> out;
-  for (const auto& [device_model, blocks] : blocks_of_model) {
-    for (std::size_t count = blocks.size() / 2; count >= 1; count /= 2) {
+  for (const auto& entry : blocks_of_model) {
+    // The model's full blocks (as many of its devices as its largest), all of them where the
+    // others are smaller, then half of them (rounded up), a quarter, ... down to one.
+    const std::vector<std::vector<int>>& all_blocks = entry.second;
+    std::size_t largest = 0;
+    for (const std::vector<int>& b : all_blocks) largest = std::max(largest, b.size());
+    std::vector<std::vector<int>> blocks;
+    for (const std::vector<int>& b : all_blocks) {
+      if (b.size() == largest) blocks.push_back(b);
+    }
+    std::vector<std::size_t> counts;
+    if (blocks.size() < all_blocks.size()) counts.push_back(blocks.size());
+    for (std::size_t count = blocks.size(); count > 1;) {
+      count = (count + 1) / 2;
+      counts.push_back(count);
+    }
+    for (std::size_t count : counts) {
       std::vector<int> kept;
       double kept_peak = 0, kept_usd = 0;
       for (std::size_t b = 0; b < count; ++b) {

@@ -46,11 +46,11 @@ std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model
 /// efficiency, so it can win only where phi exceeds that busy share (under the cost objective,
 /// where phi exceeds the busy share times the part's share of the hourly price: a part of one
 /// model's nodes, at the same price per peak, wherever the plan is busy for less than its whole
-/// step). For each device model, its
-/// first nodes in ordered_devices' order (its devices in half of its nodes, a quarter, ... down
-/// to one node), each whose share exceeds the busy share searched anew without comparison and
-/// budget (within the time left from `start`); their kept plans, labelled with the devices they
-/// run on. (Each model's devices all together, and the strongest models together, are the
+/// step). For each device model: its full nodes (those holding as many of its devices as any
+/// node) where it has others, then the first half of its full nodes in ordered_devices' order
+/// (rounded up: 2 of 3), a quarter, ... down to one node; each part that can win is searched anew without comparison
+/// and budget (within the time left from `start`). Their kept plans, labelled with the devices
+/// they run on. (Each model's devices all together, and the strongest models together, are the
 /// comparison's searches.) Sets `*timed_out` where the time limit cut or ended these searches.
 std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& model, const CostModel& cost,
                                            const PlannerOptions& options, Clock::time_point start,
