@@ -430,7 +430,10 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   bool all_devices_found = on_all != eo.ranked.end();
   const bool only_whole_replicas_kept = !eo.ranked.empty() && !all_devices_found;
   RankedPlan all_devices_best = all_devices_found ? *on_all : RankedPlan{};
-  if (comparison.baseline_found && (!all_devices_found || comparison.baseline.estimate.step_time_s <
+  // The baseline honours only the hints' exclusions: it stands for every device where it
+  // honours the rest too (a pipeline of 4 is no plan of `max_pipeline_depth: 1`).
+  if (comparison.baseline_found && plan_honours_hints(hints, comparison.baseline.plan) &&
+      (!all_devices_found || comparison.baseline.estimate.step_time_s <
                                                            all_devices_best.estimate.step_time_s)) {
     all_devices_best = comparison.baseline;
     all_devices_found = true;

@@ -339,6 +339,15 @@ TEST_CASE("nodes joined by a slow network: the plan on fewer nodes is found wher
   CHECK(plan::used_devices(on_eight.best().plan).size() == 8);
   CHECK(r.best().estimate.step_time_s < on_eight.best().estimate.step_time_s);
   CHECK(r.best().estimate.step_time_s <= r.baseline.estimate.step_time_s);
+  // Under `max_pipeline_depth: 1` the idle reason names a plan of one stage on every device, not
+  // the baseline's pipeline of four, which honours the exclusions alone.
+  plan::PlannerOptions one_stage = o;
+  one_stage.hints.max_pipeline_depth = 1;
+  const plan::PlanResult shallow = plan::search_plans(slow, model, simulator, one_stage);
+  CHECK(plan::used_devices(shallow.best().plan) == std::set<int>{0, 1});
+  REQUIRE(shallow.idle.size() == 1);
+  CHECK(shallow.idle[0].reason.rfind("using every device, the best plan found (p1 ", 0) == 0);
+  CHECK(shallow.baseline.plan.stages.size() == 4);
 
   const plan::Cluster fast = plan::load_cluster(
       test::temp_file("four_pairs_fast.yaml", four_pairs("{kind: infiniband, bandwidth_gbps: 200, latency_us: 5}")));
