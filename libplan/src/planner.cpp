@@ -445,7 +445,9 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   // over 10 Gbps Ethernet, Llama-2 7B at 16 samples: 2 nodes train faster than the pipeline of
   // all 16). Not for the searches of a comparison (on the devices they were given), nor where
   // the batch starves the usable devices: the fed devices' search below makes its own.
-  if (options.compare && !result.ranked.empty() && !fed_devices(cluster, model, limits.devices, batch)) {
+  // The devices a batch too small to feed every usable device feeds (none where it feeds all).
+  const std::optional<std::vector<int>> fed = fed_devices(cluster, model, limits.devices, batch);
+  if (options.compare && !result.ranked.empty() && !fed) {
     const RankedPlan& best_so_far =
         *std::min_element(result.ranked.begin(), result.ranked.end(), [&](const RankedPlan& a, const RankedPlan& b) {
           return ranks_before(options.objective, a.plan, a.estimate, b.plan, b.estimate);
@@ -513,12 +515,13 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   // plans found where it ranks before them (the tiny Llama at 3 samples on cpu-local-8: tp 2 x
   // dp 3 on 6 CPUs, 25% faster than the best four-stage pipeline of all 8). Not for the
   // searches made for a comparison, which are on the devices they were given.
-  if (options.compare) {
-    std::optional<PlanResult> fed = search_fed_devices(cluster, model, cost, options, start, limits.devices, batch);
-    if (fed && ranks_before(options.objective, fed->best().plan, fed->best().estimate, result.best().plan,
-                            result.best().estimate)) {
-      fed->stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
-      return std::move(*fed);
+  if (options.compare && fed) {
+    std::optional<PlanResult> on_fed =
+        search_fed_devices(cluster, model, cost, options, start, limits.devices, batch, *fed);
+    if (on_fed && ranks_before(options.objective, on_fed->best().plan, on_fed->best().estimate, result.best().plan,
+                               result.best().estimate)) {
+      on_fed->stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+      return std::move(*on_fed);
     }
   }
   result.stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();

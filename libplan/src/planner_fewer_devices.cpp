@@ -17,15 +17,22 @@
 namespace whale::plan {
 namespace {
 
+// `options` within the time left from `start`, with `left_out` excluded besides the hints' own.
+PlannerOptions options_without(const PlannerOptions& options, Clock::time_point start,
+                               const std::vector<int>& left_out) {
+  PlannerOptions fewer = within_time_left(options, start);
+  std::vector<int>& excluded = fewer.hints.exclude_devices;
+  excluded.insert(excluded.end(), left_out.begin(), left_out.end());
+  std::sort(excluded.begin(), excluded.end());
+  return fewer;
+}
+
 // search_plans on the usable devices less `left_out` (the same hints and options otherwise,
 // within the time left from `start`), with `left_out` listed idle for `reason`.
 PlanResult search_without(const Cluster& cluster, const Model& model, const CostModel& cost,
                           const PlannerOptions& options, Clock::time_point start, const std::vector<int>& left_out,
                           const std::string& reason) {
-  PlannerOptions fewer = within_time_left(options, start);
-  std::vector<int>& excluded = fewer.hints.exclude_devices;
-  excluded.insert(excluded.end(), left_out.begin(), left_out.end());
-  std::sort(excluded.begin(), excluded.end());
+  const PlannerOptions fewer = options_without(options, start, left_out);
   PlanResult result = search_plans(cluster, model, cost, fewer);
   for (int d : left_out) add_idle_device(&result.idle, cluster, d, reason);
   for (IdleDevices& e : result.idle) std::sort(e.devices.begin(), e.devices.end());
@@ -73,10 +80,10 @@ std::optional<std::vector<int>> fed_devices(const Cluster& cluster, const Model&
 
 std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model& model, const CostModel& cost,
                                              const PlannerOptions& options, Clock::time_point start,
-                                             const std::vector<int>& usable, int batch) {
-  std::optional<std::vector<int>> fed = fed_devices(cluster, model, usable, batch);
-  if (!fed || fed->empty()) return std::nullopt;
-  std::vector<int>& kept = *fed;
+                                             const std::vector<int>& usable, int batch,
+                                             const std::vector<int>& fed) {
+  if (fed.empty()) return std::nullopt;
+  std::vector<int> kept = fed;
   const std::vector<int> order = ordered(cluster, model, usable);
   const std::vector<int> left_out(order.begin() + static_cast<long>(kept.size()), order.end());
   std::sort(kept.begin(), kept.end());
@@ -160,13 +167,13 @@ std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& 
         return out;
       }
       std::sort(kept.begin(), kept.end());
-      PlannerOptions fewer = within_time_left(options, start);
+      std::vector<int> left_out;
+      for (int d : order) {
+        if (!std::binary_search(kept.begin(), kept.end(), d)) left_out.push_back(d);
+      }
+      PlannerOptions fewer = options_without(options, start, left_out);
       fewer.compare = false;
       fewer.budget_usd_per_hour.reset();   // the budget applies to the merged candidates
-      for (int d : order) {
-        if (!std::binary_search(kept.begin(), kept.end(), d)) fewer.hints.exclude_devices.push_back(d);
-      }
-      std::sort(fewer.hints.exclude_devices.begin(), fewer.hints.exclude_devices.end());
       try {
         PlanResult r = search_plans(cluster, model, cost, fewer);
         *timed_out = *timed_out || r.stats.timed_out;

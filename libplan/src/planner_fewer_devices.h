@@ -28,16 +28,15 @@ PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, co
 std::optional<std::vector<int>> fed_devices(const Cluster& cluster, const Model& model, const std::vector<int>& usable,
                                             int batch);
 
-/// Where the global batch starves `usable` (fed_devices): fewer samples than the tensor-parallel replicas
-/// its devices form at each device model's largest degree (tp_of_fed_replicas), so that every
-/// plan on all of them has fewer micro-batches than stages, or replicas without a sample.
-/// Then the plan of the first devices of ordered_devices whose replicas at those degrees the
-/// batch feeds (the rest idle), searched within the time left from `start`; nothing where the
-/// batch feeds every usable device, or where no plan fits on those devices. Its fed devices
-/// never starve a search again, so the search it makes does not come back here.
+/// Where the global batch starves `usable` (`fed`: what fed_devices gave, the first devices of
+/// ordered_devices whose replicas the batch feeds): every plan on all of them has fewer
+/// micro-batches than stages, or replicas without a sample. Then the plan of `fed` (the rest
+/// idle), searched within the time left from `start`; nothing where `fed` is empty or no plan
+/// fits on those devices. The fed devices never starve a search again, so the search it makes
+/// does not come back here.
 std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model& model, const CostModel& cost,
                                              const PlannerOptions& options, Clock::time_point start,
-                                             const std::vector<int>& usable, int batch);
+                                             const std::vector<int>& usable, int batch, const std::vector<int>& fed);
 
 /// Where the best plan found on `usable` (`best`) keeps the compute streams of its devices busy
 /// for a small share of its step (bubbles and exposed communication take the rest, as when
@@ -48,9 +47,9 @@ std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model
 /// model's nodes, at the same price per peak, wherever the plan is busy for less than its whole
 /// step). For each device model: its full nodes (those holding as many of its devices as any
 /// node) where it has others, then the first half of its full nodes in ordered_devices' order
-/// (rounded up: 2 of 3), a quarter, ... down to one node; each part that can win is searched anew without comparison
-/// and budget (within the time left from `start`). Their kept plans, labelled with the devices
-/// they run on. (Each model's devices all together, and the strongest models together, are the
+/// (rounded up: 2 of 3), a quarter, ... down to one node; each part that can win is searched
+/// anew without comparison and budget (within the time left from `start`). Their kept plans,
+/// labelled with the devices they run on. (Each model's devices all together, and the strongest models together, are the
 /// comparison's searches.) Sets `*timed_out` where the time limit cut or ended these searches.
 std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& model, const CostModel& cost,
                                            const PlannerOptions& options, Clock::time_point start,
