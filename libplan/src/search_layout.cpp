@@ -175,6 +175,10 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     }
     out.fits = true;
     std::vector<double> group_time(p, 0), group_dp(p, 0), group_opt(p, 0);
+    // Per group, the seconds its busiest replica spends sending one micro-batch's activations
+    // forward and gradients backward: its sends share one stream (as in the simulator), so a
+    // pipeline over a slow link runs at no more than one micro-batch per that time.
+    std::vector<double> group_send(p, 0);
     double p2p = 0;
     for (int s = 0; s < S; ++s) {
       const int g = stage_group(c.schedule, p, s);
@@ -215,14 +219,18 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
           const bool sliced = an.sequence_parallel(from_tp) && an.sequence_parallel(to_tp);
           const int receivers_per_sender = (to_tp + from_tp - 1) / from_tp;
           const Bytes bytes_per_sample = an.boundary_bytes(b[s + 1]) / (sliced ? to_tp : 1);
-          for (const GroupInfo* side : {&gi[g], &gi[h]}) {
-            const int most = *std::max_element(side->shares.begin(), side->shares.end());
-            p2p += receivers_per_sender * link.time_for(bytes_per_sample * most);
-          }
+          const int most_g = *std::max_element(gi[g].shares.begin(), gi[g].shares.end());
+          const int most_h = *std::max_element(gi[h].shares.begin(), gi[h].shares.end());
+          const double forward_s = receivers_per_sender * link.time_for(bytes_per_sample * most_g);
+          const double backward_s = receivers_per_sender * link.time_for(bytes_per_sample * most_h);
+          p2p += forward_s + backward_s;
+          group_send[g] += forward_s;
+          group_send[h] += backward_s;
         }
       }
     }
     const double slowest = *std::max_element(group_time.begin(), group_time.end());
+    const double period = std::max(slowest, *std::max_element(group_send.begin(), group_send.end()));
     double total = 0;
     for (double t : group_time) total += t;
     // Gradient reduction overlaps the last micro-batch's backward (about two thirds of a
@@ -233,7 +241,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     // while the others fill (m >= p); with fewer, a wave's micro-batches cross the stages
     // one after another.
     const int bubble_divisor = c.micro_batches >= p ? v : 1;
-    out.estimate_s = c.micro_batches * slowest +
+    out.estimate_s = c.micro_batches * period +
                      bubble_share(c.schedule.kind) * (total - slowest) / bubble_divisor + p2p + exposed_dp +
                      *std::max_element(group_opt.begin(), group_opt.end());
     return out;
