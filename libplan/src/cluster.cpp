@@ -24,6 +24,12 @@ bool slower(const Link& a, const Link& b) {
   return a.latency_s > b.latency_s;
 }
 
+Link slowest(const Link& a, const Link& b) {
+  Link out = a.bandwidth_bytes_per_s <= b.bandwidth_bytes_per_s ? a : b;
+  out.latency_s = std::max(a.latency_s, b.latency_s);
+  return out;
+}
+
 const DeviceProfile& Cluster::profile_of(int device_id) const {
   const Device& device = device_at(*this, device_id);
   auto it = profiles.find(device.model);

@@ -18,6 +18,13 @@ int weight_passes_of(const Schedule& sch, int g, int m) {
   return sch.kind == ScheduleKind::zb_h1 ? std::min(m - 1, g) : -1;
 }
 
+double reduction_window(const Schedule& sch, int p, int m) {
+  if (sch.kind == ScheduleKind::zb_h1) return 0.5;
+  if (sch.kind != ScheduleKind::interleaved_1f1b || sch.chunks <= 1) return 1.0;
+  const int v = sch.chunks;
+  return ((v - 1.0) * std::min(m, p) + 1.0) / v;
+}
+
 GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, const Choice& c, int index, int p,
                      bool even) {
   GroupInfo info;
@@ -30,7 +37,7 @@ GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, const Choice& c, int
   for (int k : g.replica_kind) speeds.push_back(kind_speed[k]);
   info.shares = even ? even_shares(c.micro_batch_size, info.dp)
                      : proportional_shares(c.micro_batch_size, speeds);
-  info.dp_link = g.dp_link;
+  info.dp_ring = g.dp_ring;
   std::vector<std::pair<int, int>> seen;  // (kind, share)
   for (int r = 0; r < info.dp; ++r) {
     const std::pair<int, int> key{g.replica_kind[r], info.shares[r]};

@@ -32,7 +32,7 @@ struct GroupInfo {
   std::vector<int> shares;
   std::vector<ReplicaClass> classes;        // distinct (model, share, link)
   std::vector<ModelShare> model_max_share;
-  Link dp_link;                              // slowest link between replicas
+  DataParallelRing dp_ring;                  // how its replicas all-reduce
   int in_flight = 1;                         // micro-batches of activations per layer kept
   int weight_passes = -1;                    // zb-h1: micro-batches of weight-pass tensors held besides
 };
@@ -49,6 +49,15 @@ int stage_group(const Schedule& schedule, int p, int s);
 /// weight-pass tensors of g micro-batches (fewer when m is small), and at an input pass one
 /// micro-batch's activations turn into its weight-pass tensors. -1: no split backward.
 int weight_passes_of(const Schedule& schedule, int g, int m);
+
+/// How much of a group's backward of one micro-batch its gradient reduction may hide under, at
+/// most, as a multiple of it: the simulator starts a stage's reduction once its last
+/// micro-batch's backward has passed the gradients. zb-h1: the last weight pass alone, half the
+/// backward. interleaved-1f1b: chunk j's last backward ends j q chunk-backwards before the
+/// group's last (the cool-down runs q = min(m, p) micro-batches a chunk, highest chunk first),
+/// so its reduction hides under (j q + 1) of the v chunks' backwards, chunk v - 1's the most:
+/// ((v - 1) q + 1) / v. Otherwise the backward itself: 1.
+double reduction_window(const Schedule& schedule, int p, int m);
 
 /// Group `index` of p under choice c: shares in proportion to its replicas' speeds (equal
 /// under `even`), its replica classes and device models, and its activations in flight.

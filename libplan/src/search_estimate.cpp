@@ -13,12 +13,6 @@
 namespace whale::plan {
 namespace {
 
-// Ring all-reduce of `bytes` over n ranks.
-Seconds ring_allreduce_s(const Link& link, int n, Bytes bytes) {
-  if (n <= 1 || bytes <= 0) return 0.0;
-  return 2.0 * (n - 1) * link.latency_s + 2.0 * (n - 1) / n * bytes / link.bandwidth_bytes_per_s;
-}
-
 void push_prefix(std::vector<double>& v, double x) { v.push_back(v.back() + x); }
 
 }  // namespace
@@ -210,13 +204,13 @@ double AnalyticModel::device_parameters(int first, int end, int tp, int dp, doub
   return (range(params_split_, first, end) - expert) / tp + range(params_replicated_, first, end) + expert_per_device;
 }
 
-Seconds AnalyticModel::dp_comm_s(const Link& link, int tp, int dp, int first, int end) const {
-  return ring_allreduce_s(link, dp, device_parameters(first, end, tp, dp) * gradient_bytes_);
+Seconds AnalyticModel::dp_comm_s(const DataParallelRing& ring, int tp, int dp, int first, int end) const {
+  return dp > 1 ? ring.allreduce_s(device_parameters(first, end, tp, dp) * gradient_bytes_) : 0.0;
 }
 
-Seconds AnalyticModel::dp_gather_s(const Link& link, int tp, int dp, int first, int end) const {
+Seconds AnalyticModel::dp_gather_s(const DataParallelRing& ring, int tp, int dp, int first, int end) const {
   // The all-gather of the updated weights: half an all-reduce, of weight (not gradient) bytes.
-  return 0.5 * ring_allreduce_s(link, dp, device_parameters(first, end, tp, dp) * element_bytes_);
+  return dp > 1 ? 0.5 * ring.allreduce_s(device_parameters(first, end, tp, dp) * element_bytes_) : 0.0;
 }
 
 Bytes AnalyticModel::weight_pass_range(int first, int end, int tp) const {

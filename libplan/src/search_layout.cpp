@@ -84,6 +84,32 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     }
     return worst;
   };
+  // Seconds by which stage 0's gradient reduction over [a, e) at rung r outlasts its last
+  // micro-batch's backward: the layers' backward runs from e - 1 down to a (the slowest
+  // replica class; under zb-h1 the weight pass, half the backward's compute), each layer's
+  // reduction starts once the pass is done with it and the stream is free (the simulator's
+  // buckets, one layer each), and the ring's latencies count once.
+  auto first_stage_reduction_tail_s = [&](int a, int e, int r) {
+    const int g = stage_group(c.schedule, p, 0);
+    if (gi[g].dp <= 1) return 0.0;
+    const bool weight_pass = c.schedule.kind == ScheduleKind::zb_h1;
+    const double latency_s = gi[g].dp_ring.latency_s();
+    double backward_s = 0, reduced_s = 0;
+    for (int l = e - 1; l >= a; --l) {
+      double worst = 0;
+      for (const ReplicaClass& rc : gi[g].classes) {
+        const double pass_s = weight_pass ? 0.5 * rc.table->backward(l, l + 1)
+                                          : rc.table->backward(l, l + 1) +
+                                                rc.table->recompute(l, l + 1, rung_recompute(r)) +
+                                                an.tp_comm_s(rc.link, gi[g].tp, rc.share, l, l + 1);
+        worst = std::max(worst, pass_s);
+      }
+      backward_s += worst;
+      const double layer_s = std::max(0.0, an.dp_comm_s(gi[g].dp_ring, gi[g].tp, gi[g].dp, l, l + 1) - latency_s);
+      reduced_s = std::max(reduced_s, backward_s) + layer_s;
+    }
+    return std::max(0.0, reduced_s + latency_s - backward_s);
+  };
   // Worst (need - usable) over the group's models at rung r; <= 0 when it fits. A stage of a
   // group running v chunks gets 1/v of the memory.
   auto gap_at = [&](int s, int a, int e, int r, Shortfall* out) {
@@ -174,7 +200,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       gr = std::max(gr, rungs[s]);
     }
     out.fits = true;
-    std::vector<double> group_time(p, 0), group_dp(p, 0), group_opt(p, 0);
+    std::vector<double> group_time(p, 0), group_dp(p, 0), group_opt(p, 0), stage_dp(S, 0);
     // Per group, the seconds its busiest replica spends sending one micro-batch's activations
     // forward and gradients backward: its sends share one stream (as in the simulator), so a
     // pipeline over a slow link runs at no more than one micro-batch per that time.
@@ -199,13 +225,14 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       }
       out.stages.push_back(stage);
       group_time[g] += time_at(s, b[s], b[s + 1], rungs[s]);
-      group_dp[g] += an.dp_comm_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
+      stage_dp[s] = an.dp_comm_s(gi[g].dp_ring, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
+      group_dp[g] += stage_dp[s];
       double opt = 0;
       for (const auto& ms : gi[g].model_max_share) {
         opt = std::max(opt, an.optimizer_s(ms.model, b[s], b[s + 1], gi[g].tp, gi[g].dp, stage.shard_optimizer));
       }
       // A sharded optimizer (ZeRO-1 and -2) all-gathers the updated weights after its step.
-      if (stage.shard_optimizer) opt += an.dp_gather_s(gi[g].dp_link, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
+      if (stage.shard_optimizer) opt += an.dp_gather_s(gi[g].dp_ring, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
       group_opt[g] += opt;
       if (s + 1 < S) {
         const int h = stage_group(c.schedule, p, s + 1);
@@ -233,17 +260,44 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     const double period = std::max(slowest, *std::max_element(group_send.begin(), group_send.end()));
     double total = 0;
     for (double t : group_time) total += t;
-    // Gradient reduction overlaps the last micro-batch's backward (about two thirds of a
-    // group's per-micro-batch time); only the rest is exposed.
-    double exposed_dp = 0;
-    for (int g = 0; g < p; ++g) exposed_dp = std::max(exposed_dp, group_dp[g] - kBackwardShare * group_time[g]);
     // Chunks shrink the fill and drain by v only when every group has a micro-batch to run
     // while the others fill (m >= p); with fewer, a wave's micro-batches cross the stages
     // one after another.
     const int bubble_divisor = c.micro_batches >= p ? v : 1;
-    out.estimate_s = c.micro_batches * period +
-                     bubble_share(c.schedule.kind) * (total - slowest) / bubble_divisor + p2p + exposed_dp +
-                     *std::max_element(group_opt.begin(), group_opt.end());
+    double pipelined = c.micro_batches * period + bubble_share(c.schedule.kind) * (total - slowest) / bubble_divisor;
+    // Under 1F1B and zb-h1 the first group starts a micro-batch only once the one p micro-batches
+    // before it came back through every stage and boundary (its input pass under zb-h1: the
+    // weight passes wait aside), so the micro-batches take at least m / p such round trips;
+    // over slow links the sends set that pace.
+    if (v == 1 && c.micro_batches >= p && p > 1 &&
+        (c.schedule.kind == ScheduleKind::one_f_one_b || c.schedule.kind == ScheduleKind::zb_h1)) {
+      const double on_the_way = c.schedule.kind == ScheduleKind::zb_h1 ? 1.0 - kBackwardShare / 2 : 1.0;
+      pipelined = std::max(pipelined, c.micro_batches * (on_the_way * total + p2p) / p);
+    }
+    // Gradient reduction overlaps the group's last backward (about two thirds of a group's
+    // per-micro-batch time; reduction_window); only the rest is exposed. Under
+    // interleaved-1f1b each chunk's reduction follows on the group's stream once its own last
+    // backward is done, highest chunk first.
+    double exposed_dp = 0;
+    const double window = reduction_window(c.schedule, p, c.micro_batches);
+    for (int g = 0; g < p; ++g) {
+      double exposed = group_dp[g] - window * kBackwardShare * group_time[g];
+      if (c.schedule.kind == ScheduleKind::interleaved_1f1b && v > 1) {
+        const double chunk_backward_s = kBackwardShare * group_time[g] / v;
+        const int q = std::min(c.micro_batches, p);
+        double reduced_s = -std::numeric_limits<double>::infinity();   // from the group's last backward's end
+        for (int j = v - 1; j >= 0; --j) {
+          reduced_s = std::max(reduced_s, -(j * q + 1) * chunk_backward_s) + stage_dp[j * p + g];
+        }
+        exposed = reduced_s;
+      }
+      exposed_dp = std::max(exposed_dp, exposed);
+    }
+    // The first stage's last backward (or weight pass) ends the step, so its reduction is
+    // exposed as far as it outruns that pass layer by layer: a layer's gradients are reduced
+    // once the pass is done with them, one reduction after another on the group's stream.
+    exposed_dp = std::max(exposed_dp, first_stage_reduction_tail_s(b[0], b[1], rungs[0]));
+    out.estimate_s = pipelined + p2p + exposed_dp + *std::max_element(group_opt.begin(), group_opt.end());
     return out;
   };
 

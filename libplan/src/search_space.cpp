@@ -179,9 +179,6 @@ void finish_group(const Cluster& cluster, GroupSpec& g) {
   g.kinds.clear();
   g.replica_kind.clear();
   g.replica_kind.reserve(g.dp());
-  g.dp_link = cluster.nodes[cluster.devices[g.devices[0]].node].intra_link;
-  int last_node = -1;
-  std::vector<bool> nodes(cluster.nodes.size(), false);  // by node index: seen
   for (int r = 0; r < g.dp(); ++r) {
     const Device& d = cluster.devices[g.devices[r * g.tp]];
     const Link& intra = cluster.nodes[d.node].intra_link;
@@ -193,13 +190,8 @@ void finish_group(const Cluster& cluster, GroupSpec& g) {
     }
     if (k == g.kinds.size()) g.kinds.push_back(ReplicaKind{d.model, intra});
     g.replica_kind.push_back(static_cast<int>(k));
-    if (d.node != last_node && !nodes[d.node] && r > 0) {
-      const Link l = cluster.link_between(g.devices[0], g.devices[r * g.tp]);
-      if (l.bandwidth_bytes_per_s < g.dp_link.bandwidth_bytes_per_s) g.dp_link = l;
-    }
-    nodes[d.node] = true;
-    last_node = d.node;
   }
+  g.dp_ring = data_parallel_ring(cluster, g.devices, g.tp);
 }
 
 int Structure::max_dp() const {

@@ -110,7 +110,12 @@ const GroupSpec* StructureFigures::canonical(const GroupSpec& g) {
   for (const ReplicaKind& k : g.kinds) {
     kinds.emplace_back(k.model, k.intra_link.bandwidth_bytes_per_s, k.intra_link.latency_s);
   }
-  ShapeKey key{g.tp, g.dp_link.bandwidth_bytes_per_s, g.dp_link.latency_s, std::move(kinds), g.replica_kind};
+  const DataParallelRing& ring = g.dp_ring;
+  ShapeKey key{g.tp,
+               {static_cast<double>(ring.local), static_cast<double>(ring.nodes), ring.intra.bandwidth_bytes_per_s,
+                ring.intra.latency_s, ring.network.bandwidth_bytes_per_s, ring.network.latency_s},
+               std::move(kinds),
+               g.replica_kind};
   const GroupSpec* rep = shapes_.emplace(std::move(key), &g).first->second;
   canonical_.emplace(&g, rep);
   return rep;
@@ -251,6 +256,36 @@ const std::vector<std::vector<double>>& StructureFigures::layer_figures(const st
   return per_model_.emplace(key, std::move(per_rung)).first->second;
 }
 
+const StructureFigures::GroupTails& StructureFigures::group_tails(const GroupSpec& g) {
+  auto it = group_tails_.find(&g);
+  if (it != group_tails_.end()) return it->second;
+  AnalyticModel& an = analytic_;
+  const int L = an.layers();
+  GroupTails tails;
+  std::vector<std::string> models;   // the group's device models
+  for (int d : g.devices) {
+    const std::string& m = an.cluster().devices[d].model;
+    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
+  }
+  const double latency_s = g.dp() > 1 ? g.dp_ring.latency_s() : 0.0;
+  for (int l = 0; l < L; ++l) {
+    tails.reduction_row.push_back(std::max(0.0, an.dp_comm_s(g.dp_ring, g.tp, g.dp(), l, l + 1) - latency_s));
+    double least = std::numeric_limits<double>::infinity();
+    for (const std::string& model : models) {
+      const double replicated = an.optimizer_s(model, l, l + 1, g.tp, g.dp(), false);
+      const double sharded =
+          g.dp() > 1 ? an.optimizer_s(model, l, l + 1, g.tp, g.dp(), true) +
+                           std::max(0.0, an.dp_gather_s(g.dp_ring, g.tp, g.dp(), l, l + 1) - 0.5 * latency_s)
+                     : replicated;
+      least = std::min(least, std::min(replicated, sharded));
+    }
+    tails.optimizer_row.push_back(least);
+    tails.reduction_total_s += tails.reduction_row.back();
+    tails.optimizer_total_s += least;
+  }
+  return group_tails_.emplace(&g, std::move(tails)).first->second;
+}
+
 StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g, int micro_batch_size,
                                                               bool even_shares) {
   const std::pair<const GroupSpec*, int> key{&g, 2 * micro_batch_size + (even_shares ? 1 : 0)};
@@ -299,9 +334,10 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
   }
   layers.time_prefix = &rows->second;
   // A reduction costs a latency term plus a part linear in the layers' parameters.
-  const double latency_s = g.dp() > 1 ? 2.0 * (g.dp() - 1) * g.dp_link.latency_s : 0.0;
+  const double latency_s = g.dp() > 1 ? g.dp_ring.latency_s() : 0.0;
   std::vector<double> linear;
-  for (int l = 0; l < L; ++l) linear.push_back(std::max(0.0, an.dp_comm_s(g.dp_link, g.tp, g.dp(), l, l + 1) - latency_s));
+  for (int l = 0; l < L; ++l) linear.push_back(std::max(0.0, an.dp_comm_s(g.dp_ring, g.tp, g.dp(), l, l + 1) - latency_s));
+  layers.tails = &group_tails(g);
   std::sort(linear.begin(), linear.end());
   layers.reduction_prefix.assign(1, 0.0);
   for (double x : linear) layers.reduction_prefix.push_back(layers.reduction_prefix.back() + x);
@@ -676,6 +712,47 @@ Seconds StructureFigures::balance_bound_s(const Runs& runs, ChoicesAlike alike, 
   return layers_bound_s(runs, alike, even_shares, known_s, false);
 }
 
+StructureFigures::LeastTails StructureFigures::least_tails(const std::vector<const GroupTails*>& rows) const {
+  LeastTails out;
+  const int L = analytic_.layers();
+  for (int l = 0; l < L; ++l) {
+    double reduction = std::numeric_limits<double>::infinity(), optimizer = reduction;
+    for (const GroupTails* r : rows) {
+      reduction = std::min(reduction, r->reduction_row[l]);
+      optimizer = std::min(optimizer, r->optimizer_row[l]);
+    }
+    out.reduction_s += reduction;
+    out.optimizer_s += optimizer;
+  }
+  return out;
+}
+
+double StructureFigures::least_summed_s(const std::vector<Curve>& curves, long blocks) {
+  std::vector<std::pair<double, long>>& rates = rates_scratch_;   // (seconds a block, blocks held at most)
+  rates.clear();
+  double summed = 0;
+  for (const Curve& c : curves) {
+    summed += c.count * c.outer_s;
+    const std::vector<double>& take = *c.take;
+    if (take.size() <= 1) continue;
+    auto known = least_block_rate_.find(&take);
+    if (known == least_block_rate_.end()) {
+      double rate = std::numeric_limits<double>::infinity();
+      for (size_t k = 1; k < take.size(); ++k) rate = std::min(rate, take[k] / static_cast<double>(k));
+      known = least_block_rate_.emplace(&take, rate).first;
+    }
+    rates.emplace_back(known->second, static_cast<long>(c.count) * static_cast<long>(take.size() - 1));
+  }
+  std::sort(rates.begin(), rates.end());
+  for (const auto& [rate, most] : rates) {
+    if (blocks <= 0) break;
+    const long placed = std::min(blocks, most);
+    summed += placed * rate;
+    blocks -= placed;
+  }
+  return summed;
+}
+
 Seconds StructureFigures::layers_bound_s(const Runs& runs, ChoicesAlike alike, bool even_shares, Seconds known_s,
                                          bool memory) {
   // Summed in another order than build_layout sums: a relative margin far above the rounding.
@@ -725,10 +802,13 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, ChoicesAlike alike, b
   };
   int first = 0;   // of the run
   double reduction = std::numeric_limits<double>::infinity();   // see the estimate below
+  std::vector<const GroupTails*>& tail_rows = tail_rows_scratch_;   // the runs' groups', for least_tails
+  tail_rows.clear();
   const int most_held = (L + p - 1) / p;
   for (const auto& [group, count] : runs.runs) {
     GroupLayers& layers = group_layers(*group, micro_batch_size, even_shares);
     reduction = std::min(reduction, layers.reduction_prefix[most_held]);
+    tail_rows.push_back(layers.tails);
     int plain = 0;   // groups of the run taken together
     for (int g = first; g < first + count; ++g) {
       if (memory || holders.of(g).size() > 0) {
@@ -775,7 +855,7 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, ChoicesAlike alike, b
     for (size_t i = 0; i < asked; ++i) (holds ? curves[i].k_hi : curves[i].k_lo) = curves[i].k_now;
     (holds ? hi : lo) = mid;
   }
-  // The estimate is m S + bubble (total - S) + max over groups of (reduction - 2/3 time) + more
+  // The estimate is m S + bubble (total - S) + max over groups of (reduction - hidden time) + more
   // terms >= 0, with S the slowest group's time (>= lo) and total the summed group times
   // (>= each layer at its fastest group, and >= S); some group holds ceil(L / p) layers or
   // more, so its reduction is at least the least such over the groups. A piecewise linear
@@ -791,12 +871,47 @@ Seconds StructureFigures::layers_bound_s(const Runs& runs, ChoicesAlike alike, b
     for (const std::vector<double>* row : layer_rows) fastest = std::min(fastest, (*row)[l]);
     total += fastest;
   }
+  // The reduction hides under at most `window` times a group's backward (reduction_window, the
+  // most of the choices').
+  double window = 0;
+  for (const Choice* c : alike) window = std::max(window, reduction_window(c->schedule, p, c->micro_batches));
+  const double hidden_share = window * kBackwardShare;
+  // And the groups' summed time is at least their outer layers' plus the blocks placed at
+  // each group's least seconds a block (the least take[k] / k), the fastest groups filled to
+  // the most blocks they hold first: where the fast groups cannot hold every block (memory), the
+  // slow ones' blocks count at their own speed.
+  total = std::max(total, least_summed_s(curves, L - outer));
   auto estimate_at = [&](double S) {
-    return m * S + bubble_factor * (std::max(total, S) - S) + std::max(0.0, reduction - kBackwardShare * S);
+    return m * S + bubble_factor * (std::max(total, S) - S) + std::max(0.0, reduction - hidden_share * S);
   };
   double least = estimate_at(lo);
-  for (double S : {total, reduction / kBackwardShare}) {
+  for (double S : {total, reduction / hidden_share}) {
     if (S > lo) least = std::min(least, estimate_at(S));
+  }
+  // Besides, the exposed reduction is at least the groups' mean (their summed reductions, at
+  // least each layer's least over the groups, less the summed time they hide under) and the
+  // optimizer step at least the groups' mean: with S at lo (m >= the bubble factor) the rest
+  // is piecewise linear in the summed time, least at its floor or where the reduction hides.
+  const double floor_s = std::max(total, lo);
+  auto averaged_at = [&](const LeastTails& tails, double summed) {
+    return (m - bubble_factor) * lo + bubble_factor * summed +
+           std::max(0.0, (tails.reduction_s - hidden_share * summed) / p) + tails.optimizer_s / p;
+  };
+  // The summed rows of any one group are at least the least over the groups layer by layer:
+  // where even they leave the bound below `least`, the least is not worth its walk.
+  LeastTails most;
+  most.reduction_s = most.optimizer_s = std::numeric_limits<double>::infinity();
+  for (const GroupTails* r : tail_rows) {
+    most.reduction_s = std::min(most.reduction_s, r->reduction_total_s);
+    most.optimizer_s = std::min(most.optimizer_s, r->optimizer_total_s);
+  }
+  if (averaged_at(most, floor_s) > least) {
+    const LeastTails tails = least_tails(tail_rows);
+    double averaged = averaged_at(tails, floor_s);
+    if (tails.reduction_s / hidden_share > floor_s) {
+      averaged = std::min(averaged, averaged_at(tails, tails.reduction_s / hidden_share));
+    }
+    least = std::max(least, averaged);
   }
   // Of several choices: each choice's own bisection ends at least (1 - tolerance) times its
   // least T, which is at least the least T here (a relaxation of each); the estimate at c T is

@@ -9,16 +9,6 @@
 #include "whale/sim/link_calibration.h"
 
 namespace whale::sim {
-namespace {
-
-/// The slower of two links: lower bandwidth, and the higher latency of the two.
-plan::Link slowest(const plan::Link& a, const plan::Link& b) {
-  plan::Link out = a.bandwidth_bytes_per_s <= b.bandwidth_bytes_per_s ? a : b;
-  out.latency_s = std::max(a.latency_s, b.latency_s);
-  return out;
-}
-
-}  // namespace
 
 Seconds ring_allreduce_s(Bytes bytes, int ranks, const plan::Link& link) {
   return 2.0 * ring_reduce_scatter_s(bytes, ranks, link);
@@ -47,8 +37,8 @@ Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& d
     local_ranks = std::max(local_ranks, members);
     const plan::Link node_intra = calibrated_intra_link(cluster, node);
     const plan::Link node_share = device_network_share(cluster, node);
-    intra = first ? node_intra : slowest(intra, node_intra);
-    network = first ? node_share : slowest(network, node_share);
+    intra = first ? node_intra : plan::slowest(intra, node_intra);
+    network = first ? node_share : plan::slowest(network, node_share);
     first = false;
   }
   const int nodes = static_cast<int>(members_per_node.size());
@@ -97,7 +87,7 @@ Seconds concurrent_p2p_s(const plan::Cluster& cluster, int from_device, int to_d
   const int from_node = cluster.devices.at(from_device).node;
   const int to_node = cluster.devices.at(to_device).node;
   if (from_node == to_node) return calibrated_intra_link(cluster, from_node).time_for(bytes);
-  return slowest(device_network_share(cluster, from_node), device_network_share(cluster, to_node))
+  return plan::slowest(device_network_share(cluster, from_node), device_network_share(cluster, to_node))
       .time_for(bytes);
 }
 

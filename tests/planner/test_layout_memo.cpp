@@ -79,17 +79,17 @@ TEST_CASE("a shared layout memo changes no layout") {
 TEST_CASE("a layout memo keys groups by their values, not their devices") {
   plan::LayoutMemo memo;
   const plan::Link nvlink{"nvlink", 2.4e12, 1e-6}, pcie{"pcie", 2.56e11, 5e-6};
-  plan::GroupSpec a{{0, 1, 2, 3}, 2, {{"a100", nvlink}}, {0, 0}, pcie};
+  plan::GroupSpec a{{0, 1, 2, 3}, 2, {{"a100", nvlink}}, {0, 0}, plan::DataParallelRing{2, 1, nvlink, pcie}};
   plan::GroupSpec on_other_node = a;
   on_other_node.devices = {8, 9, 10, 11};
-  on_other_node.dp_link = nvlink;   // range costs do not read it
+  on_other_node.dp_ring.intra = pcie;   // range costs do not read it
   plan::GroupSpec other_tp = a;
   other_tp.tp = 4;
   other_tp.replica_kind = {0};
   plan::GroupSpec other_link = a;
   other_link.kinds[0].intra_link = pcie;
-  plan::GroupSpec mixed{{0, 1, 2, 3}, 2, {{"a100", nvlink}, {"v100", nvlink}}, {0, 1}, pcie};
-  plan::GroupSpec mixed_swapped{{0, 1, 2, 3}, 2, {{"v100", nvlink}, {"a100", nvlink}}, {0, 1}, pcie};
+  plan::GroupSpec mixed{{0, 1, 2, 3}, 2, {{"a100", nvlink}, {"v100", nvlink}}, {0, 1}, a.dp_ring};
+  plan::GroupSpec mixed_swapped{{0, 1, 2, 3}, 2, {{"v100", nvlink}, {"a100", nvlink}}, {0, 1}, a.dp_ring};
   const int id = memo.group_id(a);
   CHECK(memo.group_id(on_other_node) == id);
   CHECK(memo.group_id(other_tp) != id);

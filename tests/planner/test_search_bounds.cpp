@@ -33,6 +33,17 @@ std::vector<Case> cases() {
   plan::Model long_sequence = test::shipped_model("gpt3-1.3b");
   plan::set_sequence(long_sequence, kLongSequence, long_sequence.training.precision, "--sequence");
   out.push_back({two_node, long_sequence, 8});
+  // Four nodes of two A100s over 10 Gb/s Ethernet: gradient reduction and the sharded
+  // optimizer's all-gather across nodes outweigh the compute, so the bounds' reduction and
+  // optimizer terms bind.
+  std::string nodes;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    nodes += std::string("  - name: ") + name + "\n    devices: [{model: a100-sxm4-80gb, count: 2}]\n" +
+             "    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}\n" +
+             "    network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 20}\n";
+  }
+  out.push_back({plan::load_cluster(test::temp_file("bounds_slow_pairs.yaml", "name: slow-pairs\nnodes:\n" + nodes)),
+                 test::shipped_model("gpt2-350m"), 32});
   return out;
 }
 

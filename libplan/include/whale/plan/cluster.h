@@ -23,6 +23,10 @@ struct Link {
 /// True when `a` is the slower link: lower bandwidth, or equal bandwidth and higher latency.
 bool slower(const Link& a, const Link& b);
 
+/// A link as slow as the slower of two: the lower bandwidth, with the higher latency of the two
+/// (a ring over both waits for each).
+Link slowest(const Link& a, const Link& b);
+
 struct Device {
   int id = 0;           // global id, dense, in file order
   int node = 0;         // index into Cluster::nodes

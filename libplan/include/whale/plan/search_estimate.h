@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "whale/plan/cluster.h"
+#include "whale/plan/data_parallel_ring.h"
 #include "whale/plan/model.h"
 #include "whale/plan/plan.h"
 #include "whale/plan/search_experts.h"
@@ -73,11 +74,11 @@ class AnalyticModel {
   /// Tensor-parallel all-reduce seconds of one forward pass (the same again in backward) over
   /// `link` (a ring inside the replica's node).
   Seconds tp_comm_s(const Link& link, int tp, int share, int first, int end) const;
-  /// Data-parallel gradient reduction seconds of layers [first, end) over `link` (a ring).
-  Seconds dp_comm_s(const Link& link, int tp, int dp, int first, int end) const;
-  /// A sharded optimizer's (ZeRO-1 and -2) all-gather of the updated weights of layers [first, end) over `link` (a ring):
-  /// half of dp_comm_s.
-  Seconds dp_gather_s(const Link& link, int tp, int dp, int first, int end) const;
+  /// Data-parallel gradient reduction seconds of layers [first, end) on `ring`.
+  Seconds dp_comm_s(const DataParallelRing& ring, int tp, int dp, int first, int end) const;
+  /// A sharded optimizer's (ZeRO-1 and -2) all-gather of the updated weights of layers [first, end) on `ring`:
+  /// half an all-reduce of the weights' bytes.
+  Seconds dp_gather_s(const DataParallelRing& ring, int tp, int dp, int first, int end) const;
   /// Bytes of the activation that leaves layer `end - 1`, per sample.
   Bytes boundary_bytes(int end) const;
   /// Memory of one device of model `device_model` of a stage holding layers [first, end) at

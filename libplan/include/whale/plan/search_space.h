@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "whale/plan/cluster.h"
+#include "whale/plan/data_parallel_ring.h"
 #include "whale/plan/model.h"
 #include "whale/plan/plan.h"
 
@@ -27,7 +28,7 @@ struct GroupSpec {
   int tp = 1;
   std::vector<ReplicaKind> kinds;   // distinct kinds, in replica order of first appearance
   std::vector<int> replica_kind;    // per replica: index into kinds
-  Link dp_link;                     // slowest link from replica 0 to another replica
+  DataParallelRing dp_ring;         // how its replicas all-reduce their gradients
   int dp() const { return static_cast<int>(devices.size()) / tp; }
 };
 

@@ -3,6 +3,7 @@
 // model's state a structure can hold: what orders and settles the planner's search.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -155,6 +156,17 @@ class StructureFigures {
     std::vector<double> any_rung;    // [k]: each layer at its least time and its least memory
     // Both empty when the outer layers alone overflow.
   };
+  // Per layer of the model, in layer order, on one group: its reduction's part linear in its
+  // parameters, and its least optimizer step over the group's device models, replicated or
+  // sharded (with the weights' all-gather's linear part). A stage's costs are at least their
+  // sums over its layers. Independent of the micro-batch size.
+  struct GroupTails {
+    std::vector<double> reduction_row;
+    std::vector<double> optimizer_row;
+    double reduction_total_s = 0, optimizer_total_s = 0;   // the rows' sums
+  };
+  const GroupTails& group_tails(const GroupSpec& group);
+  std::unordered_map<const GroupSpec*, GroupTails> group_tails_;
   // What memory_bound_s needs of one group at one micro-batch size, remembered.
   struct GroupLayers {
     // Per device model of the group: its largest share, usable bytes and index into per_model_.
@@ -177,6 +189,7 @@ class StructureFigures {
     const std::vector<std::vector<double>>* time_prefix = nullptr;
     // [k]: the least data-parallel gradient reduction seconds of any k layers of the group.
     std::vector<double> reduction_prefix;
+    const GroupTails* tails = nullptr;   // the group's (group_tails)
     // By (micro-batches in flight, zb-h1's weight passes held, outer layers held: 1 the first,
     // 2 the last), packed into one integer (block_times). Hashed: a search asks it for every
     // group of every pipeline it bounds, where a tree's walk through cold nodes cost a tenth of
@@ -259,6 +272,20 @@ class StructureFigures {
     int k_lo = 0, k_hi = 0, k_now = 0;
   };
   std::vector<Curve> curves_scratch_;   // layers_bound_s's curves, reused
+  // The least summed seconds of the curves' groups holding `blocks` blocks besides their outer
+  // layers: each block at its group's least seconds a block, the fastest groups filled first.
+  double least_summed_s(const std::vector<Curve>& curves, long blocks);
+  std::vector<std::pair<double, long>> rates_scratch_;   // least_summed_s's, reused
+  // The least summed gradient reduction (linear part) and optimizer step of the model's layers,
+  // each layer on its cheapest group of `rows` (the runs' groups').
+  struct LeastTails {
+    double reduction_s = 0;
+    double optimizer_s = 0;
+  };
+  LeastTails least_tails(const std::vector<const GroupTails*>& rows) const;
+  std::vector<const GroupTails*> tail_rows_scratch_;   // layers_bound_s's groups', reused
+  // least_summed_s's least seconds a block of a take row (the least take[k] / k), by row.
+  std::unordered_map<const std::vector<double>*, double> least_block_rate_;
   std::vector<const std::vector<double>*> layer_rows_scratch_;   // and its distinct layer rows
   const KindSpeeds& kind_speeds(const GroupSpec& group, int share);
   double group_hold_fraction(const GroupSpec& group);
@@ -276,9 +303,11 @@ class StructureFigures {
   // Calls visit(representative, count) for each run of the structure's groups (Runs), in order.
   template <typename Visit>
   void for_each_run(const Structure& structure, Visit&& visit);
-  // tp, data-parallel link bandwidth and latency, replica kinds (model, intra link), replica_kind.
+  // A replica kind: its model and intra link's bandwidth and latency.
   using ReplicaKindKey = std::tuple<std::string, double, double>;
-  using ShapeKey = std::tuple<int, double, double, std::vector<ReplicaKindKey>, std::vector<int>>;
+  // tp, the data-parallel ring (replicas per node, nodes, intra and network bandwidth and
+  // latency), replica kinds, replica_kind.
+  using ShapeKey = std::tuple<int, std::array<double, 6>, std::vector<ReplicaKindKey>, std::vector<int>>;
   std::map<ShapeKey, const GroupSpec*> shapes_;
   std::unordered_map<const GroupSpec*, const GroupSpec*> canonical_;
 
