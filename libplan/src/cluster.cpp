@@ -30,6 +30,12 @@ Link slowest(const Link& a, const Link& b) {
   return out;
 }
 
+Seconds ring_reduce_scatter_s(Bytes bytes, int ranks, const Link& link) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const double steps = ranks - 1;
+  return steps / ranks * bytes / link.bandwidth_bytes_per_s + steps * link.latency_s;
+}
+
 const DeviceProfile& Cluster::profile_of(int device_id) const {
   const Device& device = device_at(*this, device_id);
   auto it = profiles.find(device.model);

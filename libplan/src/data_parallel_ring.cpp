@@ -6,19 +6,11 @@
 #include <map>
 
 namespace whale::plan {
-namespace {
-
-// A ring reduce-scatter of `bytes` over n ranks.
-Seconds reduce_scatter_s(const Link& link, int n, Bytes bytes) {
-  if (n <= 1 || bytes <= 0) return 0.0;
-  return (n - 1) * link.latency_s + (n - 1.0) / n * bytes / link.bandwidth_bytes_per_s;
-}
-
-}  // namespace
 
 Seconds DataParallelRing::allreduce_s(Bytes bytes) const {
   if (bytes <= 0) return 0.0;
-  return 2.0 * (reduce_scatter_s(intra, local, bytes) + (nodes > 1 ? reduce_scatter_s(network, nodes, bytes / local) : 0.0));
+  return 2.0 * (ring_reduce_scatter_s(bytes, local, intra) +
+               (nodes > 1 ? ring_reduce_scatter_s(bytes / local, nodes, network) : 0.0));
 }
 
 Seconds DataParallelRing::latency_s() const {

@@ -335,9 +335,8 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
   layers.time_prefix = &rows->second;
   // A reduction costs a latency term plus a part linear in the layers' parameters.
   const double latency_s = g.dp() > 1 ? g.dp_ring.latency_s() : 0.0;
-  std::vector<double> linear;
-  for (int l = 0; l < L; ++l) linear.push_back(std::max(0.0, an.dp_comm_s(g.dp_ring, g.tp, g.dp(), l, l + 1) - latency_s));
   layers.tails = &group_tails(g);
+  std::vector<double> linear = layers.tails->reduction_row;
   std::sort(linear.begin(), linear.end());
   layers.reduction_prefix.assign(1, 0.0);
   for (double x : linear) layers.reduction_prefix.push_back(layers.reduction_prefix.back() + x);

@@ -14,12 +14,6 @@ Seconds ring_allreduce_s(Bytes bytes, int ranks, const plan::Link& link) {
   return 2.0 * ring_reduce_scatter_s(bytes, ranks, link);
 }
 
-Seconds ring_reduce_scatter_s(Bytes bytes, int ranks, const plan::Link& link) {
-  if (ranks <= 1 || bytes <= 0) return 0;
-  const double steps = ranks - 1;
-  return steps / ranks * bytes / link.bandwidth_bytes_per_s + steps * link.latency_s;
-}
-
 plan::Link device_network_share(const plan::Cluster& cluster, int node) {
   const plan::Node& n = cluster.nodes.at(node);
   return n.per_device_share(calibrated_link(cluster, node, n.network));

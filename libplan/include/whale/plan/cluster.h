@@ -27,6 +27,10 @@ bool slower(const Link& a, const Link& b);
 /// (a ring over both waits for each).
 Link slowest(const Link& a, const Link& b);
 
+/// Ring reduce-scatter (or all-gather) of `bytes` over n ranks on one link:
+/// (n-1)/n * bytes / bandwidth + (n-1) * latency. 0 when n <= 1 or bytes <= 0.
+Seconds ring_reduce_scatter_s(Bytes bytes, int ranks, const Link& link);
+
 struct Device {
   int id = 0;           // global id, dense, in file order
   int node = 0;         // index into Cluster::nodes

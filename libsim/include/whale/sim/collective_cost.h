@@ -14,8 +14,8 @@ namespace whale::sim {
 /// Ring all-reduce of `bytes` over n ranks on one link kind:
 /// 2(n-1)/n * bytes / bandwidth + 2(n-1) * latency. 0 when n <= 1 or bytes <= 0.
 Seconds ring_allreduce_s(Bytes bytes, int ranks, const plan::Link& link);
-/// Ring reduce-scatter (or all-gather) of `bytes`: (n-1)/n * bytes / bandwidth + (n-1) * latency.
-Seconds ring_reduce_scatter_s(Bytes bytes, int ranks, const plan::Link& link);
+/// Ring reduce-scatter (or all-gather) of `bytes`, shared with the planner (cluster.h).
+using plan::ring_reduce_scatter_s;
 
 /// The network share of one device on `node`: the node's calibrated network bandwidth divided evenly among
 /// the node's devices (every group of a stage communicates at once), the network's latency.
