@@ -34,6 +34,13 @@ bool all_equal(const std::vector<int>& numbers) {
   return true;
 }
 
+bool middle_stages_even(const std::vector<int>& blocks) {
+  for (size_t s = 1; s + 1 < blocks.size(); ++s) {
+    if (blocks[s] != blocks[1]) return false;
+  }
+  return true;
+}
+
 void throw_if_limited(const Plan& plan, Framework framework) {
   const std::vector<std::string> limits = export_limits(plan, framework);
   if (limits.empty()) return;

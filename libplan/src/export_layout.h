@@ -40,6 +40,10 @@ std::vector<std::string> uniform_limits(const Plan& plan, const ExportLayout& la
 
 /// Whether every element equals the first.
 bool all_equal(const std::vector<int>& numbers);
+/// Whether the stages between the first and the last hold the same number of layers: Megatron
+/// splits the transformer layers evenly, except that the first and the last pipeline stage may
+/// take their own counts (--decoder-first/last-pipeline-num-layers).
+bool middle_stages_even(const std::vector<int>& blocks);
 
 /// Megatron-Core's mixture-of-experts arguments (name, value; "" for a flag) of a plan whose
 /// model has experts, stage 0's ep and expert_tp among them; none for a dense model.

@@ -10,15 +10,6 @@
 namespace whale::plan {
 namespace {
 
-// Megatron splits the transformer layers evenly, except that the first and the last pipeline
-// stage may take their own counts (--decoder-first/last-pipeline-num-layers).
-bool middle_stages_even(const std::vector<int>& blocks) {
-  for (size_t s = 1; s + 1 < blocks.size(); ++s) {
-    if (blocks[s] != blocks[1]) return false;
-  }
-  return true;
-}
-
 std::vector<std::string> megatron_limits(const Plan& plan, const ExportLayout& layout) {
   std::vector<std::string> limits = uniform_limits(plan, layout);
   const ScheduleKind kind = plan.schedule.kind;

@@ -1,9 +1,9 @@
 // File: test_export_grid.cpp
 // Every shipped cluster x model pair that has a plan, exported constrained to Megatron-LM and
-// to DeepSpeed: the export is chosen (and no file written), or it says that no uniform plan
-// fits at all (for DeepSpeed, none of a depth that divides the layers); it never ends with a
-// limit the constrained plan still has (sequence parallelism under DeepSpeed, selective
-// recomputation, Megatron-LM's middle stages) or with a hint to pass --export-constrained again.
+// to DeepSpeed: the export is chosen (and no file written), or it says that no plan it can
+// express fits; it never ends with a limit the constrained plan still has (sequence
+// parallelism under DeepSpeed, selective recomputation, Megatron-LM's middle stages) or with a
+// hint to pass --export-constrained again.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -76,9 +76,9 @@ TEST_CASE("every shipped cluster x model pair with a plan exports constrained to
         } catch (const Error& e) {
           const std::string what = e.what();
           CAPTURE(what);
-          // No uniform plan fits (for DeepSpeed, which places no stage boundaries, none of a
-          // pipeline depth that divides the layers).
-          const bool none = what.find(std::string("a uniform plan that ") + plan::to_string(framework) +
+          // No plan the framework can express fits (for DeepSpeed, which places no stage
+          // boundaries, none of a pipeline depth that divides the layers).
+          const bool none = what.find(std::string("a plan that ") + plan::to_string(framework) +
                                       " can express and that fits, got none") != std::string::npos;
           // A mixture-of-experts model: DeepSpeed's config has no MoE layers, whatever the plan.
           const bool moe = framework == plan::Framework::deepspeed && model.moe &&
@@ -95,7 +95,7 @@ TEST_CASE("every shipped cluster x model pair with a plan exports constrained to
     }
   }
   MESSAGE(pairs << " pairs with a plan: " << written << " exports written, " << none_fits
-                << " with no uniform plan that fits, "
+                << " with no plan it can express that fits, "
                 << moe_limits << " DeepSpeed exports of an MoE model");
   CHECK(pairs > 100);
   CHECK(written >= pairs);

@@ -42,13 +42,15 @@ TEST_CASE("a constrained DeepSpeed export searches the pipeline depths that divi
   const plan::ChosenExport chosen =
       plan::choose_export(result, cluster, model, simulator, o, plan::Framework::deepspeed, true, file);
   CHECK_FALSE(std::filesystem::exists(file));
-  CHECK(chosen.report.find("exported instead, the best uniform plan uniform pp4 tp1 dp3: ") != std::string::npos);
+  CHECK(chosen.report.find("exported instead, the fastest plan it can express, uniform pp4 tp1 dp3: ") != std::string::npos);
   CHECK(chosen.report.find(": " + file + "\n") != std::string::npos);
   CHECK(chosen.text.find("\"pipeline\": {\"stages\": 4,") != std::string::npos);
-  // Megatron-LM's first and last stages may differ: it keeps the planner's baseline depth.
+  // Megatron-LM's first and last stages may differ: it keeps the planner's depth, its plan of
+  // three stages of four V100s (as fast as the baseline uniform pp3 tp1 dp4 and ranked first).
   const plan::ChosenExport megatron =
       plan::choose_export(result, cluster, model, simulator, o, plan::Framework::megatron, true, file);
-  CHECK(megatron.report.find("exported instead, the best uniform plan uniform pp3 tp1 dp4") != std::string::npos);
+  CHECK(megatron.report.find("exported instead, the fastest plan it can express, p3 tp[v100-sxm2-16gb:1]: ") !=
+        std::string::npos);
   CHECK(megatron.text.find("--pipeline-model-parallel-size 3\n") != std::string::npos);
 }
 
@@ -68,8 +70,8 @@ TEST_CASE("a constrained export takes a uniform plan on fewer devices where none
     CAPTURE(plan::to_string(framework));
     REQUIRE_FALSE(plan::export_limits(result.best().plan, framework).empty());
     const plan::ChosenExport chosen = plan::choose_export(result, cluster, model, simulator, o, framework, true, file);
-    CHECK(chosen.report.find("exported instead, the best uniform plan uniform pp1 tp1 dp5 on 5 of the 8 devices: ") !=
-          std::string::npos);
+    CHECK(chosen.report.find("exported instead, the fastest plan it can express, uniform pp1 tp1 dp5 on 5 of the 8 "
+                             "devices: ") != std::string::npos);
   }
   const plan::ChosenExport megatron =
       plan::choose_export(result, cluster, model, simulator, o, plan::Framework::megatron, true, file);

@@ -4,6 +4,7 @@
 // what of a plan it cannot express. The mapping, argument by argument, is docs/export.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,14 +37,38 @@ std::string deepspeed_config(const Plan& plan);
 /// The export text of `framework` (megatron_arguments or deepspeed_config).
 std::string export_text(const Plan& plan, Framework framework);
 
+/// `ranked` made expressible by `framework` and estimated again, or nullopt where that needs
+/// more than the settings above (stages of different dp x tp, mixed tp among replicas, a
+/// micro-batch that the data-parallel ranks cannot share evenly, a wave schedule, a layer split
+/// the framework cannot place, an MoE model under DeepSpeed, a listed model) or where the
+/// result does not fit. What it changes:
+/// - one recomputation setting for all stages: each setting a stage of `ranked` has (DeepSpeed:
+///   selective read as full) is tried, the fastest that fits kept;
+/// - optimizer sharding, gradient sharding and (Megatron-LM, at tp > 1) sequence parallelism
+///   on in every stage where one stage has them (each keeps memory, so what fitted still does);
+///   sequence parallelism off under DeepSpeed;
+/// - every data-parallel rank the same share of a micro-batch;
+/// - gpipe and zb-h1 pipelines run as 1f1b;
+/// - the transformer layers split as the framework places them: Megatron-LM's middle stages
+///   even with the first and last the rest (megatron_block_counts), interleaved and DeepSpeed
+///   stages all even;
+/// - Megatron-Core's one expert layout for all stages: the least sharded of the stages'.
+/// Its label is `ranked`'s with the changes named. The plan of `ranked` itself is returned,
+/// unchanged and not estimated again, where the framework can express it already.
+std::optional<RankedPlan> expressible_variant(const RankedPlan& ranked, const CostModel& cost, Framework framework);
+
+
 /// The export of the planner's best plan for `framework`, for the file `path`: its text and what
 /// to print, one line naming the file and the plan's predicted throughput. Writes nothing: a
 /// caller with several outputs chooses every export before writing any, so that one that fails
 /// leaves no file written. When the framework cannot express the best plan: without
-/// `constrained`, throws whale::Error listing why; with it, exports the best plan it can express
-/// (the planner's uniform baseline, searched here, among the pipeline depths the framework can
-/// split the layers by, when the result's cannot be expressed) and reports, besides, the limits
-/// of the best plan and both throughputs. Throws whale::Error when no expressible plan fits either.
+/// `constrained`, throws whale::Error listing why; with it, exports the fastest plan it can
+/// express (by the result's objective; the first on a tie) of: the result's ranked plans, the
+/// uniform plan of every usable device (the planner's baseline, searched here again among the
+/// pipeline depths the framework can split the layers by where the result's cannot be
+/// expressed, or on fewer devices where none fits) and each device model's uniform plan alone,
+/// each through expressible_variant; and reports, besides, the limits of the best plan and both
+/// throughputs. Throws whale::Error when no expressible plan fits, or for a listed model.
 struct ChosenExport {
   std::string text;    // the file's content
   std::string report;  // what to print once it is written
