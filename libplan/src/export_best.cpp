@@ -126,9 +126,9 @@ bool uniform_candidate(const PlanResult& result, const Cluster& cluster, const M
   return found;
 }
 
-// The best uniform plan of each device model's usable devices alone, the others idle, where the
-// usable devices are of two models or more (a framework runs one model's devices as well as
-// any), in cluster order.
+// The best uniform plan of each device model's usable devices alone, the others idle, or of
+// fewer of them where none of all fits, where the usable devices are of two models or more (a
+// framework runs one model's devices as well as any), in cluster order.
 std::vector<RankedPlan> uniform_plans_per_model(const Cluster& cluster, const Model& model, const CostModel& cost,
                                                 const PlannerOptions& options, Framework framework) {
   const std::vector<int> usable = usable_devices(options.hints, cluster);
@@ -147,10 +147,12 @@ std::vector<RankedPlan> uniform_plans_per_model(const Cluster& cluster, const Mo
       if (std::find(devices.begin(), devices.end(), d) == devices.end()) alone.hints.exclude_devices.push_back(d);
     }
     std::sort(alone.hints.exclude_devices.begin(), alone.hints.exclude_devices.end());
-    bool found = false;
-    RankedPlan plan = search_baseline(cluster, model, cost, alone, &found, nullptr, splittable_by(model, framework));
-    if (!found) continue;
-    plan.label += " on the " + name + " alone (devices " + format_device_list(devices) + ")";
+    bool found = false, tried = false;
+    const auto splittable = splittable_by(model, framework);
+    RankedPlan plan = search_baseline(cluster, model, cost, alone, &found, nullptr, splittable);
+    const bool fewer = !found && uniform_plan_on_fewer(cluster, model, cost, alone, splittable, &plan, &tried);
+    if (!found && !fewer) continue;
+    plan.label += (fewer ? " of the " : " on the ") + name + " alone (devices " + format_device_list(devices) + ")";
     out.push_back(std::move(plan));
   }
   return out;

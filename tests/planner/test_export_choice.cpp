@@ -78,6 +78,40 @@ TEST_CASE("a constrained export takes a uniform plan on fewer devices where none
   CHECK(megatron.text.find("run on devices 0-4.") != std::string::npos);
 }
 
+TEST_CASE("a constrained export takes one device model's devices alone, or fewer of them") {
+  // Three nodes of one B200 beside two nodes of eight V100s (bf16, priced at fp32 there), a
+  // five-block GPT at a global batch of 256: the best plan pipelines the B200s in three stages,
+  // which DeepSpeed cannot split five blocks by. DeepSpeed's pipeline depth divides the 5
+  // blocks (1 or 5) and dp the 256 samples: of the three B200s (tp 1, one a node) pp 1 at dp 3
+  // does not divide 256, so the B200s alone run dp 2 on 2 of them, the largest such count.
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("b200_v100.yaml", R"(name: b200-v100
+nodes:
+  - {name: b200, count: 3, devices: [{model: b200, count: 1}], intra_link: {kind: nvlink, bandwidth_gbps: 7200, latency_us: 3},
+     network: {kind: infiniband, bandwidth_gbps: 400, latency_us: 5}}
+  - {name: v100, count: 2, devices: [{model: v100-sxm2-32gb, count: 8}], intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3},
+     network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}}
+)"));
+  const plan::Model model = plan::load_model(test::temp_file("gpt_five_blocks.yaml", R"(name: five
+family: gpt
+layers: 5
+hidden: 7680
+heads: 96
+sequence: 8192
+vocabulary: 32000
+training: {global_batch: 256, precision: bf16, optimizer: adamw}
+)"));
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  const plan::PlanResult result = plan::search_plans(cluster, model, simulator, o);
+  REQUIRE(result.best().plan.stages.size() == 3);
+  const std::string file = std::string(WHALE_BINARY_DIR) + "/test_export_choice_alone.json";
+  const plan::ChosenExport chosen =
+      plan::choose_export(result, cluster, model, simulator, o, plan::Framework::deepspeed, true, file);
+  CHECK(chosen.report.find("exported instead, the fastest plan it can express, uniform pp1 tp1 dp2 on 2 of the 3 "
+                           "devices of the b200 alone (devices 0-2)") != std::string::npos);
+  CHECK(chosen.text.find("\"train_micro_batch_size_per_gpu\": ") != std::string::npos);
+}
+
 TEST_CASE("a constrained DeepSpeed export of a mixture-of-experts model names the model, not the plan's limits") {
   const plan::Cluster cluster = test::shipped_cluster("cpu-local-4");
   const plan::Model model = test::shipped_model("tiny-moe");

@@ -18,8 +18,10 @@ namespace whale::plan {
 std::vector<std::string> unsupported_by_runtime(const Plan& plan);
 
 /// Throws whale::Error naming plan.source_file and the first unsupported feature (with how
-/// many more there are), with a hint to re-plan with whale-plan --runnable. Returns when the
-/// runtime executes the whole plan.
+/// many more there are), with a hint to re-plan with whale-plan --runnable; or naming the
+/// model's file and training.optimizer for SGD, which whale-run does not train (it trains
+/// AdamW; adam, without weight decay, is the same update). Returns when the runtime executes
+/// the whole plan.
 void check_runnable(const Plan& plan);
 
 /// The search strategies of what whale-run executes: today all of them (sequence
