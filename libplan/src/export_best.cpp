@@ -206,7 +206,8 @@ ChosenExport choose_export(const PlanResult& result, const Cluster& cluster, con
   }
   if (!chosen) {
     throw Error(path, export_option(framework),
-                std::string("a plan that ") + to_string(framework) + " can express and that fits, got none: " + missing +
+                std::string("a plan that ") + to_string(framework) + " can express and that fits, got none: " +
+                    missing +
                     "; the planner's plans and each device model's uniform plan alone need what it lacks or do not "
                     "fit once made uniform",
                 "the frameworks run the same dp x tp in every stage, an even layer split and even shares; the best "
@@ -217,8 +218,8 @@ ChosenExport choose_export(const PlanResult& result, const Cluster& cluster, con
   char ratio[64];
   std::snprintf(ratio, sizeof ratio, " (%.1f%% of the best)",
                 100.0 * chosen->estimate.samples_per_s / best.estimate.samples_per_s);
-  out += "  best plan: " + throughput(best) + "\n  exported instead, the fastest plan it can express, " + chosen->label +
-         ": " + throughput(*chosen) + ratio + ": " + path + "\n";
+  out += "  best plan: " + throughput(best) + "\n  exported instead, the fastest plan it can express, " +
+         chosen->label + ": " + throughput(*chosen) + ratio + ": " + path + "\n";
   return {export_text(chosen->plan, framework), out + export_precision_note(chosen->plan, framework)};
 }
 

@@ -192,8 +192,8 @@ std::string joined(const std::vector<std::string>& parts) {
 bool expressible_but_recomputation(Plan* plan, Framework framework, std::pair<int, int> degrees,
                                    std::vector<std::string>* changes) {
   changes->assign(5, "");
-  if (!set_degrees(plan, degrees, &(*changes)[0]) || !framework_schedule(plan, framework, &(*changes)[1]) || !even_shares(plan, &(*changes)[2]) ||
-      !framework_layer_split(plan, framework, &(*changes)[3])) {
+  if (!set_degrees(plan, degrees, &(*changes)[0]) || !framework_schedule(plan, framework, &(*changes)[1]) ||
+      !even_shares(plan, &(*changes)[2]) || !framework_layer_split(plan, framework, &(*changes)[3])) {
     return false;
   }
   if (framework == Framework::megatron) one_expert_layout(plan, &(*changes)[4]);

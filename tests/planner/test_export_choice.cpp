@@ -42,7 +42,8 @@ TEST_CASE("a constrained DeepSpeed export searches the pipeline depths that divi
   const plan::ChosenExport chosen =
       plan::choose_export(result, cluster, model, simulator, o, plan::Framework::deepspeed, true, file);
   CHECK_FALSE(std::filesystem::exists(file));
-  CHECK(chosen.report.find("exported instead, the fastest plan it can express, uniform pp4 tp1 dp3: ") != std::string::npos);
+  CHECK(chosen.report.find("exported instead, the fastest plan it can express, uniform pp4 tp1 dp3: ") !=
+        std::string::npos);
   CHECK(chosen.report.find(": " + file + "\n") != std::string::npos);
   CHECK(chosen.text.find("\"pipeline\": {\"stages\": 4,") != std::string::npos);
   // Megatron-LM's first and last stages may differ: it keeps the planner's depth, its plan of
@@ -86,10 +87,16 @@ TEST_CASE("a constrained export takes one device model's devices alone, or fewer
   // does not divide 256, so the B200s alone run dp 2 on 2 of them, the largest such count.
   const plan::Cluster cluster = plan::load_cluster(test::temp_file("b200_v100.yaml", R"(name: b200-v100
 nodes:
-  - {name: b200, count: 3, devices: [{model: b200, count: 1}], intra_link: {kind: nvlink, bandwidth_gbps: 7200, latency_us: 3},
-     network: {kind: infiniband, bandwidth_gbps: 400, latency_us: 5}}
-  - {name: v100, count: 2, devices: [{model: v100-sxm2-32gb, count: 8}], intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3},
-     network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}}
+  - name: b200
+    count: 3
+    devices: [{model: b200, count: 1}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 7200, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 400, latency_us: 5}
+  - name: v100
+    count: 2
+    devices: [{model: v100-sxm2-32gb, count: 8}]
+    intra_link: {kind: nvlink, bandwidth_gbps: 2400, latency_us: 3}
+    network: {kind: infiniband, bandwidth_gbps: 100, latency_us: 5}
 )"));
   const plan::Model model = plan::load_model(test::temp_file("gpt_five_blocks.yaml", R"(name: five
 family: gpt
