@@ -183,7 +183,8 @@ ChosenExport choose_export(const PlanResult& result, const Cluster& cluster, con
                 "a gpt, bert or llama model, got the listed model '" + model.name + "'", kListedModelHint);
   }
   // The candidates: the planner's plans, best first, the uniform plan of every device (or of
-  // fewer) and each device model's alone; the first best by the objective is exported.
+  // fewer) and each device model's alone; the first best by the objective within the budget,
+  // where the result has one, is exported.
   std::vector<RankedPlan> candidates = result.ranked;
   RankedPlan uniform;
   std::string missing;
@@ -197,17 +198,24 @@ ChosenExport choose_export(const PlanResult& result, const Cluster& cluster, con
     candidates.push_back(std::move(alone));
   }
   std::optional<RankedPlan> chosen;
+  const auto within_budget = [&](const RankedPlan& p) {
+    return !result.budget_usd_per_hour || plan_cost(p.plan, p.estimate).usd_per_hour <= *result.budget_usd_per_hour;
+  };
   for (const RankedPlan& candidate : candidates) {
     std::optional<RankedPlan> variant = expressible_variant(candidate, cost, framework);
-    if (variant && (!chosen || ranks_before(result.objective, variant->plan, variant->estimate, chosen->plan,
+    if (variant && within_budget(*variant) && (!chosen || ranks_before(result.objective, variant->plan, variant->estimate, chosen->plan,
                                             chosen->estimate))) {
       chosen = std::move(variant);
     }
   }
   if (!chosen) {
+    char budget[96] = "";
+    if (result.budget_usd_per_hour) {
+      std::snprintf(budget, sizeof budget, " within the budget of %.2f USD per hour", *result.budget_usd_per_hour);
+    }
     throw Error(path, export_option(framework),
-                std::string("a plan that ") + to_string(framework) + " can express and that fits, got none: " +
-                    missing +
+                std::string("a plan that ") + to_string(framework) + " can express and that fits" + budget +
+                    ", got none: " + missing +
                     "; the planner's plans and each device model's uniform plan alone need what it lacks or do not "
                     "fit once made uniform",
                 "the frameworks run the same dp x tp in every stage, an even layer split and even shares; the best "

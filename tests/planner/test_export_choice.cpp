@@ -119,6 +119,38 @@ training: {global_batch: 256, precision: bf16, optimizer: adamw}
   CHECK(chosen.text.find("\"train_micro_batch_size_per_gpu\": ") != std::string::npos);
 }
 
+TEST_CASE("a constrained export keeps to the budget") {
+  // Four CPU cores and four of half their speed at 1 USD an hour each, the tiny GPT at batch 8.
+  // Without a budget Megatron-LM gets the four fast cores alone (4 USD an hour); under a budget
+  // of 3 no plan of four devices is allowed, and the uniform pipeline of the first three is
+  // exported (as the baseline under that budget).
+  const plan::Cluster cluster = plan::load_cluster(test::temp_file("priced_two_models.yaml", R"(name: priced-two-models
+nodes:
+  - name: local
+    devices:
+      - {model: cpu, count: 4, price_per_hour_usd: 1}
+      - {model: cpu-slow2x, count: 4, price_per_hour_usd: 1}
+    intra_link: {kind: shm, bandwidth_gbps: 80, latency_us: 2}
+    network: {kind: ethernet, bandwidth_gbps: 10, latency_us: 50}
+)"));
+  const plan::Model model = test::shipped_model("tiny");
+  const sim::Simulator simulator;
+  const std::string file = std::string(WHALE_BINARY_DIR) + "/test_export_choice_budget.sh";
+  plan::PlannerOptions o;
+  o.global_batch = 8;
+  const plan::PlanResult free = plan::search_plans(cluster, model, simulator, o);
+  const plan::ChosenExport any =
+      plan::choose_export(free, cluster, model, simulator, o, plan::Framework::megatron, true, file);
+  CHECK(any.text.find("run on devices 0-3.") != std::string::npos);
+  o.budget_usd_per_hour = 3;
+  const plan::PlanResult held = plan::search_plans(cluster, model, simulator, o);
+  const plan::ChosenExport within =
+      plan::choose_export(held, cluster, model, simulator, o, plan::Framework::megatron, true, file);
+  CHECK(within.report.find("exported instead, the fastest plan it can express, uniform pp3 tp1 dp1: ") !=
+        std::string::npos);
+  CHECK(within.text.find("run on devices 0-2.") != std::string::npos);
+}
+
 TEST_CASE("a constrained DeepSpeed export of a mixture-of-experts model names the model, not the plan's limits") {
   const plan::Cluster cluster = test::shipped_cluster("cpu-local-4");
   const plan::Model model = test::shipped_model("tiny-moe");

@@ -63,12 +63,12 @@ std::optional<RankedPlan> expressible_variant(const RankedPlan& ranked, const Co
 /// caller with several outputs chooses every export before writing any, so that one that fails
 /// leaves no file written. When the framework cannot express the best plan: without
 /// `constrained`, throws whale::Error listing why; with it, exports the fastest plan it can
-/// express (by the result's objective; the first on a tie) of: the result's ranked plans, the
-/// uniform plan of every usable device (the planner's baseline, searched here again among the
-/// pipeline depths the framework can split the layers by where the result's cannot be
-/// expressed, or on fewer devices where none fits) and each device model's uniform plan alone,
-/// each through expressible_variant; and reports, besides, the limits of the best plan and both
-/// throughputs. Throws whale::Error when no expressible plan fits, or for a listed model.
+/// express (by the result's objective, within its budget where it has one; the first on a tie)
+/// of: the result's ranked plans, the uniform plan of every usable device (the planner's
+/// baseline, searched here again among the pipeline depths the framework can split the layers
+/// by where the result's cannot be expressed, or on fewer devices where none fits) and each
+/// device model's uniform plan alone, each through expressible_variant; and reports, besides,
+/// the limits of the best plan and both throughputs. Throws whale::Error when no expressible plan fits, or for a listed model.
 struct ChosenExport {
   std::string text;    // the file's content
   std::string report;  // what to print once it is written
