@@ -11,13 +11,16 @@ namespace whale::plan {
 
 std::vector<std::string> unsupported_by_runtime(const Plan&) { return {}; }
 
+void check_trained_optimizer(const Model& model, const std::string& file) {
+  if (model.training.optimizer != "sgd") return;
+  throw Error(model.source_file.empty() ? file : model.source_file, "training.optimizer",
+              "an optimizer whale-run trains, adamw or adam (its AdamW has no weight decay, so the two are one "
+              "update), got 'sgd'",
+              "set training.optimizer: adamw to train with whale-run; whale-plan and whale-sim price SGD as given");
+}
+
 void check_runnable(const Plan& plan) {
-  if (plan.model.training.optimizer == "sgd") {
-    throw Error(plan.model.source_file.empty() ? plan.source_file : plan.model.source_file, "training.optimizer",
-                "an optimizer whale-run trains, adamw or adam (its AdamW has no weight decay, so the two are one "
-                "update), got 'sgd'",
-                "set training.optimizer: adamw to train with whale-run; whale-plan and whale-sim price SGD as given");
-  }
+  check_trained_optimizer(plan.model, plan.source_file);
   const std::vector<std::string> features = unsupported_by_runtime(plan);
   if (features.empty()) return;
   const std::string more =
