@@ -36,7 +36,8 @@ PlannerOptions framework_options(const PlannerOptions& options, Framework framew
 
 // The uniform structures whose layers `framework` can split: DeepSpeed places no stage
 // boundaries (its partition methods balance layers), so its pipeline depth divides the
-// transformer layers; Megatron-LM's first and last stages may differ (megatron_layer_split).
+// transformer layers; Megatron-LM's first and last stages may differ (expressible_variant places
+// its split).
 std::function<bool(const Structure&)> splittable_by(const Model& model, Framework framework) {
   if (framework != Framework::deepspeed) return nullptr;
   const long blocks = std::count_if(model.layers.begin(), model.layers.end(),
@@ -101,8 +102,8 @@ bool uniform_plan_on_fewer(const Cluster& cluster, const Model& model, const Cos
 }
 
 // The best uniform plan of every usable device searched within what `framework` has (DeepSpeed:
-// a pipeline depth that divides the transformer layers), or of fewer devices where none divides
-// the batch; false when none fits, and `*missing` says why.
+// a pipeline depth that divides the transformer layers), or of fewer devices where none of
+// every device fits; false when none fits, and `*missing` says why.
 bool uniform_candidate(const PlanResult& result, const Cluster& cluster, const Model& model, const CostModel& cost,
                        const PlannerOptions& options, Framework framework, RankedPlan* out, std::string* missing) {
   bool found = result.has_comparison && result.baseline_found;
@@ -203,8 +204,8 @@ ChosenExport choose_export(const PlanResult& result, const Cluster& cluster, con
   };
   for (const RankedPlan& candidate : candidates) {
     std::optional<RankedPlan> variant = expressible_variant(candidate, cost, framework);
-    if (variant && within_budget(*variant) && (!chosen || ranks_before(result.objective, variant->plan, variant->estimate, chosen->plan,
-                                            chosen->estimate))) {
+    if (!variant || !within_budget(*variant)) continue;
+    if (!chosen || ranks_before(result.objective, variant->plan, variant->estimate, chosen->plan, chosen->estimate)) {
       chosen = std::move(variant);
     }
   }

@@ -208,17 +208,17 @@ std::optional<RankedPlan> expressible_variant(const RankedPlan& ranked, const Co
   const std::vector<std::pair<int, int>> options = degree_options(ranked.plan, framework);
   if (options.empty()) return std::nullopt;
   if (export_limits(ranked.plan, framework).empty()) return ranked;
+  // One recomputation setting: each the stages have, the fastest that fits.
+  std::set<Recompute> settings;
+  for (const Stage& stage : ranked.plan.stages) {
+    settings.insert(framework == Framework::deepspeed && stage.recompute == Recompute::selective ? Recompute::full
+                                                                                                  : stage.recompute);
+  }
   std::optional<RankedPlan> best;
   for (const std::pair<int, int>& degrees : options) {
     Plan plan = ranked.plan;
     std::vector<std::string> changes;
     if (!expressible_but_recomputation(&plan, framework, degrees, &changes)) continue;
-    // One recomputation setting: each the stages have, the fastest that fits.
-    std::set<Recompute> settings;
-    for (const Stage& stage : ranked.plan.stages) {
-      settings.insert(framework == Framework::deepspeed && stage.recompute == Recompute::selective ? Recompute::full
-                                                                                                    : stage.recompute);
-    }
     for (const Recompute setting : settings) {
       RankedPlan variant{plan, {}, ranked.analytic_s, ranked.label};
       bool changed = false;

@@ -57,7 +57,6 @@ std::string export_text(const Plan& plan, Framework framework);
 /// unchanged and not estimated again, where the framework can express it already.
 std::optional<RankedPlan> expressible_variant(const RankedPlan& ranked, const CostModel& cost, Framework framework);
 
-
 /// The export of the planner's best plan for `framework`, for the file `path`: its text and what
 /// to print, one line naming the file and the plan's predicted throughput. Writes nothing: a
 /// caller with several outputs chooses every export before writing any, so that one that fails
@@ -68,7 +67,8 @@ std::optional<RankedPlan> expressible_variant(const RankedPlan& ranked, const Co
 /// baseline, searched here again among the pipeline depths the framework can split the layers
 /// by where the result's cannot be expressed, or on fewer devices where none fits) and each
 /// device model's uniform plan alone, each through expressible_variant; and reports, besides,
-/// the limits of the best plan and both throughputs. Throws whale::Error when no expressible plan fits, or for a listed model.
+/// the limits of the best plan and both throughputs. Throws whale::Error when no expressible
+/// plan fits, or for a listed model.
 struct ChosenExport {
   std::string text;    // the file's content
   std::string report;  // what to print once it is written
