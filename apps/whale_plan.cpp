@@ -72,8 +72,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "bf16", "fp16", "fp32"}));
   bool runnable = false, progress = false;
   app.add_flag("--runnable", runnable,
-               "only plans whale-run executes (today: every strategy the search knows; a model trained with "
-               "SGD is refused)");
+               "only plans whale-run executes (today: every strategy the search knows)");
   bool allow_tf32 = false;
   app.add_flag("--allow-tf32", allow_tf32,
                "fp32 training runs GEMMs as TF32 where the device has it (the model's training.allow_tf32)");
@@ -108,7 +107,6 @@ int main(int argc, char** argv) {
     whale::plan::Model model = whale::plan::load_model(model_path);
     if (allow_tf32) model.training.framework_precision.allow_tf32 = true;
     if (sequence > 0) whale::plan::set_sequence(model, sequence, model.training.precision, "--sequence");
-    if (runnable) whale::plan::check_trained_optimizer(model, model_path);
     whale::plan::PrecisionRequest precision_request;
     if (!precision.empty()) whale::plan::parse_precision_request(precision, &precision_request);  // checked by CLI11
     if (!hints_path.empty()) options.hints = whale::plan::load_hints(hints_path);

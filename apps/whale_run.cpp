@@ -20,8 +20,11 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--steps", o.steps, "total training steps (a resumed run continues to it)")
       ->check(whale::app::number_in(0, static_cast<double>(whale::plan::kMaxSteps)));
-  // Above 10 AdamW diverges on any model; such a value is a typo (1e30) or a unit mix-up.
-  app.add_option("--lr", o.learning_rate, "AdamW learning rate")->check(whale::app::number_above(0, 10));
+  // Above 10 AdamW and SGD diverge on any model; such a value is a typo (1e30) or a unit mix-up.
+  app.add_option("--lr", o.learning_rate, "learning rate of the model's optimizer (training.optimizer: AdamW or SGD)")
+      ->check(whale::app::number_above(0, 10));
+  app.add_option("--momentum", o.momentum, "SGD's momentum (training.optimizer: sgd; default 0.9)")
+      ->check(whale::app::number_in(0, 1));
   CLI::Option* seed = app.add_option("--seed", o.seed, "seed of the initial parameters and the data order");
   CLI::Option* dir = app.add_option("--checkpoint-dir", o.checkpoint_dir, "folder for checkpoints");
   app.add_option("--checkpoint-every", o.checkpoint_every,

@@ -1,8 +1,8 @@
 // File: plan_runtime.cpp
 // The runtime's feature check: which planned strategies whale-run does not execute. Today it
-// executes every one (sequence parallelism and sharded gradients included); of the optimizers
-// the planner prices, it trains AdamW (and Adam, the same update without weight decay), not
-// SGD. A strategy the planner learns before the runtime belongs here.
+// executes every one (sequence parallelism and sharded gradients included) and trains every
+// optimizer the planner prices (AdamW, Adam, SGD). A strategy the planner learns before the
+// runtime belongs here.
 #include "whale/plan/plan_runtime.h"
 
 #include "whale/plan/error.h"
@@ -11,16 +11,7 @@ namespace whale::plan {
 
 std::vector<std::string> unsupported_by_runtime(const Plan&) { return {}; }
 
-void check_trained_optimizer(const Model& model, const std::string& file) {
-  if (model.training.optimizer != "sgd") return;
-  throw Error(model.source_file.empty() ? file : model.source_file, "training.optimizer",
-              "an optimizer whale-run trains, adamw or adam (its AdamW has no weight decay, so the two are one "
-              "update), got 'sgd'",
-              "set training.optimizer: adamw to train with whale-run; whale-plan and whale-sim price SGD as given");
-}
-
 void check_runnable(const Plan& plan) {
-  check_trained_optimizer(plan.model, plan.source_file);
   const std::vector<std::string> features = unsupported_by_runtime(plan);
   if (features.empty()) return;
   const std::string more =

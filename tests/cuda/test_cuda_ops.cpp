@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "cuda_test_fixtures.h"
@@ -212,6 +213,29 @@ TEST_CASE("AdamW update over several chunks") {
   CHECK(p.error() <= kDeviceFp32Tolerance);
   CHECK(m.error() <= kDeviceFp32Tolerance);
   CHECK(v.error() <= kDeviceFp32Tolerance);
+}
+
+TEST_CASE("SGD batch: one launch over several tensors, equal to the CPU backend's update") {
+  Backends be;
+  const std::size_t n = 9001;  // cut into segments of 4096, 1 and 4904 elements
+  Twin p = be.tensor(random_vector(n, 95)), b = be.tensor(random_vector(n, 97, 0.1f));
+  const Twin g = be.tensor(random_vector(n, 96));
+  auto segments = [](TensorView pv, ConstTensorView gv, TensorView bv) {
+    std::vector<Backend::SgdSegment> out;
+    for (const auto& [at, len] : {std::pair<std::size_t, std::size_t>{0, 4096}, {4096, 1}, {4097, 4904}})
+      out.push_back({pv.slice(at, len), gv.slice(at, len), bv.slice(at, len)});
+    return out;
+  };
+  for (int step = 1; step <= 3; ++step) {
+    be.cpu->sgd_update_batch(segments(p.on_cpu, g.on_cpu, b.on_cpu), 1e-2, 0.9, 0.1);
+    be.gpu->sgd_update_batch(segments(p.on_gpu, g.on_gpu, b.on_gpu), 1e-2, 0.9, 0.1);
+  }
+  CHECK(p.error() <= kDeviceFp32Tolerance);
+  CHECK(b.error() <= kDeviceFp32Tolerance);
+  Tensor short_b(*be.gpu, 3, DType::fp32);
+  CHECK_THROWS_AS(be.gpu->sgd_update_batch({{p.on_gpu.slice(0, 4), g.on_gpu.slice(0, 4), short_b.view()}}, 1e-2,
+                                           0.9, 0.1),
+                  std::invalid_argument);
 }
 
 TEST_CASE("AdamW batch: one launch over several tensors, tables kept until the segments change") {

@@ -46,6 +46,10 @@ set(WHALE_REFERENCE_PLANS
     llama_tp2-pp2-zb-h1-sp:tiny-llama/tp2-pp2-zb-h1-sp:4:tiny-llama/single:1
     # Replicas at different tp in both stages, with the tied head (docs/run.md).
     llama_mixed-tp-pp2:tiny-llama/mixed-tp-pp2:6:tiny-llama/single:1
+    # The tiny GPT trained with SGD: the momentum buffer sharded (ZeRO-2 over uneven replicas,
+    # ZeRO-1 after a tp2 stage) against its single-device plan.
+    sgd_dp3-uneven-zero2:tiny-sgd/dp3-uneven-zero2:3:tiny-sgd/single:1
+    sgd_tp2-pp2-zero:tiny-sgd/tp2-pp2-zero:4:tiny-sgd/single:1
     tp2-sp-bf16:tiny/tp2-sp-bf16:2:tiny/tp2-bf16:2
     dp2-zero2-bf16:tiny/dp2-zero2-bf16:2:tiny/dp2-zero-bf16:2
     # Mixture-of-experts plans (docs/moe.md, "whale-run"), 5 steps each, against the single-device

@@ -26,13 +26,13 @@ struct TwoParams {
 TEST_CASE("adamw: the first step moves every element by lr against its gradient sign") {
   auto be = make_cpu_backend();
   TwoParams p;
-  AdamW opt(*be, p.views());
-  CHECK(opt.total_count() == 5);
-  CHECK(opt.state_count() == 5);
   AdamWConfig config;
   config.learning_rate = 0.1;
   config.eps = 0.0;
-  opt.step(config);
+  AdamW opt(*be, p.views(), config);
+  CHECK(opt.total_count() == 5);
+  CHECK(opt.state_count() == 5);
+  opt.step();
   CHECK(opt.step_count() == 1);
   // Step 1: m^ = g, v^ = g^2, update = sign(g).
   CHECK(p.a == std::vector<float>{0.9f, 2.1f, 2.9f});
@@ -44,17 +44,17 @@ TEST_CASE("adamw: the first step moves every element by lr against its gradient 
 TEST_CASE("adamw: two slices over a parameter boundary equal the whole optimizer") {
   auto be = make_cpu_backend();
   TwoParams whole_p, sliced_p;
-  AdamW whole(*be, whole_p.views());
-  AdamW low(*be, sliced_p.views(), 0, 2), high(*be, sliced_p.views(), 2, 100);
-  CHECK(high.end() == 5);
-  CHECK(high.state_count() == 3);
   AdamWConfig config;
   config.weight_decay = 0.1;
+  AdamW whole(*be, whole_p.views(), config);
+  AdamW low(*be, sliced_p.views(), config, 0, 2), high(*be, sliced_p.views(), config, 2, 100);
+  CHECK(high.end() == 5);
+  CHECK(high.state_count() == 3);
   for (int s = 0; s < 3; ++s) {
-    whole.step(config);
-    low.step(config);
+    whole.step();
+    low.step();
     CHECK(sliced_p.a[2] == (s == 0 ? 3.0f : sliced_p.a[2]));  // untouched by `low`
-    high.step(config);
+    high.step();
   }
   CHECK(sliced_p.a == whole_p.a);
   CHECK(sliced_p.b == whole_p.b);
@@ -65,12 +65,12 @@ TEST_CASE("adamw: a parameter not trained keeps its value, whatever its gradient
   TwoParams p;
   std::vector<ParameterView> views = p.views();
   views[1].trained = false;  // b: state such as a sigmoid_bias router's expert bias
-  AdamW opt(*be, views);
   AdamWConfig config;
   config.learning_rate = 0.1;
   config.eps = 0.0;
   config.weight_decay = 0.5;
-  opt.step(config);
+  AdamW opt(*be, views, config);
+  opt.step();
   CHECK(p.b == std::vector<float>{4, 5});
   // a: sign(g) and the decay: 1 - 0.1 * (1 + 0.5 * 1) = 0.85, ...
   CHECK(p.a[0] == doctest::Approx(0.85));

@@ -7,25 +7,13 @@
 
 #include "whale/exec/model/adamw.h"
 #include "host_views.h"
+#include "sliced_params.h"
 
 using namespace whale::exec;
-using whale::exec::test::host_view;
 using whale::exec::test::make_cpu_backend;
+using Params = whale::exec::test::SlicedParams;
 
 namespace {
-// Two parameters, concatenated as [a0 a1 a2 | b0 b1]; the slice [2, 4) holds a2 and b0.
-struct Params {
-  std::vector<float> a = {1, 2, -4}, ga = {2, -1, 0.5f};
-  std::vector<float> b = {8, 0.5f}, gb = {-0.25f, 4};
-  std::vector<ParameterView> views() {
-    return {{"a", host_view(a), host_view(ga), 3, false}, {"b", host_view(b), host_view(gb), 2, false}};
-  }
-  void flip_gradients() {
-    for (float& g : ga) g = -g;
-    for (float& g : gb) g = -g;
-  }
-};
-
 // Dyadic hyper-parameters, so that step 1 is exact: m^ = g, v^ = g^2, the update is sign(g)
 // and p1 = p - lr * (sign(g) + wd * p) = 0.75 p - 0.5 sign(g).
 AdamWConfig dyadic_config() {
@@ -42,13 +30,13 @@ AdamWConfig dyadic_config() {
 TEST_CASE("adamw slice [2, 4): two steps give the hand-computed values and touch nothing else") {
   auto be = make_cpu_backend();
   Params sliced, full;
-  AdamW shard(*be, sliced.views(), 2, 4);
-  AdamW whole(*be, full.views());
-  REQUIRE(shard.state_count() == 2);
   const AdamWConfig c = dyadic_config();
+  AdamW shard(*be, sliced.views(), c, 2, 4);
+  AdamW whole(*be, full.views(), c);
+  REQUIRE(shard.state_count() == 2);
 
-  shard.step(c);
-  whole.step(c);
+  shard.step();
+  whole.step();
   // Slice: a2 = 0.75 * -4 - 0.5 * sign(0.5) = -3.5; b0 = 0.75 * 8 - 0.5 * sign(-0.25) = 6.5.
   CHECK(sliced.a == std::vector<float>{1, 2, -3.5f});
   CHECK(sliced.b == std::vector<float>{6.5f, 0.5f});
@@ -66,8 +54,8 @@ TEST_CASE("adamw slice [2, 4): two steps give the hand-computed values and touch
   // -sign(g1) / 3 and p2 = p1 - 0.5 * (-sign(g1) / 3 + 0.5 * p1) = 0.75 p1 + sign(g1) / 6.
   sliced.flip_gradients();
   full.flip_gradients();
-  shard.step(c);
-  whole.step(c);
+  shard.step();
+  whole.step();
   const float a2 = static_cast<float>(0.75 * -3.5 + 1.0 / 6);  // sign(0.5) = +1
   const float b0 = static_cast<float>(0.75 * 6.5 - 1.0 / 6);   // sign(-0.25) = -1
   CHECK(sliced.a == std::vector<float>{1, 2, a2});

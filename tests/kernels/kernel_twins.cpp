@@ -14,6 +14,7 @@
 #include "backend/kernel_math/norm_math.h"
 #include "backend/kernel_math/online_softmax.h"
 #include "backend/kernel_math/rope_math.h"
+#include "backend/kernel_math/sgd_math.h"
 
 namespace whale::exec::test {
 namespace {
@@ -310,6 +311,17 @@ void twin_adamw(const std::vector<float*>& params, const std::vector<const float
       const std::size_t e = chunk.offset + i;
       adamw_element(params[chunk.tensor][e], grads[chunk.tensor][e], m[chunk.tensor][e],
                     v[chunk.tensor][e], s);
+    }
+}
+
+void twin_sgd(const std::vector<float*>& params, const std::vector<const float*>& grads,
+              const std::vector<float*>& momentum_buffers, const std::vector<std::size_t>& counts,
+              double lr, double momentum, double weight_decay) {
+  const SgdScalars s = sgd_scalars(lr, momentum, weight_decay);
+  for (const gpu::AdamwChunk& chunk : gpu::adamw_chunks(counts))  // one block per chunk
+    for (std::uint32_t i = 0; i < chunk.count; ++i) {
+      const std::size_t e = chunk.offset + i;
+      sgd_element(params[chunk.tensor][e], grads[chunk.tensor][e], momentum_buffers[chunk.tensor][e], s);
     }
 }
 

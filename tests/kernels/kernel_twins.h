@@ -49,5 +49,9 @@ void twin_adamw(const std::vector<float*>& params, const std::vector<const float
                 const std::vector<float*>& m, const std::vector<float*>& v,
                 const std::vector<std::size_t>& counts, double lr, double beta1, double beta2,
                 double eps, double weight_decay, int step);
+/// The multi-tensor SGD kernel over tensors of `counts` elements.
+void twin_sgd(const std::vector<float*>& params, const std::vector<const float*>& grads,
+              const std::vector<float*>& momentum_buffers, const std::vector<std::size_t>& counts,
+              double lr, double momentum, double weight_decay);
 
 }  // namespace whale::exec::test

@@ -264,3 +264,28 @@ TEST_CASE("multi-tensor AdamW over chunked tensors equals the CPU backend's upda
     CHECK(normwise_error(v[t], rv[t]) <= kFp32Tolerance);
   }
 }
+
+TEST_CASE("multi-tensor SGD over chunked tensors equals the CPU backend's update") {
+  auto cpu = make_reference();
+  const std::vector<std::size_t> counts = {5000, 3, 4097};  // spans chunk boundaries
+  std::vector<std::vector<float>> p, g, b, rp, rb;
+  for (std::size_t t = 0; t < counts.size(); ++t) {
+    p.push_back(random_vector(counts[t], 120 + t));
+    g.push_back(random_vector(counts[t], 130 + t));
+    b.push_back(random_vector(counts[t], 140 + t, 0.1f));
+  }
+  rp = p, rb = b;
+  std::vector<float*> pp, bp;
+  std::vector<const float*> gp;
+  for (std::size_t t = 0; t < counts.size(); ++t) {
+    pp.push_back(p[t].data());
+    gp.push_back(g[t].data());
+    bp.push_back(b[t].data());
+    cpu->sgd_update(view(rp[t]), view(g[t]), view(rb[t]), counts[t], 1e-2, 0.9, 0.1);
+  }
+  twin_sgd(pp, gp, bp, counts, 1e-2, 0.9, 0.1);
+  for (std::size_t t = 0; t < counts.size(); ++t) {
+    CHECK(normwise_error(p[t], rp[t]) <= kFp32Tolerance);
+    CHECK(normwise_error(b[t], rb[t]) <= kFp32Tolerance);
+  }
+}

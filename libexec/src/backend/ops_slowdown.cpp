@@ -162,6 +162,14 @@ class SlowedBackend : public Backend {
                           double b2, double eps, double wd, int step) override {
     slowed([&] { inner_->adamw_update_batch(segments, lr, b1, b2, eps, wd, step); });
   }
+  void sgd_update(TensorView p, ConstTensorView g, TensorView b, std::size_t n, double lr,
+                  double mu, double wd) override {
+    slowed([&] { inner_->sgd_update(p, g, b, n, lr, mu, wd); });
+  }
+  void sgd_update_batch(const std::vector<SgdSegment>& segments, double lr, double mu,
+                        double wd) override {
+    slowed([&] { inner_->sgd_update_batch(segments, lr, mu, wd); });
+  }
   void scale(TensorView d, double f) override {
     slowed([&] { inner_->scale(d, f); });
   }

@@ -18,6 +18,9 @@ constexpr double kFloatBytes = 4;
 /// libsim's optimizer bytes per fp32 AdamW parameter: gradient 4 + (m, v) read and written 16
 /// + weight read and written 8 (cost_table.cpp, optimizer_s).
 constexpr double kAdamwBytesPerParameter = 28;
+/// libsim's optimizer bytes per fp32 SGD parameter: gradient 4 + momentum read and written 8
+/// + weight read and written 8.
+constexpr double kSgdBytesPerParameter = 20;
 
 /// Float buffers of the backend filled with deterministic values spread over [0, 1), released
 /// together (non-negative, as AdamW's second moment must be). Not zeros: libm's tanh and exp
@@ -165,6 +168,8 @@ void measure_cpu_op_bandwidth(Backend& backend, bool quick, const TimerOptions& 
                               1e-8, 0.0, 1);
        },
        nullptr, 0, {}, {}},
+      {"sgd", kSgdBytesPerParameter * parameters,
+       [&] { backend.sgd_update(state(0), state(1), state(2), parameters, 1e-9, 0.9, 0.0); }, nullptr, 0, {}, {}},
   };
   // Each class cold (the flusher before every call, its hot inputs read back) and warm (the
   // private caches flushed before every call, its hot inputs read back: the rest comes from the

@@ -153,11 +153,13 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       }
       state.input_floats = state.module->input_floats_per_sample();
       state.output_floats = state.module->output_floats_per_sample();
-      AdamWConfig adamw;
-      adamw.learning_rate = options.learning_rate;
+      OptimizerConfig optimizer;
+      optimizer.kind = optimizer_kind(plan.model.training.optimizer);
+      optimizer.adamw.learning_rate = optimizer.sgd.learning_rate = options.learning_rate;
+      optimizer.sgd.momentum = options.momentum;
       const bool separate_experts = plan.model.moe && separate_expert_layout(stage);
       state.optimizer = std::make_unique<StageOptimizer>(
-          *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, adamw,
+          *im.backend, state.module->parameters(), state.dp, stage.shard_optimizer, optimizer,
           separate_experts, state.expert_dp.get());
       if (stage.mixed_tp() && stage.dp() > 1) {
         const std::vector<plan::GradientBucket> buckets = plan::gradient_buckets(plan, s);

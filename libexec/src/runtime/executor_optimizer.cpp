@@ -1,5 +1,5 @@
 // File: executor_optimizer.cpp
-// StageOptimizer: AdamW (adamw.h) on the whole flattened parameters or, under ZeRO-1/2, on this
+// StageOptimizer: the model's optimizer (optimizer.h) on the whole flattened parameters or, under ZeRO-1/2, on this
 // member's shard of them followed by an all-gather (into the dead gradient buffer); with a separate expert layout, the routed
 // experts' parameters as a second range over their own group.
 #include "runtime/executor_optimizer.h"
@@ -10,7 +10,7 @@
 namespace whale::exec {
 
 StageOptimizer::StageOptimizer(Backend& backend, std::vector<ParameterView> parameters,
-                               Communicator* dp, bool shard, const AdamWConfig& config,
+                               Communicator* dp, bool shard, const OptimizerConfig& config,
                                bool separate_experts, Communicator* expert_dp)
     : config_(config), backend_(backend) {
   if (!separate_experts) {
@@ -33,7 +33,7 @@ void StageOptimizer::add_range(std::vector<ParameterView> parameters, Communicat
   r.shard = shard && group != nullptr;
   for (const ParameterView& p : r.parameters) r.total += p.count;
   r.slice = r.shard ? zero_shard(r.total, group->size(), group->rank()) : zero_shard(r.total, 1, 0);
-  r.adamw = std::make_unique<AdamW>(backend_, r.parameters, r.slice.begin, r.slice.end);
+  r.optimizer = make_optimizer(backend_, r.parameters, config_, r.slice.begin, r.slice.end);
 }
 
 bool StageOptimizer::sharded() const {
@@ -52,7 +52,7 @@ void StageOptimizer::for_each_slice(const Range& range, std::size_t begin, std::
 }
 
 void StageOptimizer::step() {
-  for (Range& r : ranges_) r.adamw->step(config_);
+  for (Range& r : ranges_) r.optimizer->step();
 }
 
 void StageOptimizer::share_parameters() {
@@ -115,24 +115,25 @@ void StageOptimizer::gather_round(Range& r, float* out, std::size_t offset, std:
 std::vector<float> StageOptimizer::save_state() const {
   std::vector<float> state;
   for (const Range& r : ranges_) {
-    const std::size_t moments = r.adamw->state_count(), at = state.size();
-    state.resize(at + r.total + 2 * moments);
+    const std::vector<TensorView> buffers = r.optimizer->state();
+    const std::size_t at = state.size(), each = r.optimizer->state_count();
+    state.resize(at + r.total + buffers.size() * each);
     float* out = state.data() + at;
     for_each_slice(r, 0, r.total, [&](TensorView slice, std::size_t offset) {
       backend_.download(out + offset, slice, Stream::compute);
     });
-    backend_.download(out + r.total, r.adamw->first_moment(), Stream::compute);
-    backend_.download(out + r.total + moments, r.adamw->second_moment(), Stream::compute);
+    for (std::size_t b = 0; b < buffers.size(); ++b)
+      backend_.download(out + r.total + b * each, buffers[b], Stream::compute);
     backend_.synchronize(Stream::compute);
   }
   // Every range steps together: one count, exact below 2^24 steps.
-  state.push_back(static_cast<float>(ranges_.front().adamw->step_count()));
+  state.push_back(static_cast<float>(ranges_.front().optimizer->step_count()));
   return state;
 }
 
 std::size_t StageOptimizer::load_state(const std::vector<float>& state, std::size_t offset) {
   std::size_t needed = 1;
-  for (const Range& r : ranges_) needed += r.total + 2 * r.adamw->state_count();
+  for (const Range& r : ranges_) needed += r.total + r.optimizer->state().size() * r.optimizer->state_count();
   if (offset + needed > state.size())
     throw std::invalid_argument("optimizer state: expected " + std::to_string(needed) +
                                 " more floats, " + std::to_string(state.size() - offset) +
@@ -140,15 +141,16 @@ std::size_t StageOptimizer::load_state(const std::vector<float>& state, std::siz
   const float* at = state.data() + offset;
   const int steps = static_cast<int>(at[needed - 1]);
   for (Range& r : ranges_) {
-    const std::size_t moments = r.adamw->state_count();
+    const std::vector<TensorView> buffers = r.optimizer->state();
+    const std::size_t each = r.optimizer->state_count();
     for_each_slice(r, 0, r.total, [&](TensorView slice, std::size_t o) {
       backend_.upload(slice, at + o, Stream::compute);
     });
-    backend_.upload(r.adamw->first_moment(), at + r.total, Stream::compute);
-    backend_.upload(r.adamw->second_moment(), at + r.total + moments, Stream::compute);
+    for (std::size_t b = 0; b < buffers.size(); ++b)
+      backend_.upload(buffers[b], at + r.total + b * each, Stream::compute);
     backend_.synchronize(Stream::compute);
-    r.adamw->set_step_count(steps);
-    at += r.total + 2 * moments;
+    r.optimizer->set_step_count(steps);
+    at += r.total + buffers.size() * each;
   }
   return needed;
 }

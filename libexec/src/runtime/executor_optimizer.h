@@ -1,5 +1,5 @@
 // File: executor_optimizer.h
-// StageOptimizer: AdamW over one stage module's parameters, whose gradients the executor has
+// StageOptimizer: the model's optimizer (AdamW or SGD) over one stage module's parameters, whose gradients the executor has
 // summed across the stage's dp replicas (gradient_reducer.h); under ZeRO-1 and ZeRO-2 each
 // replica updates only its shard of the flattened parameters (zero_shard.h), then all-gathers
 // them; the routed experts of a separate expert layout are sharded over their own group.
@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "whale/exec/model/adamw.h"
+#include "whale/exec/model/optimizer.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/comm/communicator.h"
 #include "whale/exec/model/stage_module.h"
@@ -28,11 +28,11 @@ class StageOptimizer {
   /// data-parallel groups. `backend` holds the parameters (the stage module's) and the
   /// optimizer state; it must outlive this.
   StageOptimizer(Backend& backend, std::vector<ParameterView> parameters, Communicator* dp,
-                 bool shard, const AdamWConfig& config, bool separate_experts = false,
+                 bool shard, const OptimizerConfig& config, bool separate_experts = false,
                  Communicator* expert_dp = nullptr);
   ~StageOptimizer();
 
-  /// One AdamW step on the reduced gradients; sharded: on this member's shards only (it reads
+  /// One optimizer step on the reduced gradients; sharded: on this member's shards only (it reads
   /// the gradients of those shards only, which is all ZeRO-2's reduce-scatter sums).
   void step();
   /// Sharded: all-gathers the updated shards, so that every member holds all the parameters
@@ -44,7 +44,8 @@ class StageOptimizer {
   bool sharded() const;
 
   /// Per flat range (one, or the dense then the experts' under separate_experts): its
-  /// parameters, then m and v of this member's state; then the step count: for checkpoints.
+  /// parameters, then each state buffer of this member's slice (AdamW: m, v; SGD: the
+  /// momentum buffer); then the step count: for checkpoints.
   std::vector<float> save_state() const;
   /// Restores save_state(); returns the floats it consumed from `state` at `offset`.
   /// Throws std::invalid_argument when too few remain.
@@ -58,7 +59,7 @@ class StageOptimizer {
     bool shard = false;
     std::size_t total = 0;          // the range's elements
     ZeroShard slice;                // this member's flat elements (all of them when not sharded)
-    std::unique_ptr<AdamW> adamw;   // over slice
+    std::unique_ptr<SlicedOptimizer> optimizer;   // over slice
     // The all-gather's scratch in backend memory (share_range), kept from step to step so that
     // every step reuses warm memory: members floats when the gradients lie back to back, else
     // the flattened parameters padded to the group's shards.
@@ -78,7 +79,7 @@ class StageOptimizer {
   /// copied into the parameters they belong to.
   void gather_round(Range& range, float* out, std::size_t offset, std::size_t count);
 
-  AdamWConfig config_;
+  OptimizerConfig config_;
   Backend& backend_;
   std::vector<Range> ranges_;
 };

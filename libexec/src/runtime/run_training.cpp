@@ -169,6 +169,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
   ExecutorOptions executor_options;
   executor_options.seed = seed;
   executor_options.learning_rate = options.learning_rate;
+  executor_options.momentum = options.momentum;
   executor_options.record_timeline = !options.trace_file.empty();
   executor_options.record_layer_times = !options.layer_times_file.empty();
   if (executor_options.record_layer_times && plan.schedule.kind == plan::ScheduleKind::zb_h1)

@@ -138,6 +138,8 @@ class Fp32Kernels {
   void adamw_update(float* param, const float* grad, float* m, float* v, std::size_t count,
                     double lr, double beta1, double beta2, double eps, double weight_decay,
                     int step);
+  void sgd_update(float* param, const float* grad, float* momentum_buffer, std::size_t count,
+                  double lr, double momentum, double weight_decay);
 
  private:
   /// dst (C) += column sums of src (N, C): blocks of columns in parallel, each column summing
@@ -252,6 +254,8 @@ class CpuBackend : public Backend {
   void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                     std::size_t count, double lr, double beta1, double beta2, double eps,
                     double weight_decay, int step) override;
+  void sgd_update(TensorView param, ConstTensorView grad, TensorView momentum_buffer,
+                  std::size_t count, double lr, double momentum, double weight_decay) override;
   void scale(TensorView data, double factor) override;
   bool has_non_finite(ConstTensorView data) override;
 

@@ -205,6 +205,12 @@ void CpuBackend::adamw_update(TensorView param, ConstTensorView grad, TensorView
                         fp32_only(v, "v"), count, lr, beta1, beta2, eps, weight_decay, step);
 }
 
+void CpuBackend::sgd_update(TensorView param, ConstTensorView grad, TensorView momentum_buffer,
+                            std::size_t count, double lr, double momentum, double weight_decay) {
+  kernels_.sgd_update(fp32_only(param, "param"), fp32_only(grad, "grad"),
+                      fp32_only(momentum_buffer, "momentum_buffer"), count, lr, momentum, weight_decay);
+}
+
 void CpuBackend::scale(TensorView data, double factor) {
   Fp32Operands f;
   float* x = f.out(data, true);

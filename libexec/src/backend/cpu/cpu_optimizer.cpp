@@ -1,6 +1,7 @@
 // File: cpu_optimizer.cpp
-// CPU AdamW update (element-wise, moments kept in float, arithmetic in double), vectorised
-// with Eigen arrays over chunks (Eigen's packet sqrt is accurate to about one double ulp).
+// CPU optimizer updates (element-wise, state kept in float, arithmetic in double): AdamW,
+// vectorised with Eigen arrays over chunks (Eigen's packet sqrt is accurate to about one double
+// ulp), and SGD with momentum.
 #include <algorithm>
 #include <cmath>
 
@@ -43,6 +44,21 @@ void Fp32Kernels::adamw_update(float* param, const float* grad, float* m, float*
     m_out = m_chunk.head(n).cast<float>();
     v_out = v_chunk.head(n).cast<float>();
     p_out = p_chunk.head(n).cast<float>();
+  });
+}
+
+void Fp32Kernels::sgd_update(float* param, const float* grad, float* momentum_buffer,
+                             std::size_t count, double lr, double momentum, double weight_decay) {
+  constexpr std::ptrdiff_t kChunk = 4096;
+  const auto n = static_cast<std::ptrdiff_t>(count);
+  pool_.parallel_for((n + kChunk - 1) / kChunk, [&](std::ptrdiff_t chunk) {  // independent
+    const std::ptrdiff_t end = std::min(n, (chunk + 1) * kChunk);
+    for (std::ptrdiff_t i = chunk * kChunk; i < end; ++i) {
+      const double p = param[i];
+      const double buffer = momentum * momentum_buffer[i] + (grad[i] + weight_decay * p);
+      momentum_buffer[i] = static_cast<float>(buffer);
+      param[i] = static_cast<float>(p - lr * buffer);
+    }
   });
 }
 

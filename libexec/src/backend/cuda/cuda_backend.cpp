@@ -87,7 +87,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
 CudaBackend::~CudaBackend() {
   cudaDeviceSynchronize();  // destructors do not throw; errors were reported by the ops
   gemm_.reset();
-  if (adamw_tables_ != nullptr) arena_->release(adamw_tables_);
+  for (const MultiTensorTables* t : {&adamw_tables_, &sgd_tables_})
+    if (t->tables != nullptr) arena_->release(t->tables);
   arena_.reset();
   for (cudaEvent_t e : events_)
     if (e) cudaEventDestroy(e);

@@ -129,6 +129,10 @@ class CudaBackend : public Backend {
                     double weight_decay, int step) override;
   void adamw_update_batch(const std::vector<AdamwSegment>& segments, double lr, double beta1,
                           double beta2, double eps, double weight_decay, int step) override;
+  void sgd_update(TensorView param, ConstTensorView grad, TensorView momentum_buffer,
+                  std::size_t count, double lr, double momentum, double weight_decay) override;
+  void sgd_update_batch(const std::vector<SgdSegment>& segments, double lr, double momentum,
+                        double weight_decay) override;
   void scale(TensorView data, double factor) override;
   bool has_non_finite(ConstTensorView data) override;
 
@@ -184,12 +188,21 @@ class CudaBackend : public Backend {
   std::unique_ptr<CudaArena> arena_;
   void* workspace_ = nullptr;  // cuBLASLt's, from the arena
   std::unique_ptr<LtGemmRunner> gemm_;
-  // adamw_update_batch's device tables: the AdamwTensor entries, then (at adamw_chunks_offset_)
-  // the chunk list; rebuilt only when the segments (addresses, counts) change.
-  std::vector<std::uintptr_t> adamw_key_;  // per segment: param, grad, m, v, count
-  void* adamw_tables_ = nullptr;           // from allocate
-  std::size_t adamw_chunks_offset_ = 0;    // bytes
-  int adamw_chunk_count_ = 0;
+  // A multi-tensor optimizer launch's device tables: its tensor entries, then (at
+  // chunks_offset) the chunk list; rebuilt only when the segments (addresses, counts) change.
+  struct MultiTensorTables {
+    std::vector<std::uintptr_t> key;  // per segment: its tensors' addresses, then its count
+    void* tables = nullptr;           // from allocate
+    std::size_t chunks_offset = 0;    // bytes
+    int chunk_count = 0;
+  };
+  /// The tables of `cache` for segments of `counts` elements whose tensor entries are the
+  /// `entry_bytes` at `entries`: uploaded on the compute stream where `key` differs from the
+  /// cached one, else those cached. Returns the tables' base (null where no chunk).
+  const char* multi_tensor_tables(MultiTensorTables& cache, std::vector<std::uintptr_t> key,
+                                  const void* entries, std::size_t entry_bytes,
+                                  const std::vector<std::size_t>& counts);
+  MultiTensorTables adamw_tables_, sgd_tables_;
 };
 
 }  // namespace whale::exec::cuda

@@ -16,7 +16,6 @@
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_kernels.h"
-#include "backend/gpu_host/adamw_chunks.h"
 #include "backend/gpu_host/gemm_layout.h"
 #include "backend/gpu_host/token_buckets.h"
 #include "backend/kernel_math/attention_saved_state.h"
@@ -459,61 +458,6 @@ void CudaBackend::cross_entropy_backward_in_place(TensorView logits, ConstTensor
                            data<int32_t>(targets), rows, vocabulary, static_cast<float>(scale),
                            false);
   });
-}
-
-void CudaBackend::adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
-                               std::size_t count, double lr, double beta1, double beta2,
-                               double eps, double weight_decay, int step) {
-  adamw_update_batch({{param.slice(0, count), grad.slice(0, count), m.slice(0, count), v.slice(0, count)}},
-                     lr, beta1, beta2, eps, weight_decay, step);
-}
-
-// One launch for every segment. The tables live in device memory across steps (the optimizer's
-// tensors do not move), so a step uploads nothing unless the segments changed.
-void CudaBackend::adamw_update_batch(const std::vector<AdamwSegment>& segments, double lr,
-                                     double beta1, double beta2, double eps, double weight_decay,
-                                     int step) {
-  std::vector<std::uintptr_t> key;
-  key.reserve(segments.size() * 5);
-  for (const AdamwSegment& s : segments) {
-    for (ConstTensorView t : {ConstTensorView(s.param), s.grad, ConstTensorView(s.m), ConstTensorView(s.v)}) {
-      expect_dtype(t, DType::fp32, "adamw_update");
-      if (t.count != s.param.count)
-        throw std::invalid_argument("adamw_update: param, grad, m and v differ in element count");
-      key.push_back(reinterpret_cast<std::uintptr_t>(t.data));
-    }
-    key.push_back(s.param.count);
-  }
-  if (key != adamw_key_) {
-    std::vector<AdamwTensor<float>> tensors;
-    std::vector<std::size_t> counts;
-    for (const AdamwSegment& s : segments) {
-      tensors.push_back({data<float>(s.param), data<float>(s.grad), data<float>(s.m), data<float>(s.v), nullptr});
-      counts.push_back(s.param.count);
-    }
-    const std::vector<gpu::AdamwChunk> chunks = gpu::adamw_chunks(counts);
-    release(adamw_tables_);  // ordered after the previous launch by the compute stream
-    adamw_tables_ = nullptr;
-    adamw_key_.clear();
-    adamw_chunk_count_ = 0;
-    const std::size_t tensor_bytes = tensors.size() * sizeof tensors[0];
-    adamw_chunks_offset_ = (tensor_bytes + 15) / 16 * 16;
-    if (!chunks.empty()) {
-      adamw_tables_ = allocate(adamw_chunks_offset_ + chunks.size() * sizeof chunks[0]);
-      auto* base = static_cast<char*>(adamw_tables_);
-      // From pageable memory: each copy returns once the bytes are staged, so the host vectors
-      // may go; the compute stream orders them after allocate's zero fill and before the launch.
-      WHALE_CUDA_CHECK(cudaMemcpyAsync(base, tensors.data(), tensor_bytes, cudaMemcpyHostToDevice, compute()));
-      WHALE_CUDA_CHECK(cudaMemcpyAsync(base + adamw_chunks_offset_, chunks.data(),
-                                       chunks.size() * sizeof chunks[0], cudaMemcpyHostToDevice, compute()));
-    }
-    adamw_chunk_count_ = static_cast<int>(chunks.size());
-    adamw_key_ = std::move(key);
-  }
-  if (adamw_chunk_count_ == 0) return;
-  auto* base = static_cast<const char*>(adamw_tables_);
-  adamw_multi_tensor(compute(), reinterpret_cast<const AdamwTensor<float>*>(base), base + adamw_chunks_offset_,
-                     adamw_chunk_count_, kmath::adamw_scalars(lr, beta1, beta2, eps, weight_decay, step));
 }
 
 void CudaBackend::scale(TensorView data_view, double factor) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "backend/kernel_math/adamw_math.h"
+#include "backend/kernel_math/sgd_math.h"
 #include "whale/plan/moe.h"
 
 namespace whale::exec::cuda {
@@ -132,6 +133,18 @@ struct AdamwTensor {
 template <class T>
 void adamw_multi_tensor(cudaStream_t stream, const AdamwTensor<T>* tensors, const void* chunks,
                         int chunk_count, const kmath::AdamwScalars& scalars);
+
+// ---- multi-tensor SGD with momentum (cuda_sgd_kernels.cu) ----------------------------
+/// One tensor of a multi-tensor SGD launch: fp32 master weight, gradient and momentum buffer.
+struct SgdTensor {
+  float* param;
+  const float* grad;
+  float* momentum_buffer;
+};
+/// Updates every tensor of `tensors` over the chunk list `chunks` (gpu::AdamwChunk entries,
+/// `chunk_count` of them) in one launch, as adamw_multi_tensor does.
+void sgd_multi_tensor(cudaStream_t stream, const SgdTensor* tensors, const void* chunks,
+                      int chunk_count, const kmath::SgdScalars& scalars);
 
 // ---- mixture of experts (cuda_moe_kernels.cu; per-row arithmetic of kernel_math/moe_math.h) --
 /// One thread per row: probs (N, E), chosen (N, K), gates (N, K) of logits (N, E); `bias` (E)

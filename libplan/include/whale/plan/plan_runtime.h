@@ -17,14 +17,9 @@ namespace whale::plan {
 /// (e.g. "stages[2].<field>"). Empty when it runs all, which today is every valid plan.
 std::vector<std::string> unsupported_by_runtime(const Plan& plan);
 
-/// Throws whale::Error naming the model's file (else `file`) and training.optimizer where the
-/// model trains with SGD, which whale-run does not train (it trains AdamW; adam, without weight
-/// decay, is the same update).
-void check_trained_optimizer(const Model& model, const std::string& file);
-
 /// Throws whale::Error naming plan.source_file and the first unsupported feature (with how
-/// many more there are), with a hint to re-plan with whale-plan --runnable; or as
-/// check_trained_optimizer. Returns when the runtime executes the whole plan.
+/// many more there are), with a hint to re-plan with whale-plan --runnable. Returns when the
+/// runtime executes the whole plan.
 void check_runnable(const Plan& plan);
 
 /// The search strategies of what whale-run executes: today all of them (sequence

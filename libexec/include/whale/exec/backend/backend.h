@@ -287,6 +287,23 @@ class Backend {
     for (const AdamwSegment& s : segments)
       adamw_update(s.param, s.grad, s.m, s.v, s.param.count, lr, beta1, beta2, eps, weight_decay, step);
   }
+  /// One step of SGD with momentum as PyTorch's torch.optim.SGD takes it (dampening 0, no
+  /// Nesterov) on `count` fp32 elements: d = g + wd p; buf = momentum buf + d; p -= lr buf. A
+  /// buffer that starts at zero makes the first step's buffer d, as PyTorch's first step does.
+  virtual void sgd_update(TensorView param, ConstTensorView grad, TensorView momentum_buffer,
+                          std::size_t count, double lr, double momentum, double weight_decay) = 0;
+  /// One tensor of sgd_update_batch: param, grad, momentum_buffer fp32 of the same count.
+  struct SgdSegment {
+    TensorView param;
+    ConstTensorView grad;
+    TensorView momentum_buffer;
+  };
+  /// sgd_update on every segment with the same scalars, as adamw_update_batch is to adamw_update.
+  virtual void sgd_update_batch(const std::vector<SgdSegment>& segments, double lr, double momentum,
+                                double weight_decay) {
+    for (const SgdSegment& s : segments)
+      sgd_update(s.param, s.grad, s.momentum_buffer, s.param.count, lr, momentum, weight_decay);
+  }
   /// data *= factor, element-wise (float dtypes): unscales loss-scaled gradients.
   virtual void scale(TensorView data, double factor) = 0;
   /// True when any element of `data` is inf or NaN (loss scaling's overflow check).

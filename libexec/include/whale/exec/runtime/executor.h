@@ -2,7 +2,7 @@
 // Executor: runs this rank's part of a plan, one training step at a time, by interpreting its
 // group's ScheduleProgram: forwards and backwards through StageModules, activations and
 // gradients across stage groups through bridges, weighted gradient reduction across dp
-// replicas (optionally ZeRO-1 sharded) and AdamW.
+// replicas (optionally ZeRO-1 sharded) and the model's optimizer (AdamW or SGD).
 #pragma once
 
 #include <cstddef>
@@ -24,7 +24,8 @@ class GroupCommunicatorFactory;
 
 struct ExecutorOptions {
   uint64_t seed = 0;             // initial parameters (the same model under every plan)
-  double learning_rate = 1e-3;   // AdamW
+  double learning_rate = 1e-3;   // the model's optimizer's (training.optimizer: AdamW or SGD)
+  double momentum = 0.9;         // SGD's
   bool record_timeline = false;  // keep the events of each step (last_timeline)
   int threads = 1;               // CPU threads of this rank's backend (>= 1)
   bool cpu_device = false;       // run on a CPU backend whatever device the plan gives the rank

@@ -23,7 +23,8 @@ struct RunOptions {
   std::string plan_file;
   std::string data_file;            // text (byte-level tokens) or a binary token file
   int64_t steps = 20;               // total steps; a resumed run continues up to it
-  double learning_rate = 1e-3;
+  double learning_rate = 1e-3;      // the model's optimizer's (AdamW or SGD)
+  double momentum = 0.9;            // SGD's
   uint64_t seed = 1234;             // parameters and data order
   bool seed_given = false;          // --seed was given (a resumed run must then match it)
   std::string checkpoint_dir;       // "" = no checkpoints

@@ -1,0 +1,108 @@
+// File: cuda_backend_optimizer.cpp
+// The CUDA backend's optimizer steps: AdamW and SGD with momentum, each one multi-tensor launch
+// over every segment (cuda_adamw_kernels.cu, cuda_sgd_kernels.cu) whose device tables live
+// across steps (the optimizer's tensors do not move), so a step uploads nothing unless its
+// segments changed.
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/gpu_host/adamw_chunks.h"
+
+namespace whale::exec::cuda {
+namespace {
+
+/// Appends a segment's tensors' addresses, then its count, to `key`; each must be fp32 of the
+/// segment's count.
+void key_segment(std::vector<std::uintptr_t>& key, std::initializer_list<ConstTensorView> tensors,
+                 const char* what) {
+  const std::size_t count = tensors.begin()->count;
+  for (ConstTensorView t : tensors) {
+    if (!t.empty() && t.dtype != DType::fp32)
+      throw std::invalid_argument(std::string("CUDA backend ") + what + ": expected fp32, got " +
+                                  dtype_name(t.dtype));
+    if (t.count != count)
+      throw std::invalid_argument(std::string("CUDA backend ") + what +
+                                  ": a segment's tensors differ in element count");
+    key.push_back(reinterpret_cast<std::uintptr_t>(t.data));
+  }
+  key.push_back(count);
+}
+
+}  // namespace
+
+const char* CudaBackend::multi_tensor_tables(MultiTensorTables& cache, std::vector<std::uintptr_t> key,
+                                             const void* entries, std::size_t entry_bytes,
+                                             const std::vector<std::size_t>& counts) {
+  if (key == cache.key) return static_cast<const char*>(cache.tables);
+  const std::vector<gpu::AdamwChunk> chunks = gpu::adamw_chunks(counts);
+  release(cache.tables);  // ordered after the previous launch by the compute stream
+  cache = MultiTensorTables{};
+  cache.chunks_offset = (entry_bytes + 15) / 16 * 16;
+  if (!chunks.empty()) {
+    cache.tables = allocate(cache.chunks_offset + chunks.size() * sizeof chunks[0]);
+    auto* base = static_cast<char*>(cache.tables);
+    // From pageable memory: each copy returns once the bytes are staged, so the host vectors
+    // may go; the compute stream orders them after allocate's zero fill and before the launch.
+    WHALE_CUDA_CHECK(cudaMemcpyAsync(base, entries, entry_bytes, cudaMemcpyHostToDevice, compute()));
+    WHALE_CUDA_CHECK(cudaMemcpyAsync(base + cache.chunks_offset, chunks.data(), chunks.size() * sizeof chunks[0],
+                                     cudaMemcpyHostToDevice, compute()));
+  }
+  cache.chunk_count = static_cast<int>(chunks.size());
+  cache.key = std::move(key);
+  return static_cast<const char*>(cache.tables);
+}
+
+void CudaBackend::adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
+                               std::size_t count, double lr, double beta1, double beta2,
+                               double eps, double weight_decay, int step) {
+  adamw_update_batch({{param.slice(0, count), grad.slice(0, count), m.slice(0, count), v.slice(0, count)}},
+                     lr, beta1, beta2, eps, weight_decay, step);
+}
+
+void CudaBackend::adamw_update_batch(const std::vector<AdamwSegment>& segments, double lr,
+                                     double beta1, double beta2, double eps, double weight_decay,
+                                     int step) {
+  std::vector<std::uintptr_t> key;
+  std::vector<AdamwTensor<float>> tensors;
+  std::vector<std::size_t> counts;
+  for (const AdamwSegment& s : segments) {
+    key_segment(key, {s.param, s.grad, s.m, s.v}, "adamw_update");
+    tensors.push_back({s.param.as<float>(), s.grad.as<float>(), s.m.as<float>(), s.v.as<float>(), nullptr});
+    counts.push_back(s.param.count);
+  }
+  const char* base = multi_tensor_tables(adamw_tables_, std::move(key), tensors.data(),
+                                         tensors.size() * sizeof(AdamwTensor<float>), counts);
+  if (adamw_tables_.chunk_count == 0) return;
+  adamw_multi_tensor(compute(), reinterpret_cast<const AdamwTensor<float>*>(base), base + adamw_tables_.chunks_offset,
+                     adamw_tables_.chunk_count, kmath::adamw_scalars(lr, beta1, beta2, eps, weight_decay, step));
+}
+
+void CudaBackend::sgd_update(TensorView param, ConstTensorView grad, TensorView momentum_buffer,
+                             std::size_t count, double lr, double momentum, double weight_decay) {
+  sgd_update_batch({{param.slice(0, count), grad.slice(0, count), momentum_buffer.slice(0, count)}}, lr,
+                   momentum, weight_decay);
+}
+
+void CudaBackend::sgd_update_batch(const std::vector<SgdSegment>& segments, double lr, double momentum,
+                                   double weight_decay) {
+  std::vector<std::uintptr_t> key;
+  std::vector<SgdTensor> tensors;
+  std::vector<std::size_t> counts;
+  for (const SgdSegment& s : segments) {
+    key_segment(key, {s.param, s.grad, s.momentum_buffer}, "sgd_update");
+    tensors.push_back({s.param.as<float>(), s.grad.as<float>(), s.momentum_buffer.as<float>()});
+    counts.push_back(s.param.count);
+  }
+  const char* base = multi_tensor_tables(sgd_tables_, std::move(key), tensors.data(),
+                                         tensors.size() * sizeof(SgdTensor), counts);
+  if (sgd_tables_.chunk_count == 0) return;
+  sgd_multi_tensor(compute(), reinterpret_cast<const SgdTensor*>(base), base + sgd_tables_.chunks_offset,
+                   sgd_tables_.chunk_count, kmath::sgd_scalars(lr, momentum, weight_decay));
+}
+
+}  // namespace whale::exec::cuda
