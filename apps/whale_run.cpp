@@ -23,6 +23,19 @@ int main(int argc, char** argv) {
   // Above 10 AdamW and SGD diverge on any model; such a value is a typo (1e30) or a unit mix-up.
   app.add_option("--lr", o.learning_rate, "learning rate of the model's optimizer (training.optimizer: AdamW or SGD)")
       ->check(whale::app::number_above(0, 10));
+  app.add_option("--min-lr", o.min_learning_rate, "the rate a linear or cosine decay ends at (default 0)")
+      ->check(whale::app::number_in(0, 10));
+  app.add_option("--lr-warmup-steps", o.warmup_steps, "updates of a linear warm-up from 0 to --lr (default 0)")
+      ->check(whale::app::number_in(0, static_cast<double>(whale::plan::kMaxSteps)));
+  app.add_option("--lr-decay-style", o.lr_decay_style,
+                 "constant (default), linear or cosine from --lr to --min-lr after the warm-up")
+      ->check(CLI::IsMember({"constant", "linear", "cosine"}));
+  app.add_option("--lr-decay-steps", o.lr_decay_steps, "the update the decay ends at (default: --steps)")
+      ->check(whale::app::number_in(1, static_cast<double>(whale::plan::kMaxSteps)));
+  app.add_option("--weight-decay", o.weight_decay,
+                 "AdamW's decoupled or SGD's L2 weight decay on the weight matrices, not biases or norms "
+                 "(default 0; Megatron-LM's is 0.01)")
+      ->check(whale::app::number_in(0, 10));
   app.add_option("--momentum", o.momentum, "SGD's momentum (training.optimizer: sgd; default 0.9)")
       ->check(whale::app::number_in(0, 1));
   CLI::Option* seed = app.add_option("--seed", o.seed, "seed of the initial parameters and the data order");

@@ -2,7 +2,8 @@
 # File: equality_cli.sh
 # End-to-end checks of whale-run, one per call (from the source root):
 #   scripts/equality_cli.sh CHECK WHALE_RUN [WHALE_SIM]
-# CHECK: resume (10 steps == 5 + resume 5, bit for bit, on 1 to 3 ranks, GPT, Llama, mixed tp and SGD), bad_input (each
+# CHECK: schedule (a learning-rate schedule with weight decay: dp3 equals single, and resumes bit
+# for bit), resume (10 steps == 5 + resume 5, bit for bit, on 1 to 3 ranks, GPT, Llama, mixed tp and SGD), bad_input (each
 # case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
 # and exits 0), trace (a measured Chrome trace), layer_times (whale-run --layer-times read back
 # by whale-calibrate --layer-times and priced by whale-sim), learning (the loss falls on data/corpus.txt, AdamW and SGD),
@@ -34,14 +35,15 @@ expect_error() {
   [ "$rc" -eq 2 ] || fail "$name: exit code $rc, expected 2"
   grep -qF -- "$text" "$out/$name.err" || fail "$name: stderr lacks '$text': $(head -c 400 "$out/$name.err")"
 }
-# resume_equal PLAN NP: 10 steps in one go equal 5 steps, then --resume to 10, bit for bit.
+# resume_equal PLAN NP [ARGS...]: 10 steps in one go equal 5 steps, then --resume to 10, bit for
+# bit, each run with ARGS.
 resume_equal() {
-  local plan=$1 np=$2 tag; tag=$(basename "$1" .yaml)
+  local plan=$1 np=$2 tag; tag=$(basename "$1" .yaml); shift 2
   local launch=("$run"); [ "$np" -gt 1 ] && launch=(mpirun -np "$np" --oversubscribe "$run")
-  "${launch[@]}" "$plan" --data $data --steps 10 --log-every 0 --metrics "$out/$tag-full.jsonl" || fail "$tag: full run"
-  "${launch[@]}" "$plan" --data $data --steps 5 --log-every 0 --checkpoint-dir "$out/$tag-ckpt" \
+  "${launch[@]}" "$plan" --data $data --steps 10 --log-every 0 "$@" --metrics "$out/$tag-full.jsonl" || fail "$tag: full run"
+  "${launch[@]}" "$plan" --data $data --steps 5 --log-every 0 "$@" --checkpoint-dir "$out/$tag-ckpt" \
     --metrics "$out/$tag-a.jsonl" || fail "$tag: first half"
-  "${launch[@]}" "$plan" --data $data --steps 10 --log-every 0 --checkpoint-dir "$out/$tag-ckpt" \
+  "${launch[@]}" "$plan" --data $data --steps 10 --log-every 0 "$@" --checkpoint-dir "$out/$tag-ckpt" \
     --resume --metrics "$out/$tag-b.jsonl" || fail "$tag: resumed half"
   if [ "$(losses "$out/$tag-full.jsonl")" != "$(losses "$out/$tag-a.jsonl" "$out/$tag-b.jsonl")" ]; then
     fail "$tag: resumed losses differ"; paste <(losses "$out/$tag-full.jsonl") <(losses "$out/$tag-a.jsonl" "$out/$tag-b.jsonl")
@@ -50,6 +52,25 @@ resume_equal() {
 }
 
 case $check in
+schedule)  # a learning-rate schedule and weight decay: parallel equals single, and resumes
+  schedule=(--lr 0.003 --lr-warmup-steps 3 --lr-decay-style cosine --lr-decay-steps 10 --min-lr 3e-4
+            --weight-decay 0.1)
+  common=(--data $data --steps 10 --log-every 0 --seed 7)
+  "$run" configs/plans/tiny/single.yaml "${common[@]}" "${schedule[@]}" --metrics "$out/single.jsonl" \
+    --dump-params "$out/single.params" || fail "schedule: single run"
+  mpirun -np 3 --oversubscribe "$run" configs/plans/tiny/dp3-uneven-zero2.yaml "${common[@]}" "${schedule[@]}" \
+    --metrics "$out/plan.jsonl" --dump-params "$out/plan.params" || fail "schedule: dp3-uneven-zero2 run"
+  bash scripts/compare_runs.sh "$out/single.jsonl" "$out/plan.jsonl" "$out/single.params" "$out/plan.params" 10 ||
+    fail "schedule: dp3-uneven-zero2 differs from single"
+  # The options take effect: without them (a constant 0.003, no decay) the losses differ from step 2.
+  "$run" configs/plans/tiny/single.yaml "${common[@]}" --lr 0.003 --metrics "$out/constant.jsonl" ||
+    fail "schedule: constant run"
+  [ "$(losses "$out/single.jsonl" | head -1)" = "$(losses "$out/constant.jsonl" | head -1)" ] ||
+    fail "schedule: step 1's loss should not depend on the optimizer"
+  [ "$(losses "$out/single.jsonl" | sed -n 2p)" != "$(losses "$out/constant.jsonl" | sed -n 2p)" ] ||
+    fail "schedule: the schedule's step 2 equals the constant rate's"
+  resume_equal configs/plans/tiny/dp3-uneven-zero2.yaml 3 "${schedule[@]}"
+  ;;
 resume)
   resume_equal configs/plans/tiny/single.yaml 1
   resume_equal configs/plans/tiny/dp2-zero.yaml 2

@@ -244,7 +244,7 @@ TEST_CASE("multi-tensor AdamW: fp32 master, bf16 gradient, bf16 compute copy") {
     v.push_back(std::make_unique<DeviceArray<float>>(counts[t]));
     g.push_back(to_device<__nv_bfloat16>(random_vector(counts[t], 20 + t)));
     copy.push_back(std::make_unique<DeviceArray<__nv_bfloat16>>(counts[t]));
-    table.push_back({p[t]->data, g[t]->data, m[t]->data, v[t]->data, copy[t]->data});
+    table.push_back({p[t]->data, g[t]->data, m[t]->data, v[t]->data, copy[t]->data, 1});
   }
   const auto chunks = gpu::adamw_chunks(counts);
   DeviceArray<cuda::AdamwTensor<__nv_bfloat16>> device_table(table.size());

@@ -217,13 +217,13 @@ TEST_CASE("AdamW update over several chunks") {
 
 TEST_CASE("SGD batch: one launch over several tensors, equal to the CPU backend's update") {
   Backends be;
-  const std::size_t n = 9001;  // cut into segments of 4096, 1 and 4904 elements
+  const std::size_t n = 9001;  // cut into segments of 4096, 1 and 4904 elements, the last undecayed
   Twin p = be.tensor(random_vector(n, 95)), b = be.tensor(random_vector(n, 97, 0.1f));
   const Twin g = be.tensor(random_vector(n, 96));
   auto segments = [](TensorView pv, ConstTensorView gv, TensorView bv) {
     std::vector<Backend::SgdSegment> out;
     for (const auto& [at, len] : {std::pair<std::size_t, std::size_t>{0, 4096}, {4096, 1}, {4097, 4904}})
-      out.push_back({pv.slice(at, len), gv.slice(at, len), bv.slice(at, len)});
+      out.push_back({pv.slice(at, len), gv.slice(at, len), bv.slice(at, len), at < 4097});
     return out;
   };
   for (int step = 1; step <= 3; ++step) {

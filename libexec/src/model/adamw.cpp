@@ -16,10 +16,10 @@ void AdamW::update() {
   std::vector<Backend::AdamwSegment> segments;
   for (const Run& r : runs()) {
     segments.push_back({r.value, r.gradient, m_.slice(r.state_offset, r.value.count),
-                        v_.slice(r.state_offset, r.value.count)});
+                        v_.slice(r.state_offset, r.value.count), r.decayed});
   }
-  backend_.adamw_update_batch(segments, config_.learning_rate, config_.beta1, config_.beta2, config_.eps,
-                              config_.weight_decay, step_count());
+  backend_.adamw_update_batch(segments, config_.learning_rate.at(step_count() - 1), config_.beta1, config_.beta2,
+                              config_.eps, config_.weight_decay, step_count());
 }
 
 }  // namespace whale::exec

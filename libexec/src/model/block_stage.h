@@ -450,7 +450,7 @@ class BlockStage : public StageModule {
       backend_->synchronize(Stream::compute);  // `shard` is refilled next
       views_.push_back({spec.name, values_.slice(offset, shard.size()),
                         gradients_.slice(offset, shard.size()), shard.size(),
-                        layout.replicated(), layer, spec.expert >= 0, spec.trained});
+                        layout.replicated(), layer, spec.expert >= 0, spec.trained, spec.cols > 1});
       offset += shard.size();
     }
     parameters_updated();

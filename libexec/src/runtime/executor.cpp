@@ -156,6 +156,7 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
       OptimizerConfig optimizer;
       optimizer.kind = optimizer_kind(plan.model.training.optimizer);
       optimizer.adamw.learning_rate = optimizer.sgd.learning_rate = options.learning_rate;
+      optimizer.adamw.weight_decay = optimizer.sgd.weight_decay = options.weight_decay;
       optimizer.sgd.momentum = options.momentum;
       const bool separate_experts = plan.model.moe && separate_expert_layout(stage);
       state.optimizer = std::make_unique<StageOptimizer>(

@@ -16,6 +16,7 @@
 #include "runtime/expert_groups.h"
 #include "whale/plan/host_heap.h"
 #include "runtime/kernel_times.h"
+#include "runtime/run_learning_rate.h"
 #include "runtime/run_outputs.h"
 #include "whale/exec/backend/backend_factory.h"
 #include "whale/exec/runtime/checkpoint.h"
@@ -168,7 +169,8 @@ void run_training(const RunOptions& options, std::ostream& log) {
   const DataLoader loader(load_tokens(options.data_file), plan, seed);
   ExecutorOptions executor_options;
   executor_options.seed = seed;
-  executor_options.learning_rate = options.learning_rate;
+  executor_options.learning_rate = learning_rate_schedule(options);
+  executor_options.weight_decay = options.weight_decay;
   executor_options.momentum = options.momentum;
   executor_options.record_timeline = !options.trace_file.empty();
   executor_options.record_layer_times = !options.layer_times_file.empty();

@@ -35,6 +35,7 @@ __global__ void adamw_kernel(const AdamwTensor<T>* tensors, const gpu::AdamwChun
                              kmath::AdamwScalars scalars) {
   const gpu::AdamwChunk chunk = chunks[blockIdx.x];
   const AdamwTensor<T> t = tensors[chunk.tensor];
+  if (!t.decayed) scalars.weight_decay = 0.0f;
   const std::size_t first = chunk.offset;
   // fp32 tensors of 16-byte aligned chunks: four elements a thread through float4 loads, the
   // same arithmetic element by element.

@@ -16,9 +16,9 @@
 namespace whale::exec::cuda {
 namespace {
 
-/// Appends a segment's tensors' addresses, then its count, to `key`; each must be fp32 of the
-/// segment's count.
-void key_segment(std::vector<std::uintptr_t>& key, std::initializer_list<ConstTensorView> tensors,
+/// Appends a segment's tensors' addresses, then its count and `decayed`, to `key`; each must be
+/// fp32 of the segment's count.
+void key_segment(std::vector<std::uintptr_t>& key, std::initializer_list<ConstTensorView> tensors, bool decayed,
                  const char* what) {
   const std::size_t count = tensors.begin()->count;
   for (ConstTensorView t : tensors) {
@@ -31,6 +31,7 @@ void key_segment(std::vector<std::uintptr_t>& key, std::initializer_list<ConstTe
     key.push_back(reinterpret_cast<std::uintptr_t>(t.data));
   }
   key.push_back(count);
+  key.push_back(decayed ? 1 : 0);
 }
 
 }  // namespace
@@ -60,7 +61,7 @@ const char* CudaBackend::multi_tensor_tables(MultiTensorTables& cache, std::vect
 void CudaBackend::adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                                std::size_t count, double lr, double beta1, double beta2,
                                double eps, double weight_decay, int step) {
-  adamw_update_batch({{param.slice(0, count), grad.slice(0, count), m.slice(0, count), v.slice(0, count)}},
+  adamw_update_batch({{param.slice(0, count), grad.slice(0, count), m.slice(0, count), v.slice(0, count), true}},
                      lr, beta1, beta2, eps, weight_decay, step);
 }
 
@@ -71,8 +72,9 @@ void CudaBackend::adamw_update_batch(const std::vector<AdamwSegment>& segments, 
   std::vector<AdamwTensor<float>> tensors;
   std::vector<std::size_t> counts;
   for (const AdamwSegment& s : segments) {
-    key_segment(key, {s.param, s.grad, s.m, s.v}, "adamw_update");
-    tensors.push_back({s.param.as<float>(), s.grad.as<float>(), s.m.as<float>(), s.v.as<float>(), nullptr});
+    key_segment(key, {s.param, s.grad, s.m, s.v}, s.decayed, "adamw_update");
+    tensors.push_back(
+        {s.param.as<float>(), s.grad.as<float>(), s.m.as<float>(), s.v.as<float>(), nullptr, s.decayed ? 1 : 0});
     counts.push_back(s.param.count);
   }
   const char* base = multi_tensor_tables(adamw_tables_, std::move(key), tensors.data(),
@@ -84,7 +86,7 @@ void CudaBackend::adamw_update_batch(const std::vector<AdamwSegment>& segments, 
 
 void CudaBackend::sgd_update(TensorView param, ConstTensorView grad, TensorView momentum_buffer,
                              std::size_t count, double lr, double momentum, double weight_decay) {
-  sgd_update_batch({{param.slice(0, count), grad.slice(0, count), momentum_buffer.slice(0, count)}}, lr,
+  sgd_update_batch({{param.slice(0, count), grad.slice(0, count), momentum_buffer.slice(0, count), true}}, lr,
                    momentum, weight_decay);
 }
 
@@ -94,8 +96,8 @@ void CudaBackend::sgd_update_batch(const std::vector<SgdSegment>& segments, doub
   std::vector<SgdTensor> tensors;
   std::vector<std::size_t> counts;
   for (const SgdSegment& s : segments) {
-    key_segment(key, {s.param, s.grad, s.momentum_buffer}, "sgd_update");
-    tensors.push_back({s.param.as<float>(), s.grad.as<float>(), s.momentum_buffer.as<float>()});
+    key_segment(key, {s.param, s.grad, s.momentum_buffer}, s.decayed, "sgd_update");
+    tensors.push_back({s.param.as<float>(), s.grad.as<float>(), s.momentum_buffer.as<float>(), s.decayed ? 1 : 0});
     counts.push_back(s.param.count);
   }
   const char* base = multi_tensor_tables(sgd_tables_, std::move(key), tensors.data(),

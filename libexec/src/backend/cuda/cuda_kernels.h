@@ -119,7 +119,8 @@ void rope(cudaStream_t stream, T* data, int batch, int sequence, int row_channel
 
 // ---- multi-tensor AdamW (cuda_adamw_kernels.cu) --------------------------------------
 /// One tensor of a multi-tensor AdamW launch: fp32 master weight, moments, the gradient in T
-/// and, when not null, the compute copy in T that the kernel rewrites from the new weight.
+/// and, when not null, the compute copy in T that the kernel rewrites from the new weight;
+/// weight decay applies where `decayed` is not 0.
 template <class T>
 struct AdamwTensor {
   float* param;
@@ -127,6 +128,7 @@ struct AdamwTensor {
   float* m;
   float* v;
   T* compute_copy;
+  int decayed;
 };
 /// Updates every tensor of `tensors` (device array of `count` entries) over the chunk list
 /// `chunks` (device array of gpu::AdamwChunk, `chunk_count` entries) in one launch.
@@ -135,11 +137,13 @@ void adamw_multi_tensor(cudaStream_t stream, const AdamwTensor<T>* tensors, cons
                         int chunk_count, const kmath::AdamwScalars& scalars);
 
 // ---- multi-tensor SGD with momentum (cuda_sgd_kernels.cu) ----------------------------
-/// One tensor of a multi-tensor SGD launch: fp32 master weight, gradient and momentum buffer.
+/// One tensor of a multi-tensor SGD launch: fp32 master weight, gradient and momentum buffer;
+/// weight decay applies where `decayed` is not 0.
 struct SgdTensor {
   float* param;
   const float* grad;
   float* momentum_buffer;
+  int decayed;
 };
 /// Updates every tensor of `tensors` over the chunk list `chunks` (gpu::AdamwChunk entries,
 /// `chunk_count` of them) in one launch, as adamw_multi_tensor does.

@@ -1,6 +1,7 @@
 // File: cuda_sgd_kernels.cu
 // Multi-tensor SGD with momentum: one launch over a chunk list (gpu::adamw_chunks), one block
-// per chunk, fp32 weights, gradients and momentum buffers (kmath::sgd_element).
+// per chunk, fp32 weights, gradients and momentum buffers (kmath::sgd_element); weight decay on
+// the tensors marked decayed.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/gpu_host/adamw_chunks.h"
@@ -13,6 +14,7 @@ __global__ void sgd_kernel(const SgdTensor* tensors, const gpu::AdamwChunk* chun
                            kmath::SgdScalars scalars) {
   const gpu::AdamwChunk chunk = chunks[blockIdx.x];
   const SgdTensor t = tensors[chunk.tensor];
+  if (!t.decayed) scalars.weight_decay = 0.0f;
   for (std::uint32_t i = threadIdx.x; i < chunk.count; i += blockDim.x) {
     const std::size_t e = chunk.offset + i;
     float p = t.param[e], buffer = t.momentum_buffer[e];

@@ -271,38 +271,44 @@ class Backend {
   virtual void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                             std::size_t count, double lr, double beta1, double beta2,
                             double eps, double weight_decay, int step) = 0;
-  /// One tensor of adamw_update_batch: param, grad, m, v fp32 of the same count.
+  /// One tensor of adamw_update_batch: param, grad, m, v fp32 of the same count; weight decay
+  /// applies where `decayed`.
   struct AdamwSegment {
     TensorView param;
     ConstTensorView grad;
     TensorView m;
     TensorView v;
+    bool decayed = true;
   };
-  /// adamw_update on every segment with the same scalars: the whole optimizer step of a rank.
+  /// adamw_update on every segment with the same scalars (weight_decay 0 where a segment is not
+  /// `decayed`): the whole optimizer step of a rank.
   /// Results are those of the per-segment loop (this default); a backend may run them in one
   /// launch, caching its tables while the segments' addresses and counts stay the same.
   virtual void adamw_update_batch(const std::vector<AdamwSegment>& segments, double lr,
                                   double beta1, double beta2, double eps, double weight_decay,
                                   int step) {
     for (const AdamwSegment& s : segments)
-      adamw_update(s.param, s.grad, s.m, s.v, s.param.count, lr, beta1, beta2, eps, weight_decay, step);
+      adamw_update(s.param, s.grad, s.m, s.v, s.param.count, lr, beta1, beta2, eps, s.decayed ? weight_decay : 0.0,
+                   step);
   }
   /// One step of SGD with momentum as PyTorch's torch.optim.SGD takes it (dampening 0, no
   /// Nesterov) on `count` fp32 elements: d = g + wd p; buf = momentum buf + d; p -= lr buf. A
   /// buffer that starts at zero makes the first step's buffer d, as PyTorch's first step does.
   virtual void sgd_update(TensorView param, ConstTensorView grad, TensorView momentum_buffer,
                           std::size_t count, double lr, double momentum, double weight_decay) = 0;
-  /// One tensor of sgd_update_batch: param, grad, momentum_buffer fp32 of the same count.
+  /// One tensor of sgd_update_batch: param, grad, momentum_buffer fp32 of the same count;
+  /// weight decay applies where `decayed`.
   struct SgdSegment {
     TensorView param;
     ConstTensorView grad;
     TensorView momentum_buffer;
+    bool decayed = true;
   };
   /// sgd_update on every segment with the same scalars, as adamw_update_batch is to adamw_update.
   virtual void sgd_update_batch(const std::vector<SgdSegment>& segments, double lr, double momentum,
                                 double weight_decay) {
     for (const SgdSegment& s : segments)
-      sgd_update(s.param, s.grad, s.momentum_buffer, s.param.count, lr, momentum, weight_decay);
+      sgd_update(s.param, s.grad, s.momentum_buffer, s.param.count, lr, momentum, s.decayed ? weight_decay : 0.0);
   }
   /// data *= factor, element-wise (float dtypes): unscales loss-scaled gradients.
   virtual void scale(TensorView data, double factor) = 0;

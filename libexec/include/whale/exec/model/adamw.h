@@ -8,16 +8,17 @@
 
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/backend/tensor.h"
+#include "whale/exec/model/learning_rate_schedule.h"
 #include "whale/exec/model/sliced_optimizer.h"
 
 namespace whale::exec {
 
 struct AdamWConfig {
-  double learning_rate = 1e-3;
+  LearningRateSchedule learning_rate;  // by the updates made (a constant 1e-3 by default)
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
-  double weight_decay = 0.0;  // decoupled, applied to every parameter
+  double weight_decay = 0.0;  // decoupled, applied to the parameters ParameterView::decayed
 };
 
 class AdamW : public SlicedOptimizer {

@@ -9,14 +9,15 @@
 
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/backend/tensor.h"
+#include "whale/exec/model/learning_rate_schedule.h"
 #include "whale/exec/model/sliced_optimizer.h"
 
 namespace whale::exec {
 
 struct SgdConfig {
-  double learning_rate = 1e-3;
+  LearningRateSchedule learning_rate;  // by the updates made (a constant 1e-3 by default)
   double momentum = 0.9;      // Megatron-LM's --sgd-momentum default
-  double weight_decay = 0.0;  // L2, added to the gradient
+  double weight_decay = 0.0;  // L2, added to the gradients of the parameters ParameterView::decayed
 };
 
 class Sgd : public SlicedOptimizer {

@@ -25,7 +25,9 @@ class SlicedOptimizer {
   SlicedOptimizer(const SlicedOptimizer&) = delete;
   SlicedOptimizer& operator=(const SlicedOptimizer&) = delete;
 
-  /// Increments the step count and updates the slice's trained values from their gradients.
+  /// Increments the step count and updates the slice's trained values from their gradients,
+  /// at the learning rate of the updates made before (the count loaded from a checkpoint
+  /// included; a step a loss scaler skips makes no update).
   void step() {
     ++step_;
     update();
@@ -43,12 +45,13 @@ class SlicedOptimizer {
   void set_step_count(int step) { step_ = step; }
 
  protected:
-  /// One run of a trained parameter inside the slice: its values and gradients there, and
-  /// where the run starts in the state buffers.
+  /// One run of a trained parameter inside the slice: its values and gradients there, where
+  /// the run starts in the state buffers, and whether weight decay applies to it.
   struct Run {
     TensorView value;
     TensorView gradient;
     std::size_t state_offset;
+    bool decayed;
   };
   /// The runs of the trained parameters that overlap the slice, in list order.
   std::vector<Run> runs() const;

@@ -44,6 +44,9 @@ struct ParameterView {
   /// leaves it alone, its gradient stays zero, the stage itself updates it (end_step); it is
   /// checkpointed and dumped as a parameter. Kept in fp32 whatever the compute dtype.
   bool trained = true;
+  /// Weight decay applies: true for matrices, false for biases and norm weights (1-D), which
+  /// Megatron-LM's parameter groups leave undecayed.
+  bool decayed = true;
 };
 
 class StageModule {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "whale/exec/comm/communicator.h"
+#include "whale/exec/model/learning_rate_schedule.h"
 #include "whale/exec/runtime/data_loader.h"
 #include "whale/exec/runtime/rank_layout.h"
 #include "whale/exec/comm/run_transport.h"
@@ -24,8 +25,10 @@ class GroupCommunicatorFactory;
 
 struct ExecutorOptions {
   uint64_t seed = 0;             // initial parameters (the same model under every plan)
-  double learning_rate = 1e-3;   // the model's optimizer's (training.optimizer: AdamW or SGD)
+  /// The model's optimizer's (training.optimizer: AdamW or SGD) rate of each update.
+  LearningRateSchedule learning_rate;
   double momentum = 0.9;         // SGD's
+  double weight_decay = 0.0;     // AdamW's decoupled, SGD's L2; matrices only (ParameterView::decayed)
   bool record_timeline = false;  // keep the events of each step (last_timeline)
   int threads = 1;               // CPU threads of this rank's backend (>= 1)
   bool cpu_device = false;       // run on a CPU backend whatever device the plan gives the rank

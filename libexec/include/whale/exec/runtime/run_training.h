@@ -23,7 +23,12 @@ struct RunOptions {
   std::string plan_file;
   std::string data_file;            // text (byte-level tokens) or a binary token file
   int64_t steps = 20;               // total steps; a resumed run continues up to it
-  double learning_rate = 1e-3;      // the model's optimizer's (AdamW or SGD)
+  double learning_rate = 1e-3;      // the model's optimizer's (AdamW or SGD) peak rate
+  double min_learning_rate = 0.0;   // where linear and cosine decay end
+  int64_t warmup_steps = 0;         // updates of the linear warm-up from 0
+  std::string lr_decay_style = "constant";  // constant, linear or cosine
+  int64_t lr_decay_steps = 0;       // updates to the end of the decay; 0: `steps`
+  double weight_decay = 0.0;        // AdamW's decoupled, SGD's L2; matrices only
   double momentum = 0.9;            // SGD's
   uint64_t seed = 1234;             // parameters and data order
   bool seed_given = false;          // --seed was given (a resumed run must then match it)
