@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
                  "AdamW's decoupled or SGD's L2 weight decay on the weight matrices, not biases or norms "
                  "(default 0; Megatron-LM's is 0.01)")
       ->check(whale::app::number_in(0, 10));
+  app.add_option("--clip-grad", o.clip_grad,
+                 "clip the gradients to this global L2 norm, as Megatron-LM's --clip-grad (default 0: no "
+                 "clipping; Megatron-LM's is 1.0); the norm goes to --metrics as grad_norm")
+      ->check(whale::app::number_in(0, 1e9));
   app.add_option("--momentum", o.momentum, "SGD's momentum (training.optimizer: sgd; default 0.9)")
       ->check(whale::app::number_in(0, 1));
   CLI::Option* seed = app.add_option("--seed", o.seed, "seed of the initial parameters and the data order");

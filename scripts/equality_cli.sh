@@ -2,7 +2,8 @@
 # File: equality_cli.sh
 # End-to-end checks of whale-run, one per call (from the source root):
 #   scripts/equality_cli.sh CHECK WHALE_RUN [WHALE_SIM]
-# CHECK: schedule (a learning-rate schedule with weight decay: dp3 equals single, and resumes bit
+# CHECK: clip (clipping by the global gradient norm: six plans equal their single-rank plans,
+# norms included), schedule (a learning-rate schedule with weight decay: dp3 equals single, and resumes bit
 # for bit), resume (10 steps == 5 + resume 5, bit for bit, on 1 to 3 ranks, GPT, Llama, mixed tp and SGD), bad_input (each
 # case exits 2 with its message and overwrites nothing), signal (SIGINT writes a checkpoint
 # and exits 0), trace (a measured Chrome trace), layer_times (whale-run --layer-times read back
@@ -52,6 +53,37 @@ resume_equal() {
 }
 
 case $check in
+clip)  # clipping by the global gradient norm: parallel plans count every element once
+  clip=(--data $data --steps 6 --log-every 0 --seed 7 --clip-grad 0.5)
+  norms() { grep -o '"grad_norm":[^,}]*' "$1" | cut -d: -f2; }
+  # clip_equal PLAN NP REFERENCE: PLAN and its single-rank REFERENCE clip alike: the same
+  # losses and parameters (compare_runs.sh) and the same norm at every step within 1e-6.
+  clip_equal() {
+    local plan=$1 np=$2 reference=$3 tag; tag=$(basename "$(dirname "$1")")-$(basename "$1" .yaml)
+    "$run" "$reference" "${clip[@]}" --metrics "$out/$tag-ref.jsonl" --dump-params "$out/$tag-ref.params" ||
+      fail "clip: $reference"
+    mpirun -np "$np" --oversubscribe "$run" "$plan" "${clip[@]}" --metrics "$out/$tag.jsonl" \
+      --dump-params "$out/$tag.params" || fail "clip: $plan"
+    bash scripts/compare_runs.sh "$out/$tag-ref.jsonl" "$out/$tag.jsonl" "$out/$tag-ref.params" "$out/$tag.params" 6 \
+      >/dev/null || fail "clip: $plan differs from $reference"
+    paste <(norms "$out/$tag-ref.jsonl") <(norms "$out/$tag.jsonl") | awk -v tag="$tag" '
+      { n++; d = ($1 - $2) / $1; if (d < 0) d = -d; if ($2 == "" || d > 1e-6) { print "FAIL: clip: " tag " norm " $1 " vs " $2; bad = 1 }
+        if ($1 > 0.5) clipped = 1 }
+      END { if (n != 6) { print "FAIL: clip: " tag " has " n " norms"; bad = 1 }
+            if (!clipped) { print "FAIL: clip: " tag " never clipped"; bad = 1 }; exit bad }' || failures=$((failures + 1))
+  }
+  clip_equal configs/plans/tiny/dp3-uneven-zero2.yaml 3 configs/plans/tiny/single.yaml  # slices of ZeRO-2
+  clip_equal configs/plans/tiny/mixed-tp.yaml 3 configs/plans/tiny/single.yaml  # replicas at tp 2 and 1
+  clip_equal configs/plans/tiny/tp2-pp2-sp.yaml 4 configs/plans/tiny/single.yaml  # tp copies of the norms
+  clip_equal configs/plans/tiny-llama/wave-tied-dp2.yaml 4 configs/plans/tiny-llama/single.yaml  # two tied copies
+  clip_equal configs/plans/tiny-moe/ep2-dp2-uneven-zero2.yaml 4 configs/plans/tiny-moe/single-mb3.yaml  # experts apart
+  clip_equal configs/plans/tiny-moe-sigmoid/ep2-dp2.yaml 4 configs/plans/tiny-moe-sigmoid/single-mb3.yaml  # untrained biases
+  # Clipping changes the update: without it step 2's loss differs.
+  "$run" configs/plans/tiny/single.yaml --data $data --steps 2 --log-every 0 --seed 7 --metrics "$out/free.jsonl" ||
+    fail "clip: unclipped run"
+  [ "$(losses "$out/free.jsonl" | sed -n 2p)" != "$(losses "$out/tiny-dp3-uneven-zero2-ref.jsonl" | sed -n 2p)" ] ||
+    fail "clip: clipping left step 2 as it was"
+  ;;
 schedule)  # a learning-rate schedule and weight decay: parallel equals single, and resumes
   schedule=(--lr 0.003 --lr-warmup-steps 3 --lr-decay-style cosine --lr-decay-steps 10 --min-lr 3e-4
             --weight-decay 0.1)

@@ -238,6 +238,16 @@ TEST_CASE("SGD batch: one launch over several tensors, equal to the CPU backend'
                   std::invalid_argument);
 }
 
+TEST_CASE("sum of squares over several tensors equals the CPU backend's, and repeats bit for bit") {
+  Backends be;
+  const Twin a = be.tensor(random_vector(5000, 98)), b = be.tensor(random_vector(3, 99));
+  const double cpu = be.cpu->sum_of_squares({a.on_cpu, b.on_cpu});
+  const double gpu = be.gpu->sum_of_squares({a.on_gpu, b.on_gpu});
+  CHECK(gpu == doctest::Approx(cpu).epsilon(1e-12));
+  CHECK(be.gpu->sum_of_squares({a.on_gpu, b.on_gpu}) == gpu);  // cached tables, the same order
+  CHECK(be.gpu->sum_of_squares({}) == 0.0);
+}
+
 TEST_CASE("AdamW batch: one launch over several tensors, tables kept until the segments change") {
   Backends be;
   const std::size_t n = 13001;  // cut into segments of 1, 4096, 5000 and 3904 elements

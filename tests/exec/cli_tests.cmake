@@ -3,7 +3,7 @@
 # - equality_<plan>: every tiny plan trains 20 steps equal to single.yaml (scripts/equality.sh),
 #   a tiny Llama plan (equality_llama_<plan>) equal to its single-device plan, a bf16 plan
 #   equal to the bf16 plan it refines;
-# - schedule (a learning-rate schedule and weight decay), resume, bad input (exit 2, nothing overwritten), signals, trace, buckets (whale-run and
+# - clip (gradient clipping), schedule (a learning-rate schedule and weight decay), resume, bad input (exit 2, nothing overwritten), signals, trace, buckets (whale-run and
 #   whale-sim reduce the same gradient buckets), split_ops (both list the same zb-h1 passes),
 #   compare (whale-sim --compare against whale-run's trace): scripts/equality_cli.sh.
 if(NOT TARGET whale-run)
@@ -114,7 +114,7 @@ foreach(entry ${WHALE_REFERENCE_PLANS})
     FIXTURES_REQUIRED cli_tools)
 endforeach()
 
-foreach(check schedule resume bad_input signal trace layer_times learning buckets split_ops moe moe_layouts
+foreach(check clip schedule resume bad_input signal trace layer_times learning buckets split_ops moe moe_layouts
               compare)
   add_test(NAME whale_run_${check}
     COMMAND bash scripts/equality_cli.sh ${check} $<TARGET_FILE:whale-run> $<TARGET_FILE:whale-sim>

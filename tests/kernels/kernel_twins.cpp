@@ -314,6 +314,21 @@ void twin_adamw(const std::vector<float*>& params, const std::vector<const float
     }
 }
 
+double twin_sum_of_squares(const std::vector<const float*>& tensors, const std::vector<std::size_t>& counts) {
+  double total = 0;
+  for (const gpu::AdamwChunk& chunk : gpu::adamw_chunks(counts)) {  // one block per chunk
+    double lanes[kBlockThreads] = {};
+    for (std::uint32_t i = 0; i < chunk.count; ++i) {  // thread i % kBlockThreads, in stride order
+      const double v = tensors[chunk.tensor][chunk.offset + i];
+      lanes[i % kBlockThreads] += v * v;
+    }
+    for (unsigned stride = kBlockThreads / 2; stride > 0; stride /= 2)
+      for (unsigned t = 0; t < stride; ++t) lanes[t] += lanes[t + stride];
+    total += lanes[0];
+  }
+  return total;
+}
+
 void twin_sgd(const std::vector<float*>& params, const std::vector<const float*>& grads,
               const std::vector<float*>& momentum_buffers, const std::vector<std::size_t>& counts,
               double lr, double momentum, double weight_decay) {

@@ -49,6 +49,9 @@ void twin_adamw(const std::vector<float*>& params, const std::vector<const float
                 const std::vector<float*>& m, const std::vector<float*>& v,
                 const std::vector<std::size_t>& counts, double lr, double beta1, double beta2,
                 double eps, double weight_decay, int step);
+/// The sum-of-squares kernel over `tensors` of `counts` elements: its chunks' partials, summed
+/// in chunk order as the backend sums them.
+double twin_sum_of_squares(const std::vector<const float*>& tensors, const std::vector<std::size_t>& counts);
 /// The multi-tensor SGD kernel over tensors of `counts` elements.
 void twin_sgd(const std::vector<float*>& params, const std::vector<const float*>& grads,
               const std::vector<float*>& momentum_buffers, const std::vector<std::size_t>& counts,

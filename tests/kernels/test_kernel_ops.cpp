@@ -289,3 +289,17 @@ TEST_CASE("multi-tensor SGD over chunked tensors equals the CPU backend's update
     CHECK(normwise_error(b[t], rb[t]) <= kFp32Tolerance);
   }
 }
+
+TEST_CASE("the sum-of-squares kernel's chunked order equals the CPU backend's sum") {
+  auto cpu = make_reference();
+  const std::vector<std::size_t> counts = {5000, 3, 4097};  // spans chunk boundaries
+  std::vector<std::vector<float>> x;
+  std::vector<const float*> pointers;
+  std::vector<ConstTensorView> views;
+  for (std::size_t t = 0; t < counts.size(); ++t) x.push_back(random_vector(counts[t], 150 + t));
+  for (const std::vector<float>& v : x) {
+    pointers.push_back(v.data());
+    views.push_back(view(v));
+  }
+  CHECK(twin_sum_of_squares(pointers, counts) == doctest::Approx(cpu->sum_of_squares(views)).epsilon(1e-12));
+}

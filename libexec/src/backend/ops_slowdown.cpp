@@ -173,6 +173,11 @@ class SlowedBackend : public Backend {
   void scale(TensorView d, double f) override {
     slowed([&] { inner_->scale(d, f); });
   }
+  double sum_of_squares(const std::vector<ConstTensorView>& tensors) override {
+    double sum = 0;
+    slowed([&] { sum = inner_->sum_of_squares(tensors); });
+    return sum;
+  }
   bool has_non_finite(ConstTensorView d) override {
     bool found = false;
     slowed([&] { found = inner_->has_non_finite(d); });

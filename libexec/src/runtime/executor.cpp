@@ -211,7 +211,7 @@ double Executor::train_step(const DataLoader& loader, int64_t step) {
   for (const plan::Instruction& instruction : im.program.instructions)
     im.execute(instruction, loader, step);
   im.transport.wait_sends();
-  im.finish_scaled_step();
+  im.finish_deferred_steps();
   im.inputs.clear();
   im.outputs.clear();
   im.output_grads.clear();
@@ -222,27 +222,11 @@ double Executor::train_step(const DataLoader& loader, int64_t step) {
   return loss[0] / tokens;
 }
 
-void Executor::Impl::finish_scaled_step() {
-  if (!scaler.enabled()) return;
-  std::vector<double> overflow = {0.0};
-  for (auto& entry : stages)
-    for (const ParameterView& p : entry.second.module->parameters())
-      if (backend->has_non_finite(p.gradient)) overflow[0] = 1.0;
-  transport.sum(overflow);
-  const double used_scale = scaler.scale();
-  if (scaler.update(overflow[0] == 0.0)) {
-    for (int s : deferred_steps) {
-      for (const ParameterView& p : stage(s).module->parameters())
-        backend->scale(p.gradient, 1.0 / used_scale);
-      update_parameters(s);
-    }
-  }
-  deferred_steps.clear();
-}
-
 int64_t Executor::skipped_steps() const { return impl_->scaler.skipped_steps(); }
 
 double Executor::loss_scale() const { return impl_->scaler.scale(); }
+
+double Executor::grad_norm() const { return impl_->grad_norm; }
 
 const std::vector<LayerTimeSample>& Executor::layer_time_samples() const { return impl_->layer_times; }
 

@@ -63,7 +63,10 @@ struct Executor::Impl {
   std::map<BufferKey, std::vector<float>> input_grads;   // gradient of the stage's input
   double loss_sum = 0;                                   // summed token cross-entropy here
   LossScaler scaler{plan.precision == plan::Precision::fp16};  // fp16 only; else scale 1
-  std::vector<int> deferred_steps;  // stages whose optimizer step waits for the overflow check
+  /// Stages whose optimizer step waits for the end of the step: for fp16's overflow check and
+  /// for the global gradient norm of clipping.
+  std::vector<int> deferred_steps;
+  double grad_norm = -1;  // of the last step, when options.clip_grad > 0
   /// The tied token table's group and this rank's copies (null unless the model ties its head to
   /// the table across stages and this rank holds one of the two or both); their stages; whether
   /// this step has summed them.
@@ -112,9 +115,13 @@ struct Executor::Impl {
   /// Between two layers of a backward of stage s: starts the buckets of s that became ready
   /// when this is s's last backward, and lets every bucket in flight on this rank progress.
   void layer_done(int s, int layer, bool last_backward);
-  /// Loss scaling: after the program, agrees with every rank whether all gradients are finite,
-  /// then unscales them and runs the deferred optimizer steps, or skips them all.
-  void finish_scaled_step();
+  /// After the program, with loss scaling or clipping: agrees with every rank whether all
+  /// gradients are finite (fp16), then on their global norm (clipping), unscales and clips them
+  /// in one pass and runs the deferred optimizer steps, or skips them all (an overflow).
+  void finish_deferred_steps();
+  /// This rank's share of the squared global gradient norm (StageOptimizer::
+  /// gradient_square_sum over its stages, each element of the model counted on one rank).
+  double gradient_square_sum() const;
   /// Records [start, now) (or [start, end)) on `lane` when a timeline is kept.
   void record(const char* lane, const std::string& name, int s, int mb,
               std::chrono::steady_clock::time_point start);

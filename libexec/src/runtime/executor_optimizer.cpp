@@ -55,6 +55,22 @@ void StageOptimizer::step() {
   for (Range& r : ranges_) r.optimizer->step();
 }
 
+double StageOptimizer::gradient_square_sum(const std::function<bool(const ParameterView&)>& counted,
+                                           const std::function<bool(const ParameterView&)>& copy_counted) const {
+  std::vector<ConstTensorView> gradients;
+  for (const Range& r : ranges_) {
+    const std::size_t begin = r.slice.begin, end = r.slice.end;  // everything when not sharded
+    std::size_t offset = 0;
+    for (const ParameterView& p : r.parameters) {
+      const std::size_t lo = std::max(begin, offset), hi = std::min(end, offset + p.count);
+      if (lo < hi && p.trained && counted(p) && (r.shard || copy_counted(p)))
+        gradients.push_back(ConstTensorView(p.gradient).slice(lo - offset, hi - lo));
+      offset += p.count;
+    }
+  }
+  return backend_.sum_of_squares(gradients);
+}
+
 void StageOptimizer::share_parameters() {
   for (Range& r : ranges_)
     if (r.shard) share_range(r);

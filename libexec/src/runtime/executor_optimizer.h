@@ -5,6 +5,7 @@
 // them; the routed experts of a separate expert layout are sharded over their own group.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -42,6 +43,13 @@ class StageOptimizer {
   /// the compute stream.
   void share_parameters();
   bool sharded() const;
+  /// This member's share of the global gradient norm's square: the sum of squares of the
+  /// reduced gradients of the trained parameters that `counted` accepts, taken in a sharded
+  /// range over this member's slice (the members' slices partition it) and in a whole range
+  /// from the parameters whose copy `copy_counted` says this rank's group counts (one member of
+  /// the ranks holding the same copy). Call between the reduction and step().
+  double gradient_square_sum(const std::function<bool(const ParameterView&)>& counted,
+                             const std::function<bool(const ParameterView&)>& copy_counted) const;
 
   /// Per flat range (one, or the dense then the experts' under separate_experts): its
   /// parameters, then each state buffer of this member's slice (AdamW: m, v; SGD: the

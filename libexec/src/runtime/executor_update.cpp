@@ -2,6 +2,7 @@
 // Executor: gradient bucket and optimizer instructions, checkpoint state, and the full
 // parameters gathered to rank 0.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -12,6 +13,8 @@
 
 #include "runtime/executor_impl.h"
 #include "runtime/executor_optimizer.h"
+#include "runtime/tied_embedding.h"
+#include "whale/exec/runtime/gradient_clipping.h"
 #include "whale/exec/model/tensor_shard.h"
 #include "whale/plan/check.h"
 
@@ -47,7 +50,7 @@ void Executor::Impl::optimizer_step(int s) {
     tied->sum_gradients();
     tied_summed = true;
   }
-  if (scaler.enabled()) {  // after the overflow check of the whole step (finish_scaled_step)
+  if (scaler.enabled() || options.clip_grad > 0) {  // finish_deferred_steps runs it
     deferred_steps.push_back(s);
     return;
   }
@@ -66,6 +69,63 @@ void Executor::Impl::update_parameters(int s) {
   }
   stage(s).module->end_step(stage(s).dp);
   stage(s).module->parameters_updated();
+}
+
+void Executor::Impl::finish_deferred_steps() {
+  if (deferred_steps.empty() && !scaler.enabled() && options.clip_grad <= 0) return;
+  double unscale = 1.0;
+  if (scaler.enabled()) {
+    std::vector<double> overflow = {0.0};
+    for (auto& entry : stages)
+      for (const ParameterView& p : entry.second.module->parameters())
+        if (backend->has_non_finite(p.gradient)) overflow[0] = 1.0;
+    transport.sum(overflow);
+    unscale = 1.0 / scaler.scale();
+    if (!scaler.update(overflow[0] == 0.0)) {  // skipped: no update, no norm
+      deferred_steps.clear();
+      grad_norm = -1;
+      return;
+    }
+  }
+  double factor = unscale;
+  if (options.clip_grad > 0) {
+    std::vector<double> square_sum = {gradient_square_sum()};
+    transport.sum(square_sum);
+    grad_norm = std::sqrt(square_sum[0]) * unscale;
+    factor *= clip_coefficient(grad_norm, options.clip_grad);
+  }
+  for (int s : deferred_steps) {
+    if (factor != 1.0)
+      for (const ParameterView& p : stage(s).module->parameters()) backend->scale(p.gradient, factor);
+    update_parameters(s);
+  }
+  deferred_steps.clear();
+}
+
+double Executor::Impl::gradient_square_sum() const {
+  const std::vector<int> tied_at = tied_embedding_stages(plan);
+  const int table_stage = tied_at.empty() ? -1 : *std::min_element(tied_at.begin(), tied_at.end());
+  double sum = 0;
+  for (const auto& [s, st] : stages) {
+    const plan::Stage& stage = plan.stages.at(s);
+    const int index = stage.index_of(device);
+    const int expert_tp = stage.expert_tp_degree();
+    const bool expert_replica_zero = index < stage.ep * expert_tp;
+    const StageRole role = st.role;
+    // As gather_parameters writes each element once: a tensor-parallel copy on tp rank 0 only,
+    // the tied table in its first stage only; in a whole range the copy of replica 0 (a routed
+    // expert's: of expert-dp replica 0).
+    const auto counted = [&](const ParameterView& p) {
+      const int tp_rank = p.expert_parallel ? index % expert_tp : role.tp_rank;
+      if (p.tp_replicated && tp_rank != 0) return false;
+      return table_stage < 0 || p.name != kTokenTable || s == table_stage;
+    };
+    const auto copy_counted = [&](const ParameterView& p) {
+      return p.expert_parallel ? expert_replica_zero : role.replica == 0;
+    };
+    sum += st.optimizer->gradient_square_sum(counted, copy_counted);
+  }
+  return sum;
 }
 
 std::vector<float> Executor::save_state() const {

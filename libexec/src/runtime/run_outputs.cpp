@@ -18,25 +18,29 @@
 namespace whale::exec {
 
 std::string format_log_line(const StepRecord& r, int64_t steps) {
-  char line[200];
+  char line[240];
   int n = std::snprintf(line, sizeof(line),
                         "step %lld/%lld  loss %.6f  step_time %.4f s  tokens/s %.0f",
                         static_cast<long long>(r.step), static_cast<long long>(steps), r.loss,
                         r.step_time_s, r.tokens_per_s);
   if (r.skipped_steps >= 0 && n > 0 && n < static_cast<int>(sizeof(line)))
-    std::snprintf(line + n, sizeof(line) - n, "  skipped %lld  loss_scale %.0f",
-                  static_cast<long long>(r.skipped_steps), r.loss_scale);
+    n += std::snprintf(line + n, sizeof(line) - n, "  skipped %lld  loss_scale %.0f",
+                       static_cast<long long>(r.skipped_steps), r.loss_scale);
+  if (r.grad_norm >= 0 && n > 0 && n < static_cast<int>(sizeof(line)))
+    std::snprintf(line + n, sizeof(line) - n, "  grad_norm %.4g", r.grad_norm);
   return line;
 }
 
 std::string format_metrics_line(const StepRecord& r) {
-  char line[260];
+  char line[400];
   int n = std::snprintf(line, sizeof(line),
                         "{\"step\":%lld,\"loss\":%.17g,\"step_time_s\":%.6g,\"tokens_per_s\":%.6g",
                         static_cast<long long>(r.step), r.loss, r.step_time_s, r.tokens_per_s);
   if (r.skipped_steps >= 0 && n > 0 && n < static_cast<int>(sizeof(line)))
     n += std::snprintf(line + n, sizeof(line) - n, ",\"skipped_steps\":%lld,\"loss_scale\":%.17g",
                        static_cast<long long>(r.skipped_steps), r.loss_scale);
+  if (r.grad_norm >= 0 && n > 0 && n < static_cast<int>(sizeof(line)))
+    n += std::snprintf(line + n, sizeof(line) - n, ",\"grad_norm\":%.17g", r.grad_norm);
   if (n > 0 && n < static_cast<int>(sizeof(line)))
     std::snprintf(line + n, sizeof(line) - n, ",\"device\":\"%s\",\"peak_memory_bytes\":%lld",
                   r.device.c_str(), static_cast<long long>(r.peak_memory_bytes));

@@ -21,15 +21,16 @@ struct StepRecord {
   double tokens_per_s = 0;
   int64_t skipped_steps = -1;  // fp16 loss scaling: steps skipped so far; -1 without it
   double loss_scale = 1;       // fp16 loss scaling: the scale of the next step
+  double grad_norm = -1;       // --clip-grad: the step's global gradient norm before clipping; -1 without
   std::string device;          // the writing rank's backend device ("cpu", "cuda:0", ...)
   int64_t peak_memory_bytes = 0;  // the most backend memory that rank has held at once so far
 };
 
 /// "step 5/20  loss 5.123456  step_time 0.0123 s  tokens/s 20812", then with loss scaling
-/// "  skipped 2  loss_scale 32768"
+/// "  skipped 2  loss_scale 32768", then with clipping "  grad_norm 1.234"
 std::string format_log_line(const StepRecord& record, int64_t steps);
 /// {"step":5,"loss":5.1234567890123456,"step_time_s":0.0123,"tokens_per_s":20812.3, then
-/// ,"skipped_steps":2,"loss_scale":32768 under loss scaling, then
+/// ,"skipped_steps":2,"loss_scale":32768 under loss scaling, ,"grad_norm":1.234 under clipping, then
 /// ,"device":"cpu","peak_memory_bytes":1048576}
 std::string format_metrics_line(const StepRecord& record);
 

@@ -172,6 +172,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
   executor_options.learning_rate = learning_rate_schedule(options);
   executor_options.weight_decay = options.weight_decay;
   executor_options.momentum = options.momentum;
+  executor_options.clip_grad = options.clip_grad;
   executor_options.record_timeline = !options.trace_file.empty();
   executor_options.record_layer_times = !options.layer_times_file.empty();
   if (executor_options.record_layer_times && plan.schedule.kind == plan::ScheduleKind::zb_h1)
@@ -238,6 +239,7 @@ void run_training(const RunOptions& options, std::ostream& log) {
       record.skipped_steps = executor.skipped_steps();
       record.loss_scale = executor.loss_scale();
     }
+    record.grad_norm = executor.grad_norm();
     if (root && options.log_every > 0 && (step % options.log_every == 0 || step == options.steps))
       log << format_log_line(record, options.steps) << std::endl;
     if (metrics) {

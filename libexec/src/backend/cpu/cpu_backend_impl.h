@@ -257,6 +257,7 @@ class CpuBackend : public Backend {
   void sgd_update(TensorView param, ConstTensorView grad, TensorView momentum_buffer,
                   std::size_t count, double lr, double momentum, double weight_decay) override;
   void scale(TensorView data, double factor) override;
+  double sum_of_squares(const std::vector<ConstTensorView>& tensors) override;
   bool has_non_finite(ConstTensorView data) override;
 
  private:

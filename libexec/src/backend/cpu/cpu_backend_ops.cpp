@@ -218,6 +218,24 @@ void CpuBackend::scale(TensorView data, double factor) {
   for (std::size_t i = 0; i < data.count; ++i) x[i] *= s;
 }
 
+double CpuBackend::sum_of_squares(const std::vector<ConstTensorView>& tensors) {
+  // Per tensor, chunks of a fixed size summed in parallel, then the chunks' sums in order.
+  constexpr std::ptrdiff_t kChunk = 4096;
+  double total = 0;
+  for (ConstTensorView t : tensors) {
+    const float* x = fp32_only(t, "sum_of_squares");
+    const auto n = static_cast<std::ptrdiff_t>(t.count);
+    std::vector<double> partials(static_cast<std::size_t>((n + kChunk - 1) / kChunk), 0.0);
+    pool_.parallel_for(static_cast<std::ptrdiff_t>(partials.size()), [&](std::ptrdiff_t c) {
+      double sum = 0;
+      for (std::ptrdiff_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) sum += double{x[i]} * x[i];
+      partials[static_cast<std::size_t>(c)] = sum;
+    });
+    for (double p : partials) total += p;
+  }
+  return total;
+}
+
 bool CpuBackend::has_non_finite(ConstTensorView data) {
   Fp32Operands f;
   const float* x = f.in(data);

@@ -87,7 +87,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
 CudaBackend::~CudaBackend() {
   cudaDeviceSynchronize();  // destructors do not throw; errors were reported by the ops
   gemm_.reset();
-  for (const MultiTensorTables* t : {&adamw_tables_, &sgd_tables_})
+  for (const MultiTensorTables* t : {&adamw_tables_, &sgd_tables_, &square_sum_tables_})
     if (t->tables != nullptr) arena_->release(t->tables);
   arena_.reset();
   for (cudaEvent_t e : events_)

@@ -134,6 +134,7 @@ class CudaBackend : public Backend {
   void sgd_update_batch(const std::vector<SgdSegment>& segments, double lr, double momentum,
                         double weight_decay) override;
   void scale(TensorView data, double factor) override;
+  double sum_of_squares(const std::vector<ConstTensorView>& tensors) override;
   bool has_non_finite(ConstTensorView data) override;
 
  private:
@@ -202,7 +203,7 @@ class CudaBackend : public Backend {
   const char* multi_tensor_tables(MultiTensorTables& cache, std::vector<std::uintptr_t> key,
                                   const void* entries, std::size_t entry_bytes,
                                   const std::vector<std::size_t>& counts);
-  MultiTensorTables adamw_tables_, sgd_tables_;
+  MultiTensorTables adamw_tables_, sgd_tables_, square_sum_tables_;
 };
 
 }  // namespace whale::exec::cuda

@@ -1,8 +1,8 @@
 // File: cuda_backend_optimizer.cpp
-// The CUDA backend's optimizer steps: AdamW and SGD with momentum, each one multi-tensor launch
-// over every segment (cuda_adamw_kernels.cu, cuda_sgd_kernels.cu) whose device tables live
-// across steps (the optimizer's tensors do not move), so a step uploads nothing unless its
-// segments changed.
+// The CUDA backend's optimizer steps: AdamW and SGD with momentum, and the gradients' sum of
+// squares for clipping, each one multi-tensor launch over every segment (cuda_adamw_kernels.cu,
+// cuda_sgd_kernels.cu, cuda_square_sum_kernels.cu) whose device tables live across steps (the
+// optimizer's tensors do not move), so a step uploads nothing unless its segments changed.
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -105,6 +105,32 @@ void CudaBackend::sgd_update_batch(const std::vector<SgdSegment>& segments, doub
   if (sgd_tables_.chunk_count == 0) return;
   sgd_multi_tensor(compute(), reinterpret_cast<const SgdTensor*>(base), base + sgd_tables_.chunks_offset,
                    sgd_tables_.chunk_count, kmath::sgd_scalars(lr, momentum, weight_decay));
+}
+
+double CudaBackend::sum_of_squares(const std::vector<ConstTensorView>& tensors) {
+  std::vector<std::uintptr_t> key;
+  std::vector<const float*> pointers;
+  std::vector<std::size_t> counts;
+  for (ConstTensorView t : tensors) {
+    key_segment(key, {t}, true, "sum_of_squares");
+    pointers.push_back(t.as<float>());
+    counts.push_back(t.count);
+  }
+  const char* base = multi_tensor_tables(square_sum_tables_, std::move(key), pointers.data(),
+                                         pointers.size() * sizeof(const float*), counts);
+  const int chunks = square_sum_tables_.chunk_count;
+  if (chunks == 0) return 0.0;
+  const std::size_t bytes = static_cast<std::size_t>(chunks) * sizeof(double);
+  void* partials = allocate(bytes);
+  square_sum_partials(compute(), reinterpret_cast<const float* const*>(base), base + square_sum_tables_.chunks_offset,
+                      chunks, static_cast<double*>(partials));
+  std::vector<double> host(static_cast<std::size_t>(chunks));
+  WHALE_CUDA_CHECK(cudaMemcpyAsync(host.data(), partials, bytes, cudaMemcpyDeviceToHost, compute()));
+  synchronize(Stream::compute);
+  release(partials);
+  double total = 0;
+  for (double p : host) total += p;  // in chunk order
+  return total;
 }
 
 }  // namespace whale::exec::cuda

@@ -150,6 +150,12 @@ struct SgdTensor {
 void sgd_multi_tensor(cudaStream_t stream, const SgdTensor* tensors, const void* chunks,
                       int chunk_count, const kmath::SgdScalars& scalars);
 
+// ---- sums of squares (cuda_square_sum_kernels.cu) -------------------------------------
+/// partials[c] = the sum of squares of chunk c (gpu::AdamwChunk entries over `tensors`, a
+/// device array of fp32 tensor pointers), in double, each in an order fixed by its count.
+void square_sum_partials(cudaStream_t stream, const float* const* tensors, const void* chunks, int chunk_count,
+                         double* partials);
+
 // ---- mixture of experts (cuda_moe_kernels.cu; per-row arithmetic of kernel_math/moe_math.h) --
 /// One thread per row: probs (N, E), chosen (N, K), gates (N, K) of logits (N, E); `bias` (E)
 /// is read by sigmoid_bias only.

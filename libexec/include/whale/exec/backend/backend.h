@@ -312,6 +312,10 @@ class Backend {
   }
   /// data *= factor, element-wise (float dtypes): unscales loss-scaled gradients.
   virtual void scale(TensorView data, double factor) = 0;
+  /// The sum of the squares of every element of `tensors` (fp32), accumulated in double in an
+  /// order fixed by the tensors' counts alone (not by threads or timing): the gradient norm of
+  /// clipping. Synchronizes the compute stream.
+  virtual double sum_of_squares(const std::vector<ConstTensorView>& tensors) = 0;
   /// True when any element of `data` is inf or NaN (loss scaling's overflow check).
   /// Synchronizes the compute stream.
   virtual bool has_non_finite(ConstTensorView data) = 0;

@@ -29,6 +29,7 @@ struct ExecutorOptions {
   LearningRateSchedule learning_rate;
   double momentum = 0.9;         // SGD's
   double weight_decay = 0.0;     // AdamW's decoupled, SGD's L2; matrices only (ParameterView::decayed)
+  double clip_grad = 0.0;        // the global gradient norm's bound (gradient_clipping.h); 0: none
   bool record_timeline = false;  // keep the events of each step (last_timeline)
   int threads = 1;               // CPU threads of this rank's backend (>= 1)
   bool cpu_device = false;       // run on a CPU backend whatever device the plan gives the rank
@@ -95,6 +96,9 @@ class Executor {
   /// the scale of the next step; 0 and 1 under other precisions.
   int64_t skipped_steps() const;
   double loss_scale() const;
+  /// The global norm of the last step's gradients before clipping (unscaled under fp16), the
+  /// same on every rank, when options.clip_grad > 0; -1 otherwise or where fp16 skipped it.
+  double grad_norm() const;
 
   /// This rank's backend: its device name ("cpu", "cuda:0", ...) and the most bytes of backend
   /// memory it has held at once so far (Backend::peak_memory_bytes).

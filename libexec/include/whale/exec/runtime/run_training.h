@@ -30,6 +30,7 @@ struct RunOptions {
   int64_t lr_decay_steps = 0;       // updates to the end of the decay; 0: `steps`
   double weight_decay = 0.0;        // AdamW's decoupled, SGD's L2; matrices only
   double momentum = 0.9;            // SGD's
+  double clip_grad = 0.0;           // the global gradient norm's bound; 0: no clipping
   uint64_t seed = 1234;             // parameters and data order
   bool seed_given = false;          // --seed was given (a resumed run must then match it)
   std::string checkpoint_dir;       // "" = no checkpoints
