@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "export_layout.h"
+#include "yaml_writer.h"
 #include "whale/plan/error.h"
 #include "whale/plan/export.h"
 
@@ -49,7 +50,7 @@ std::string megatron_arguments(const Plan& plan) {
       << "# Vocabulary " << model.vocabulary << ": set by the tokenizer arguments.\n";
   const std::string precision_note = export_precision_note(plan, Framework::megatron);
   if (!precision_note.empty()) out << "# " << precision_note;
-  out << "# Use: source FILE; torchrun ... pretrain_gpt.py \"${WHALE_MEGATRON_ARGS[@]}\" <data, optimizer>\n"
+  out << "# Use: source FILE; torchrun ... pretrain_gpt.py \"${WHALE_MEGATRON_ARGS[@]}\" <data, learning rate>\n"
       << "WHALE_MEGATRON_ARGS=(\n";
   auto arg = [&](const std::string& name, const std::string& value = "") {
     out << "  " << name << (value.empty() ? "" : " " + value) << "\n";
@@ -89,6 +90,11 @@ std::string megatron_arguments(const Plan& plan) {
   if (model.head_dim > 0) number("--kv-channels", model.head_dim);
   number("--seq-length", model.sequence);
   number("--max-position-embeddings", model.sequence);
+  // The dropouts and the optimizer the plan's memory counts (Megatron-LM's defaults are 0.1,
+  // 0.1 and adam, its AdamW: a Llama planned without dropout would hold masks unplanned).
+  arg("--attention-dropout", format_number(attention_dropout_of(model)));
+  arg("--hidden-dropout", format_number(hidden_dropout_of(model)));
+  if (model.training.optimizer == "sgd") arg("--optimizer", "sgd");
   if (model.family == "llama") {
     arg("--swiglu");
     arg("--normalization", "RMSNorm");

@@ -40,11 +40,12 @@ const std::vector<std::string> kHeader = {
     "# Megatron-LM arguments of a whale plan (mapping: docs/export.md).",
     "# Ranks in order (tp fastest, then dp, then pipeline) run on devices 0-63.",
     "# Vocabulary 51200: set by the tokenizer arguments.",
-    "# Use: source FILE; torchrun ... pretrain_gpt.py \"${WHALE_MEGATRON_ARGS[@]}\" <data, optimizer>",
+    "# Use: source FILE; torchrun ... pretrain_gpt.py \"${WHALE_MEGATRON_ARGS[@]}\" <data, learning rate>",
     "WHALE_MEGATRON_ARGS=("};
 const std::vector<std::string> kGpt3Shape = {
     "  --num-layers 32", "  --hidden-size 4096", "  --ffn-hidden-size 16384", "  --num-attention-heads 32",
-    "  --seq-length 2048", "  --max-position-embeddings 2048", "  --untie-embeddings-and-output-weights", ")"};
+    "  --seq-length 2048", "  --max-position-embeddings 2048", "  --attention-dropout 0.1", "  --hidden-dropout 0.1",
+    "  --untie-embeddings-and-output-weights", ")"};
 
 std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b,
                                 const std::vector<std::string>& c) {
@@ -187,7 +188,7 @@ TEST_CASE("a llama plan carries its shape into Megatron-LM's arguments") {
   CHECK(tail == std::vector<std::string>{
                     "  --num-layers 32", "  --hidden-size 4096", "  --ffn-hidden-size 14336",
                     "  --num-attention-heads 32", "  --seq-length 8192", "  --max-position-embeddings 8192",
-                    "  --swiglu", "  --normalization RMSNorm", "  --disable-bias-linear", "  --group-query-attention",
+                    "  --attention-dropout 0", "  --hidden-dropout 0", "  --swiglu", "  --normalization RMSNorm", "  --disable-bias-linear", "  --group-query-attention",
                     "  --num-query-groups 8", "  --position-embedding-type rope", "  --rotary-base 500000",
                     "  --untie-embeddings-and-output-weights", ")"});
   CHECK(megatron[10] == "  --recompute-granularity selective");
@@ -205,4 +206,19 @@ TEST_CASE("zb-h1 is a limit of both frameworks: neither splits the backward") {
         std::vector<std::string>{"schedule zb-h1: DeepSpeed's pipeline engine runs its own 1f1b schedule"});
   CHECK_THROWS_AS(megatron_arguments(plan), whale::Error);
   CHECK_THROWS_AS(deepspeed_config(plan), whale::Error);
+}
+
+TEST_CASE("Megatron-LM runs the model's dropouts and optimizer, which the plan's memory counts") {
+  Plan plan = a100_plan("export-sgd.yaml", {"[0, 8]", "[9, 16]", "[17, 24]", "[25, 33]"}, "");
+  plan.model.attention_dropout = 0.05;
+  plan.model.hidden_dropout = 0.0;
+  plan.model.training.optimizer = "sgd";
+  const std::vector<std::string> megatron = lines(megatron_arguments(plan));
+  const auto at = std::find(megatron.begin(), megatron.end(), "  --max-position-embeddings 2048");
+  REQUIRE(at != megatron.end());
+  CHECK(std::vector<std::string>(at + 1, at + 4) ==
+        std::vector<std::string>{"  --attention-dropout 0.05", "  --hidden-dropout 0", "  --optimizer sgd"});
+  plan.model.training.optimizer = "adamw";  // Megatron-LM's default adam is AdamW: no argument
+  const std::vector<std::string> adamw = lines(megatron_arguments(plan));
+  CHECK(std::find(adamw.begin(), adamw.end(), "  --optimizer sgd") == adamw.end());
 }
