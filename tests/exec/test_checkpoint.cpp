@@ -127,7 +127,7 @@ TEST_CASE("a corrupt, truncated, foreign or alien checkpoint is an error and sta
             .find(path + ": header.magic:") == 0);
 }
 
-TEST_CASE("the plan fingerprint changes with the model and the stage layout only") {
+TEST_CASE("the plan fingerprint changes with the model, its optimizer's state and the stage layout only") {
   const whale::plan::Plan plan = two_stage_plan();
   whale::plan::Plan same = plan;
   same.stages[0].recompute = whale::plan::Recompute::full;  // state shape unchanged
@@ -141,4 +141,9 @@ TEST_CASE("the plan fingerprint changes with the model and the stage layout only
   whale::plan::Plan sharded = plan;
   sharded.stages[1].shard_optimizer = true;
   CHECK(plan_fingerprint(plan) != plan_fingerprint(sharded));
+  whale::plan::Plan sgd = plan, adam = plan;  // SGD keeps one state buffer, Adam AdamW's two
+  sgd.model.training.optimizer = "sgd";
+  adam.model.training.optimizer = "adam";
+  CHECK(plan_fingerprint(plan) != plan_fingerprint(sgd));
+  CHECK(plan_fingerprint(plan) == plan_fingerprint(adam));
 }

@@ -56,6 +56,9 @@ uint64_t plan_fingerprint(const plan::Plan& plan) {
   if (m.family == "llama")  // the hyperparameters that shape a Llama's parameters
     text += " kv" + std::to_string(m.kv_heads) + " qb" + std::to_string(m.qkv_bias) + " tie" +
             std::to_string(m.tie_embeddings);
+  // The optimizer's state: SGD keeps one buffer where AdamW (and Adam, the same) keeps two; an
+  // AdamW model's text is as before the optimizer counted, so its checkpoints stay readable.
+  if (m.training.optimizer == "sgd") text += " sgd";
   if (m.moe)  // the experts' shapes and their routing
     text += " moe" + std::to_string(m.moe->experts) + "k" + std::to_string(m.moe->top_k) + "s" +
             std::to_string(m.moe->shared_experts) + "f" + std::to_string(m.moe->expert_ffn_hidden) +
