@@ -106,7 +106,9 @@ double Executor::Impl::gradient_square_sum() const {
   const std::vector<int> tied_at = tied_embedding_stages(plan);
   const int table_stage = tied_at.empty() ? -1 : *std::min_element(tied_at.begin(), tied_at.end());
   double sum = 0;
-  for (const auto& [s, st] : stages) {
+  for (const auto& entry : stages) {
+    const int s = entry.first;  // a plain name: lambdas below capture it
+    const StageState& st = entry.second;
     const plan::Stage& stage = plan.stages.at(s);
     const int index = stage.index_of(device);
     const int expert_tp = stage.expert_tp_degree();
