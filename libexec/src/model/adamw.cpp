@@ -16,7 +16,7 @@ void AdamW::update() {
   std::vector<Backend::AdamwSegment> segments;
   for (const Run& r : runs()) {
     segments.push_back({r.value, r.gradient, m_.slice(r.state_offset, r.value.count),
-                        v_.slice(r.state_offset, r.value.count), r.decayed});
+                        v_.slice(r.state_offset, r.value.count), r.parameter->decayed});
   }
   backend_.adamw_update_batch(segments, config_.learning_rate.at(step_count() - 1), config_.beta1, config_.beta2,
                               config_.eps, config_.weight_decay, step_count());

@@ -14,7 +14,7 @@ Sgd::Sgd(Backend& backend, std::vector<ParameterView> params, const SgdConfig& c
 void Sgd::update() {
   std::vector<Backend::SgdSegment> segments;
   for (const Run& r : runs())
-    segments.push_back({r.value, r.gradient, buffer_.slice(r.state_offset, r.value.count), r.decayed});
+    segments.push_back({r.value, r.gradient, buffer_.slice(r.state_offset, r.value.count), r.parameter->decayed});
   backend_.sgd_update_batch(segments, config_.learning_rate.at(step_count() - 1), config_.momentum,
                             config_.weight_decay);
 }

@@ -21,8 +21,7 @@ std::vector<SlicedOptimizer::Run> SlicedOptimizer::runs() const {
   for (const ParameterView& p : params_) {
     const std::size_t lo = std::max(begin_, offset), hi = std::min(end_, offset + p.count);
     if (lo < hi && p.trained)  // untrained state keeps its value (and zero optimizer state)
-      out.push_back({p.value.slice(lo - offset, hi - lo), p.gradient.slice(lo - offset, hi - lo), lo - begin_,
-                     p.decayed});
+      out.push_back({&p, p.value.slice(lo - offset, hi - lo), p.gradient.slice(lo - offset, hi - lo), lo - begin_});
     offset += p.count;
   }
   return out;

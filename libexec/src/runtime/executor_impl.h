@@ -119,6 +119,8 @@ struct Executor::Impl {
   /// gradients are finite (fp16), then on their global norm (clipping), unscales and clips them
   /// in one pass and runs the deferred optimizer steps, or skips them all (an overflow).
   void finish_deferred_steps();
+  /// Whether optimizer steps wait for finish_deferred_steps: under loss scaling or clipping.
+  bool defers_steps() const { return scaler.enabled() || options.clip_grad > 0; }
   /// This rank's share of the squared global gradient norm (StageOptimizer::
   /// gradient_square_sum over its stages, each element of the model counted on one rank).
   double gradient_square_sum() const;

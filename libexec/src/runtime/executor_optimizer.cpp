@@ -58,16 +58,9 @@ void StageOptimizer::step() {
 double StageOptimizer::gradient_square_sum(const std::function<bool(const ParameterView&)>& counted,
                                            const std::function<bool(const ParameterView&)>& copy_counted) const {
   std::vector<ConstTensorView> gradients;
-  for (const Range& r : ranges_) {
-    const std::size_t begin = r.slice.begin, end = r.slice.end;  // everything when not sharded
-    std::size_t offset = 0;
-    for (const ParameterView& p : r.parameters) {
-      const std::size_t lo = std::max(begin, offset), hi = std::min(end, offset + p.count);
-      if (lo < hi && p.trained && counted(p) && (r.shard || copy_counted(p)))
-        gradients.push_back(ConstTensorView(p.gradient).slice(lo - offset, hi - lo));
-      offset += p.count;
-    }
-  }
+  for (const Range& r : ranges_)  // what each range's optimizer updates: the slice, or everything
+    for (const SlicedOptimizer::Run& run : r.optimizer->runs())
+      if (counted(*run.parameter) && (r.shard || copy_counted(*run.parameter))) gradients.push_back(run.gradient);
   return backend_.sum_of_squares(gradients);
 }
 

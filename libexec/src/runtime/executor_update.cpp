@@ -50,7 +50,7 @@ void Executor::Impl::optimizer_step(int s) {
     tied->sum_gradients();
     tied_summed = true;
   }
-  if (scaler.enabled() || options.clip_grad > 0) {  // finish_deferred_steps runs it
+  if (defers_steps()) {  // finish_deferred_steps runs it
     deferred_steps.push_back(s);
     return;
   }
@@ -72,7 +72,7 @@ void Executor::Impl::update_parameters(int s) {
 }
 
 void Executor::Impl::finish_deferred_steps() {
-  if (deferred_steps.empty() && !scaler.enabled() && options.clip_grad <= 0) return;
+  if (!defers_steps()) return;
   double unscale = 1.0;
   if (scaler.enabled()) {
     std::vector<double> overflow = {0.0};

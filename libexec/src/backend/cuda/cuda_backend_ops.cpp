@@ -15,6 +15,7 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_expect_dtype.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/gpu_host/gemm_layout.h"
 #include "backend/gpu_host/token_buckets.h"
@@ -35,12 +36,6 @@ void by_dtype(DType dtype, const char* what, Op op) {
   }
   throw std::invalid_argument(std::string("CUDA backend ") + what + ": a float dtype, got " +
                               dtype_name(dtype));
-}
-
-void expect_dtype(ConstTensorView view, DType dtype, const char* what) {
-  if (!view.empty() && view.dtype != dtype)
-    throw std::invalid_argument(std::string("CUDA backend ") + what + ": expected " +
-                                dtype_name(dtype) + ", got " + dtype_name(view.dtype));
 }
 
 GemmDtype gemm_dtype(DType dtype) {

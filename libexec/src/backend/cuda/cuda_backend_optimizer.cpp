@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_expect_dtype.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/gpu_host/adamw_chunks.h"
 
@@ -22,9 +23,7 @@ void key_segment(std::vector<std::uintptr_t>& key, std::initializer_list<ConstTe
                  const char* what) {
   const std::size_t count = tensors.begin()->count;
   for (ConstTensorView t : tensors) {
-    if (!t.empty() && t.dtype != DType::fp32)
-      throw std::invalid_argument(std::string("CUDA backend ") + what + ": expected fp32, got " +
-                                  dtype_name(t.dtype));
+    expect_dtype(t, DType::fp32, what);
     if (t.count != count)
       throw std::invalid_argument(std::string("CUDA backend ") + what +
                                   ": a segment's tensors differ in element count");

@@ -44,17 +44,19 @@ class SlicedOptimizer {
   int step_count() const { return step_; }
   void set_step_count(int step) { step_ = step; }
 
- protected:
-  /// One run of a trained parameter inside the slice: its values and gradients there, where
-  /// the run starts in the state buffers, and whether weight decay applies to it.
+  /// One run of a trained parameter inside the slice: the parameter, its values and gradients
+  /// there, and where the run starts in the state buffers.
   struct Run {
+    const ParameterView* parameter;  // of the list this optimizer keeps
     TensorView value;
     TensorView gradient;
     std::size_t state_offset;
-    bool decayed;
   };
-  /// The runs of the trained parameters that overlap the slice, in list order.
+  /// The runs of the trained parameters that overlap the slice, in list order: what step()
+  /// updates.
   std::vector<Run> runs() const;
+
+ protected:
   /// The update itself, after step() has counted the step.
   virtual void update() = 0;
 
