@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_flash_attention_mma.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/dropout_scalars.h"
 #include "backend/gpu_host/adamw_chunks.h"
 #include "backend/kernel_math/attention_saved_state.h"
 #include "backend/kernel_math/launch_geometry.h"
@@ -118,10 +119,13 @@ std::vector<float> columns(const std::vector<float>& m, int stride, int first, i
 /// The tensor-core attention (T in bf16 or fp16; head size 64 or 128; grouped-query when
 /// KV < NH; S rows, not a multiple of the 64-row tile) forward and backward against the CPU
 /// backend in fp32: out, and dq, dk, dv each normwise within kBf16Tolerance (a host emulation
-/// of the kernels' bf16 roundings gives 0.003 to 0.006).
+/// of the kernels' bf16 roundings gives 0.003 to 0.006). With `dropout` (its heads the first
+/// NH of the model's), both draw its mask.
 template <class T>
-void check_tensor_core_attention(int HS, int NH, int KV, int S = 90) {
+void check_tensor_core_attention(int HS, int NH, int KV, int S = 90,
+                                 const AttentionDropout& dropout = {}) {
   CAPTURE(HS);
+  CAPTURE(dropout.site.probability);
   CAPTURE(NH);
   CAPTURE(KV);
   CAPTURE(S);
@@ -131,15 +135,16 @@ void check_tensor_core_attention(int HS, int NH, int KV, int S = 90) {
   const auto qkv = random_vector(static_cast<std::size_t>(B) * S * W, 5);
   const auto dout = random_vector(static_cast<std::size_t>(B) * S * C, 6);
   std::vector<float> ref(static_cast<std::size_t>(B) * S * C), probs(rows * S), ref_dqkv(qkv.size(), 0.0f);
-  cpu->attention_forward(view(ref), view(probs), view(qkv), B, S, NH, KV, HS);
-  cpu->attention_backward(view(ref_dqkv), view(dout), view(qkv), view(probs), B, S, NH, KV, HS);
+  cpu->attention_forward(view(ref), view(probs), view(qkv), B, S, NH, KV, HS, dropout);
+  cpu->attention_backward(view(ref_dqkv), view(dout), view(qkv), view(probs), B, S, NH, KV, HS, dropout);
+  const kmath::AttentionDropoutScalars drop = attention_dropout_scalars(dropout);
   const auto x = to_device<T>(qkv), dy = to_device<T>(dout);
   DeviceArray<T> out(ref.size()), dx(qkv.size());
   DeviceArray<float> lse(rows), delta(rows);
   REQUIRE(cuda::flash_mma_supports<T>(HS, x->data, dy->data, out.data));
-  cuda::attention_forward(nullptr, out.data, lse.data, x->data, B, S, NH, KV, HS);
+  cuda::attention_forward(nullptr, out.data, lse.data, x->data, B, S, NH, KV, HS, drop);
   cuda::attention_backward(nullptr, dx.data, dy->data, x->data, out.data, lse.data, delta.data, B, S,
-                           NH, KV, HS);
+                           NH, KV, HS, drop);
   CHECK(normwise_error(to_host(out), ref) <= kBf16Tolerance);
   const auto got = to_host(dx);
   CHECK(normwise_error(columns(got, W, 0, C), columns(ref_dqkv, W, 0, C)) <= kBf16Tolerance);
@@ -156,6 +161,16 @@ TEST_CASE("tensor-core flash attention in bf16: head sizes 64 and 128, multi-hea
     check_tensor_core_attention<__nv_bfloat16>(HS, 4, 2);
   }
   check_tensor_core_attention<__nv_bfloat16>(64, 2, 1, 300);  // 5 tiles, two heads on one
+}
+
+TEST_CASE("tensor-core flash attention with attention dropout draws the CPU backend's mask") {
+  AttentionDropout dropout;
+  dropout.site = {0xD0, 0.1};
+  dropout.first_sample = 5;
+  dropout.first_head = 4;  // a tensor-parallel shard's heads 4.. of 8
+  dropout.total_heads = 8;
+  check_tensor_core_attention<__nv_bfloat16>(64, 4, 2, 150, dropout);
+  check_tensor_core_attention<__half>(128, 4, 4, 90, dropout);
 }
 
 TEST_CASE("tensor-core flash attention in fp16, head size 64") {

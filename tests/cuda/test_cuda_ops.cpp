@@ -153,6 +153,33 @@ TEST_CASE("flash attention forward and backward, head sizes 16, 64 and 128") {
   }
 }
 
+TEST_CASE("dropout and the scalar flash attention's dropout draw the CPU backend's masks") {
+  Backends be;
+  const int rows = 37, channels = 70;
+  Twin data = be.tensor(random_vector(static_cast<std::size_t>(rows) * channels, 54));
+  const DropoutSite site{77, 0.3};
+  be.cpu->dropout(data.on_cpu, site, 500, rows, channels);
+  be.gpu->dropout(data.on_gpu, site, 500, rows, channels);
+  CHECK(data.error() == 0.0);
+  const int B = 2, NH = 2, T = 70, HS = 16, C = NH * HS;  // head size 16: the scalar kernels
+  AttentionDropout dropout;
+  dropout.site = {78, 0.2};
+  dropout.first_sample = 9;
+  dropout.first_head = 2;
+  dropout.total_heads = 4;
+  const Twin qkv = be.tensor(random_vector(static_cast<std::size_t>(B) * T * 3 * C, 55));
+  const Twin dout = be.tensor(random_vector(static_cast<std::size_t>(B) * T * C, 56));
+  Twin out = be.tensor(std::vector<float>(static_cast<std::size_t>(B) * T * C));
+  Twin probs = be.attention_state(B, T, NH, HS);
+  Twin dqkv = be.tensor(random_vector(qkv.count, 57));
+  be.cpu->attention_forward(out.on_cpu, probs.on_cpu, qkv.on_cpu, B, T, NH, NH, HS, dropout);
+  be.gpu->attention_forward(out.on_gpu, probs.on_gpu, qkv.on_gpu, B, T, NH, NH, HS, dropout);
+  be.cpu->attention_backward(dqkv.on_cpu, dout.on_cpu, qkv.on_cpu, probs.on_cpu, B, T, NH, NH, HS, dropout);
+  be.gpu->attention_backward(dqkv.on_gpu, dout.on_gpu, qkv.on_gpu, probs.on_gpu, B, T, NH, NH, HS, dropout);
+  CHECK(out.error() <= kDeviceFp32Tolerance);
+  CHECK(dqkv.error() <= kDeviceFp32Tolerance);
+}
+
 TEST_CASE("embedding forward and backward, bit for bit") {
   Backends be;
   const int B = 3, T = 5, C = 33, V = 11;

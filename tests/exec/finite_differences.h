@@ -22,6 +22,14 @@ inline std::vector<float> random_vector(std::size_t n, unsigned seed, float scal
   return v;
 }
 
+/// The dot product in double: the scalar loss sum_i a_i b_i of an op's output a and a fixed
+/// random direction b, whose gradient with respect to the output is b.
+inline double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
 /// ||analytic - numeric|| / max(||analytic||, ||numeric||), numeric by central differences of
 /// `loss` in each element of `x` (x is restored). Requires a nonzero gradient: a zero one would
 /// make the check vacuous.

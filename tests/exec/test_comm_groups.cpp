@@ -25,9 +25,13 @@ std::vector<std::string> describe(const std::vector<CommGroup>& groups) {
   return out;
 }
 
-std::vector<std::string> groups_of_tiny(const std::string& name) {
-  const whale::plan::Plan plan = whale::plan::load_plan("configs/plans/tiny/" + name + ".yaml");
+std::vector<std::string> groups_of(const std::string& plan_file) {
+  const whale::plan::Plan plan = whale::plan::load_plan(plan_file);
   return describe(plan_comm_groups(plan, RankLayout(plan)));
+}
+
+std::vector<std::string> groups_of_tiny(const std::string& name) {
+  return groups_of("configs/plans/tiny/" + name + ".yaml");
 }
 
 using Names = std::vector<std::string>;
@@ -39,7 +43,7 @@ TEST_CASE("mixed tp: a group per finest piece's holders and one over the stage")
   CHECK(groups_of_tiny("mixed-tp") ==
         Names{"tensor s0 [0,1]", "data s0 [0,2]", "data s0 [1,2]", "data s0 [0,1,2]"});
   // The bridge to rank 3: activations from each replica's tp rank 0, gradients to every rank.
-  CHECK(groups_of_tiny("mixed-tp-pp2") ==
+  CHECK(groups_of("configs/plans/tiny-sgd/mixed-tp-pp2.yaml") ==
         Names{"tensor s0 [0,1]", "data s0 [0,2]", "data s0 [1,2]", "data s0 [0,1,2]",
               "bridge s0 [0,3]", "bridge s0 [2,3]", "bridge s0 [1,3]"});
 }

@@ -72,6 +72,7 @@ TEST_CASE("two micro-batches in flight accumulate to the gradient of their union
   const auto both = random_tokens(m, 2, 17);
   MicroBatchTokens a, b;
   a.samples = b.samples = 1;
+  b.first_sample = 1;  // sample 1 of the union: its dropout masks are that sample's
   a.inputs.assign(both.inputs.begin(), both.inputs.begin() + 8);
   a.targets.assign(both.targets.begin(), both.targets.begin() + 8);
   b.inputs.assign(both.inputs.begin() + 8, both.inputs.end());

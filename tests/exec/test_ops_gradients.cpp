@@ -14,18 +14,13 @@
 #include "host_views.h"
 
 using namespace whale::exec;
+using whale::exec::test::dot;
 using whale::exec::test::gradient_error;
 using whale::exec::test::host_view;
 using whale::exec::test::random_vector;
 using whale::exec::test::make_cpu_backend;
 
 namespace {
-
-double dot(const std::vector<float>& a, const std::vector<float>& b) {
-  double s = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
-  return s;
-}
 
 /// The finite-difference bound of the Llama ops: their measured errors are below 1e-4.
 constexpr double kTightTolerance = 2e-4;

@@ -157,12 +157,14 @@ TwinHead twin_head(int b, int h, int sequence, int heads, int kv_heads, int head
 }  // namespace
 
 void twin_attention_forward(float* out, float* lse, const float* qkv, int batch, int sequence,
-                            int heads, int kv_heads, int head_size) {
+                            int heads, int kv_heads, int head_size,
+                            const AttentionDropoutScalars& drop) {
   const float scale = 1.0f / sqrtf(static_cast<float>(head_size));
   FlashRow row;
   for (int b = 0; b < batch; ++b)
     for (int h = 0; h < heads; ++h) {
       const TwinHead hv = twin_head(b, h, sequence, heads, kv_heads, head_size);
+      const uint64_t head_row = attention_head_row(drop, b, h, sequence);
       for (int i = 0; i < sequence; ++i) {
         flash_row_init(row, head_size);
         for (int kt = 0; kt * kAttentionTile <= i; ++kt) {
@@ -170,7 +172,8 @@ void twin_attention_forward(float* out, float* lse, const float* qkv, int batch,
           const std::size_t first = static_cast<std::size_t>(keys.first) * hv.stride;
           flash_forward_tile(row, qkv + hv.q + static_cast<std::size_t>(i) * hv.stride,
                              qkv + hv.k + first, qkv + hv.v + first, hv.stride,
-                             causal_keys_in_tile(i, keys.first, keys.count), head_size, scale);
+                             causal_keys_in_tile(i, keys.first, keys.count), head_size, scale,
+                             drop.mask, head_row + static_cast<uint64_t>(i), keys.first);
         }
         float* o = out + hv.out + static_cast<std::size_t>(i) * hv.out_stride;
         for (int d = 0; d < head_size; ++d) o[d] = flash_output(row, d);
@@ -181,7 +184,7 @@ void twin_attention_forward(float* out, float* lse, const float* qkv, int batch,
 
 void twin_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
                              const float* lse, int batch, int sequence, int heads, int kv_heads,
-                             int head_size) {
+                             int head_size, const AttentionDropoutScalars& drop) {
   const float scale = 1.0f / sqrtf(static_cast<float>(head_size));
   std::vector<float> delta(static_cast<std::size_t>(batch) * heads * sequence);
   // delta and dq: one thread per (query head, query), key tiles in order.
@@ -192,6 +195,7 @@ void twin_attention_backward(float* dqkv, const float* dout, const float* qkv, c
         const std::size_t at = hv.out + static_cast<std::size_t>(i) * hv.out_stride;
         delta[hv.stats + i] = dot(dout + at, out + at, head_size);
       }
+      const uint64_t head_row = attention_head_row(drop, b, h, sequence);
       for (int i = 0; i < sequence; ++i) {
         float dq[kMaxHeadSize] = {};
         for (int kt = 0; kt * kAttentionTile <= i; ++kt) {
@@ -201,7 +205,8 @@ void twin_attention_backward(float* dqkv, const float* dout, const float* qkv, c
                                  dout + hv.out + static_cast<std::size_t>(i) * hv.out_stride,
                                  lse[hv.stats + i], delta[hv.stats + i], qkv + hv.k + first,
                                  qkv + hv.v + first, hv.stride,
-                                 causal_keys_in_tile(i, keys.first, keys.count), head_size, scale);
+                                 causal_keys_in_tile(i, keys.first, keys.count), head_size, scale,
+                                 drop.mask, head_row + static_cast<uint64_t>(i), keys.first);
         }
         for (int d = 0; d < head_size; ++d) dqkv[hv.q + static_cast<std::size_t>(i) * hv.stride + d] += dq[d];
       }
@@ -232,7 +237,10 @@ void twin_attention_backward(float* dqkv, const float* dout, const float* qkv, c
             flash_backward_dkv_tile(dk, dv, qkv + kv_view.k + key_row, qkv + kv_view.v + key_row,
                                     q_tile.data() + skip, do_tile.data() + skip,
                                     lse + hv.stats + seen.first, delta.data() + hv.stats + seen.first,
-                                    head_size, seen.count, head_size, scale);
+                                    head_size, seen.count, head_size, scale, drop.mask,
+                                    attention_head_row(drop, b, h, sequence) +
+                                        static_cast<uint64_t>(seen.first),
+                                    j);
           }
         }
         for (int d = 0; d < head_size; ++d) {
@@ -241,6 +249,14 @@ void twin_attention_backward(float* dqkv, const float* dout, const float* qkv, c
         }
       }
     }
+}
+
+void twin_dropout(float* data, const DropoutScalars& mask, uint64_t first_row, int rows,
+                  int channels) {
+  const std::size_t count = static_cast<std::size_t>(rows) * channels;
+  for (std::size_t i = 0; i < count; ++i)  // the kernel's element i, as its lambda computes it
+    data[i] *= dropout_factor(mask, first_row + i / static_cast<std::size_t>(channels),
+                              i % static_cast<std::size_t>(channels));
 }
 
 void twin_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/kernel_math/dropout_math.h"
+
 namespace whale::exec::test {
 
 void twin_layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
@@ -27,13 +29,18 @@ void twin_embedding_backward(float* dwte, float* dwpe, const float* dout, const 
 void twin_cross_entropy(float* losses, float* dlogits, const float* logits,
                         const int32_t* targets, int rows, int vocabulary, float scale);
 /// Flash attention forward: out (B, T, NH*HS) and the rows' log-sum-exp lse (B, NH, T); qkv
-/// (B, T, (NH + 2 KV) HS).
+/// (B, T, (NH + 2 KV) HS); under `drop`, the probabilities meet V through its mask.
 void twin_attention_forward(float* out, float* lse, const float* qkv, int batch, int sequence,
-                            int heads, int kv_heads, int head_size);
-/// Flash attention backward: dqkv += the gradients, from out and lse of forward.
+                            int heads, int kv_heads, int head_size,
+                            const whale::exec::kmath::AttentionDropoutScalars& drop = {});
+/// Flash attention backward: dqkv += the gradients, from out and lse of forward (and its drop).
 void twin_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
                              const float* lse, int batch, int sequence, int heads, int kv_heads,
-                             int head_size);
+                             int head_size,
+                             const whale::exec::kmath::AttentionDropoutScalars& drop = {});
+/// Dropout of data (rows, channels) in place, rows first_row.. of `mask` (the CUDA kernel).
+void twin_dropout(float* data, const whale::exec::kmath::DropoutScalars& mask, uint64_t first_row,
+                  int rows, int channels);
 void twin_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
                           int rows, int channels);
 void twin_rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,

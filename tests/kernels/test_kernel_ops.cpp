@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernel_fixtures.h"
+#include "backend/dropout_scalars.h"
 #include "backend/kernel_math/online_softmax.h"
 #include "kernel_twins.h"
 
@@ -172,6 +173,42 @@ TEST_CASE("grouped-query flash attention (4 query heads, 2 key/value heads) equa
   cpu->attention_backward(view(ref_dqkv), view(dout), view(qkv), view(probs), B, T, NH, KV, HS);
   twin_attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, NH, KV, HS);
   CHECK(normwise_error(dqkv, ref_dqkv) <= kFp32Tolerance);
+}
+
+TEST_CASE("attention dropout: the flash kernels' masked forward and backward equal the CPU backend's") {
+  // Grouped-query heads 2..5 of a model of 8 (a tensor-parallel shard), samples 3 and 4 of the
+  // global batch, p = 0.3: both draw the mask of dropout_site.h from the same rows and columns.
+  auto cpu = make_reference();
+  const int B = 2, NH = 4, KV = 2, T = 37, HS = 8, C = NH * HS, W = (NH + 2 * KV) * HS;
+  AttentionDropout dropout;
+  dropout.site = {0x5EED, 0.3};
+  dropout.first_sample = 3;
+  dropout.first_head = 2;
+  dropout.total_heads = 8;
+  const kmath::AttentionDropoutScalars drop = attention_dropout_scalars(dropout);
+  const auto qkv = random_vector(static_cast<std::size_t>(B) * T * W, 67);
+  const auto dout = random_vector(static_cast<std::size_t>(B) * T * C, 68);
+  std::vector<float> out(dout.size()), ref(dout.size()), plain(dout.size());
+  std::vector<float> lse(static_cast<std::size_t>(B) * NH * T), probs(static_cast<std::size_t>(B) * NH * T * T);
+  cpu->attention_forward(view(plain), view(probs), view(qkv), B, T, NH, KV, HS);
+  cpu->attention_forward(view(ref), view(probs), view(qkv), B, T, NH, KV, HS, dropout);
+  twin_attention_forward(out.data(), lse.data(), qkv.data(), B, T, NH, KV, HS, drop);
+  CHECK(normwise_error(out, ref) <= kFp32Tolerance);
+  CHECK(normwise_error(plain, ref) > 0.1);  // the mask changes the output
+  auto dqkv = random_vector(qkv.size(), 69), ref_dqkv = dqkv;
+  cpu->attention_backward(view(ref_dqkv), view(dout), view(qkv), view(probs), B, T, NH, KV, HS, dropout);
+  twin_attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), B, T, NH, KV, HS, drop);
+  CHECK(normwise_error(dqkv, ref_dqkv) <= kFp32Tolerance);
+}
+
+TEST_CASE("the dropout kernel's element indexing equals the CPU backend's rows and columns") {
+  auto cpu = make_reference();
+  const DropoutSite site{0xABCDEF, 0.25};
+  const auto data = random_vector(kRows * kChannels, 104);
+  auto ref = data, twin = data;
+  cpu->dropout(view(ref), site, 1000, kRows, kChannels);
+  twin_dropout(twin.data(), dropout_scalars(site), 1000, kRows, kChannels);
+  CHECK(twin == ref);
 }
 
 TEST_CASE("RMSNorm forward and backward: warp-row kernels equal the CPU backend") {

@@ -65,6 +65,9 @@ class SlowedBackend : public Backend {
                           ConstTensorView s, int r, int c) override {
     slowed([&] { inner_->layernorm_backward(di, dw, db, d, i, w, m, s, r, c); });
   }
+  void dropout(TensorView d, const DropoutSite& site, int64_t first, int r, int c) override {
+    slowed([&] { inner_->dropout(d, site, first, r, c); });
+  }
   void gelu_forward(TensorView o, ConstTensorView i, std::size_t n) override {
     slowed([&] { inner_->gelu_forward(o, i, n); });
   }
@@ -120,12 +123,13 @@ class SlowedBackend : public Backend {
   }
   bool attention_recomputes_scores() const override { return inner_->attention_recomputes_scores(); }
   void attention_forward(TensorView o, TensorView p, ConstTensorView q, int b, int t, int h,
-                         int kv, int hs) override {
-    slowed([&] { inner_->attention_forward(o, p, q, b, t, h, kv, hs); });
+                         int kv, int hs, const AttentionDropout& drop) override {
+    slowed([&] { inner_->attention_forward(o, p, q, b, t, h, kv, hs, drop); });
   }
   void attention_backward(TensorView dq, ConstTensorView d, ConstTensorView q,
-                          ConstTensorView p, int b, int t, int h, int kv, int hs) override {
-    slowed([&] { inner_->attention_backward(dq, d, q, p, b, t, h, kv, hs); });
+                          ConstTensorView p, int b, int t, int h, int kv, int hs,
+                          const AttentionDropout& drop) override {
+    slowed([&] { inner_->attention_backward(dq, d, q, p, b, t, h, kv, hs, drop); });
   }
   void rope_forward(TensorView d, int b, int t, int w, int h, int hs, double theta) override {
     slowed([&] { inner_->rope_forward(d, b, t, w, h, hs, theta); });

@@ -4,7 +4,9 @@
 // parameters in one flat buffer, activations per micro-batch in flight, and recomputation per
 // options. Under sequence parallelism the blocks' inputs and outputs hold this tp rank's rows
 // only (tensor_parallel_region.h); the stage's borders (embedding, head, pipeline neighbours)
-// see whole tensors. A Family (gpt_stage.cpp, llama_stage.cpp) provides:
+// see whole tensors. Dropout (layer_dropout.h): the embedding's output and each block's sites,
+// drawn from the micro-batch's step and samples. A Family (gpt_stage.cpp, llama_stage.cpp)
+// provides:
 //   Dims, Block, BlockParams, BlockActivations, BlockScratch;
 //   static Dims dims(const plan::Model&)   (validates the hyperparameters, throws whale::Error);
 //   static void validate_tp(const plan::Model&, const Dims&, int tp_size);
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "model/gpt_parameters.h"
+#include "model/layer_dropout.h"
 #include "model/moe_layer.h"
 #include "model/tensor_parallel_ops.h"
 #include "model/tensor_parallel_region.h"
@@ -48,6 +51,7 @@ struct HeadActivations {
 template <class BlockActivations>
 struct MicroBatchState {
   int samples = 0;
+  MicroBatchDraw draw;                    // its dropout masks
   Tensor inputs, targets;                 // (samples, T) i32, uploaded once per micro-batch
   std::vector<Tensor> xs;                 // xs[k]: input of block k (Nh, C); xs[blocks]: head's
   std::vector<BlockActivations> blocks;   // empty entries under full recomputation
@@ -71,6 +75,7 @@ class BlockStage : public StageModule {
       : dims_(Family::dims(model)), options_(options), backend_(&backend),
         act_(backend.compute_dtype()),
         region_(backend, options.tp_size > 1 ? tp : nullptr, options.sequence_parallel),
+        embedding_dropout_(model, 0, first_head(model, options), region_),
         weight_gradients_(backend) {
     validate(model);
     if (dims_.moe) {
@@ -95,7 +100,8 @@ class BlockStage : public StageModule {
       blocks_.emplace_back(dims_, options.tp_size, block_params(layer), *backend_, region_,
                            block_scratch_, weight_gradients_,
                            dims_.moe && dims_.moe->is_moe_block(layer - 1) ? &moe_context_
-                                                                             : nullptr);
+                                                                             : nullptr,
+                           LayerDropout(model, layer, first_head(model, options), region_));
   }
 
   std::size_t input_floats_per_sample() const override {
@@ -113,6 +119,7 @@ class BlockStage : public StageModule {
       spare_.pop_back();
     }
     s.samples = tokens.samples;
+    s.draw = {options_.seed, tokens.step, tokens.first_sample};
     upload_indices(s.inputs, tokens.inputs);
     upload_indices(s.targets, tokens.targets);
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
@@ -125,11 +132,14 @@ class BlockStage : public StageModule {
     else
       upload_floats(x0, input);
     region_.keep_held_rows(x0, s.xs[0]);
+    if (has_embedding_)  // on the held rows: the same mask, row for row, as on all of them
+      embedding_dropout_.apply(*backend_, s.xs[0], static_cast<int>(rows(s)), s.draw,
+                               DropoutPlace::embedding_output);
     s.blocks.resize(blocks_.size());
     for (std::size_t k = 0; k < blocks_.size(); ++k) {
       timed_layer(first_block_ + static_cast<int>(k), false, true, [&] {
         blocks_[k].forward(s.samples, s.xs[k], s.xs[k + 1], full ? dropped_ : s.blocks[k],
-                           options_.recompute == plan::Recompute::none);
+                           options_.recompute == plan::Recompute::none, s.draw);
       });
     }
     if (!has_head_) {
@@ -254,15 +264,18 @@ class BlockStage : public StageModule {
       BlockActivations& activations = full ? dropped_ : s.blocks[k];
       if (full) {
         reuse_or_allocate(recomputed_output_, *backend_, held(s), act_);
-        blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, activations, true);
+        blocks_[k].forward(s.samples, s.xs[k], recomputed_output_, activations, true, s.draw);
       }
       reuse_or_allocate(dx_spare_, *backend_, held(s), act_);  // overwritten by the block
       weight_gradients_.set_layer(first_block_ + static_cast<int>(k));
       timed_layer(first_block_ + static_cast<int>(k), true, report_layers,
-                  [&] { blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, activations); });
+                  [&] { blocks_[k].backward(s.samples, s.xs[k], dx, dx_spare_, activations, s.draw); });
       std::swap(dx, dx_spare_);
       layer_done(first_block_ + static_cast<int>(k));
     }
+    if (has_embedding_)
+      embedding_dropout_.apply(*backend_, dx, static_cast<int>(rows(s)), s.draw,
+                               DropoutPlace::embedding_output);
     const ConstTensorView dx_in = region_.enter(dx, border_);
     if (has_embedding_) {
       timed_layer(0, true, report_layers,
@@ -395,6 +408,11 @@ class BlockStage : public StageModule {
                                   std::to_string(etp / o.tp_size) + " ranks");
   }
 
+  /// The model's index of this tp rank's first query head.
+  static int first_head(const plan::Model& model, const StageModuleOptions& options) {
+    return options.tp_rank * (model.heads / std::max(options.tp_size, 1));
+  }
+
   /// The routed experts' tensor-parallel degree (StageModuleOptions::expert_tp_size).
   int expert_tp_size() const {
     return options_.expert_tp_size > 0 ? options_.expert_tp_size : options_.tp_size;
@@ -518,6 +536,7 @@ class BlockStage : public StageModule {
   Tensor compute_values_;      // the values in act_; empty under fp32 (the masters serve)
   Tensor host_staging_;        // fp32 scratch between act_ and host floats
   TensorParallelRegion region_;  // the tp group's borders; built before blocks_ refer to it
+  LayerDropout embedding_dropout_;  // the embedding's output
   Tensor border_;  // (N, C) whole tensors at the stage borders under sequence parallelism
   std::vector<ParameterView> views_;
   Ends ends_;  // the family's embedding and head

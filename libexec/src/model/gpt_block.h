@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "model/gpt_parameters.h"
+#include "model/layer_dropout.h"
 #include "model/moe_layer.h"
 #include "model/tensor_parallel_ops.h"
 #include "whale/exec/backend/backend.h"
@@ -45,6 +46,7 @@ struct BlockActivations {
 /// use overwrites (or first zeroes) what it reads.
 struct BlockScratch {
   Tensor dgelu, dfc1, dln2, dx_mid, datty, dqkv, dln1;  // backward
+  Tensor dropped;  // (Nh, C): a sub-layer output's gradient through its dropout mask
   Tensor probs, atty;  // dropped attention probabilities (selective recompute), their output
   Tensor gathered, partial;  // (N, C) at the region borders under sequence parallelism
   MoeScratch moe;
@@ -55,27 +57,30 @@ class Block {
   /// `region` (the stage's tensor group), scratch and weight_gradients (the stage's, which
   /// defers the linears' weight gradients in a split backward) must outlive the block.
   /// `moe` (the stage's; null for a dense block) makes the MLP a MoeLayer of params.moe.
+  /// `dropout`: the layer's sites (attention probabilities, both sub-layers' outputs).
   Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
         TensorParallelRegion& region, BlockScratch& scratch, WeightGradients& weight_gradients,
-        const MoeContext* moe);
+        const MoeContext* moe, const LayerDropout& dropout);
 
   /// x_out (Nh, C) = block(x_in (Nh, C)), overwritten; fills acts (overwriting what they
-  /// held), keeping the attention probabilities only when keep_probs.
+  /// held), keeping the attention probabilities only when keep_probs. The dropout masks are
+  /// `draw`'s; backward (and a recomputing forward) must be given the same.
   void forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActivations& acts,
-               bool keep_probs);
+               bool keep_probs, const MicroBatchDraw& draw);
   /// dx_in (Nh, C) = d loss / d x_in (overwritten), given dx_out; accumulates the parameter
   /// gradients (those of the layernorms and of the biases after the row-parallel linears
   /// summed over the tensor group under sequence parallelism). Recomputes the attention
   /// probabilities (into a scratch buffer) when acts.probs is empty. Leaves acts as they were.
   void backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, TensorView dx_in,
-                const BlockActivations& acts);
+                const BlockActivations& acts, const MicroBatchDraw& draw);
 
  private:
-  /// The dense MLP's part of backward: g.dln2 = d loss / d ln2 output, given dx_out.
-  void mlp_backward(int batch, ConstTensorView dx_out, const BlockActivations& acts);
+  /// The dense MLP's part of backward: g.dln2 = d loss / d ln2 output, given dmlp, the
+  /// gradient of the MLP's output (after its dropout's mask).
+  void mlp_backward(int batch, ConstTensorView dmlp, const BlockActivations& acts);
   /// The attention's part: dx_in from g.dx_mid (the gradient of x_mid).
   void attention_backward(int batch, ConstTensorView x_in, TensorView dx_in,
-                          const BlockActivations& acts);
+                          const BlockActivations& acts, const MicroBatchDraw& draw);
 
   Dims dims_;
   int channels_local_, heads_local_, ffn_local_;
@@ -85,6 +90,7 @@ class Block {
   DType act_;                 // the backend's compute dtype
   TensorParallelOps tp_ops_;  // shared with the other block families
   std::optional<MoeLayer> moe_;  // set for a mixture-of-experts block
+  LayerDropout dropout_;
 };
 
 }  // namespace whale::exec::gpt

@@ -10,7 +10,8 @@ namespace whale::exec::llama {
 
 Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
              TensorParallelRegion& region, BlockScratch& scratch,
-             WeightGradients& weight_gradients, const MoeContext* moe)
+             WeightGradients& weight_gradients, const MoeContext* moe,
+             const LayerDropout& dropout)
     : dims_(dims),
       heads_local_(dims.heads / tp_size),
       kv_heads_local_(dims.kv_heads / tp_size),
@@ -20,17 +21,19 @@ Block::Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& 
       be_(backend),
       scratch_(&scratch),
       act_(backend.compute_dtype()),
-      tp_ops_(backend, region, weight_gradients) {
+      tp_ops_(backend, region, weight_gradients),
+      dropout_(dropout) {
   if (moe) moe_.emplace(dims.channels, params.moe, backend, *moe, scratch.moe, tp_ops_);
 }
 
-void Block::attend(int batch, ConstTensorView qkv, TensorView out, TensorView probs) {
+void Block::attend(int batch, ConstTensorView qkv, TensorView out, TensorView probs,
+                   const MicroBatchDraw& draw) {
   be_.attention_forward(out, probs, qkv, batch, dims_.sequence, heads_local_, kv_heads_local_,
-                        dims_.head_size());
+                        dims_.head_size(), dropout_.attention(draw));
 }
 
 void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActivations& a,
-                    bool keep_probs) {
+                    bool keep_probs, const MicroBatchDraw& draw) {
   const int T = dims_.sequence, C = dims_.channels, HS = dims_.head_size();
   TensorParallelRegion& region = tp_ops_.region();
   const int N = batch * T, Nh = region.held_rows(N);
@@ -52,7 +55,7 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
   const bool keep_saved = keep_probs || be_.attention_recomputes_scores();
   Tensor& probs = keep_saved ? a.probs : scratch_->probs;
   reuse_or_allocate(probs, be_, be_.attention_saved_count(batch, T, heads_local_, HS, act_), act_);
-  attend(batch, a.qkv, a.atty, probs);
+  attend(batch, a.qkv, a.atty, probs, draw);
   if (!keep_saved) a.probs.reset();  // backward recomputes them
   reuse_or_allocate(a.x_mid, be_, NhC, act_);
   const TensorView attention_sum = region.all_rows(a.x_mid, g.partial, NC);
@@ -80,7 +83,7 @@ void Block::forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActi
 }
 
 void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, TensorView dx_in,
-                     const BlockActivations& a) {
+                     const BlockActivations& a, const MicroBatchDraw& draw) {
   const int T = dims_.sequence, C = dims_.channels, HS = dims_.head_size();
   TensorParallelRegion& region = tp_ops_.region();
   const int N = batch * T, Nh = region.held_rows(N);
@@ -124,12 +127,12 @@ void Block::backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, Te
     reuse_or_allocate(g.probs, be_, be_.attention_saved_count(batch, T, heads_local_, HS, act_),
                       act_);
     reuse_or_allocate(g.atty, be_, static_cast<std::size_t>(N) * A, act_);
-    attend(batch, a.qkv, g.atty, g.probs);
+    attend(batch, a.qkv, g.atty, g.probs, draw);
     probs = g.probs;
   }
   be_.fill_zero(g.dqkv, Stream::compute);
   be_.attention_backward(g.dqkv, g.datty, a.qkv, probs, batch, T, heads_local_, kv_heads_local_,
-                         HS);
+                         HS, dropout_.attention(draw));
   be_.rope_backward(g.dqkv, batch, T, W, heads_local_ + kv_heads_local_, HS, dims_.rope_theta);
   const TensorView dnorm1_sum = region.all_rows(g.dnorm1, g.partial, NC);
   tp_ops_.linear_gradients(dnorm1_sum, p_.qkv_w, p_.qkv_b.grad, g.dqkv,

@@ -4,11 +4,13 @@
 // projection (row-split) + residual; RMSNorm, gate and up (column-split), SwiGLU, down
 // (row-split) + residual. No biases outside qkv. The borders of each sub-layer's
 // tensor-parallel region exchange as tensor_parallel_region.h says (all-reduces, or under
-// sequence parallelism all-gathers and reduce-scatters).
+// sequence parallelism all-gathers and reduce-scatters). Dropout on the attention probabilities
+// where the model asks for it (attention_dropout; layer_dropout.h); Llama has no hidden dropout.
 #pragma once
 
 #include <optional>
 
+#include "model/layer_dropout.h"
 #include "model/llama_parameters.h"
 #include "model/moe_layer.h"
 #include "model/tensor_parallel_ops.h"
@@ -53,23 +55,26 @@ class Block {
   /// `moe` (the stage's; null for a dense block) makes the MLP a MoeLayer of params.moe.
   /// `region` (the stage's tensor group), scratch and weight_gradients (the stage's, which
   /// defers the linears' weight gradients in a split backward) must outlive the block.
+  /// `dropout`: the layer's sites (its attention probabilities').
   Block(const Dims& dims, int tp_size, const BlockParams& params, Backend& backend,
         TensorParallelRegion& region, BlockScratch& scratch, WeightGradients& weight_gradients,
-        const MoeContext* moe);
+        const MoeContext* moe, const LayerDropout& dropout);
 
   /// x_out (Nh, C) = block(x_in (Nh, C)), overwritten; fills acts, keeping the attention
-  /// probabilities only when keep_probs.
+  /// probabilities only when keep_probs. The dropout masks are `draw`'s; backward (and a
+  /// recomputing forward) must be given the same.
   void forward(int batch, ConstTensorView x_in, TensorView x_out, BlockActivations& acts,
-               bool keep_probs);
+               bool keep_probs, const MicroBatchDraw& draw);
   /// dx_in (Nh, C) = d loss / d x_in (overwritten); accumulates the parameter gradients (those
   /// of the RMSNorms summed over the tensor group under sequence parallelism). Recomputes the
   /// attention probabilities when acts.probs is empty.
   void backward(int batch, ConstTensorView x_in, ConstTensorView dx_out, TensorView dx_in,
-                const BlockActivations& acts);
+                const BlockActivations& acts, const MicroBatchDraw& draw);
 
  private:
   /// The attention of a micro-batch of `batch` samples over acts' qkv into out and probs.
-  void attend(int batch, ConstTensorView qkv, TensorView out, TensorView probs);
+  void attend(int batch, ConstTensorView qkv, TensorView out, TensorView probs,
+              const MicroBatchDraw& draw);
 
   Dims dims_;
   int heads_local_, kv_heads_local_, qkv_local_, ffn_local_;
@@ -79,6 +84,7 @@ class Block {
   DType act_;
   TensorParallelOps tp_ops_;
   std::optional<MoeLayer> moe_;  // set for a mixture-of-experts block
+  LayerDropout dropout_;
 };
 
 }  // namespace whale::exec::llama

@@ -29,6 +29,7 @@ class TensorParallelOps {
 
   /// The borders of the block's tensor-parallel regions.
   TensorParallelRegion& region() { return *region_; }
+  const TensorParallelRegion& region() const { return *region_; }
   /// dinp (rows, in) = dout (rows, out) * w (overwritten, or added to when accumulate_input);
   /// w.grad += dout^T inp and dbias (when not null) += column sums of dout, at once or in the
   /// weight pass as the WeightGradients says.

@@ -27,6 +27,10 @@ int TensorParallelRegion::held_rows(int rows) const {
   return sequence_parallel_ ? rows / tp_->size() : rows;
 }
 
+int TensorParallelRegion::first_held_row(int rows) const {
+  return sequence_parallel_ ? tp_->rank() * held_rows(rows) : 0;
+}
+
 template <class Call>
 void TensorParallelRegion::timed(Call call) {
   const auto start = std::chrono::steady_clock::now();

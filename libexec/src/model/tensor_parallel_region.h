@@ -29,6 +29,9 @@ class TensorParallelRegion {
   /// How many of `rows` rows outside the region this rank holds: rows, or rows / tp under
   /// sequence parallelism (rank r holds rows [r * rows / tp, (r + 1) * rows / tp)).
   int held_rows(int rows) const;
+  /// The first of the `rows` rows this rank holds: 0, or rank * rows / tp under sequence
+  /// parallelism.
+  int first_held_row(int rows) const;
 
   /// Before a column-parallel linear (forward), or after a row-parallel one (backward, for the
   /// gradient): all rows of `held`. Under sequence parallelism all-gathers them into

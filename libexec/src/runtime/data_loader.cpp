@@ -40,11 +40,13 @@ int64_t DataLoader::sample_offset(int64_t step, int index) const {
 MicroBatchTokens DataLoader::micro_batch(int64_t step, int micro_batch, int first_sample,
                                          int samples) const {
   MicroBatchTokens batch;
+  batch.step = step;
+  batch.first_sample = static_cast<int64_t>(micro_batch) * micro_batch_size_ + first_sample;
   batch.samples = samples;
   batch.inputs.resize(static_cast<std::size_t>(samples) * sequence_);
   batch.targets.resize(batch.inputs.size());
   for (int i = 0; i < samples; ++i) {
-    const int64_t offset = sample_offset(step, micro_batch * micro_batch_size_ + first_sample + i);
+    const int64_t offset = sample_offset(step, static_cast<int>(batch.first_sample) + i);
     for (int t = 0; t < sequence_; ++t) {
       batch.inputs[static_cast<std::size_t>(i) * sequence_ + t] = data_.tokens[offset + t];
       batch.targets[static_cast<std::size_t>(i) * sequence_ + t] = data_.tokens[offset + t + 1];

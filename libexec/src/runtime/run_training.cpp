@@ -121,14 +121,6 @@ void run_training(const RunOptions& options, std::ostream& log) {
     log << "whale-run: note: the plan's devices include GPUs (" << gpus
         << "): their ranks run the CUDA backend, NCCL among GPUs, the host bridge to CPUs"
         << std::endl;
-  const double attention_dropout = plan::attention_dropout_of(plan.model),
-               hidden_dropout = plan::hidden_dropout_of(plan.model);
-  if (root && (attention_dropout > 0 || hidden_dropout > 0))
-    log << "whale-run: note: whale-run trains without dropout; the model's attention_dropout "
-        << attention_dropout << " and hidden_dropout " << hidden_dropout
-        << " are not applied (set both to 0 in "
-        << (plan.model.source_file.empty() ? "the model" : plan.model.source_file)
-        << " so that whale-sim prices this run: it counts their masks and kernels)" << std::endl;
   if (options.resume && options.checkpoint_dir.empty())
     throw Error("", "--resume", "a --checkpoint-dir to resume from");
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty())

@@ -8,15 +8,11 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/kernel_math/splitmix64.h"
+
 namespace whale::exec {
 
-/// splitmix64's finaliser of x + golden ratio: a bijective, well-mixed 64-bit hash.
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using kmath::splitmix64;  // kernel_math/splitmix64.h: host and device share it
 
 /// 64-bit FNV-1a of `size` bytes, continuing from `hash` (the FNV offset basis by default).
 inline uint64_t fnv1a(const char* data, std::size_t size, uint64_t hash = 0xCBF29CE484222325ull) {

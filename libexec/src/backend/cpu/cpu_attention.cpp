@@ -2,6 +2,8 @@
 // CPU causal attention (multi-head or grouped-query): per (sample, head) Eigen GEMMs on strided
 // views of qkv, a masked row softmax in between (vectorised, address-independent); backward
 // through the saved probabilities, per (sample, key/value head) over its query heads in order.
+// Attention dropout: the saved probabilities stay undropped; the product with V (and the
+// backward's with dout) takes them times the mask, regenerated from the mask's rows.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -61,10 +63,23 @@ void causal_softmax_row_backward(float* dp, const float* p, int i, int T, float 
   std::fill(dp + n, dp + T, 0.0f);
 }
 
+/// dst (T, T) = P times the dropout mask of (sample b, head h); zeros stay zeros.
+void dropped_probabilities(RowMatrix& dst, const float* p, int T,
+                           const kmath::AttentionDropoutScalars& drop, int b, int h) {
+  dst.resize(T, T);
+  const uint64_t head_row = kmath::attention_head_row(drop, b, h, T);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j < T; ++j) {
+      const std::size_t at = static_cast<std::size_t>(i) * T + j;
+      dst.data()[at] = j <= i ? p[at] * kmath::dropout_factor(drop.mask, head_row + i, j) : 0.0f;
+    }
+}
+
 }  // namespace
 
 void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, int batch,
-                                    int sequence, int heads, int kv_heads, int head_size) {
+                                    int sequence, int heads, int kv_heads, int head_size,
+                                    const kmath::AttentionDropoutScalars& drop) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   const int T = sequence;
   // (sample, head) pairs in parallel: each writes its own probabilities and output columns.
@@ -80,20 +95,27 @@ void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, 
     for (int i = 0; i < T; ++i)
       causal_softmax_row(P.data() + static_cast<std::size_t>(i) * T, i, T, scale, scratch);
     StridedMap O(out + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
-    O.noalias() = P * V;
+    if (!drop.mask.active) {
+      O.noalias() = P * V;
+      return;
+    }
+    thread_local RowMatrix kept;
+    dropped_probabilities(kept, P.data(), T, drop, b, h);
+    O.noalias() = kept * V;
   });
 }
 
 void Fp32Kernels::attention_backward(float* dqkv, const float* dout, const float* qkv,
                                      const float* probs, int batch, int sequence, int heads,
-                                     int kv_heads, int head_size) {
+                                     int kv_heads, int head_size,
+                                     const kmath::AttentionDropoutScalars& drop) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
   const int T = sequence, group = heads / kv_heads;
   // (sample, key/value head) pairs in parallel: each adds into its own columns of dqkv, its
   // query heads one after another (their key/value gradients sum in head order).
   pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * kv_heads, [&](std::ptrdiff_t bkv) {
     const int b = static_cast<int>(bkv / kv_heads), kv = static_cast<int>(bkv % kv_heads);
-    thread_local RowMatrix dP;
+    thread_local RowMatrix dP, kept;
     dP.resize(T, T);
     for (int h = kv * group; h < (kv + 1) * group; ++h) {
       const HeadViews hv = head_views(b, h, T, heads, kv_heads, head_size);
@@ -107,7 +129,17 @@ void Fp32Kernels::attention_backward(float* dqkv, const float* dout, const float
       ConstStridedMap dO(dout + hv.o, T, head_size, Eigen::OuterStride<>(hv.out_stride));
       ConstMatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
       dP.noalias() = dO * V.transpose();
-      dV.noalias() += P.transpose() * dO;
+      if (drop.mask.active) {  // through the mask: dV from the kept probabilities, dP times it
+        dropped_probabilities(kept, P.data(), T, drop, b, h);
+        dV.noalias() += kept.transpose() * dO;
+        const uint64_t head_row = kmath::attention_head_row(drop, b, h, T);
+        for (int i = 0; i < T; ++i)
+          for (int j = 0; j <= i; ++j)
+            dP.data()[static_cast<std::size_t>(i) * T + j] *=
+                kmath::dropout_factor(drop.mask, head_row + i, j);
+      } else {
+        dV.noalias() += P.transpose() * dO;
+      }
       // Softmax backward, row by row: dS = P * (dP - sum_j P dP), times the score scale.
       for (int i = 0; i < T; ++i)
         causal_softmax_row_backward(dP.data() + static_cast<std::size_t>(i) * T,

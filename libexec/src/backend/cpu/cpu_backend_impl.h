@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_parallel.h"
+#include "backend/kernel_math/dropout_math.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/backend/tensor.h"
 
@@ -120,10 +121,15 @@ class Fp32Kernels {
   void swiglu_forward(float* out, const float* gate, const float* up, std::size_t count);
   void swiglu_backward(float* dgate, float* dup, const float* gate, const float* up,
                        const float* dout, std::size_t count);
+  /// data (rows, channels) *= each element's dropout factor (rows first_row..).
+  void dropout(float* data, const kmath::DropoutScalars& mask, uint64_t first_row, int rows,
+               int channels);
   void attention_forward(float* out, float* probs, const float* qkv, int batch, int sequence,
-                         int heads, int kv_heads, int head_size);
+                         int heads, int kv_heads, int head_size,
+                         const kmath::AttentionDropoutScalars& drop);
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
-                          int batch, int sequence, int heads, int kv_heads, int head_size);
+                          int batch, int sequence, int heads, int kv_heads, int head_size,
+                          const kmath::AttentionDropoutScalars& drop);
   /// rope_forward (inverse = false) or rope_backward (inverse = true), in place.
   void rope(float* data, int batch, int sequence, int row_channels, int heads, int head_size,
             double theta, bool inverse);
@@ -198,6 +204,8 @@ class CpuBackend : public Backend {
                           ConstTensorView dout, ConstTensorView inp, ConstTensorView weight,
                           ConstTensorView mean, ConstTensorView rstd, int rows,
                           int channels) override;
+  void dropout(TensorView data, const DropoutSite& site, int64_t first_row, int rows,
+               int channels) override;
   void gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) override;
   void gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
                      std::size_t count) override;
@@ -233,10 +241,11 @@ class CpuBackend : public Backend {
   using Backend::attention_forward;
   using Backend::attention_backward;
   void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
-                         int sequence, int heads, int kv_heads, int head_size) override;
+                         int sequence, int heads, int kv_heads, int head_size,
+                         const AttentionDropout& dropout) override;
   void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                           ConstTensorView probs, int batch, int sequence, int heads,
-                          int kv_heads, int head_size) override;
+                          int kv_heads, int head_size, const AttentionDropout& dropout) override;
   void rope_forward(TensorView data, int batch, int sequence, int row_channels, int heads,
                     int head_size, double theta) override;
   void rope_backward(TensorView grad, int batch, int sequence, int row_channels, int heads,

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_backend_impl.h"
 #include "backend/cpu/cpu_convert.h"
+#include "backend/dropout_scalars.h"
 
 namespace whale::exec::cpu {
 namespace {
@@ -101,6 +102,14 @@ void CpuBackend::layernorm_backward(TensorView dinp, TensorView dweight, TensorV
                               f.in(mean), f.in(rstd), rows, channels);
 }
 
+void CpuBackend::dropout(TensorView data, const DropoutSite& site, int64_t first_row, int rows,
+                         int channels) {
+  if (!site.active() || rows == 0) return;
+  Fp32Operands f;
+  kernels_.dropout(f.out(data, true), dropout_scalars(site), static_cast<uint64_t>(first_row), rows,
+                   channels);
+}
+
 void CpuBackend::gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) {
   Fp32Operands f;
   const float* x = f.in(inp);
@@ -144,18 +153,20 @@ void CpuBackend::swiglu_backward(TensorView dgate, TensorView dup, ConstTensorVi
 }
 
 void CpuBackend::attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
-                                   int sequence, int heads, int kv_heads, int head_size) {
+                                   int sequence, int heads, int kv_heads, int head_size,
+                                   const AttentionDropout& dropout) {
   Fp32Operands f;
   kernels_.attention_forward(f.out(out, false), f.out(probs, false), f.in(qkv), batch, sequence,
-                             heads, kv_heads, head_size);
+                             heads, kv_heads, head_size, attention_dropout_scalars(dropout));
 }
 
 void CpuBackend::attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                                     ConstTensorView probs, int batch, int sequence, int heads,
-                                    int kv_heads, int head_size) {
+                                    int kv_heads, int head_size, const AttentionDropout& dropout) {
   Fp32Operands f;
   kernels_.attention_backward(f.out(dqkv, true), f.in(dout), f.in(qkv), f.in(probs), batch,
-                              sequence, heads, kv_heads, head_size);
+                              sequence, heads, kv_heads, head_size,
+                              attention_dropout_scalars(dropout));
 }
 
 void CpuBackend::rope_forward(TensorView data, int batch, int sequence, int row_channels,

@@ -6,7 +6,9 @@
 // kAttentionTile keys or queries staged in shared memory as fp32, the online-softmax recurrence
 // of kmath::flash_forward_tile. Forward saves only each row's log-sum-exp; backward recomputes
 // the scores (never a (B, NH, T, T) tensor) and writes dq and dk/dv from separate kernels, each
-// element by one thread in a fixed order: deterministic, no atomics.
+// element by one thread in a fixed order: deterministic, no atomics. Attention dropout multiplies
+// each probability by its mask factor (kernel_math/dropout_math.h) where it meets V, in the
+// forward and in both backward kernels alike.
 #include "backend/cuda/cuda_attention_head_view.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_dtype.h"
@@ -34,9 +36,17 @@ __device__ void load_row(float* row, const T* src, int head_size) {
   for (int d = 0; d < head_size; ++d) row[d] = to_float(src[d]);
 }
 
+/// The dropout mask row of query 0 of block row blockIdx.y = b * NH + h.
+__device__ __forceinline__ uint64_t query_head_mask_row(const kmath::AttentionDropoutScalars& drop,
+                                                        int sequence, int heads) {
+  const int bh = static_cast<int>(blockIdx.y);
+  return kmath::attention_head_row(drop, bh / heads, bh % heads, sequence);
+}
+
 template <class T>
 __global__ void attention_forward_kernel(T* out, float* lse, const T* qkv, int sequence, int heads,
-                                         int kv_heads, int head_size, float scale) {
+                                         int kv_heads, int head_size, float scale,
+                                         kmath::AttentionDropoutScalars drop) {
   extern __shared__ float shared[];
   float* k_tile = shared;
   float* v_tile = shared + kAttentionTile * head_size;
@@ -48,6 +58,7 @@ __global__ void attention_forward_kernel(T* out, float* lse, const T* qkv, int s
   if (active) load_row(q, qkv + hv.q + static_cast<std::size_t>(i) * hv.qkv_stride, head_size);
   kmath::FlashRow row;
   kmath::flash_row_init(row, head_size);
+  const uint64_t mask_row = query_head_mask_row(drop, sequence, heads) + static_cast<uint64_t>(i);
   for (int kt = 0; kt <= static_cast<int>(blockIdx.x); ++kt) {
     const kmath::TileRows keys = kmath::tile_rows(kt, sequence);
     const std::size_t first = static_cast<std::size_t>(keys.first) * hv.qkv_stride;
@@ -56,7 +67,8 @@ __global__ void attention_forward_kernel(T* out, float* lse, const T* qkv, int s
     __syncthreads();
     if (active)
       kmath::flash_forward_tile(row, q, k_tile, v_tile, head_size,
-                                kmath::causal_keys_in_tile(i, keys.first, keys.count), head_size, scale);
+                                kmath::causal_keys_in_tile(i, keys.first, keys.count), head_size, scale,
+                                drop.mask, mask_row, keys.first);
     __syncthreads();
   }
   if (!active) return;
@@ -82,7 +94,7 @@ __global__ void attention_delta_kernel(float* delta, const T* dout, const T* out
 template <class T>
 __global__ void attention_dq_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse,
                                     const float* delta, int sequence, int heads, int kv_heads,
-                                    int head_size, float scale) {
+                                    int head_size, float scale, kmath::AttentionDropoutScalars drop) {
   extern __shared__ float shared[];
   float* k_tile = shared;
   float* v_tile = shared + kAttentionTile * head_size;
@@ -98,6 +110,7 @@ __global__ void attention_dq_kernel(T* dqkv, const T* dout, const T* qkv, const 
   for (int d = 0; d < head_size; ++d) dq[d] = 0.0f;
   const float row_lse = active ? lse[hv.stats + i] : 0.0f;
   const float row_delta = active ? delta[hv.stats + i] : 0.0f;
+  const uint64_t mask_row = query_head_mask_row(drop, sequence, heads) + static_cast<uint64_t>(i);
   for (int kt = 0; kt <= static_cast<int>(blockIdx.x); ++kt) {
     const kmath::TileRows keys = kmath::tile_rows(kt, sequence);
     const std::size_t first = static_cast<std::size_t>(keys.first) * hv.qkv_stride;
@@ -107,7 +120,7 @@ __global__ void attention_dq_kernel(T* dqkv, const T* dout, const T* qkv, const 
     if (active)
       kmath::flash_backward_dq_tile(dq, q, dO, row_lse, row_delta, k_tile, v_tile, head_size,
                                     kmath::causal_keys_in_tile(i, keys.first, keys.count),
-                                    head_size, scale);
+                                    head_size, scale, drop.mask, mask_row, keys.first);
     __syncthreads();
   }
   if (!active) return;
@@ -120,7 +133,8 @@ __global__ void attention_dq_kernel(T* dqkv, const T* dout, const T* qkv, const 
 template <class T>
 __global__ void attention_dkv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse,
                                      const float* delta, int sequence, int heads, int kv_heads,
-                                     int head_size, float scale) {
+                                     int head_size, float scale,
+                                     kmath::AttentionDropoutScalars drop) {
   extern __shared__ float shared[];
   float* q_tile = shared;
   float* do_tile = shared + kAttentionTile * head_size;
@@ -157,7 +171,11 @@ __global__ void attention_dkv_kernel(T* dqkv, const T* dout, const T* qkv, const
         const int skip = seen.first - queries.first;
         kmath::flash_backward_dkv_tile(dk, dv, k, v, q_tile + skip * head_size,
                                        do_tile + skip * head_size, lse_tile + skip,
-                                       delta_tile + skip, head_size, seen.count, head_size, scale);
+                                       delta_tile + skip, head_size, seen.count, head_size, scale,
+                                       drop.mask,
+                                       kmath::attention_head_row(drop, b, h, sequence) +
+                                           static_cast<uint64_t>(seen.first),
+                                       j);
       }
       __syncthreads();
     }
@@ -177,24 +195,25 @@ float score_scale(int head_size) { return 1.0f / sqrtf(static_cast<float>(head_s
 
 template <class T>
 void attention_forward(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch,
-                       int sequence, int heads, int kv_heads, int head_size) {
+                       int sequence, int heads, int kv_heads, int head_size,
+                       const kmath::AttentionDropoutScalars& drop) {
   if constexpr (!std::is_same_v<T, float>) {
     if (flash_mma_supports<T>(head_size, out, qkv)) {
-      flash_mma_forward(stream, out, lse, qkv, batch, sequence, heads, kv_heads, head_size);
+      flash_mma_forward(stream, out, lse, qkv, batch, sequence, heads, kv_heads, head_size, drop);
       return;
     }
   }
   const kmath::Launch l = kmath::attention_launch(batch, sequence, heads, head_size, false);
   if (l.grid_x == 0 || l.grid_y == 0) return;
   attention_forward_kernel<<<dim3(l.grid_x, l.grid_y), l.block, l.shared_bytes, stream>>>(
-      out, lse, qkv, sequence, heads, kv_heads, head_size, score_scale(head_size));
+      out, lse, qkv, sequence, heads, kv_heads, head_size, score_scale(head_size), drop);
   WHALE_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
 void attention_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv, const T* out,
                         const float* lse, float* delta, int batch, int sequence, int heads,
-                        int kv_heads, int head_size) {
+                        int kv_heads, int head_size, const kmath::AttentionDropoutScalars& drop) {
   const kmath::Launch dq = kmath::attention_launch(batch, sequence, heads, head_size, false);
   const kmath::Launch dkv = kmath::attention_launch(batch, sequence, kv_heads, head_size, true);
   if (dq.grid_x == 0 || dq.grid_y == 0) return;
@@ -206,23 +225,25 @@ void attention_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qk
   if constexpr (!std::is_same_v<T, float>) {
     if (flash_mma_supports<T>(head_size, qkv, dout)) {
       flash_mma_backward(stream, dqkv, dout, qkv, lse, delta, batch, sequence, heads, kv_heads,
-                         head_size);
+                         head_size, drop);
       return;
     }
   }
   const float scale = score_scale(head_size);
   attention_dq_kernel<<<dim3(dq.grid_x, dq.grid_y), dq.block, dq.shared_bytes, stream>>>(
-      dqkv, dout, qkv, lse, delta, sequence, heads, kv_heads, head_size, scale);
+      dqkv, dout, qkv, lse, delta, sequence, heads, kv_heads, head_size, scale, drop);
   WHALE_CUDA_CHECK_LAUNCH();
   attention_dkv_kernel<<<dim3(dkv.grid_x, dkv.grid_y), dkv.block, dkv.shared_bytes, stream>>>(
-      dqkv, dout, qkv, lse, delta, sequence, heads, kv_heads, head_size, scale);
+      dqkv, dout, qkv, lse, delta, sequence, heads, kv_heads, head_size, scale, drop);
   WHALE_CUDA_CHECK_LAUNCH();
 }
 
 #define WHALE_INSTANTIATE_ATTENTION(T)                                                           \
-  template void attention_forward<T>(cudaStream_t, T*, float*, const T*, int, int, int, int, int); \
+  template void attention_forward<T>(cudaStream_t, T*, float*, const T*, int, int, int, int, int, \
+                                     const kmath::AttentionDropoutScalars&);                     \
   template void attention_backward<T>(cudaStream_t, T*, const T*, const T*, const T*,          \
-                                      const float*, float*, int, int, int, int, int);
+                                      const float*, float*, int, int, int, int, int,           \
+                                      const kmath::AttentionDropoutScalars&);
 WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_ATTENTION)
 
 }  // namespace whale::exec::cuda

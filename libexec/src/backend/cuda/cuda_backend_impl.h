@@ -66,6 +66,8 @@ class CudaBackend : public Backend {
                           ConstTensorView dout, ConstTensorView inp, ConstTensorView weight,
                           ConstTensorView mean, ConstTensorView rstd, int rows,
                           int channels) override;
+  void dropout(TensorView data, const DropoutSite& site, int64_t first_row, int rows,
+               int channels) override;
   void gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) override;
   void gelu_backward(TensorView dinp, ConstTensorView inp, ConstTensorView dout,
                      std::size_t count) override;
@@ -101,10 +103,11 @@ class CudaBackend : public Backend {
   using Backend::attention_forward;
   using Backend::attention_backward;
   void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
-                         int sequence, int heads, int kv_heads, int head_size) override;
+                         int sequence, int heads, int kv_heads, int head_size,
+                         const AttentionDropout& dropout) override;
   void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                           ConstTensorView probs, int batch, int sequence, int heads,
-                          int kv_heads, int head_size) override;
+                          int kv_heads, int head_size, const AttentionDropout& dropout) override;
   std::size_t attention_saved_count(int batch, int sequence, int heads, int head_size,
                                     DType act) const override;
   bool attention_recomputes_scores() const override { return true; }

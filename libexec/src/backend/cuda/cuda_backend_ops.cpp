@@ -17,6 +17,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_expect_dtype.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/dropout_scalars.h"
 #include "backend/gpu_host/gemm_layout.h"
 #include "backend/gpu_host/token_buckets.h"
 #include "backend/kernel_math/attention_saved_state.h"
@@ -237,6 +238,16 @@ void CudaBackend::layernorm_backward(TensorView dinp, TensorView dweight, Tensor
   });
 }
 
+void CudaBackend::dropout(TensorView data_view, const DropoutSite& site, int64_t first_row, int rows,
+                          int channels) {
+  if (!site.active() || rows == 0) return;
+  by_dtype(data_view.dtype, "dropout", [&](auto t) {
+    using T = decltype(t);
+    cuda::dropout(compute(), data<T>(data_view), dropout_scalars(site), static_cast<uint64_t>(first_row),
+                  rows, channels);
+  });
+}
+
 void CudaBackend::gelu_forward(TensorView out, ConstTensorView inp, std::size_t count) {
   by_dtype(out.dtype, "gelu_forward", [&](auto t) {
     using T = decltype(t);
@@ -319,13 +330,13 @@ std::size_t CudaBackend::attention_saved_count(int batch, int sequence, int head
 
 void CudaBackend::attention_forward(TensorView out, TensorView probs, ConstTensorView qkv,
                                     int batch, int sequence, int heads, int kv_heads,
-                                    int head_size) {
+                                    int head_size, const AttentionDropout& dropout) {
   const kmath::AttentionSavedState state =
       saved_state_of(probs, out.dtype, batch, sequence, heads, head_size, "attention_forward");
   by_dtype(out.dtype, "attention_forward", [&](auto t) {
     using T = decltype(t);
     cuda::attention_forward(compute(), data<T>(out), probs.as<float>(), data<T>(qkv), batch,
-                            sequence, heads, kv_heads, head_size);
+                            sequence, heads, kv_heads, head_size, attention_dropout_scalars(dropout));
   });
   const std::size_t out_count = static_cast<std::size_t>(batch) * sequence * heads * head_size;
   copy(TensorView{static_cast<char*>(probs.data) + state.out_offset, out_count, out.dtype},
@@ -334,7 +345,8 @@ void CudaBackend::attention_forward(TensorView out, TensorView probs, ConstTenso
 
 void CudaBackend::attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                                      ConstTensorView probs, int batch, int sequence,
-                                     int heads, int kv_heads, int head_size) {
+                                     int heads, int kv_heads, int head_size,
+                                     const AttentionDropout& dropout) {
   const kmath::AttentionSavedState state =
       saved_state_of(probs, dqkv.dtype, batch, sequence, heads, head_size, "attention_backward");
   const std::size_t rows = static_cast<std::size_t>(batch) * heads * sequence;
@@ -345,7 +357,8 @@ void CudaBackend::attention_backward(TensorView dqkv, ConstTensorView dout, Cons
     cuda::attention_backward(compute(), data<T>(dqkv), data<T>(dout), data<T>(qkv),
                              reinterpret_cast<const T*>(saved + state.out_offset),
                              reinterpret_cast<const float*>(saved), delta.as<float>(), batch,
-                             sequence, heads, kv_heads, head_size);
+                             sequence, heads, kv_heads, head_size,
+                             attention_dropout_scalars(dropout));
   });
 }
 

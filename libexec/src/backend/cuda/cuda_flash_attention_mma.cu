@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_dtype.h"
 #include "backend/cuda/cuda_flash_attention_mma.h"
+#include "backend/kernel_math/dropout_math.h"
 #include "backend/kernel_math/flash_tile_math.h"
 
 namespace whale::exec::cuda {
@@ -174,6 +175,13 @@ __device__ __forceinline__ HeadView grid_head_view(int sequence, int heads, int 
   return head_view(bh / heads, bh % heads, sequence, heads, kv_heads, head_size);
 }
 
+/// The dropout mask row of query 0 of block column blockIdx.x = b * NH + h.
+__device__ __forceinline__ uint64_t grid_mask_row(const kmath::AttentionDropoutScalars& drop,
+                                                  int sequence, int heads) {
+  const int bh = static_cast<int>(blockIdx.x);
+  return kmath::attention_head_row(drop, bh / heads, bh % heads, sequence);
+}
+
 /// The query tile of block row blockIdx.y: the last tile (the most keys) first.
 __device__ __forceinline__ int longest_first_query_tile() {
   return static_cast<int>(gridDim.y - 1 - blockIdx.y);
@@ -227,7 +235,8 @@ __device__ void add_rows(T* dst, int stride, const float (*acc)[4], int first_ro
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* lse, const T* qkv,
                                                                  int sequence, int heads,
-                                                                 int kv_heads, float scale_log2) {
+                                                                 int kv_heads, float scale_log2,
+                                                                 kmath::AttentionDropoutScalars drop) {
   constexpr int ld = D + kPad, key_tiles_n = kBlockRows / 8;
   extern __shared__ uint4 shared_raw[];
   uint16_t* q_s = reinterpret_cast<uint16_t*>(shared_raw);
@@ -239,6 +248,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
   const Lane l = this_lane();
   const int r0 = l.warp * kRowsPerWarp;
   load_tile<D>(q_s, base + hv.q, hv.qkv_stride, q_first, kBlockRows, sequence);
+  const uint64_t mask_row0 = grid_mask_row(drop, sequence, heads);
 
   float o[D / 8][4] = {};
   kmath::SoftmaxRow row[2];  // rows g and g + 8 of the warp's 16 (this thread's partial sums)
@@ -275,7 +285,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(T* out, float* 
       #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const float p = kmath::softmax_row_weight(row[e / 2], s[nt][e]);
-        s[nt][e] = p;
+        const int query = q_first + r0 + l.g + 8 * (e / 2), key = kt * kBlockRows + nt * 8 + 2 * l.t + (e & 1);
+        s[nt][e] = p * kmath::dropout_factor(drop.mask, mask_row0 + query, key);  // what meets V
         row[e / 2].sum += p;
       }
     #pragma unroll
@@ -327,7 +338,8 @@ template <class T, int D>
 __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* dout, const T* qkv,
                                                             const float* lse, const float* delta,
                                                             int sequence, int heads, int kv_heads,
-                                                            float scale, float scale_log2) {
+                                                            float scale, float scale_log2,
+                                                            kmath::AttentionDropoutScalars drop) {
   constexpr int key_tiles_n = kBlockRows / 8;
   extern __shared__ uint4 shared_raw[];
   const BackwardShared sh = carve_backward_shared<D>(shared_raw, kBlockRows, kBlockRows, kBlockRows);
@@ -342,6 +354,7 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
   load_tile<D>(do_s, reinterpret_cast<const uint16_t*>(dout) + hv.out, hv.out_stride, q_first,
                kBlockRows, sequence);
   load_row_stats(lse_s, delta_s, lse + hv.stats, delta + hv.stats, q_first, kBlockRows, sequence);
+  const uint64_t mask_row0 = grid_mask_row(drop, sequence, heads);
 
   float dq[D / 8][4] = {};
   const int key_tiles = kmath::causal_key_tiles(qt, kBlockRows, kBlockRows, sequence);
@@ -362,7 +375,8 @@ __global__ void __launch_bounds__(kThreads) flash_dq_kernel(T* dqkv, const T* do
         const int key = kt * kBlockRows + nt * 8 + 2 * l.t + (e & 1);
         const bool visible = !masked || kmath::score_visible(q_first + r, key, sequence);
         const float p = visible ? kmath::recomputed_probability(s[nt][e] * scale_log2, lse_s[r]) : 0.0f;
-        s[nt][e] = kmath::score_gradient(p, dp[nt][e], delta_s[r]);
+        const float z = kmath::dropout_factor(drop.mask, mask_row0 + q_first + r, key);
+        s[nt][e] = kmath::score_gradient(p, z * dp[nt][e], delta_s[r]);
       }
     accumulate_product<T, D, kBlockRows>(dq, s, k_s, l);  // dq += dS K
   }
@@ -376,7 +390,8 @@ template <class T, int D>
 __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* dout, const T* qkv,
                                                              const float* lse, const float* delta,
                                                              int sequence, int heads, int kv_heads,
-                                                             float scale, float scale_log2) {
+                                                             float scale, float scale_log2,
+                                                             kmath::AttentionDropoutScalars drop) {
   constexpr int bq = kDkvQueryRows<D>, query_tiles_n = bq / 8;
   extern __shared__ uint4 shared_raw[];
   const BackwardShared sh = carve_backward_shared<D>(shared_raw, kBlockRows, bq, bq);
@@ -397,6 +412,7 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
   const int query_tiles = (sequence + bq - 1) / bq;
   for (int h = kv * group; h < (kv + 1) * group; ++h) {
     const HeadView hv = head_view(b, h, sequence, heads, kv_heads, D);
+    const uint64_t mask_row0 = kmath::attention_head_row(drop, b, h, sequence);
     for (int qt = kmath::causal_first_query_tile(kt, kBlockRows, bq); qt < query_tiles; ++qt) {
       __syncthreads();
       load_tile<D>(q_s, base + hv.q, hv.qkv_stride, qt * bq, bq, sequence);
@@ -415,8 +431,9 @@ __global__ void __launch_bounds__(kThreads) flash_dkv_kernel(T* dqkv, const T* d
           const int c = nt * 8 + 2 * l.t + (e & 1);
           const bool visible = !masked || kmath::score_visible(qt * bq + c, key, sequence);
           const float p = visible ? kmath::recomputed_probability(s[nt][e] * scale_log2, lse_s[c]) : 0.0f;
-          s[nt][e] = p;
-          dp[nt][e] = kmath::score_gradient(p, dp[nt][e], delta_s[c]);
+          const float z = kmath::dropout_factor(drop.mask, mask_row0 + qt * bq + c, key);
+          s[nt][e] = p * z;
+          dp[nt][e] = kmath::score_gradient(p, z * dp[nt][e], delta_s[c]);
         }
       accumulate_product<T, D, bq>(dv, s, do_s, l);  // dv += P^T dout
       accumulate_product<T, D, bq>(dk, dp, q_s, l);  // dk += dS^T Q
@@ -448,29 +465,30 @@ unsigned ceil_tiles(int sequence, int rows) { return static_cast<unsigned>((sequ
 
 template <class T, int D>
 void forward_at(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch, int sequence,
-                int heads, int kv_heads) {
+                int heads, int kv_heads, const kmath::AttentionDropoutScalars& drop) {
   constexpr std::size_t bytes = forward_shared_bytes<D>();
   allow_shared(flash_forward_kernel<T, D>, bytes);
   const dim3 grid(static_cast<unsigned>(batch * heads), ceil_tiles(sequence, kBlockRows));
   flash_forward_kernel<T, D><<<grid, kThreads, bytes, stream>>>(out, lse, qkv, sequence, heads, kv_heads,
-                                                                score_scale(D) * kmath::kLog2e);
+                                                                score_scale(D) * kmath::kLog2e, drop);
   WHALE_CUDA_CHECK_LAUNCH();
 }
 
 template <class T, int D>
 void backward_at(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv, const float* lse,
-                 const float* delta, int batch, int sequence, int heads, int kv_heads) {
+                 const float* delta, int batch, int sequence, int heads, int kv_heads,
+                 const kmath::AttentionDropoutScalars& drop) {
   const float scale = score_scale(D), scale_log2 = scale * kmath::kLog2e;
   constexpr std::size_t dq_bytes = dq_shared_bytes<D>(), dkv_bytes = dkv_shared_bytes<D>();
   allow_shared(flash_dq_kernel<T, D>, dq_bytes);
   allow_shared(flash_dkv_kernel<T, D>, dkv_bytes);
   const dim3 dq_grid(static_cast<unsigned>(batch * heads), ceil_tiles(sequence, kBlockRows));
   flash_dq_kernel<T, D><<<dq_grid, kThreads, dq_bytes, stream>>>(dqkv, dout, qkv, lse, delta, sequence,
-                                                                 heads, kv_heads, scale, scale_log2);
+                                                                 heads, kv_heads, scale, scale_log2, drop);
   WHALE_CUDA_CHECK_LAUNCH();
   const dim3 dkv_grid(static_cast<unsigned>(batch * kv_heads), ceil_tiles(sequence, kBlockRows));
   flash_dkv_kernel<T, D><<<dkv_grid, kThreads, dkv_bytes, stream>>>(dqkv, dout, qkv, lse, delta, sequence,
-                                                                    heads, kv_heads, scale, scale_log2);
+                                                                    heads, kv_heads, scale, scale_log2, drop);
   WHALE_CUDA_CHECK_LAUNCH();
 }
 
@@ -487,31 +505,33 @@ bool flash_mma_supports(int head_size, const void* a, const void* b, const void*
 
 template <class T>
 void flash_mma_forward(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch,
-                       int sequence, int heads, int kv_heads, int head_size) {
+                       int sequence, int heads, int kv_heads, int head_size,
+                       const kmath::AttentionDropoutScalars& drop) {
   if (batch == 0 || sequence == 0 || heads == 0) return;
   if (head_size == 64)
-    forward_at<T, 64>(stream, out, lse, qkv, batch, sequence, heads, kv_heads);
+    forward_at<T, 64>(stream, out, lse, qkv, batch, sequence, heads, kv_heads, drop);
   else
-    forward_at<T, 128>(stream, out, lse, qkv, batch, sequence, heads, kv_heads);
+    forward_at<T, 128>(stream, out, lse, qkv, batch, sequence, heads, kv_heads, drop);
 }
 
 template <class T>
 void flash_mma_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv,
                         const float* lse, const float* delta, int batch, int sequence, int heads,
-                        int kv_heads, int head_size) {
+                        int kv_heads, int head_size, const kmath::AttentionDropoutScalars& drop) {
   if (batch == 0 || sequence == 0 || heads == 0) return;
   if (head_size == 64)
-    backward_at<T, 64>(stream, dqkv, dout, qkv, lse, delta, batch, sequence, heads, kv_heads);
+    backward_at<T, 64>(stream, dqkv, dout, qkv, lse, delta, batch, sequence, heads, kv_heads, drop);
   else
-    backward_at<T, 128>(stream, dqkv, dout, qkv, lse, delta, batch, sequence, heads, kv_heads);
+    backward_at<T, 128>(stream, dqkv, dout, qkv, lse, delta, batch, sequence, heads, kv_heads, drop);
 }
 
 #define WHALE_INSTANTIATE_FLASH_MMA(T)                                                        \
   template bool flash_mma_supports<T>(int, const void*, const void*, const void*);           \
   template void flash_mma_forward<T>(cudaStream_t, T*, float*, const T*, int, int, int, int,  \
-                                     int);                                                     \
+                                     int, const kmath::AttentionDropoutScalars&);              \
   template void flash_mma_backward<T>(cudaStream_t, T*, const T*, const T*, const float*,     \
-                                      const float*, int, int, int, int, int);
+                                      const float*, int, int, int, int, int,                   \
+                                      const kmath::AttentionDropoutScalars&);
 WHALE_INSTANTIATE_FLASH_MMA(__nv_bfloat16)
 WHALE_INSTANTIATE_FLASH_MMA(__half)
 template bool flash_mma_supports<float>(int, const void*, const void*, const void*);  // false

@@ -7,6 +7,8 @@
 
 #include <cuda_runtime.h>
 
+#include "backend/kernel_math/dropout_math.h"
+
 namespace whale::exec::cuda {
 
 /// True when the tensor-core kernels take these tensors: T is bf16 or fp16, head_size is 64 or
@@ -17,17 +19,20 @@ bool flash_mma_supports(int head_size, const void* a, const void* b = nullptr,
                         const void* c = nullptr);
 
 /// out (B, T, NH*HS) and lse (B, NH, T) fp32 (natural log) from qkv (B, T, (NH + 2*KV)*HS),
-/// causal; one block of 4 warps per (64-query tile, b * NH + h).
+/// causal; one block of 4 warps per (64-query tile, b * NH + h). Under `drop` each probability
+/// meets V times its mask factor; the row sums (and lse) are of the undropped probabilities.
 template <class T>
 void flash_mma_forward(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch,
-                       int sequence, int heads, int kv_heads, int head_size);
+                       int sequence, int heads, int kv_heads, int head_size,
+                       const kmath::AttentionDropoutScalars& drop);
 
 /// dqkv += the gradient, from the forward's lse and delta = rowsum(dout * out) (both (B, NH, T)
 /// fp32): one kernel writes dq (a block per query tile), one dk and dv (a block per key tile
-/// and key/value head, its query heads in head order); no atomics, deterministic.
+/// and key/value head, its query heads in head order); no atomics, deterministic. `drop` is
+/// the forward's.
 template <class T>
 void flash_mma_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv,
                         const float* lse, const float* delta, int batch, int sequence, int heads,
-                        int kv_heads, int head_size);
+                        int kv_heads, int head_size, const kmath::AttentionDropoutScalars& drop);
 
 }  // namespace whale::exec::cuda

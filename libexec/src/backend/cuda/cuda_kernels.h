@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "backend/kernel_math/adamw_math.h"
+#include "backend/kernel_math/dropout_math.h"
 #include "backend/kernel_math/sgd_math.h"
 #include "whale/plan/moe.h"
 
@@ -23,6 +24,10 @@ template <class T>
 void gelu_forward(cudaStream_t stream, T* out, const T* inp, std::size_t count);
 template <class T>
 void gelu_backward(cudaStream_t stream, T* dinp, const T* inp, const T* dout, std::size_t count);
+/// data (rows, channels) *= the dropout factor of element (first_row + r, c), in place.
+template <class T>
+void dropout(cudaStream_t stream, T* data, const kmath::DropoutScalars& mask, uint64_t first_row,
+             int rows, int channels);
 /// out = silu(gate) * up.
 template <class T>
 void swiglu_forward(cudaStream_t stream, T* out, const T* gate, const T* up, std::size_t count);
@@ -100,15 +105,17 @@ void cross_entropy(cudaStream_t stream, float* losses, T* dlogits, const T* logi
 
 // ---- flash attention (cuda_attention_kernels.cu) -------------------------------------
 /// out (B, T, NH*HS) and lse (B, NH, T, fp32): the only saved softmax statistics; qkv
-/// (B, T, (NH + 2*KV)*HS).
+/// (B, T, (NH + 2*KV)*HS). Under `drop` (inactive: none) each probability meets V times its
+/// mask factor; backward takes the same `drop`.
 template <class T>
 void attention_forward(cudaStream_t stream, T* out, float* lse, const T* qkv, int batch,
-                       int sequence, int heads, int kv_heads, int head_size);
+                       int sequence, int heads, int kv_heads, int head_size,
+                       const kmath::AttentionDropoutScalars& drop);
 /// dqkv (B, T, (NH + 2*KV)*HS) += the gradient; `delta` is fp32 scratch of B*NH*T floats.
 template <class T>
 void attention_backward(cudaStream_t stream, T* dqkv, const T* dout, const T* qkv, const T* out,
                         const float* lse, float* delta, int batch, int sequence, int heads,
-                        int kv_heads, int head_size);
+                        int kv_heads, int head_size, const kmath::AttentionDropoutScalars& drop);
 
 // ---- rotary position embedding (cuda_rope_kernels.cu) --------------------------------
 /// In place on data (B, T, row_channels): the first `heads` heads of each row rotate

@@ -1,12 +1,13 @@
 // File: cuda_pointwise_kernels.cu
-// Point-wise CUDA kernels: GELU and SwiGLU forward/backward, residual add, accumulate, bias add/grad and
-// dtype casts; grid-stride loops over kmath::elementwise_launch, in 16-byte chunks where the
+// Point-wise CUDA kernels: GELU and SwiGLU forward/backward, residual add, accumulate, bias add/grad,
+// dropout and dtype casts; grid-stride loops over kmath::elementwise_launch, in 16-byte chunks where the
 // pointers allow (launch_map).
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_column_sum.cuh"
 #include "backend/cuda/cuda_dtype.h"
 #include "backend/cuda/cuda_elementwise.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/kernel_math/dropout_math.h"
 #include "backend/kernel_math/elementwise_math.h"
 #include "backend/kernel_math/launch_geometry.h"
 
@@ -83,6 +84,16 @@ void scale(cudaStream_t stream, T* data, float factor, std::size_t count) {
 }
 
 template <class T>
+void dropout(cudaStream_t stream, T* data, const kmath::DropoutScalars& mask, uint64_t first_row,
+             int rows, int channels) {
+  const kmath::DropoutScalars m = mask;  // by value into the kernel
+  launch_elementwise(stream, static_cast<std::size_t>(rows) * channels, [=] __device__(std::size_t i) {
+    const uint64_t row = first_row + i / static_cast<std::size_t>(channels);
+    data[i] = from_float<T>(to_float(data[i]) * kmath::dropout_factor(m, row, i % static_cast<std::size_t>(channels)));
+  });
+}
+
+template <class T>
 void find_non_finite(cudaStream_t stream, int* flag, const T* data, std::size_t count) {
   // Every writer stores the same 1: the result does not depend on their order.
   launch_elementwise(stream, count, [=] __device__(std::size_t i) {
@@ -101,6 +112,7 @@ void find_non_finite(cudaStream_t stream, int* flag, const T* data, std::size_t 
   template void bias_add_forward<T>(cudaStream_t, T*, const T*, int, int);                 \
   template void bias_add_backward<T>(cudaStream_t, float*, const T*, int, int, double*);                \
   template void scale<T>(cudaStream_t, T*, float, std::size_t);                            \
+  template void dropout<T>(cudaStream_t, T*, const kmath::DropoutScalars&, uint64_t, int, int); \
   template void find_non_finite<T>(cudaStream_t, int*, const T*, std::size_t);
 WHALE_FOR_EACH_DTYPE(WHALE_INSTANTIATE_POINTWISE)
 template void cast<float, float>(cudaStream_t, float*, const float*, std::size_t);

@@ -5,6 +5,7 @@
 // log-sum-exp is saved; backward recomputes the scores.
 #pragma once
 
+#include "backend/kernel_math/dropout_math.h"
 #include "backend/kernel_math/host_device.h"
 
 namespace whale::exec::kmath {
@@ -66,10 +67,12 @@ WHALE_HOST_DEVICE void flash_row_init(FlashRow& row, int head_size) {
 /// Folds in keys 0..count-1 of a tile (row j of k/v at k + j*stride, v + j*stride), all visible
 /// to the query q (the caller cuts the tile at the causal limit): the tile's scores
 /// scale * q.k_j, a new running max, the old sum and output rescaled by exp(old - new max),
-/// then each key's exp(score - max) added.
+/// then each key's exp(score - max) added to the sum and, times its dropout factor (mask row
+/// `mask_row`, column first_key + j; 1 without dropout), to the output.
 WHALE_HOST_DEVICE void flash_forward_tile(FlashRow& row, const float* q, const float* k,
                                           const float* v, int stride, int count, int head_size,
-                                          float scale) {
+                                          float scale, const DropoutScalars& drop,
+                                          uint64_t mask_row, int first_key) {
   float scores[kAttentionTile];
   float tile_max = -INFINITY;
   for (int j = 0; j < count; ++j) {
@@ -84,8 +87,9 @@ WHALE_HOST_DEVICE void flash_forward_tile(FlashRow& row, const float* q, const f
   for (int j = 0; j < count; ++j) {
     const float p = expf(scores[j] - new_max);
     row.sum += p;
+    const float kept = p * dropout_factor(drop, mask_row, static_cast<uint64_t>(first_key + j));
     const float* vj = v + j * stride;
-    for (int d = 0; d < head_size; ++d) row.acc[d] += p * vj[d];
+    for (int d = 0; d < head_size; ++d) row.acc[d] += kept * vj[d];
   }
   row.max = new_max;
 }
@@ -95,45 +99,56 @@ WHALE_HOST_DEVICE float flash_output(const FlashRow& row, int d) { return row.ac
 WHALE_HOST_DEVICE float flash_logsumexp(const FlashRow& row) { return row.max + logf(row.sum); }
 
 /// The probability and score gradient of one (query, key) pair, recomputed from the score:
-/// p = exp(score - lse); ds = p (dp - delta) * scale, with dp = dout_q . v_k and
-/// delta = dout_q . out_q.
+/// p = exp(score - lse); ds = p (z dp - delta) * scale, with dp = dout_q . v_k, z the pair's
+/// dropout factor (1 without dropout; the gradient reaches the probability through the mask)
+/// and delta = dout_q . out_q (out_q already the dropped output). kept = z p is what the
+/// forward multiplied v_k by.
 struct ScoreGrad {
-  float p, ds;
+  float p, kept, ds;
 };
-WHALE_HOST_DEVICE ScoreGrad score_grad(float score, float lse, float dp, float delta, float scale) {
+WHALE_HOST_DEVICE ScoreGrad score_grad(float score, float lse, float dp, float delta, float scale,
+                                       float factor) {
   const float p = expf(score - lse);
-  return {p, p * (dp - delta) * scale};
+  return {p, p * factor, p * (factor * dp - delta) * scale};
 }
 
 /// dq (head_size) += sum over the tile's keys of ds * k_j, for query q with saved lse and
-/// delta, its output gradient dout, keys/values row j at k/v + j*stride (visible keys only).
+/// delta, its output gradient dout, keys/values row j at k/v + j*stride (visible keys only);
+/// key j's dropout factor at mask row `mask_row`, column first_key + j.
 WHALE_HOST_DEVICE void flash_backward_dq_tile(float* dq, const float* q, const float* dout,
                                               float lse, float delta, const float* k,
                                               const float* v, int stride, int count,
-                                              int head_size, float scale) {
+                                              int head_size, float scale,
+                                              const DropoutScalars& drop, uint64_t mask_row,
+                                              int first_key) {
   for (int j = 0; j < count; ++j) {
     const float* kj = k + j * stride;
     const ScoreGrad g = score_grad(scale * dot(q, kj, head_size), lse,
-                                   dot(dout, v + j * stride, head_size), delta, scale);
+                                   dot(dout, v + j * stride, head_size), delta, scale,
+                                   dropout_factor(drop, mask_row, static_cast<uint64_t>(first_key + j)));
     for (int d = 0; d < head_size; ++d) dq[d] += g.ds * kj[d];
   }
 }
 
-/// dk, dv (head_size) of key k / value v += the tile's queries' terms: dv += p * dout_i,
+/// dk, dv (head_size) of key k / value v += the tile's queries' terms: dv += z p * dout_i,
 /// dk += ds * q_i; query row i at q/dout + i*stride with lse[i], delta[i] (queries that see
-/// the key only).
+/// the key only); query i's dropout factor at mask row first_mask_row + i, column `key`.
 WHALE_HOST_DEVICE void flash_backward_dkv_tile(float* dk, float* dv, const float* k,
                                                const float* v, const float* q,
                                                const float* dout, const float* lse,
                                                const float* delta, int stride, int count,
-                                               int head_size, float scale) {
+                                               int head_size, float scale,
+                                               const DropoutScalars& drop,
+                                               uint64_t first_mask_row, int key) {
   for (int i = 0; i < count; ++i) {
     const float* qi = q + i * stride;
     const float* doi = dout + i * stride;
     const ScoreGrad g = score_grad(scale * dot(qi, k, head_size), lse[i],
-                                   dot(doi, v, head_size), delta[i], scale);
+                                   dot(doi, v, head_size), delta[i], scale,
+                                   dropout_factor(drop, first_mask_row + static_cast<uint64_t>(i),
+                                                  static_cast<uint64_t>(key)));
     for (int d = 0; d < head_size; ++d) {
-      dv[d] += g.p * doi[d];
+      dv[d] += g.kept * doi[d];
       dk[d] += g.ds * qi[d];
     }
   }

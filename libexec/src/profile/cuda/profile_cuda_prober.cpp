@@ -213,20 +213,23 @@ class CudaProber : public DeviceProber {
         cuda_kernels::fill(buffer->get(), buffer->bytes() / sizeof(T), Precision::bf16, gpu.stream());
       T* q = static_cast<T*>(qkv.get());
       T* o = static_cast<T*>(context.get());
+      // The kernels without attention dropout (a mask's hash per score is not timed here).
+      const kmath::AttentionDropoutScalars kNoDropout{};
       GpuMeasurements::FlashAttentionTimes times;
       times.head_size = head_size;
       times.forward_flops = 4.0 * sequence * static_cast<double>(sequence) * head_size * heads * batch;
       times.forward_s = gpu.median_time_s(
           [&] {
             cuda::attention_forward<T>(gpu.stream(), o, lse.floats(), q, batch, sequence, heads,
-                                       heads, head_size);
+                                       heads, head_size, kNoDropout);
           },
           reps, true);
       times.backward_s = gpu.median_time_s(
           [&] {
             cuda::attention_backward<T>(gpu.stream(), static_cast<T*>(dqkv.get()),
                                         static_cast<const T*>(dout.get()), q, o, lse.floats(),
-                                        delta.floats(), batch, sequence, heads, heads, head_size);
+                                        delta.floats(), batch, sequence, heads, heads, head_size,
+                                        kNoDropout);
           },
           reps, true);
       progress(format("flash attention d=%.0f: forward %.3f ms, %.1f TFLOP/s (model FLOPs)", head_size,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "whale/exec/backend/dropout_site.h"
 #include "whale/exec/backend/dtype.h"
 #include "whale/exec/backend/stream.h"
 #include "whale/exec/backend/tensor.h"
@@ -108,6 +109,12 @@ class Backend {
   /// da += dout; db += dout (either may be empty); act.
   virtual void add_backward(TensorView da, TensorView db, ConstTensorView dout,
                             std::size_t count) = 0;
+  /// data (N, C) act *= the mask of `site`, in place: kept elements times 1 / (1 - p), dropped
+  /// ones 0. Row r is the site's row first_row + r (a token's global index: sample * T +
+  /// position), column c its column (kernel_math/dropout_math.h). The mask depends on nothing
+  /// else, so the backward of a dropout is the same op on the gradient. No-op when inactive.
+  virtual void dropout(TensorView data, const DropoutSite& site, int64_t first_row, int rows,
+                       int channels) = 0;
 
   // ---- normalisation and activation ---------------------------------------------------
   /// out (N, C) act = (inp (N, C) act - mean) * rstd * weight (C) + bias (C); mean (N) and
@@ -147,17 +154,18 @@ class Backend {
   /// qkv (B, T, (NH + 2*KV)*HS) act holds [Q | K | V], each head-major (head h at columns
   /// h*HS..h*HS+HS of its part). probs (B, NH, T, T) act: the softmax (in fp32) of
   /// Q K^T / sqrt(HS) with the future masked (zeros above the diagonal), saved for backward.
-  /// out (B, T, NH*HS) act = probs * V per head. A backend that recomputes the scores in
-  /// backward (attention_recomputes_scores) saves its own state in `probs` instead, which then
-  /// holds attention_saved_count elements.
+  /// out (B, T, NH*HS) act = (probs times the dropout mask of `dropout`) * V per head; probs
+  /// stay undropped (an inactive `dropout`: out = probs * V). A backend that recomputes the
+  /// scores in backward (attention_recomputes_scores) saves its own state in `probs` instead,
+  /// which then holds attention_saved_count elements.
   virtual void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv,
                                  int batch, int sequence, int heads, int kv_heads,
-                                 int head_size) = 0;
+                                 int head_size, const AttentionDropout& dropout) = 0;
   /// dqkv (B, T, (NH + 2*KV)*HS) act += the gradient through attention (a key/value head's
-  /// gradient sums its query heads' terms in head order).
+  /// gradient sums its query heads' terms in head order); `dropout` is the forward's.
   virtual void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
                                   ConstTensorView probs, int batch, int sequence, int heads,
-                                  int kv_heads, int head_size) = 0;
+                                  int kv_heads, int head_size, const AttentionDropout& dropout) = 0;
   /// The elements of dtype `act` attention_forward's `probs` must hold: by default the
   /// (B, NH, T, T) probabilities.
   virtual std::size_t attention_saved_count(int batch, int sequence, int heads, int head_size,
@@ -169,7 +177,18 @@ class Backend {
   /// probabilities): selective recomputation then keeps `probs` rather than re-running the
   /// forward.
   virtual bool attention_recomputes_scores() const { return false; }
-  /// Multi-head attention: KV = NH, qkv (B, T, 3*NH*HS).
+  /// Without dropout.
+  void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
+                         int sequence, int heads, int kv_heads, int head_size) {
+    attention_forward(out, probs, qkv, batch, sequence, heads, kv_heads, head_size, AttentionDropout{});
+  }
+  void attention_backward(TensorView dqkv, ConstTensorView dout, ConstTensorView qkv,
+                          ConstTensorView probs, int batch, int sequence, int heads, int kv_heads,
+                          int head_size) {
+    attention_backward(dqkv, dout, qkv, probs, batch, sequence, heads, kv_heads, head_size,
+                       AttentionDropout{});
+  }
+  /// Multi-head attention without dropout: KV = NH, qkv (B, T, 3*NH*HS).
   void attention_forward(TensorView out, TensorView probs, ConstTensorView qkv, int batch,
                          int sequence, int heads, int head_size) {
     attention_forward(out, probs, qkv, batch, sequence, heads, heads, head_size);

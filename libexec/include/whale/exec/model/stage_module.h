@@ -22,6 +22,9 @@ class Communicator;
 
 /// The tokens of the samples one replica processes in one micro-batch.
 struct MicroBatchTokens {
+  int64_t step = 0;                // the training step (dropout masks depend on it)
+  int64_t first_sample = 0;        // the global batch's index of sample 0 (as the data loader
+                                   // numbers them; every plan of a run numbers them alike)
   int samples = 0;                 // samples of this replica in this micro-batch
   std::vector<int32_t> inputs;     // [samples, sequence]
   std::vector<int32_t> targets;    // [samples, sequence]: inputs shifted by one
