@@ -127,14 +127,18 @@ class BlockStage : public StageModule {
     s.xs.resize(blocks_.size() + 1);
     for (Tensor& x : s.xs) reuse_or_allocate(x, *backend_, held(s), act_);  // each overwritten
     const TensorView x0 = region_.all_rows(s.xs[0], border_, nc);
-    if (has_embedding_)
-      timed_layer(0, false, true, [&] { ends_.embedding_forward(*backend_, x0, s.inputs, s.samples); });
-    else
+    if (has_embedding_) {
+      timed_layer(0, false, true, [&] {
+        ends_.embedding_forward(*backend_, x0, s.inputs, s.samples);
+        region_.keep_held_rows(x0, s.xs[0]);
+        // On the held rows: the same mask, row for row, as on all of them.
+        embedding_dropout_.apply(*backend_, s.xs[0], static_cast<int>(rows(s)), s.draw,
+                                 DropoutPlace::embedding_output);
+      });
+    } else {
       upload_floats(x0, input);
-    region_.keep_held_rows(x0, s.xs[0]);
-    if (has_embedding_)  // on the held rows: the same mask, row for row, as on all of them
-      embedding_dropout_.apply(*backend_, s.xs[0], static_cast<int>(rows(s)), s.draw,
-                               DropoutPlace::embedding_output);
+      region_.keep_held_rows(x0, s.xs[0]);
+    }
     s.blocks.resize(blocks_.size());
     for (std::size_t k = 0; k < blocks_.size(); ++k) {
       timed_layer(first_block_ + static_cast<int>(k), false, true, [&] {
@@ -273,16 +277,15 @@ class BlockStage : public StageModule {
       std::swap(dx, dx_spare_);
       layer_done(first_block_ + static_cast<int>(k));
     }
-    if (has_embedding_)
-      embedding_dropout_.apply(*backend_, dx, static_cast<int>(rows(s)), s.draw,
-                               DropoutPlace::embedding_output);
-    const ConstTensorView dx_in = region_.enter(dx, border_);
     if (has_embedding_) {
-      timed_layer(0, true, report_layers,
-                  [&] { ends_.embedding_backward(*backend_, dx_in, s.inputs, s.samples); });
+      timed_layer(0, true, report_layers, [&] {
+        embedding_dropout_.apply(*backend_, dx, static_cast<int>(rows(s)), s.draw,
+                                 DropoutPlace::embedding_output);
+        ends_.embedding_backward(*backend_, region_.enter(dx, border_), s.inputs, s.samples);
+      });
       layer_done(0);
     } else {
-      download_floats(input_gradient, dx_in);
+      download_floats(input_gradient, region_.enter(dx, border_));
     }
     spare_.push_back(std::move(s));  // its buffers serve a later forward
     in_flight_.erase(it);
