@@ -63,16 +63,16 @@ void causal_softmax_row_backward(float* dp, const float* p, int i, int T, float 
   std::fill(dp + n, dp + T, 0.0f);
 }
 
-/// dst (T, T) = P times the dropout mask of (sample b, head h); zeros stay zeros.
-void dropped_probabilities(RowMatrix& dst, const float* p, int T,
-                           const kmath::AttentionDropoutScalars& drop, int b, int h) {
-  dst.resize(T, T);
+/// factors (T, T) = the dropout mask of (sample b, head h): 0 or 1 / (1 - p) on and below the
+/// diagonal, 0 above it. Drawn once per (sample, head); the forward and the backward share it.
+void dropout_factors(RowMatrix& factors, int T, const kmath::AttentionDropoutScalars& drop, int b,
+                     int h) {
+  factors.resize(T, T);
   const uint64_t head_row = kmath::attention_head_row(drop, b, h, T);
   for (int i = 0; i < T; ++i)
-    for (int j = 0; j < T; ++j) {
-      const std::size_t at = static_cast<std::size_t>(i) * T + j;
-      dst.data()[at] = j <= i ? p[at] * kmath::dropout_factor(drop.mask, head_row + i, j) : 0.0f;
-    }
+    for (int j = 0; j < T; ++j)
+      factors.data()[static_cast<std::size_t>(i) * T + j] =
+          j <= i ? kmath::dropout_factor(drop.mask, head_row + i, j) : 0.0f;
 }
 
 }  // namespace
@@ -99,8 +99,9 @@ void Fp32Kernels::attention_forward(float* out, float* probs, const float* qkv, 
       O.noalias() = P * V;
       return;
     }
-    thread_local RowMatrix kept;
-    dropped_probabilities(kept, P.data(), T, drop, b, h);
+    thread_local RowMatrix factors, kept;
+    dropout_factors(factors, T, drop, b, h);
+    kept = P.cwiseProduct(factors);
     O.noalias() = kept * V;
   });
 }
@@ -115,7 +116,7 @@ void Fp32Kernels::attention_backward(float* dqkv, const float* dout, const float
   // query heads one after another (their key/value gradients sum in head order).
   pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * kv_heads, [&](std::ptrdiff_t bkv) {
     const int b = static_cast<int>(bkv / kv_heads), kv = static_cast<int>(bkv % kv_heads);
-    thread_local RowMatrix dP, kept;
+    thread_local RowMatrix dP, factors, kept;
     dP.resize(T, T);
     for (int h = kv * group; h < (kv + 1) * group; ++h) {
       const HeadViews hv = head_views(b, h, T, heads, kv_heads, head_size);
@@ -130,13 +131,10 @@ void Fp32Kernels::attention_backward(float* dqkv, const float* dout, const float
       ConstMatrixMap P(probs + probs_offset(b, h, T, heads), T, T);
       dP.noalias() = dO * V.transpose();
       if (drop.mask.active) {  // through the mask: dV from the kept probabilities, dP times it
-        dropped_probabilities(kept, P.data(), T, drop, b, h);
+        dropout_factors(factors, T, drop, b, h);
+        kept = P.cwiseProduct(factors);
         dV.noalias() += kept.transpose() * dO;
-        const uint64_t head_row = kmath::attention_head_row(drop, b, h, T);
-        for (int i = 0; i < T; ++i)
-          for (int j = 0; j <= i; ++j)
-            dP.data()[static_cast<std::size_t>(i) * T + j] *=
-                kmath::dropout_factor(drop.mask, head_row + i, j);
+        dP = dP.cwiseProduct(factors);
       } else {
         dV.noalias() += P.transpose() * dO;
       }
