@@ -69,16 +69,27 @@ std::string activation_remedies(const Model& model, int batch) {
               activation_remedies(model, batch));
 }
 
-[[noreturn]] void throw_hint(const Hints& hints, const EngineOutput& eo) {
+// "tp 4 and dp 2 on layers 1-24": what a layer hint asks.
+std::string layer_hint_text(const LayerHint& h) {
+  std::string degrees;
+  if (h.tp) degrees += "tp " + std::to_string(h.tp);
+  if (h.dp) degrees += std::string(degrees.empty() ? "" : " and ") + "dp " + std::to_string(h.dp);
+  return degrees + " on layers " + std::to_string(h.first) + "-" + std::to_string(h.last);
+}
+
+// The first layer hint that rejected plans of `eo` (null when none did).
+const LayerHint* first_rejecting_hint(const Hints& hints, const EngineOutput& eo) {
   for (size_t i = 0; i < eo.rejected_by_hint.size(); ++i) {
-    if (eo.rejected_by_hint[i] == 0) continue;
-    const LayerHint& h = hints.layers[i];
-    std::string degrees;
-    if (h.tp) degrees += "tp " + std::to_string(h.tp);
-    if (h.dp) degrees += std::string(degrees.empty() ? "" : " and ") + "dp " + std::to_string(h.dp);
-    throw Error(hints.source_file, h.yaml_path,
-                degrees + " on layers " + std::to_string(h.first) + "-" + std::to_string(h.last) +
-                    " cannot be met: all " + std::to_string(eo.rejected_by_hint[i]) +
+    if (eo.rejected_by_hint[i] > 0) return &hints.layers[i];
+  }
+  return nullptr;
+}
+
+[[noreturn]] void throw_hint(const Hints& hints, const EngineOutput& eo) {
+  if (const LayerHint* h = first_rejecting_hint(hints, eo)) {
+    const long rejected = eo.rejected_by_hint[static_cast<std::size_t>(h - hints.layers.data())];
+    throw Error(hints.source_file, h->yaml_path,
+                layer_hint_text(*h) + " cannot be met: all " + std::to_string(rejected) +
                     " plans that fit in memory give those layers other degrees",
                 "the usable device groups cannot run these degrees there; relax or drop this hint");
   }
@@ -378,9 +389,23 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
     // Micro-batching is possible: the stage or schedule hints rule it out. 1f1b, gpipe and
     // zb-h1 run on every pipeline, so without stage boundaries the schedules left are
     // interleaved-1f1b or wave, which no pipeline of the usable devices can run at this batch.
+    // Fewer devices may run them (fewer replicas, more micro-batches each).
+    std::string allowed;
+    for (ScheduleKind k : hints.schedules) allowed += std::string(allowed.empty() ? "" : ", ") + to_string(k);
+    const std::string why =
+        hints.stage_boundaries.empty()
+            ? "no pipeline runs the hinted schedules (" + allowed + ") at the global batch of " +
+                  std::to_string(batch) + " sample(s)"
+            : "the hinted " + std::to_string(hints.stage_boundaries.size()) +
+                  " stages cannot be laid on them with the allowed schedules";
+    if (options.idle_devices_for_hints) {
+      if (std::optional<PlanResult> fewer =
+              search_fewer_for_hints(cluster, model, cost, options, start, limits.devices, why)) {
+        fewer->stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+        return std::move(*fewer);
+      }
+    }
     if (hints.stage_boundaries.empty()) {
-      std::string allowed;
-      for (ScheduleKind k : hints.schedules) allowed += std::string(allowed.empty() ? "" : ", ") + to_string(k);
       throw Error(hints.source_file, "schedules",
                   "a pipeline of the usable devices that runs " + allowed + " at the global batch of " +
                       std::to_string(batch) + " sample(s); none does",
@@ -414,6 +439,16 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   if (eo.ranked.empty() && others.empty()) {
     bool hinted = false;
     for (long r : eo.rejected_by_hint) hinted = hinted || r > 0;
+    if (hinted && options.idle_devices_for_hints) {
+      // Fewer devices may meet the layer hint (tp 1 at a batch that feeds fewer replicas).
+      const std::string why = "every plan that fits in memory breaks the hinted " +
+                              layer_hint_text(*first_rejecting_hint(hints, eo));
+      if (std::optional<PlanResult> fewer =
+              search_fewer_for_hints(cluster, model, cost, options, start, limits.devices, why)) {
+        fewer->stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+        return std::move(*fewer);
+      }
+    }
     if (hinted) throw_hint(hints, eo);
     if (eo.has_shortfall && !eo.any_fit) throw_memory(model, cluster, eo, batch);
     if (eo.has_simulated_shortfall) throw_simulated_memory(model, cluster, eo, batch);

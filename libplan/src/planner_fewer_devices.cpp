@@ -1,7 +1,8 @@
 // File: planner_fewer_devices.cpp
 // Plans on fewer devices than the usable ones: for a global batch too small for every
 // pipeline on all of them or too small to feed them, for a best plan on them that is mostly
-// idle, and for a budget that no plan found on them meets.
+// idle, for a budget that no plan found on them meets, and for hints that rule out every plan
+// on all of them.
 #include "planner_fewer_devices.h"
 
 #include <algorithm>
@@ -209,6 +210,48 @@ PlanResult search_for_small_batch(const Cluster& cluster, const Model& model, co
     throw Error(e.file(), e.yaml_path(),
                 e.expected() + ", searched on devices " + format_device_list(kept_devices) + " only: " + why,
                 e.hint().empty() ? more : e.hint() + "; " + more);
+  }
+}
+
+std::optional<PlanResult> search_fewer_for_hints(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                                 const PlannerOptions& options, Clock::time_point start,
+                                                 const std::vector<int>& usable, const std::string& why) {
+  const std::vector<int> order = ordered(cluster, model, usable);
+  std::vector<std::size_t> counts;
+  for (std::size_t k = order.size() - 1; k >= 1 && counts.size() < kFewerDeviceCountsTried; --k) {
+    const bool node_ends = cluster.devices[order[k - 1]].node != cluster.devices[order[k]].node;
+    if (order.size() <= kFewerDevicesTriedAll || node_ends) counts.push_back(k);
+  }
+  const auto left_out_at = [&](std::size_t k) { return std::vector<int>(order.begin() + static_cast<long>(k), order.end()); };
+  std::optional<std::size_t> best_count;
+  RankedPlan best;
+  for (std::size_t k : counts) {
+    if (options.time_limit_s > 0 &&
+        std::chrono::duration<double>(planner_now(options) - start).count() >= options.time_limit_s)
+      break;
+    PlannerOptions fewer = options_without(options, start, left_out_at(k));
+    fewer.compare = false;
+    fewer.idle_devices_for_hints = false;
+    try {
+      const PlanResult r = search_plans(cluster, model, cost, fewer);
+      if (!best_count ||
+          ranks_before(options.objective, r.best().plan, r.best().estimate, best.plan, best.estimate)) {
+        best_count = k;
+        best = r.best();
+      }
+    } catch (const Error&) {
+      // The hints rule out these devices too, or the model does not fit on them.
+    }
+  }
+  if (!best_count) return std::nullopt;
+  PlannerOptions again = options;
+  again.idle_devices_for_hints = false;
+  const std::string reason = "the hints allow no plan found on more of the usable devices (on all " +
+                             std::to_string(order.size()) + ", " + why + ")";
+  try {
+    return search_without(cluster, model, cost, again, start, left_out_at(*best_count), reason);
+  } catch (const Error&) {
+    return std::nullopt;   // the time left ran out before the plan was found again
   }
 }
 

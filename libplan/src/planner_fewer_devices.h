@@ -2,7 +2,8 @@
 // Plans on fewer devices than the usable ones, where every plan on all of them is ruled out by
 // the global batch or the budget (each subset searched anew by search_plans, its comparison
 // too, on the subset; the devices left out reported idle with the reason), or where the best
-// plan on all of them is mostly idle (fewer nodes). Private to the planner.
+// plan on all of them is mostly idle (fewer nodes), or where the hints rule out every plan on all
+// of them. Private to the planner.
 #pragma once
 
 #include <optional>
@@ -54,6 +55,20 @@ std::optional<PlanResult> search_fed_devices(const Cluster& cluster, const Model
 std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& model, const CostModel& cost,
                                            const PlannerOptions& options, Clock::time_point start,
                                            const std::vector<int>& usable, const RankedPlan& best, bool* timed_out);
+
+/// Where the hints rule out every plan on all of `usable` (`why`: how, e.g. "no pipeline runs
+/// the hinted schedules (wave) at the global batch of 3 sample(s)"): the plan on fewer devices, the first of ordered_devices, that the hints allow. The
+/// counts tried, the most first: every count below all of them on clusters of at most
+/// kFewerDevicesTriedAll usable devices, else the whole nodes of that order (each prefix ending
+/// where a node ends); at most kFewerDeviceCountsTried of them, each searched without the
+/// comparison within the time left from `start`, the best by the objective searched again with
+/// it (the rest idle, `why` their reason). Nothing where no count has a plan. The searches it
+/// makes do not come back here (options.idle_devices_for_hints is off in them).
+constexpr std::size_t kFewerDevicesTriedAll = 16;
+constexpr std::size_t kFewerDeviceCountsTried = 16;
+std::optional<PlanResult> search_fewer_for_hints(const Cluster& cluster, const Model& model, const CostModel& cost,
+                                                 const PlannerOptions& options, Clock::time_point start,
+                                                 const std::vector<int>& usable, const std::string& why);
 
 /// Where the devices of `usable` together cost more than options.budget_usd_per_hour: for each
 /// priced device model, as many of its usable devices as the budget pays for (the first in

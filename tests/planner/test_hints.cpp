@@ -127,7 +127,9 @@ TEST_CASE("a hint no plan can meet is named") {
 TEST_CASE("schedules that no pipeline can run at the batch are named, with what they need") {
   // The tiny Llama on cpu-local-4 at 3 samples, interleaved 1F1B only: at 2 groups each has dp 2
   // (one micro-batch of 3 samples, not a multiple of 2), at 4 groups dp 1 (1 or 3 micro-batches,
-  // neither a multiple of 4), and the near-equal 3 groups have a group of dp 2 again.
+  // neither a multiple of 4), and the near-equal 3 groups have a group of dp 2 again. Nor on
+  // fewer devices: two groups need an even micro-batch count, three or more need more stages
+  // (two chunks each) than its 4 layers.
   const sim::Simulator simulator;
   plan::PlannerOptions o;
   o.global_batch = 3;
@@ -145,4 +147,71 @@ TEST_CASE("schedules that no pipeline can run at the batch are named, with what 
   // With 1f1b allowed too the same batch plans.
   o.hints = plan::load_hints(test::temp_file("interleaved-or-1f1b.yaml", "schedules: [interleaved-1f1b, 1f1b]\n"));
   CHECK_NOTHROW(plan::search_plans(test::shipped_cluster("cpu-local-4"), test::shipped_model("tiny-llama"), simulator, o));
+}
+
+TEST_CASE("hints that rule out every plan on all devices are met on fewer, the rest idle with the reason") {
+  // A GPT of 3 blocks (5 layers) on cpu-local-8 at 6 samples, interleaved 1F1B (2 chunks) with
+  // tp 1 on every layer. On 8 devices at tp 1 two groups have dp 4 (6 samples give no equal
+  // micro-batch count that is a multiple of 2 to 4 replicas) and four groups need 8 stages of
+  // 5 layers; so every plan on all 8 breaks the tp hint. On the first 6 devices two groups of
+  // dp 3 run 2 micro-batches of one sample per replica: 4 stages, interleaved.
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-8");
+  const plan::Model gpt3 = plan::load_model(test::temp_file(
+      "three-blocks.yaml", "name: three-blocks\nfamily: gpt\nlayers: 3\nhidden: 64\nheads: 4\nffn_hidden: 256\n"
+                           "sequence: 32\nvocabulary: 256\ntraining: {global_batch: 6, precision: fp32}\n"));
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.hints = plan::load_hints(test::temp_file("interleaved-tp1.yaml", "schedules: [interleaved-1f1b]\n"
+                                                                       "layers:\n  - {range: [0, 4], tp: 1}\n"));
+  const plan::PlanResult r = plan::search_plans(cl, gpt3, simulator, o);
+  const plan::Plan& p = r.best().plan;
+  CHECK(p.schedule.kind == plan::ScheduleKind::interleaved_1f1b);
+  REQUIRE(p.stages.size() == 4);
+  CHECK(p.stages[0].devices == std::vector<int>{0, 1, 2});
+  CHECK(p.stages[1].devices == std::vector<int>{3, 4, 5});
+  for (const plan::Stage& s : p.stages) CHECK(s.tp == 1);
+  CHECK(p.micro_batches == 2);
+  CHECK_NOTHROW(plan::validate_plan(p));
+  REQUIRE(r.idle.size() == 1);
+  CHECK(r.idle[0].devices == std::vector<int>{6, 7});
+  CHECK(r.idle[0].reason == "the hints allow no plan found on more of the usable devices (on all 8, every plan "
+                            "that fits in memory breaks the hinted tp 1 on layers 0-4)");
+  // Turned off, the hint is named as before.
+  o.idle_devices_for_hints = false;
+  try {
+    plan::search_plans(cl, gpt3, simulator, o);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("interleaved-tp1.yaml: layers[0]: tp 1 on layers 0-4 cannot be met") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("a schedule hint no pipeline of all devices runs is run on fewer") {
+  // A GPT of 3 blocks and 3 heads (tp 1 only: a degree must be a power of two dividing the
+  // heads) on cpu-local-8 at 6 samples, interleaved 1F1B only. On 8 devices two groups have dp
+  // 4 (no equal even micro-batch count for 6 samples) and more groups need more stages than
+  // its 5 layers: no pipeline runs it. On the first 6 two groups of dp 3 run 2 micro-batches.
+  const plan::Model gpt3 = plan::load_model(test::temp_file(
+      "three-heads.yaml", "name: three-heads\nfamily: gpt\nlayers: 3\nhidden: 48\nheads: 3\nffn_hidden: 192\n"
+                          "sequence: 32\nvocabulary: 256\ntraining: {global_batch: 6, precision: fp32}\n"));
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.hints = plan::load_hints(test::temp_file("interleaved-only-8.yaml", "schedules: [interleaved-1f1b]\n"));
+  const plan::PlanResult r = plan::search_plans(test::shipped_cluster("cpu-local-8"), gpt3, simulator, o);
+  const plan::Plan& p = r.best().plan;
+  CHECK(p.schedule.kind == plan::ScheduleKind::interleaved_1f1b);
+  REQUIRE(p.stages.size() == 4);
+  CHECK(p.stages[0].devices == std::vector<int>{0, 1, 2});
+  CHECK(p.stages[1].devices == std::vector<int>{3, 4, 5});
+  CHECK(p.micro_batches == 2);
+  REQUIRE(r.idle.size() == 1);
+  CHECK(r.idle[0].devices == std::vector<int>{6, 7});
+  CHECK(r.idle[0].reason == "the hints allow no plan found on more of the usable devices (on all 8, no pipeline runs "
+                            "the hinted schedules (interleaved-1f1b) at the global batch of 6 sample(s))");
+  // At 4 samples two groups of dp 2 on the first 4 devices (dp 3 would split 4 samples unevenly).
+  o.global_batch = 4;
+  const plan::PlanResult four = plan::search_plans(test::shipped_cluster("cpu-local-8"), gpt3, simulator, o);
+  REQUIRE(four.idle.size() == 1);
+  CHECK(four.idle[0].devices == std::vector<int>{4, 5, 6, 7});
 }

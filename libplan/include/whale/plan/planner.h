@@ -63,6 +63,9 @@ struct PlannerOptions {
   bool prune_with_bound = true;
   int threads = 1;             // simulator calls in parallel (the CostModel must be const-safe)
   bool compare = true;         // also find the baseline and the upper bound
+  /// Where the hints rule out every plan on all usable devices, also search fewer of them and
+  /// return the best plan found there, the rest listed idle (planner_fewer_devices.h).
+  bool idle_devices_for_hints = true;
   /// What the best plan is best at (objective.h). Under cost every usable device needs a price.
   Objective objective = Objective::throughput;
   /// When set, plans whose used devices cost more per hour (USD) are rejected; every usable
