@@ -1,5 +1,6 @@
 // File: attention_memory.cpp
-// attention_kept_bytes: the attention core's saved tensors by implementation (attention_memory.h).
+// attention_kept_bytes: the attention core's saved tensors by implementation; replicated_kept_bytes:
+// the hidden-dropout masks kept or not (attention_memory.h).
 #include "whale/plan/attention_memory.h"
 
 namespace whale::plan {
@@ -16,11 +17,12 @@ namespace whale::plan {
 // apply_query_key_layer_scaling). FlashAttention (Dao et al. 2022, Algorithm 2) saves the
 // output and the row statistics L = m + log(l), one fp32 per row, and regenerates the dropout
 // mask from the Philox seed in its backward.
-Bytes attention_kept_bytes(const Layer& layer, AttentionImplementation attention, Precision precision) {
+namespace {
+
+Bytes kept_bytes(const Layer& layer, AttentionImplementation attention, Precision precision, bool dropout) {
   const double n = layer.attention_score_elements;
   if (n <= 0) return attention == AttentionImplementation::flash ? 0.0 : layer.activation_bytes_attention;
   const double e = bytes_per_element(precision);
-  const bool dropout = layer.attention_dropout;
   switch (attention) {
     case AttentionImplementation::flash: return 4.0 * layer.attention_rows;
     case AttentionImplementation::fused_softmax:
@@ -31,6 +33,20 @@ Bytes attention_kept_bytes(const Layer& layer, AttentionImplementation attention
       return (e < 4 ? 4 + e : 4.0) * n;
   }
   return 0;
+}
+
+}  // namespace
+
+Bytes attention_kept_bytes(const Layer& layer, AttentionImplementation attention, Precision precision) {
+  return kept_bytes(layer, attention, precision, layer.attention_dropout);
+}
+
+Bytes attention_kept_bytes(const Layer& layer, const FrameworkMemory& framework, Precision precision) {
+  return kept_bytes(layer, framework.attention, precision, layer.attention_dropout && framework.dropout_masks_kept);
+}
+
+Bytes replicated_kept_bytes(const Layer& layer, const FrameworkMemory& framework) {
+  return layer.activation_bytes_replicated - (framework.dropout_masks_kept ? 0.0 : layer.dropout_mask_bytes);
 }
 
 }  // namespace whale::plan

@@ -161,7 +161,7 @@ Bytes gib_field_bytes(const YamlField& field, bool zero_allowed) {
 FrameworkMemory parse_framework_memory(const YamlField& block, const std::string& device_kind) {
   block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "attention_implementation",
                      "fused_attention", "cross_entropy_implementation", "gradients_freed_after_step",
-                     "gradient_bucket_copy", "fp32_gradient_copy", "stage_buffer_cache"});
+                     "gradient_bucket_copy", "fp32_gradient_copy", "stage_buffer_cache", "dropout_masks_kept"});
   FrameworkMemory f = default_framework_memory(device_kind);
   f.source = block.get("source").text();
   if (block.has("reserve_gib")) f.reserve_bytes = gib_field_bytes(block.get("reserve_gib"), true);
@@ -199,6 +199,7 @@ FrameworkMemory parse_framework_memory(const YamlField& block, const std::string
   f.gradient_bucket_copy = block.boolean_or("gradient_bucket_copy", f.gradient_bucket_copy);
   f.fp32_gradient_copy = block.boolean_or("fp32_gradient_copy", f.fp32_gradient_copy);
   f.stage_buffer_cache = block.boolean_or("stage_buffer_cache", f.stage_buffer_cache);
+  f.dropout_masks_kept = block.boolean_or("dropout_masks_kept", f.dropout_masks_kept);
   return f;
 }
 
@@ -243,6 +244,8 @@ void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f, const s
   if (f.fp32_gradient_copy) out << YAML::Key << "fp32_gradient_copy" << YAML::Value << true;
   if (f.stage_buffer_cache != default_framework_memory(device_kind).stage_buffer_cache)
     out << YAML::Key << "stage_buffer_cache" << YAML::Value << f.stage_buffer_cache;
+  if (f.dropout_masks_kept != default_framework_memory(device_kind).dropout_masks_kept)
+    out << YAML::Key << "dropout_masks_kept" << YAML::Value << f.dropout_masks_kept;
   out << YAML::EndMap;
 }
 

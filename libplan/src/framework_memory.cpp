@@ -11,7 +11,8 @@ bool FrameworkMemory::operator==(const FrameworkMemory& other) const {
          gradients_freed_after_step == other.gradients_freed_after_step &&
          gradient_bucket_copy == other.gradient_bucket_copy &&
          fp32_gradient_copy == other.fp32_gradient_copy &&
-         stage_buffer_cache == other.stage_buffer_cache && source == other.source;
+         stage_buffer_cache == other.stage_buffer_cache && dropout_masks_kept == other.dropout_masks_kept &&
+         source == other.source;
 }
 
 const char* to_string(AttentionImplementation attention) {
@@ -56,7 +57,8 @@ FrameworkMemory default_framework_memory(const std::string& device_kind) {
     out.reserve_bytes = 2.0 * kBytesPerGiB;
     out.source = "default for a gpu profile without framework_memory (docs/profile.md)";
   } else {
-    out.stage_buffer_cache = true;  // whale-run's CPU backend
+    out.stage_buffer_cache = true;    // whale-run's CPU backend
+    out.dropout_masks_kept = false;   // its masks are drawn again in the backward
     out.source = "default for a cpu profile without framework_memory (docs/profile.md)";
   }
   return out;

@@ -75,6 +75,7 @@ Layer embedding_layer(const std::string& family, const TransformerDims& d) {
   if (d.hidden_dropout) {
     memory_op(layer, "embedding_dropout", dropout_bytes(s * h, b));
     layer.activation_bytes_replicated = s * h;  // the dropout mask, 1 byte per element
+    layer.dropout_mask_bytes = s * h;
   }
   if (family == "bert") {
     // Token-type table (2 types) and the embedding layernorm, both replicated.
@@ -126,7 +127,8 @@ Layer gpt_block(const TransformerDims& d, int index) {
   // that a listed copy of the layer and the planner's quick estimate carry; the memory model
   // prices the profile's implementation from the shape (attention_memory.h).
   const double scale = b / 2;
-  layer.activation_bytes_replicated = 8 * s * h * scale + (d.hidden_dropout ? 2 * s * h : 0.0);
+  layer.dropout_mask_bytes = d.hidden_dropout ? 2 * s * h : 0.0;
+  layer.activation_bytes_replicated = 8 * s * h * scale + layer.dropout_mask_bytes;
   layer.activation_bytes_split = (8 * s * q + (moe ? 0 : 4 * s * f)) * scale;
   layer.attention_score_elements = a * s * s;
   layer.attention_rows = a * s;

@@ -22,6 +22,7 @@ const LayerNumber kLayerNumbers[] = {
     {"activation_bytes_replicated", &Layer::activation_bytes_replicated, false},
     {"activation_bytes_split", &Layer::activation_bytes_split, false},
     {"activation_bytes_attention", &Layer::activation_bytes_attention, false},
+    {"dropout_mask_bytes", &Layer::dropout_mask_bytes, false},
     {"input_bytes", &Layer::input_bytes, false},
     {"backward_buffer_bytes_split", &Layer::backward_buffer_bytes_split, false},
     {"backward_buffer_bytes_replicated", &Layer::backward_buffer_bytes_replicated, false},

@@ -46,8 +46,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
       optimizer_bytes_(state_bytes_per_param(precision_, model.training.optimizer,
                                             model.training.framework_precision)
                            .optimizer) {
-  for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_replicated_,
-                  &act_split_, &act_input_, &params_expert_, &all_to_all_bytes_}) {
+  for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_split_, &act_input_, &params_expert_, &all_to_all_bytes_}) {
     v->assign(1, 0.0);
   }
   for (const Layer& l : model.layers) {
@@ -55,7 +54,6 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     push_prefix(params_replicated_, l.parameters_replicated);
     push_prefix(tp_bytes_, l.tp_allreduce_bytes);
     push_prefix(tp_ops_, l.tp_allreduce_bytes > 0 ? 1.0 : 0.0);
-    push_prefix(act_replicated_, l.activation_bytes_replicated);
     push_prefix(act_split_, l.activation_bytes_split);
     push_prefix(act_input_, l.input_bytes);
     push_prefix(params_expert_, l.expert_parameters);
@@ -92,21 +90,23 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     d.stage_buffer_cache = profile.framework_memory.stage_buffer_cache;
     d.gradient_bucket_copy = profile.framework_memory.gradient_bucket_copy;
     d.act_attention.assign(1, 0.0);
+    d.act_replicated.assign(1, 0.0);
     d.loss_transient.assign(1, 0.0);
-    std::vector<double> whole, attention_of;
+    std::vector<double> whole, attention_of, replicated_of;
     for (const Layer& l : model.layers) {
-      const double attention = attention_kept_bytes(l, profile.framework_memory.attention, precision_);
+      const double attention = attention_kept_bytes(l, profile.framework_memory, precision_);
+      const double replicated = replicated_kept_bytes(l, profile.framework_memory);
       push_prefix(d.act_attention, attention);
+      push_prefix(d.act_replicated, replicated);
       push_prefix(d.loss_transient, loss_backward_transient_bytes(l, profile.framework_memory.cross_entropy));
-      whole.push_back(l.activation_bytes_replicated + l.activation_bytes_split + attention);
+      whole.push_back(replicated + l.activation_bytes_split + attention);
       attention_of.push_back(attention);
+      replicated_of.push_back(replicated);
     }
     d.act_max = RangeMax(std::move(whole));
     d.attention_max = RangeMax(std::move(attention_of));
+    d.replicated_max = RangeMax(std::move(replicated_of));
   }
-  std::vector<double> replicated;
-  for (const Layer& l : model.layers) replicated.push_back(l.activation_bytes_replicated);
-  replicated_max_ = RangeMax(std::move(replicated));
 }
 
 const AnalyticModel::DeviceMemory& AnalyticModel::device_memory(const std::string& device_model) const {
@@ -254,11 +254,11 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
   double per_sample = 0;
   switch (r) {
     case Recompute::none:
-      per_sample = range(act_replicated_, first, end) / sp +
+      per_sample = range(device.act_replicated, first, end) / sp +
                    (range(act_split_, first, end) + range(device.act_attention, first, end)) / tp;
       break;
     case Recompute::selective:
-      per_sample = range(act_replicated_, first, end) / sp + range(act_split_, first, end) / tp;
+      per_sample = range(device.act_replicated, first, end) / sp + range(act_split_, first, end) / tp;
       // The attention core one layer's backward re-runs holds its kept s² bytes again, one
       // layer at a time (the simulator's recompute_transient_bytes).
       per_sample += device.attention_max.of(first, end) / tp / std::max(1, in_flight);
@@ -267,7 +267,8 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
       per_sample = range(act_input_, first, end) / sp;
       // One layer rebuilt at a time, all its activations: the replicated part over sp, the
       // rest over tp (at or above the largest layer's where the layers differ).
-      const double worst = device.act_max.of(first, end) / tp + replicated_max_.of(first, end) * (1.0 / sp - 1.0 / tp);
+      const double worst =
+          device.act_max.of(first, end) / tp + device.replicated_max.of(first, end) * (1.0 / sp - 1.0 / tp);
       per_sample += worst / std::max(1, in_flight);
       break;
     }

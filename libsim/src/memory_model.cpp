@@ -28,37 +28,47 @@ namespace whale::sim {
 // A Layer carries the three parts: replicated (10sbh), split (24sbh) and attention (5as^2b);
 // the attention part kept is the framework's (attention_memory.h): flash attention keeps no
 // s^2 term, and selective recomputation then has nothing of it left to recompute.
+FrameworkKept framework_kept(const plan::Layer& layer, const plan::FrameworkMemory& framework,
+                             plan::Precision precision) {
+  return {plan::replicated_kept_bytes(layer, framework), plan::attention_kept_bytes(layer, framework, precision)};
+}
+
 Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                            bool sequence_parallel, Bytes attention_bytes) {
-  const Bytes replicated = layer.activation_bytes_replicated / (sequence_parallel ? tp : 1);
+                            bool sequence_parallel, const FrameworkKept& kept) {
+  const Bytes replicated = kept.replicated / (sequence_parallel ? tp : 1);
   switch (recompute) {
     case plan::Recompute::none:
-      return replicated + (layer.activation_bytes_split + attention_bytes) / tp;
+      return replicated + (layer.activation_bytes_split + kept.attention) / tp;
     case plan::Recompute::selective: return replicated + layer.activation_bytes_split / tp;
     case plan::Recompute::full: return layer.input_bytes / (sequence_parallel ? tp : 1);
   }
   return 0;
 }
 
+// The layer's own figures, as a listed layer or Megatron-LM's fused softmax gives them.
+static FrameworkKept listed_kept(const plan::Layer& layer) {
+  return {layer.activation_bytes_replicated, layer.activation_bytes_attention};
+}
+
 Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
                             bool sequence_parallel) {
-  return kept_activation_bytes(layer, tp, recompute, sequence_parallel, layer.activation_bytes_attention);
+  return kept_activation_bytes(layer, tp, recompute, sequence_parallel, listed_kept(layer));
 }
 
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                                bool sequence_parallel, Bytes attention_bytes) {
+                                bool sequence_parallel, const FrameworkKept& kept) {
   switch (recompute) {
     case plan::Recompute::none: return 0;
-    case plan::Recompute::selective: return attention_bytes / tp;
+    case plan::Recompute::selective: return kept.attention / tp;
     case plan::Recompute::full:
-      return kept_activation_bytes(layer, tp, plan::Recompute::none, sequence_parallel, attention_bytes);
+      return kept_activation_bytes(layer, tp, plan::Recompute::none, sequence_parallel, kept);
   }
   return 0;
 }
 
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
                                 bool sequence_parallel) {
-  return recompute_transient_bytes(layer, tp, recompute, sequence_parallel, layer.activation_bytes_attention);
+  return recompute_transient_bytes(layer, tp, recompute, sequence_parallel, listed_kept(layer));
 }
 
 Bytes backward_buffer_bytes(const plan::Layer& layer, int tp, bool sequence_parallel) {
@@ -137,15 +147,15 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
               : plan::Layer{};
       const plan::Layer& layer = moe ? busiest : model_layer;
       expert_parameters += plan::expert_parameters_per_device(model_layer, stage, ep_rank);
-      const Bytes attention = plan::attention_kept_bytes(layer, framework.attention, plan.precision);
+      const FrameworkKept layer_kept = framework_kept(layer, framework, plan.precision);
       weight_pass += weight_pass_bytes(layer, stage.tp, plan.precision) * samples;
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,
-                                    attention) *
+                                    layer_kept) *
               samples;
       const Bytes loss = plan::loss_backward_transient_bytes(layer, framework.cross_entropy) / stage.tp;
       transient_bytes = std::max(
           transient_bytes, (recompute_transient_bytes(layer, stage.tp, stage.recompute,
-                                                      stage.sequence_parallel, attention) +
+                                                      stage.sequence_parallel, layer_kept) +
                             loss) *
                                samples);
       stage_buffers = std::max(stage_buffers, backward_buffer_bytes(layer, stage.tp, stage.sequence_parallel) * samples);

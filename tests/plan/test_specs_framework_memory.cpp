@@ -1,6 +1,6 @@
 // File: test_specs_framework_memory.cpp
 // The profile's framework_memory block (attention implementation, the older fused_attention
-// flag, fp32_gradient_copy, stage_buffer_cache) and the models' dropout (model YAML and config.json): loaded
+// flag, fp32_gradient_copy, stage_buffer_cache, dropout_masks_kept) and the models' dropout (model YAML and config.json): loaded
 // values, defaults, save/load and bad values.
 #include <doctest/doctest.h>
 
@@ -19,6 +19,24 @@ namespace {
 DeviceProfile profile_with(const std::string& name, const std::string& block) {
   return load_device_profile(scratch_file("framework-memory/" + name + "/core.yaml",
                                           kCoreProfile + "framework_memory: {source: test" + block + "}\n"));
+}
+
+// A framework_memory flag whose default is `cpu_default` on a cpu profile and the opposite on a
+// gpu one: read from the block, written only where it differs from the kind's default.
+void check_kind_default_flag(const std::string& key, bool FrameworkMemory::*flag, bool cpu_default) {
+  CAPTURE(key);
+  CHECK(profile_with("none", "").framework_memory.*flag == cpu_default);  // kCoreProfile: kind cpu
+  CHECK(default_framework_memory("gpu").*flag == !cpu_default);
+  DeviceProfile other = profile_with(key, ", " + key + ": " + (cpu_default ? "false" : "true"));
+  CHECK(other.framework_memory.*flag == !cpu_default);
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/framework-memory/" + key + "-saved";
+  std::filesystem::create_directories(folder);
+  save_device_profile(other, folder + "/core.yaml");  // differs from the cpu default: written
+  CHECK(load_device_profile(folder + "/core.yaml").framework_memory.*flag == !cpu_default);
+  other.kind = "gpu";  // the gpu default: not written, read back as it
+  save_device_profile(other, folder + "/core.yaml");
+  CHECK(read_text(folder + "/core.yaml").find(key) == std::string::npos);
+  CHECK(load_device_profile(folder + "/core.yaml").framework_memory.*flag == !cpu_default);
 }
 }  // namespace
 
@@ -112,15 +130,9 @@ TEST_CASE("a model's dropout: YAML fields, config.json keys and the families' de
 }
 
 TEST_CASE("stage_buffer_cache: on by default for a cpu profile, off for a gpu one; save and load") {
-  CHECK(profile_with("none", "").framework_memory.stage_buffer_cache);  // kCoreProfile: kind cpu
-  CHECK_FALSE(default_framework_memory("gpu").stage_buffer_cache);
-  DeviceProfile off = profile_with("cache-off", ", stage_buffer_cache: false");
-  CHECK_FALSE(off.framework_memory.stage_buffer_cache);
-  const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/framework-memory/cache-saved";
-  std::filesystem::create_directories(folder);
-  save_device_profile(off, folder + "/core.yaml");  // false differs from the cpu default: written
-  CHECK_FALSE(load_device_profile(folder + "/core.yaml").framework_memory.stage_buffer_cache);
-  off.kind = "gpu";  // the gpu default: not written, read back as false
-  save_device_profile(off, folder + "/core.yaml");
-  CHECK(read_text(folder + "/core.yaml").find("stage_buffer_cache") == std::string::npos);
+  check_kind_default_flag("stage_buffer_cache", &FrameworkMemory::stage_buffer_cache, true);
+}
+
+TEST_CASE("dropout_masks_kept: off by default for a cpu profile, on for a gpu one; save and load") {
+  check_kind_default_flag("dropout_masks_kept", &FrameworkMemory::dropout_masks_kept, false);
 }

@@ -1,8 +1,8 @@
 // File: test_search_estimate_framework.cpp
 // The planner's quick memory estimate reads a device model's framework and calibration figures
-// as the simulator's memory model does: the attention implementation, the calibrated
-// activation scale, the fp32 gradient copy and the buckets' copy, what recomputation holds again
-// in a backward, with the same bytes and the same verdict.
+// as the simulator's memory model does: the attention implementation, dropout masks kept or
+// drawn again, the calibrated activation scale, the fp32 gradient copy and the buckets' copy,
+// what recomputation holds again in a backward, with the same bytes and the same verdict.
 #include <doctest/doctest.h>
 
 #include "../sim/sim_fixtures.h"
@@ -81,6 +81,23 @@ TEST_CASE("quick estimate: flash attention drops the s² bytes, a scale of 0.5 h
   CHECK(scaled.activation_bytes == 550);
   CHECK(scaled.state_bytes == 16000);
   CHECK(scaled.activation_bytes == simulated(p).activations_bytes);
+}
+
+TEST_CASE("quick estimate: masks drawn again leave out the hidden masks and the attention dropout's, as simulated") {
+  plan::Plan p = attention_plan(80e9);
+  p.model.layers[0].dropout_mask_bytes = 4;  // of the 10 replicated bytes
+  profile_of(p).framework_memory.dropout_masks_kept = false;
+  // (10 - 4 + 40 + 200) x 2 samples: the fused softmax keeps its bf16 output alone, 2 bytes a score.
+  const plan::MemoryNeed drawn = estimate(p);
+  CHECK(drawn.activation_bytes == (6 + 40 + 200) * 2);
+  CHECK(drawn.activation_bytes == simulated(p).activations_bytes);
+  // Full recomputation rebuilds the layer without its masks: input bytes plus that layer.
+  p.model.layers[0].input_bytes = 8;
+  p.stages[0].recompute = plan::Recompute::full;
+  const plan::AnalyticModel analytic(p.cluster, p.model);
+  const plan::MemoryNeed full = analytic.memory("flat", 0, 1, 1, 1, 2, 1, plan::Recompute::full, false);
+  CHECK(full.activation_bytes == (8 + 6 + 40 + 200) * 2);
+  CHECK(full.activation_bytes == simulated(p).activations_bytes);
 }
 
 TEST_CASE("quick estimate: what recomputation holds again in a layer's backward, as simulated") {

@@ -162,6 +162,48 @@ TEST_CASE("a gpt block's dropout masks are 1 byte at any precision, and absent w
   CHECK(kept_activation_bytes(m.layers[1], 1, plan::Recompute::none) == 32 * 32 * 64 + 2 * 4 * 32 * 32);
 }
 
+TEST_CASE("a framework that draws its dropout masks again keeps neither masks nor dropped probabilities") {
+  plan::FrameworkMemory whale_run;
+  whale_run.dropout_masks_kept = false;
+  plan::FrameworkMemory megatron;  // keeps them, a gpu profile's default
+  CHECK(megatron.dropout_masks_kept);
+  CHECK_FALSE(plan::default_framework_memory("cpu").dropout_masks_kept);
+  CHECK(plan::default_framework_memory("gpu").dropout_masks_kept);
+  // The attention core keeps what it keeps without dropout: eager fp32 4 bytes per score instead
+  // of 9, the fused softmax in bf16 2 instead of 5; flash 4 per row either way.
+  const plan::Layer on = attention_layer(true);
+  whale_run.attention = megatron.attention = AttentionImplementation::eager;
+  CHECK(plan::attention_kept_bytes(on, megatron, Precision::fp32) == 900);
+  CHECK(plan::attention_kept_bytes(on, whale_run, Precision::fp32) == 400);
+  whale_run.attention = megatron.attention = AttentionImplementation::fused_softmax;
+  CHECK(plan::attention_kept_bytes(on, megatron, Precision::bf16) == 500);
+  CHECK(plan::attention_kept_bytes(on, whale_run, Precision::bf16) == 200);
+  whale_run.attention = AttentionImplementation::flash;
+  CHECK(plan::attention_kept_bytes(on, whale_run, Precision::bf16) == 40);
+  // A gpt block at s 32, h 64 in fp32: 18sh replicated with its two 1-byte masks (2sh), 16sh
+  // without; the embedding's s h mask is all it keeps.
+  plan::Model m = tiny_gpt();
+  plan::generate_layers(m, Precision::fp32);
+  CHECK(m.layers[0].dropout_mask_bytes == 32 * 64);
+  CHECK(m.layers[1].dropout_mask_bytes == 2 * 32 * 64);
+  CHECK(plan::replicated_kept_bytes(m.layers[1], megatron) == 18 * 32 * 64);
+  CHECK(plan::replicated_kept_bytes(m.layers[1], whale_run) == 16 * 32 * 64);
+  CHECK(plan::replicated_kept_bytes(m.layers[0], whale_run) == 0);
+  // The memory model: one block, 2 samples, fp32 eager: 2 x (18sh + split + 9as²) with the
+  // masks kept, 2 x (16sh + split + 4as²) with them drawn again.
+  plan::Plan p = one_layer_plan(m.layers[1], Precision::fp32);
+  profile_of(p).framework_memory.attention = AttentionImplementation::eager;
+  const double split = m.layers[1].activation_bytes_split;
+  CHECK(memory_of(p).activations_bytes == 2 * (18 * 32 * 64 + split + 9 * 4 * 32 * 32));
+  profile_of(p).framework_memory.dropout_masks_kept = false;
+  CHECK(memory_of(p).activations_bytes == 2 * (16 * 32 * 64 + split + 4 * 4 * 32 * 32));
+  // Under full recomputation the rebuilt layer holds the same, without masks, for its backward.
+  p.stages[0].recompute = plan::Recompute::full;
+  CHECK(recompute_transient_bytes(m.layers[1], 1, plan::Recompute::full, false,
+                                  framework_kept(m.layers[1], profile_of(p).framework_memory, Precision::fp32)) ==
+        16 * 32 * 64 + split + 4 * 4 * 32 * 32);
+}
+
 TEST_CASE("PyTorch's cross entropy holds 8 bytes per logit in its backward, a fused one none") {
   plan::Layer head = attention_layer(false);
   head.attention_score_elements = 0;

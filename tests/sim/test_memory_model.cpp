@@ -168,10 +168,11 @@ TEST_CASE("flash attention keeps no attention scores, with or without selective 
   for (plan::Stage& s : p.stages) s.recompute = plan::Recompute::selective;
   CHECK(evaluate(p).devices[0].peak_memory_bytes == doctest::Approx(state + 180));
   plan::Layer layer = p.model.layers[0];
-  CHECK(kept_activation_bytes(layer, 2, plan::Recompute::none, false, 0.0) == 30);
+  const sim::FrameworkKept flash{layer.activation_bytes_replicated, 0.0};
+  CHECK(kept_activation_bytes(layer, 2, plan::Recompute::none, false, flash) == 30);
   CHECK(kept_activation_bytes(layer, 2, plan::Recompute::none, false) == 40);
-  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::selective, false, 0.0) == 0);
-  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::full, true, 0.0) == 5 + 20);
+  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::selective, false, flash) == 0);
+  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::full, true, flash) == 5 + 20);
 }
 
 TEST_CASE("a plan that fits on paper only without the framework's reserve is flagged") {

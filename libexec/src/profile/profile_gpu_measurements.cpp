@@ -26,11 +26,13 @@ plan::FrameworkMemory whale_run_cuda_memory() {
   memory.reserve_bytes = static_cast<double>(gpu::kDeviceReserveBytes);
   memory.allocator_slack_fraction = 0;
   memory.attention = plan::AttentionImplementation::flash;
-  memory.stage_buffer_cache = true;  // the same stage modules as on the CPU
+  memory.stage_buffer_cache = true;   // the same stage modules as on the CPU
+  memory.dropout_masks_kept = false;  // masks drawn again from each element's place
   memory.source =
       "whale-run's CUDA backend: its arena holds every tensor (no caching allocator's slack), "
       "its attention keeps one fp32 log-sum-exp per row (flash), its stage modules cache their "
-      "micro-batch activations and block gradient buffers (stage_buffer_cache), and the CUDA "
+      "micro-batch activations and block gradient buffers (stage_buffer_cache), its dropout "
+      "masks are drawn again in the backward (dropout_masks_kept false), and the CUDA "
       "context, NCCL, cuBLAS and CUPTI keep the backend's device reserve outside the arena";
   return memory;
 }

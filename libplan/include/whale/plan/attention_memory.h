@@ -1,6 +1,7 @@
 // File: attention_memory.h
-// What a layer's attention core keeps for its backward pass, by attention implementation,
-// precision and attention dropout.
+// What a layer keeps for its backward pass by the framework's choices: its attention core's
+// bytes by attention implementation, precision and attention dropout, and its hidden-dropout
+// masks where the framework keeps them.
 #pragma once
 
 #include "whale/plan/framework_memory.h"
@@ -24,5 +25,13 @@ namespace whale::plan {
 /// A layer without an attention core in these terms (attention_score_elements 0: a listed
 /// layer) keeps its activation_bytes_attention, and nothing under flash.
 Bytes attention_kept_bytes(const Layer& layer, AttentionImplementation attention, Precision precision);
+
+/// attention_kept_bytes at the framework's implementation; where it draws its dropout masks
+/// again (FrameworkMemory::dropout_masks_kept false), the bytes without attention dropout.
+Bytes attention_kept_bytes(const Layer& layer, const FrameworkMemory& framework, Precision precision);
+
+/// The replicated activations `layer` keeps per sample at tp 1 under `framework`:
+/// activation_bytes_replicated, less dropout_mask_bytes where the masks are drawn again.
+Bytes replicated_kept_bytes(const Layer& layer, const FrameworkMemory& framework);
 
 }  // namespace whale::plan

@@ -82,6 +82,14 @@ struct FrameworkMemory {
   /// such buffer, matches measured peaks). YAML: stage_buffer_cache; default true on a CPU
   /// profile (whale-run's own backend), false on a GPU one.
   bool stage_buffer_cache = false;
+  /// Whether each dropout keeps its mask (1 byte per element) and, on the attention
+  /// probabilities, the dropped-out copy for the backward (PyTorch's native_dropout, Megatron-LM)
+  /// rather than drawing the mask again from the seed there (whale-run, whose masks are a pure
+  /// function of the element's place, and FlashAttention's attention dropout). False: a layer
+  /// keeps no hidden-dropout masks (Layer::dropout_mask_bytes) and its attention core what it
+  /// keeps without dropout (attention_memory.h). YAML: dropout_masks_kept; default false on a
+  /// cpu profile (whale-run's own backend), true on a gpu one.
+  bool dropout_masks_kept = true;
   /// Where the figures come from (YAML: source).
   std::string source;
 
@@ -89,8 +97,9 @@ struct FrameworkMemory {
 };
 
 /// The figures a profile without a `framework_memory` block gets, by its kind: a GPU keeps a
-/// 2 GiB reserve, no slack and Megatron-LM's fused softmax; a CPU (whale-run's own backend,
-/// which counts only its tensors) nothing.
+/// 2 GiB reserve, no slack, Megatron-LM's fused softmax and its dropout masks; a CPU (whale-run's
+/// own backend, which counts only its tensors) nothing, its stage buffers cached and its masks
+/// drawn again.
 FrameworkMemory default_framework_memory(const std::string& device_kind);
 
 /// The allocator's slack when the tensors peak at `tensor_bytes`: tensor_bytes *

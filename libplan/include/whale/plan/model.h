@@ -78,6 +78,10 @@ struct Layer {
   double attention_score_elements = 0;  // a s²: every head's score matrix
   double attention_rows = 0;            // a s: the rows of those matrices
   bool attention_dropout = false;       // dropout on the attention probabilities
+  // The hidden-dropout masks among activation_bytes_replicated, per sample (1 byte per
+  // element), which a framework that draws its masks again does not keep
+  // (FrameworkMemory::dropout_masks_kept).
+  Bytes dropout_mask_bytes = 0;
   // The logits a language-model head's loss reads, s v per sample at tp 1 (loss_memory.h); 0 on
   // other layers and on listed ones.
   double logit_elements = 0;

@@ -144,7 +144,7 @@ class AnalyticModel {
   /// Parameters one device holds of layers [first, end) at (tp, dp): the dense split part / tp,
   /// the replicated, the experts / ep x expert_tp (ExpertShardTable), and that expert part alone.
   double device_parameters(int first, int end, int tp, int dp, double* experts = nullptr) const;
-  std::vector<double> act_replicated_, act_split_, act_input_;
+  std::vector<double> act_split_, act_input_;
   // The largest Layer::backward_buffer_bytes_split and _replicated of any layer, per sample: a
   // bound on the stage's buffers the simulator adds under stage_buffer_cache.
   double backward_buffers_split_ = 0, backward_buffers_replicated_ = 0;
@@ -159,22 +159,19 @@ class AnalyticModel {
     std::vector<std::vector<double>> levels;
   };
 
- private:
-  RangeMax replicated_max_;   // Layer::activation_bytes_replicated per sample
-
  public:
   // The memory figures of one device model's profile (the simulator's memory model reads them
   // from the profile of a replica's devices).
   struct DeviceMemory {
-    // plan::attention_kept_bytes per sample at the profile's attention implementation, prefix
-    // sums over layers.
-    std::vector<double> act_attention;
+    // plan::attention_kept_bytes and plan::replicated_kept_bytes per sample under the
+    // profile's framework_memory, prefix sums over layers.
+    std::vector<double> act_attention, act_replicated;
     // plan::loss_backward_transient_bytes per sample at the profile's cross entropy, prefix
     // sums over layers.
     std::vector<double> loss_transient;
-    // The largest single-layer activation per sample (tp 1) with that attention, and the
-    // largest kept attention bytes, over a range of layers.
-    RangeMax act_max, attention_max;
+    // The largest single-layer activation per sample (tp 1) with those, the largest kept
+    // attention bytes and the largest kept replicated bytes, over a range of layers.
+    RangeMax act_max, attention_max, replicated_max;
     double activation_scale = 1.0;  // calibration.activation_memory_scale
     double optimizer_bytes = 0;     // plan::held_optimizer_bytes_per_param
     bool stage_buffer_cache = false;  // framework_memory's

@@ -24,22 +24,33 @@ using plan::state_bytes_per_param;
 /// Parameters one tp shard holds of `layer`: plan::parameters_per_device (gradient_buckets.h).
 using plan::parameters_per_device;
 
+/// What a layer keeps per sample at tp 1 by the framework's choices: its replicated
+/// activations (plan::replicated_kept_bytes) and its attention core's bytes
+/// (plan::attention_kept_bytes).
+struct FrameworkKept {
+  Bytes replicated = 0;
+  Bytes attention = 0;
+};
+/// Those of `layer` under `framework` at `precision`.
+FrameworkKept framework_kept(const plan::Layer& layer, const plan::FrameworkMemory& framework,
+                             plan::Precision precision);
+
 /// Activation bytes one sample of a micro-batch keeps in a layer until its backward
-/// (Korthikanti et al. 2022, Table 2; the formulas are in memory_model.cpp), when its attention
-/// core keeps `attention_bytes` per sample at tp 1 (plan::attention_kept_bytes; the overload
-/// without takes the layer's activation_bytes_attention): none: replicated + (split +
-/// attention) / tp; selective: the same without the attention part; full: input_bytes (the
-/// checkpoint). Sequence parallelism divides the replicated part (and the checkpoint) by tp too.
+/// (Korthikanti et al. 2022, Table 2; the formulas are in memory_model.cpp), when it keeps
+/// `kept` (framework_kept; the overload without takes the layer's activation_bytes_replicated
+/// and activation_bytes_attention): none: replicated + (split + attention) / tp; selective:
+/// the same without the attention part; full: input_bytes (the checkpoint). Sequence
+/// parallelism divides the replicated part (and the checkpoint) by tp too.
 Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                            bool sequence_parallel, Bytes attention_bytes);
+                            bool sequence_parallel, const FrameworkKept& kept);
 Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
                             bool sequence_parallel = false);
 
 /// Bytes per sample that recomputing one layer materialises again during its backward:
 /// full: what the layer keeps without recomputation; selective: its attention part / tp;
-/// none: 0. `attention_bytes` as for kept_activation_bytes.
+/// none: 0. `kept` as for kept_activation_bytes.
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
-                                bool sequence_parallel, Bytes attention_bytes);
+                                bool sequence_parallel, const FrameworkKept& kept);
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
                                 bool sequence_parallel = false);
 
