@@ -217,6 +217,7 @@ std::optional<PlanResult> search_fewer_for_hints(const Cluster& cluster, const M
                                                  const PlannerOptions& options, Clock::time_point start,
                                                  const std::vector<int>& usable, const std::string& why) {
   const std::vector<int> order = ordered(cluster, model, usable);
+  if (order.size() < 2) return std::nullopt;
   std::vector<std::size_t> counts;
   for (std::size_t k = order.size() - 1; k >= 1 && counts.size() < kFewerDeviceCountsTried; --k) {
     const bool node_ends = cluster.devices[order[k - 1]].node != cluster.devices[order[k]].node;
@@ -246,8 +247,8 @@ std::optional<PlanResult> search_fewer_for_hints(const Cluster& cluster, const M
   if (!best_count) return std::nullopt;
   PlannerOptions again = options;
   again.idle_devices_for_hints = false;
-  const std::string reason = "the hints allow no plan found on more of the usable devices (on all " +
-                             std::to_string(order.size()) + ", " + why + ")";
+  const std::string reason = "the hints rule out every plan on all " + std::to_string(order.size()) +
+                             " usable devices (" + why + "); the best plan found on fewer leaves these idle";
   try {
     return search_without(cluster, model, cost, again, start, left_out_at(*best_count), reason);
   } catch (const Error&) {

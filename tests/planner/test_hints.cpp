@@ -174,8 +174,8 @@ TEST_CASE("hints that rule out every plan on all devices are met on fewer, the r
   CHECK_NOTHROW(plan::validate_plan(p));
   REQUIRE(r.idle.size() == 1);
   CHECK(r.idle[0].devices == std::vector<int>{6, 7});
-  CHECK(r.idle[0].reason == "the hints allow no plan found on more of the usable devices (on all 8, every plan "
-                            "that fits in memory breaks the hinted tp 1 on layers 0-4)");
+  CHECK(r.idle[0].reason == "the hints rule out every plan on all 8 usable devices (every plan that fits in "
+                            "memory breaks the hinted tp 1 on layers 0-4); the best plan found on fewer leaves these idle");
   // Turned off, the hint is named as before.
   o.idle_devices_for_hints = false;
   try {
@@ -207,8 +207,9 @@ TEST_CASE("a schedule hint no pipeline of all devices runs is run on fewer") {
   CHECK(p.micro_batches == 2);
   REQUIRE(r.idle.size() == 1);
   CHECK(r.idle[0].devices == std::vector<int>{6, 7});
-  CHECK(r.idle[0].reason == "the hints allow no plan found on more of the usable devices (on all 8, no pipeline runs "
-                            "the hinted schedules (interleaved-1f1b) at the global batch of 6 sample(s))");
+  CHECK(r.idle[0].reason == "the hints rule out every plan on all 8 usable devices (no pipeline runs the hinted "
+                            "schedules (interleaved-1f1b) at the global batch of 6 sample(s)); the best plan found on "
+                            "fewer leaves these idle");
   // At 4 samples two groups of dp 2 on the first 4 devices (dp 3 would split 4 samples unevenly).
   o.global_batch = 4;
   const plan::PlanResult four = plan::search_plans(test::shipped_cluster("cpu-local-8"), gpt3, simulator, o);
