@@ -378,6 +378,14 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   run_tasks(tasks, side_by_side_threads(options), Helpers::lower_priority);
   comparison.searched_upper_bound = options.compare && search_upper_bound_too;
   if (comparison.searched_upper_bound) comparison.upper_bound = upper_bound_of(alone_models, alone);
+  // Where the hints rule out every plan on all usable devices (`why`: how): the plan on fewer
+  // of them, with its wall time, or nothing where none meets them or the option is off.
+  const auto plan_fewer_for_hints = [&](const std::string& why) -> std::optional<PlanResult> {
+    if (!options.idle_devices_for_hints) return std::nullopt;
+    std::optional<PlanResult> fewer = search_fewer_for_hints(cluster, model, cost, options, start, limits.devices, why);
+    if (fewer) fewer->stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+    return fewer;
+  };
   if (eo.choices_total == 0) {
     int smallest_dp = 1 << 30;
     for (const Structure& s : *in.structures) smallest_dp = std::min(smallest_dp, s.max_dp());
@@ -398,13 +406,7 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
                   std::to_string(batch) + " sample(s)"
             : "the hinted " + std::to_string(hints.stage_boundaries.size()) +
                   " stages cannot be laid on them with the allowed schedules";
-    if (options.idle_devices_for_hints) {
-      if (std::optional<PlanResult> fewer =
-              search_fewer_for_hints(cluster, model, cost, options, start, limits.devices, why)) {
-        fewer->stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
-        return std::move(*fewer);
-      }
-    }
+    if (std::optional<PlanResult> fewer = plan_fewer_for_hints(why)) return std::move(*fewer);
     if (hints.stage_boundaries.empty()) {
       throw Error(hints.source_file, "schedules",
                   "a pipeline of the usable devices that runs " + allowed + " at the global batch of " +
@@ -439,17 +441,13 @@ PlanResult search_plans(const Cluster& cluster, const Model& model, const CostMo
   if (eo.ranked.empty() && others.empty()) {
     bool hinted = false;
     for (long r : eo.rejected_by_hint) hinted = hinted || r > 0;
-    if (hinted && options.idle_devices_for_hints) {
+    if (hinted) {
       // Fewer devices may meet the layer hint (tp 1 at a batch that feeds fewer replicas).
-      const std::string why = "every plan that fits in memory breaks the hinted " +
-                              layer_hint_text(*first_rejecting_hint(hints, eo));
-      if (std::optional<PlanResult> fewer =
-              search_fewer_for_hints(cluster, model, cost, options, start, limits.devices, why)) {
-        fewer->stats.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+      if (std::optional<PlanResult> fewer = plan_fewer_for_hints(
+              "every plan that fits in memory breaks the hinted " + layer_hint_text(*first_rejecting_hint(hints, eo))))
         return std::move(*fewer);
-      }
+      throw_hint(hints, eo);
     }
-    if (hinted) throw_hint(hints, eo);
     if (eo.has_shortfall && !eo.any_fit) throw_memory(model, cluster, eo, batch);
     if (eo.has_simulated_shortfall) throw_simulated_memory(model, cluster, eo, batch);
     throw Error(model.source_file, "", "no plan fits in memory by the simulator's count",

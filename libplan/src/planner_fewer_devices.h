@@ -57,13 +57,14 @@ std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& 
                                            const std::vector<int>& usable, const RankedPlan& best, bool* timed_out);
 
 /// Where the hints rule out every plan on all of `usable` (`why`: how, e.g. "no pipeline runs
-/// the hinted schedules (wave) at the global batch of 3 sample(s)"): the plan on fewer devices, the first of ordered_devices, that the hints allow. The
-/// counts tried, the most first: every count below all of them on clusters of at most
-/// kFewerDevicesTriedAll usable devices, else the whole nodes of that order (each prefix ending
-/// where a node ends); at most kFewerDeviceCountsTried of them, each searched without the
-/// comparison within the time left from `start`, the best by the objective searched again with
-/// it (the rest idle, `why` their reason). Nothing where no count has a plan. The searches it
-/// makes do not come back here (options.idle_devices_for_hints is off in them).
+/// the hinted schedules (wave) at the global batch of 3 sample(s)"): the plan on fewer devices,
+/// the first of ordered_devices, that the hints allow. The counts tried, the most first: every
+/// count below all of them on clusters of at most kFewerDevicesTriedAll usable devices, else the
+/// whole nodes of that order (each prefix ending where a node ends); at most
+/// kFewerDeviceCountsTried of them, each searched without the comparison within the time left
+/// from `start`; the best by the objective is searched again with it, the rest idle for a reason
+/// that quotes `why`. Nothing where no count has a plan. The searches it makes do not come back
+/// here (options.idle_devices_for_hints is off in them).
 constexpr std::size_t kFewerDevicesTriedAll = 16;
 constexpr std::size_t kFewerDeviceCountsTried = 16;
 std::optional<PlanResult> search_fewer_for_hints(const Cluster& cluster, const Model& model, const CostModel& cost,

@@ -46,7 +46,8 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
       optimizer_bytes_(state_bytes_per_param(precision_, model.training.optimizer,
                                             model.training.framework_precision)
                            .optimizer) {
-  for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_split_, &act_input_, &params_expert_, &all_to_all_bytes_}) {
+  for (auto* v : {&params_split_, &params_replicated_, &tp_bytes_, &tp_ops_, &act_split_, &act_input_,
+                  &params_expert_, &all_to_all_bytes_}) {
     v->assign(1, 0.0);
   }
   for (const Layer& l : model.layers) {

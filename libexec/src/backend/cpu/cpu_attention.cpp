@@ -134,7 +134,7 @@ void Fp32Kernels::attention_backward(float* dqkv, const float* dout, const float
         dropout_factors(factors, T, drop, b, h);
         kept = P.cwiseProduct(factors);
         dV.noalias() += kept.transpose() * dO;
-        dP = dP.cwiseProduct(factors);
+        dP.array() *= factors.array();
       } else {
         dV.noalias() += P.transpose() * dO;
       }
