@@ -136,3 +136,9 @@ TEST_CASE("stage_buffer_cache: on by default for a cpu profile, off for a gpu on
 TEST_CASE("dropout_masks_kept: off by default for a cpu profile, on for a gpu one; save and load") {
   check_kind_default_flag("dropout_masks_kept", &FrameworkMemory::dropout_masks_kept, false);
 }
+
+TEST_CASE("a dropout_masks_kept that is not a boolean fails naming the field") {
+  const std::string bad = scratch_file("framework-memory/masks-bad/core.yaml",
+                                       kCoreProfile + "framework_memory: {source: x, dropout_masks_kept: sometimes}\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(bad); }, bad, "framework_memory.dropout_masks_kept", "true or false");
+}
