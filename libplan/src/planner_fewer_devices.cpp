@@ -226,15 +226,20 @@ std::optional<PlanResult> search_fewer_for_hints(const Cluster& cluster, const M
   const auto left_out_at = [&](std::size_t k) { return std::vector<int>(order.begin() + static_cast<long>(k), order.end()); };
   std::optional<std::size_t> best_count;
   RankedPlan best;
+  bool cut = false;   // the time limit left counts out or cut a count's search
   for (std::size_t k : counts) {
-    if (options.time_limit_s > 0 &&
-        std::chrono::duration<double>(planner_now(options) - start).count() >= options.time_limit_s)
+    // As in the main search, the time limit stops the counts only once one has a plan.
+    if (best_count && options.time_limit_s > 0 &&
+        std::chrono::duration<double>(planner_now(options) - start).count() >= options.time_limit_s) {
+      cut = true;
       break;
+    }
     PlannerOptions fewer = options_without(options, start, left_out_at(k));
     fewer.compare = false;
     fewer.idle_devices_for_hints = false;
     try {
       const PlanResult r = search_plans(cluster, model, cost, fewer);
+      cut = cut || r.stats.timed_out;
       if (!best_count ||
           ranks_before(options.objective, r.best().plan, r.best().estimate, best.plan, best.estimate)) {
         best_count = k;
@@ -250,7 +255,9 @@ std::optional<PlanResult> search_fewer_for_hints(const Cluster& cluster, const M
   const std::string reason = "the hints rule out every plan on all " + std::to_string(order.size()) +
                              " usable devices (" + why + "); the best plan found on fewer leaves these idle";
   try {
-    return search_without(cluster, model, cost, again, start, left_out_at(*best_count), reason);
+    PlanResult found = search_without(cluster, model, cost, again, start, left_out_at(*best_count), reason);
+    found.stats.timed_out = found.stats.timed_out || cut;
+    return found;
   } catch (const Error&) {
     return std::nullopt;   // the time left ran out before the plan was found again
   }

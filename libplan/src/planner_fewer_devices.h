@@ -62,8 +62,10 @@ std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& 
 /// count below all of them on clusters of at most kFewerDevicesTriedAll usable devices, else the
 /// whole nodes of that order (each prefix ending where a node ends); at most
 /// kFewerDeviceCountsTried of them, each searched without the comparison within the time left
-/// from `start`; the best by the objective is searched again with it, the rest idle for a reason
-/// that quotes `why`. Nothing where no count has a plan. The searches it makes do not come back
+/// from `start` (past the time limit the counts stop once one has a plan, and the plan returned
+/// has stats.timed_out set, as where a count's search was cut); the best by the objective is
+/// searched again with it, the rest idle for a reason that quotes `why`. Nothing where no count
+/// has a plan. The searches it makes do not come back
 /// here (options.idle_devices_for_hints is off in them).
 constexpr std::size_t kFewerDevicesTriedAll = 16;
 constexpr std::size_t kFewerDeviceCountsTried = 16;

@@ -3,6 +3,8 @@
 // planner honouring them.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 
 #include "planner_fixtures.h"
@@ -215,4 +217,42 @@ TEST_CASE("a schedule hint no pipeline of all devices runs is run on fewer") {
   const plan::PlanResult four = plan::search_plans(test::shipped_cluster("cpu-local-8"), gpt3, simulator, o);
   REQUIRE(four.idle.size() == 1);
   CHECK(four.idle[0].devices == std::vector<int>{4, 5, 6, 7});
+}
+
+TEST_CASE("a search on fewer devices for the hints that the time limit cuts says so") {
+  // The 3-head GPT above with interleaved 1F1B only: its plan is found on fewer devices. A fake
+  // clock stands still for the first `cut_at` readings and then jumps past the limit; at every
+  // cut point the planner still returns a plan (it stops only once one is found), and a plan
+  // other than the uncut search's comes with stats.timed_out.
+  const plan::Model gpt3 = plan::load_model(test::temp_file(
+      "three-heads-cut.yaml", "name: three-heads\nfamily: gpt\nlayers: 3\nhidden: 48\nheads: 3\nffn_hidden: 192\n"
+                              "sequence: 32\nvocabulary: 256\ntraining: {global_batch: 6, precision: fp32}\n"));
+  const plan::Cluster cl = test::shipped_cluster("cpu-local-8");
+  const sim::Simulator simulator;
+  plan::PlannerOptions o;
+  o.hints = plan::load_hints(test::temp_file("interleaved-only-cut.yaml", "schedules: [interleaved-1f1b]\n"));
+  o.threads = 1;   // a fake clock need not be thread-safe
+  o.time_limit_s = 1.0;
+  auto readings = std::make_shared<long>(0);
+  o.clock_s = [readings] {
+    ++*readings;
+    return 0.0;
+  };
+  const plan::PlanResult uncut = plan::search_plans(cl, gpt3, simulator, o);
+  CHECK_FALSE(uncut.stats.timed_out);
+  REQUIRE(uncut.idle.size() == 1);
+  const long total = *readings;
+  REQUIRE(total > 2);
+  long cut_seen = 0;
+  for (long cut_at = 1; cut_at < total; cut_at += std::max(1L, total / 40)) {
+    CAPTURE(cut_at);
+    auto seen = std::make_shared<long>(0);
+    o.clock_s = [seen, cut_at] { return (*seen)++ < cut_at ? 0.0 : 1e9; };
+    const plan::PlanResult r = plan::search_plans(cl, gpt3, simulator, o);
+    const bool other_plan = r.best().label != uncut.best().label || r.idle.size() != uncut.idle.size() ||
+                            r.idle[0].devices != uncut.idle[0].devices;
+    if (other_plan) CHECK(r.stats.timed_out);
+    if (r.stats.timed_out) ++cut_seen;
+  }
+  CHECK(cut_seen > 0);   // the first cut point stops the counts after the first with a plan
 }
