@@ -31,15 +31,18 @@ Precision precision_key(const YamlField& parent, const std::string& key) {
 }
 
 // A list of {<size_key>: size, efficiency: e}; sizes strictly increasing, efficiency in (0, 1].
-EfficiencyCurve parse_curve(const YamlField& list, const std::string& size_key, double unit) {
+// A list of {size_key, value_key} points in increasing size: sizes > 0 (times `unit`), values in
+// (0, 1], or in [0, 1] where `zero_allowed`.
+EfficiencyCurve parse_points(const YamlField& list, const std::string& size_key, double unit,
+                             const std::string& value_key, bool zero_allowed) {
   std::vector<EfficiencyPoint> points;
   for (const YamlField& item : list.elements()) {
-    item.expect_keys({size_key, "efficiency"});
+    item.expect_keys({size_key, value_key});
     EfficiencyPoint point;
     point.size = item.get(size_key).positive_number() * unit;
-    const YamlField eff = item.get("efficiency");
-    point.efficiency = eff.positive_number();
-    if (point.efficiency > 1) eff.fail("expected an efficiency in (0, 1], got " + format_number(point.efficiency));
+    const YamlField value = item.get(value_key);
+    point.efficiency = zero_allowed ? value.number_in(0, 1, "a share of the op time; whale-profile writes it") : value.positive_number();
+    if (point.efficiency > 1) value.fail("expected an efficiency in (0, 1], got " + format_number(point.efficiency));
     if (!points.empty() && point.size <= points.back().size) {
       item.get(size_key).fail("expected sizes in increasing order", "sort the points by " + size_key);
     }
@@ -47,19 +50,23 @@ EfficiencyCurve parse_curve(const YamlField& list, const std::string& size_key, 
   }
   // An empty curve would read as 100% efficient at every size: a silent, optimistic default.
   if (points.empty()) {
-    list.fail("expected at least one {" + size_key + ", efficiency} point, got an empty list",
+    list.fail("expected at least one {" + size_key + ", " + value_key + "} point, got an empty list",
               "measure the device with whale-profile");
   }
   return EfficiencyCurve(std::move(points));
 }
 
+EfficiencyCurve parse_curve(const YamlField& list, const std::string& size_key, double unit) {
+  return parse_points(list, size_key, unit, "efficiency", false);
+}
+
 void emit_curve(YAML::Emitter& out, const EfficiencyCurve& curve, const std::string& size_key,
-                double unit) {
+                double unit, const std::string& value_key = "efficiency") {
   out << YAML::BeginSeq;
   for (const EfficiencyPoint& point : curve.points()) {
     out << YAML::Flow << YAML::BeginMap;
     emit_number_field(out, size_key, point.size / unit);
-    emit_number_field(out, "efficiency", point.efficiency);
+    emit_number_field(out, value_key, point.efficiency);
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
@@ -358,7 +365,8 @@ void emit_op_bandwidths(YAML::Emitter& out, const std::string& key,
 
 CacheResidency parse_cache(const YamlField& field) {
   field.expect_keys({"last_level_cache_mib_per_device", "warm_gemm_efficiency",
-                     "warm_op_bandwidth_gbytes_per_s", "warm_op_backward_bandwidth_gbytes_per_s"});
+                     "warm_op_bandwidth_gbytes_per_s", "warm_op_backward_bandwidth_gbytes_per_s",
+                     "warm_fraction_by_working_set"});
   CacheResidency cache;
   cache.cache_bytes_per_device =
       field.get("last_level_cache_mib_per_device").positive_number() * kBytesPerMiB;
@@ -371,6 +379,10 @@ CacheResidency parse_cache(const YamlField& field) {
         parse_op_backward_bandwidths(field.get("warm_op_backward_bandwidth_gbytes_per_s"),
                                      cache.warm_op_bandwidth_bytes_per_s, "cache.warm_op_bandwidth_gbytes_per_s");
   }
+  if (field.has("warm_fraction_by_working_set")) {
+    cache.warm_fraction_by_working_set =
+        parse_points(field.get("warm_fraction_by_working_set"), "working_set_mib", kBytesPerMiB, "warm_fraction", true);
+  }
   return cache;
 }
 
@@ -380,6 +392,10 @@ void emit_cache(YAML::Emitter& out, const CacheResidency& cache) {
   emit_gemm_curves(out, "warm_gemm_efficiency", cache.warm_gemm_efficiency);
   emit_op_bandwidths(out, "warm_op_bandwidth_gbytes_per_s", cache.warm_op_bandwidth_bytes_per_s);
   emit_op_bandwidths(out, "warm_op_backward_bandwidth_gbytes_per_s", cache.warm_op_backward_bandwidth_bytes_per_s);
+  if (!cache.warm_fraction_by_working_set.empty()) {
+    out << YAML::Key << "warm_fraction_by_working_set" << YAML::Value;
+    emit_curve(out, cache.warm_fraction_by_working_set, "working_set_mib", kBytesPerMiB, "warm_fraction");
+  }
   out << YAML::EndMap;
 }
 

@@ -74,7 +74,7 @@ bool operator==(const ProfileCalibration& a, const ProfileCalibration& b) {
 bool operator==(const CacheResidency& a, const CacheResidency& b) {
   return same_fields(a, b, [](const CacheResidency& x) {
     return std::tie(x.cache_bytes_per_device, x.warm_gemm_efficiency, x.warm_op_bandwidth_bytes_per_s,
-                    x.warm_op_backward_bandwidth_bytes_per_s);
+                    x.warm_op_backward_bandwidth_bytes_per_s, x.warm_fraction_by_working_set);
   });
 }
 

@@ -43,7 +43,8 @@ double passes_in_flight(int peak_in_flight_pairs, int stages_in_group) {
 std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica,
                                          double in_flight_passes) {
   const int device = stage.devices.at(stage.replica_offset(replica));
-  const Bytes cache = plan.cluster.profile_of(device).cache.cache_bytes_per_device;
+  const plan::CacheResidency& residency = plan.cluster.profile_of(device).cache;
+  const Bytes cache = residency.cache_bytes_per_device;
   if (cache <= 0) return {};
   Bytes working_set = 0;
   for (const plan::Stage& other : plan.stages) {
@@ -53,7 +54,10 @@ std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Sta
       working_set += layer_weight_bytes(plan, other, r, l) + in_flight_passes * layer_pass_activation_bytes(plan, other, r, l);
     }
   }
-  return std::vector<double>(stage.end_layer - stage.first_layer, warm_fraction(working_set, cache));
+  const double warm = residency.warm_fraction_by_working_set.empty()
+                          ? warm_fraction(working_set, cache)
+                          : residency.warm_fraction_by_working_set.at(working_set);
+  return std::vector<double>(stage.end_layer - stage.first_layer, warm);
 }
 
 double warm_fraction(Bytes working_set, Bytes cache) {

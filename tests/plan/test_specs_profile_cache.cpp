@@ -41,6 +41,33 @@ TEST_CASE("a profile's cache block loads in bytes and survives save and load") {
   CHECK(load_device_profile(folder + "/core.yaml") == p);
 }
 
+TEST_CASE("the walked warm fraction by working set loads in bytes, survives save and load, and is checked") {
+  const std::string walked = kCache + "  warm_fraction_by_working_set: [{working_set_mib: 4, warm_fraction: 0.75}, "
+                                      "{working_set_mib: 32, warm_fraction: 0}]\n";
+  const DeviceProfile p = load_device_profile(scratch_file("cache-walk/core.yaml", kCoreProfile + walked));
+  REQUIRE(p.cache.warm_fraction_by_working_set.points().size() == 2);
+  CHECK(p.cache.warm_fraction_by_working_set.points()[0].size == 4.0 * 1024 * 1024);
+  CHECK(p.cache.warm_fraction_by_working_set.at(4.0 * 1024 * 1024) == 0.75);
+  CHECK(p.cache.warm_fraction_by_working_set.at(64.0 * 1024 * 1024) == 0.0);
+  const std::string folder = std::string(WHALE_BINARY_DIR) + "/specs-scratch/cache-walk-saved";
+  std::filesystem::create_directories(folder);
+  save_device_profile(p, folder + "/core.yaml");
+  CHECK(load_device_profile(folder + "/core.yaml") == p);
+  CHECK_FALSE(load_device_profile(scratch_file("cache-no-walk/core.yaml", kCoreProfile + kCache)) == p);
+
+  const std::string above = scratch_file(
+      "cache-walk-above/core.yaml",
+      kCoreProfile + kCache + "  warm_fraction_by_working_set: [{working_set_mib: 4, warm_fraction: 1.5}]\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(above); }, above, "cache.warm_fraction_by_working_set[0].warm_fraction",
+                   "expected a number in [0, 1], got '1.5'");
+  const std::string unsorted = scratch_file(
+      "cache-walk-unsorted/core.yaml",
+      kCoreProfile + kCache + "  warm_fraction_by_working_set: [{working_set_mib: 8, warm_fraction: 0.5}, "
+                              "{working_set_mib: 4, warm_fraction: 0.9}]\n");
+  CHECK_SPEC_ERROR([&] { load_device_profile(unsorted); }, unsorted,
+                   "cache.warm_fraction_by_working_set[1].working_set_mib", "increasing order");
+}
+
 TEST_CASE("a bad cache block names the file and the field") {
   const std::string negative = scratch_file(
       "cache-bad/core.yaml", kCoreProfile + "cache: {last_level_cache_mib_per_device: -1, "

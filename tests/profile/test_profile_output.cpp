@@ -113,6 +113,13 @@ TEST_CASE("write_validated_profile round-trips a valid profile") {
   const std::string summary = summarize_profile(cached_loaded);
   CHECK(summary.substr(summary.find("  cache")) ==
         "  cache 16.0 MiB per device; warm figures for 1 GEMM curve(s), 2 op class(es)\n");
+  cached.cache.warm_fraction_by_working_set = EfficiencyCurve({{4.0 * 1024 * 1024, 0.9}, {64.0 * 1024 * 1024, 0.25}});
+  cached.name = "walked";
+  const DeviceProfile walked_loaded = write_validated_profile(cached, kOutDir + "/walked.yaml");
+  CHECK(walked_loaded.cache == cached.cache);
+  const std::string walked_summary = summarize_profile(walked_loaded);
+  CHECK(walked_summary.substr(walked_summary.find("  cache walk")) ==
+        "  cache walk: warm fraction 0.90 at 4.0 MiB to 0.25 at 64.0 MiB\n");
 }
 
 TEST_CASE("write_validated_profile names the file and field a measurement got wrong") {

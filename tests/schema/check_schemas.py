@@ -91,7 +91,7 @@ def schema_keys(node):
 
 def loader_keys(source_file):
     """The keys a loader accepts: its expect_keys and `allowed` lists, its Layer number table and
-    the size keys of its efficiency curves."""
+    the size and value keys of its efficiency curves and point lists."""
     text = ""
     for name in source_file.split("+"):
         with open(os.path.join(SOURCE, "libplan", "src", name)) as f:
@@ -103,6 +103,8 @@ def loader_keys(source_file):
         keys |= set(re.findall(r'"(\w+)"', item))
     keys |= set(re.findall(r'\{"(\w+)", &Layer::', text))
     keys |= set(re.findall(r'parse_curve\(.*?, "(\w+)", k\w+\)', text))  # a curve's size key
+    keys |= set(re.findall(r'parse_points\([^;]*?, "(\w+)", k\w+,', text))  # a point list's size key
+    keys |= set(re.findall(r'parse_points\([^;]*?"(\w+)", (?:true|false)\)', text))  # and its value key
     return keys
 
 

@@ -109,6 +109,24 @@ TEST_CASE("a device's layers run warm by its working set against the cache") {
   CHECK(layer_warm_fractions(uncached, uncached.stages[0], 0, 1.0).empty());
 }
 
+TEST_CASE("a measured warm fraction by working set stands in for the ramp") {
+  // The same 0.5 MiB working set against a 2.5 MiB cache (all warm by the ramp) reads the
+  // profile's walked curve instead: 0.8 at 0.25 MiB, 0.2 at 1 MiB, so 0.5 at 0.5 MiB (linear in
+  // log W: halfway between in log2), flat beyond either end.
+  plan::DeviceProfile walked = cached_profile(2.5);
+  walked.cache.warm_fraction_by_working_set = plan::EfficiencyCurve({{0.25 * kMiB, 0.8}, {1 * kMiB, 0.2}});
+  check_warm_fractions(two_layer_plan(walked, 1), 0, 1.0, 2, 0.5);
+  walked.cache.warm_fraction_by_working_set = plan::EfficiencyCurve({{1 * kMiB, 0.6}, {4 * kMiB, 0.1}});
+  check_warm_fractions(two_layer_plan(walked, 1), 0, 1.0, 2, 0.6);
+  walked.cache.warm_fraction_by_working_set = plan::EfficiencyCurve({{0.1 * kMiB, 0.9}, {0.2 * kMiB, 0.0}});
+  check_warm_fractions(two_layer_plan(walked, 1), 0, 1.0, 2, 0.0);
+  // The curve lives in the cache block: without a cache size, every layer cold as before.
+  plan::DeviceProfile no_cache = cached_profile(0);
+  no_cache.cache.warm_fraction_by_working_set = plan::EfficiencyCurve({{1 * kMiB, 1.0}});
+  const plan::Plan uncached = two_layer_plan(no_cache, 1);
+  CHECK(layer_warm_fractions(uncached, uncached.stages[0], 0, 1.0).empty());
+}
+
 TEST_CASE("passes in flight are the group's in-flight pairs over its stages, at least one") {
   CHECK(passes_in_flight(1, 1) == 1.0);   // a single stage, or the last of a 1F1B pipeline
   CHECK(passes_in_flight(2, 1) == 2.0);   // the first of two 1F1B stages

@@ -17,6 +17,8 @@
 
 #include <unistd.h>
 
+#include "profile/profile_cpu_block.h"
+#include "whale/exec/profile/profile_cpu_cache_walk.h"
 #include "profile/profile_cpu_op_bandwidth.h"
 #include "whale/exec/backend/backend_factory.h"
 #include "whale/exec/profile/profile_output.h"
@@ -51,15 +53,6 @@ std::string first_field(const std::string& text, const std::string& key) {
   return "";
 }
 
-/// One linear layer of a transformer block of width h over 2h tokens: `in` and `out` in units
-/// of h (qkv 1 -> 3, proj 1 -> 1, fc1 1 -> 4, fc2 4 -> 1).
-struct BlockLinear {
-  int in, out;
-};
-constexpr BlockLinear kBlockLinears[] = {{1, 3}, {1, 1}, {1, 4}, {4, 1}};
-// The GEMM products one width times: each linear's forward, input gradient and weight gradient.
-constexpr std::size_t kProductsPerWidth = 3 * std::size(kBlockLinears);
-constexpr int kTokensPerWidth = 2;
 
 /// fp32 tensors of the backend, released by the destructor; get() is the host address (the
 /// CPU backend's memory is host memory) for the cache flusher.
@@ -146,6 +139,12 @@ class CpuProber : public DeviceProber {
       progress(format("cache: warning: the flush before each cold timing wrote %.1f MiB, under twice this cache: "
                       "the cold figures may be partly warm", flusher.bytes() / kBytesPerMiB));
     }
+    // The walk runs on every core whatever its cache shows (a stand-in size where none), so
+    // that under --lockstep the cores time as many walks.
+    const plan::EfficiencyCurve walked = measure_warm_fraction_by_working_set(
+        *backend_, profile.cache.empty() ? kWalkCacheStandIn : profile.cache.cache_bytes_per_device,
+        walk_block_cold_s_, walk_block_warm_s_, options.quick, timer, progress);
+    if (!profile.cache.empty()) profile.cache.warm_fraction_by_working_set = walked;
     result.op_timings = time_layer_ops(options.quick, timer);
     result.op_timing_source = "wall clock, CPU backend";
 
@@ -157,6 +156,11 @@ class CpuProber : public DeviceProber {
   }
 
  private:
+  // The cache walk's stand-in where no cache shows (its figures are then dropped).
+  static constexpr Bytes kWalkCacheStandIn = 16 * kBytesPerMiB;
+  // The GEMM curve's block of width kCacheWalkWidth, cold and warm: the cache walk's references.
+  Seconds walk_block_cold_s_ = 0, walk_block_warm_s_ = 0;
+
   /// The last-level cache a read sweep shows, for machines whose sysfs has none (some VMs, whose
   /// sysconf reports the host's cache), taken as this device's own: profiled as ranks train (one
   /// profiler per core at once, docs/profile-tool.md), the sweep already shares the cache with
@@ -233,6 +237,10 @@ class CpuProber : public DeviceProber {
       for (std::size_t p = 0; p < kProductsPerWidth; ++p) cold_s += cold_product_s[i * kProductsPerWidth + p];
       cold_achieved.push_back(block_flops[i] / cold_s);
       warm_achieved.push_back(block_flops[i] / warm_s[i]);
+      if (widths[i] == kCacheWalkWidth) {
+        walk_block_cold_s_ = cold_s;
+        walk_block_warm_s_ = warm_s[i];
+      }
       progress(format("gemm fp32 block h=%.0f (%.0f tokens): ", widths[i], kTokensPerWidth * widths[i]) +
                format("cold %.3f ms, %.2f GFLOP/s; warm %.3f ms, %.2f GFLOP/s", cold_s * 1e3,
                       cold_achieved.back() / 1e9, warm_s[i] * 1e3, warm_achieved.back() / 1e9));

@@ -106,6 +106,14 @@ std::string summarize_profile(const plan::DeviceProfile& profile) {
                   profile.cache.cache_bytes_per_device / kBytesPerMiB,
                   profile.cache.warm_gemm_efficiency.size(), profile.cache.warm_op_bandwidth_bytes_per_s.size());
     out << line;
+    // The walked warm fraction at its smallest and largest working set.
+    const std::vector<plan::EfficiencyPoint>& walked = profile.cache.warm_fraction_by_working_set.points();
+    if (!walked.empty()) {
+      std::snprintf(line, sizeof line, "  cache walk: warm fraction %.2f at %.1f MiB to %.2f at %.1f MiB\n",
+                    walked.front().efficiency, walked.front().size / kBytesPerMiB, walked.back().efficiency,
+                    walked.back().size / kBytesPerMiB);
+      out << line;
+    }
   }
   return out.str();
 }

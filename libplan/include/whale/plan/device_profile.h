@@ -47,6 +47,11 @@ struct CacheResidency {
   std::map<Precision, EfficiencyCurve> warm_gemm_efficiency;  // YAML: cache.warm_gemm_efficiency
   std::map<std::string, BytesPerSecond> warm_op_bandwidth_bytes_per_s;  // YAML: cache.warm_op_bandwidth_gbytes_per_s
   std::map<std::string, BytesPerSecond> warm_op_backward_bandwidth_bytes_per_s;  // YAML: cache.warm_op_backward_bandwidth_gbytes_per_s
+  /// The share of a step's op time that runs at the warm figures, by the working set a device
+  /// walks (size: bytes; efficiency: the warm fraction, 0 to 1), as whale-profile measured it
+  /// (a walk of GEMM blocks forward and back, as a training step walks its layers). Empty:
+  /// libsim's fixed ramp against cache_bytes_per_device (cache_working_set.h).
+  EfficiencyCurve warm_fraction_by_working_set;  // YAML: cache.warm_fraction_by_working_set (optional)
   bool empty() const { return cache_bytes_per_device <= 0; }
 };
 

@@ -21,8 +21,9 @@ Bytes layer_weight_bytes(const plan::Plan& plan, const plan::Stage& stage, int r
 Bytes layer_pass_activation_bytes(const plan::Plan& plan, const plan::Stage& stage, int replica, int layer);
 
 /// The warm fraction of each layer of replica `replica` of `stage` (index: layer - first_layer),
-/// for the device profile's cache C bytes (cache.cache_bytes_per_device): warm_fraction of the
-/// device's working set W against C, the same for all its layers. Empty when the profile has no
+/// the same for all its layers: the device profile's measured cache.warm_fraction_by_working_set
+/// at the device's working set W where it has one, else warm_fraction of W against its cache C
+/// bytes (cache.cache_bytes_per_device). Empty when the profile has no
 /// cache block: every layer cold, and nothing allocated on the search's hot path.
 ///
 /// The profile's cold figures already find an op's input hot (the op before it has just
@@ -43,8 +44,8 @@ Bytes layer_pass_activation_bytes(const plan::Plan& plan, const plan::Stage& sta
 std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Stage& stage, int replica,
                                          double in_flight_passes);
 
-/// Working sets up to this fraction of the cache run all warm, and from kAllColdFromCacheFraction
-/// on all cold. A step touches more than W counts (each op's output and scratch, the activation
+/// Where the profile has no walked curve (cache.warm_fraction_by_working_set): working sets up
+/// to this fraction of the cache run all warm, and from kAllColdFromCacheFraction on all cold. A step touches more than W counts (each op's output and scratch, the activation
 /// gradients, the optimizer's states once a step) and the cache is no perfect LRU, so hits fall
 /// off well before W reaches C. One rank, eight one-sample micro-batches, GPT blocks of widths
 /// 64, 128 and 256 on a 2-vCPU EPYC VM (swept cache 14-20 MiB per device; docs/fidelity.md,
@@ -53,7 +54,8 @@ std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Sta
 /// cold to warm, at 0.48-0.60 between none of it and half, at 1 none; W just under C, the last
 /// of two 1F1B stages, ran cold. Between the two bounds the fraction is linear in W, so that a
 /// noisy measure of C moves a prediction by a little, never by the whole gap between warm and
-/// cold.
+/// cold. Fitted on one machine: another 2-vCPU EPYC VM ran W of 1-4 C about 0.8 warm, which is
+/// why whale-profile now measures the curve (docs/fidelity.md, "The cache walk").
 constexpr double kAllWarmFromCacheFraction = 0.2;
 constexpr double kAllColdFromCacheFraction = 0.6;
 
