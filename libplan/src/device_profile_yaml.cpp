@@ -30,7 +30,6 @@ Precision precision_key(const YamlField& parent, const std::string& key) {
   return p;
 }
 
-// A list of {<size_key>: size, efficiency: e}; sizes strictly increasing, efficiency in (0, 1].
 // A list of {size_key, value_key} points in increasing size: sizes > 0 (times `unit`), values in
 // (0, 1], or in [0, 1] where `zero_allowed`.
 EfficiencyCurve parse_points(const YamlField& list, const std::string& size_key, double unit,
@@ -41,8 +40,12 @@ EfficiencyCurve parse_points(const YamlField& list, const std::string& size_key,
     EfficiencyPoint point;
     point.size = item.get(size_key).positive_number() * unit;
     const YamlField value = item.get(value_key);
-    point.efficiency = zero_allowed ? value.number_in(0, 1, "a share of the op time; whale-profile writes it") : value.positive_number();
-    if (point.efficiency > 1) value.fail("expected an efficiency in (0, 1], got " + format_number(point.efficiency));
+    if (zero_allowed) {
+      point.efficiency = value.number_in(0, 1, "a share of the op time; whale-profile writes it");
+    } else {
+      point.efficiency = value.positive_number();
+      if (point.efficiency > 1) value.fail("expected an efficiency in (0, 1], got " + format_number(point.efficiency));
+    }
     if (!points.empty() && point.size <= points.back().size) {
       item.get(size_key).fail("expected sizes in increasing order", "sort the points by " + size_key);
     }
@@ -56,6 +59,7 @@ EfficiencyCurve parse_points(const YamlField& list, const std::string& size_key,
   return EfficiencyCurve(std::move(points));
 }
 
+// A list of {<size_key>: size, efficiency: e}; sizes strictly increasing, efficiency in (0, 1].
 EfficiencyCurve parse_curve(const YamlField& list, const std::string& size_key, double unit) {
   return parse_points(list, size_key, unit, "efficiency", false);
 }

@@ -65,8 +65,8 @@ std::vector<RankedPlan> search_fewer_nodes(const Cluster& cluster, const Model& 
 /// from `start` (past the time limit the counts stop once one has a plan, and the plan returned
 /// has stats.timed_out set, as where a count's search was cut); the best by the objective is
 /// searched again with it, the rest idle for a reason that quotes `why`. Nothing where no count
-/// has a plan. The searches it makes do not come back
-/// here (options.idle_devices_for_hints is off in them).
+/// has a plan. The searches it makes do not come back here (options.idle_devices_for_hints is
+/// off in them).
 constexpr std::size_t kFewerDevicesTriedAll = 16;
 constexpr std::size_t kFewerDeviceCountsTried = 16;
 std::optional<PlanResult> search_fewer_for_hints(const Cluster& cluster, const Model& model, const CostModel& cost,

@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "profile/profile_cpu_block.h"
-#include "whale/exec/profile/profile_cpu_cache_walk.h"
 #include "profile/profile_cpu_op_bandwidth.h"
 #include "whale/exec/backend/backend_factory.h"
+#include "whale/exec/profile/profile_cpu_cache_walk.h"
 #include "whale/exec/profile/profile_output.h"
 #include "whale/exec/profile/profile_statistics.h"
 #include "whale/exec/profile/profile_cache_flusher.h"
@@ -52,7 +52,6 @@ std::string first_field(const std::string& text, const std::string& key) {
   }
   return "";
 }
-
 
 /// fp32 tensors of the backend, released by the destructor; get() is the host address (the
 /// CPU backend's memory is host memory) for the cache flusher.
@@ -111,7 +110,9 @@ class CpuProber : public DeviceProber {
     // the copy sweep stays hot: its small sizes are meant to read the caches' bandwidth.
     TimerOptions cold = timer;
     cold.samples = options.quick ? 5 : 9;
-    const std::string source_peak = measure_gemm(options.quick, cold, flusher, warm_flusher, progress, &profile);
+    BlockSeconds walk_reference;
+    const std::string source_peak =
+        measure_gemm(options.quick, cold, flusher, warm_flusher, progress, &profile, &walk_reference);
     const std::string source_memory = measure_memory(options.quick, timer, progress, &profile);
     profile.memory_bytes = mem_available_bytes(read_text_file("/proc/meminfo"));
     progress(format("memory: MemAvailable %.2f GiB", profile.memory_bytes / kBytesPerGiB));
@@ -139,12 +140,14 @@ class CpuProber : public DeviceProber {
       progress(format("cache: warning: the flush before each cold timing wrote %.1f MiB, under twice this cache: "
                       "the cold figures may be partly warm", flusher.bytes() / kBytesPerMiB));
     }
-    // The walk runs on every core whatever its cache shows (a stand-in size where none), so
-    // that under --lockstep the cores time as many walks.
-    const plan::EfficiencyCurve walked = measure_warm_fraction_by_working_set(
-        *backend_, profile.cache.empty() ? kWalkCacheStandIn : profile.cache.cache_bytes_per_device,
-        walk_block_cold_s_, walk_block_warm_s_, options.quick, timer, progress);
-    if (!profile.cache.empty()) profile.cache.warm_fraction_by_working_set = walked;
+    // Under --lockstep the walk runs on every core whatever its cache shows (a stand-in size
+    // where none, its figures dropped), so that the cores time as many walks.
+    if (!profile.cache.empty() || timer.in_step) {
+      const plan::EfficiencyCurve walked = measure_warm_fraction_by_working_set(
+          *backend_, profile.cache.empty() ? kWalkCacheStandIn : profile.cache.cache_bytes_per_device,
+          walk_reference.cold_s, walk_reference.warm_s, options.quick, timer, progress);
+      if (!profile.cache.empty()) profile.cache.warm_fraction_by_working_set = walked;
+    }
     result.op_timings = time_layer_ops(options.quick, timer);
     result.op_timing_source = "wall clock, CPU backend";
 
@@ -158,8 +161,10 @@ class CpuProber : public DeviceProber {
  private:
   // The cache walk's stand-in where no cache shows (its figures are then dropped).
   static constexpr Bytes kWalkCacheStandIn = 16 * kBytesPerMiB;
-  // The GEMM curve's block of width kCacheWalkWidth, cold and warm: the cache walk's references.
-  Seconds walk_block_cold_s_ = 0, walk_block_warm_s_ = 0;
+  // One block's GEMM seconds, cold and warm.
+  struct BlockSeconds {
+    Seconds cold_s = 0, warm_s = 0;
+  };
 
   /// The last-level cache a read sweep shows, for machines whose sysfs has none (some VMs, whose
   /// sysconf reports the host's cache), taken as this device's own: profiled as ranks train (one
@@ -178,10 +183,11 @@ class CpuProber : public DeviceProber {
     return cache;
   }
 
-  /// Fills the fp32 peak and curve; returns the sentence of `source` that says where the peak
-  /// comes from.
+  /// Fills the fp32 peak and curve, and `walk_reference` with the block of width
+  /// kCacheWalkWidth (the cache walk's references); returns the sentence of `source` that says
+  /// where the peak comes from.
   std::string measure_gemm(bool quick, const TimerOptions& timer, CacheFlusher& flusher, CacheFlusher& warm_flusher,
-                           const ProgressFn& progress, plan::DeviceProfile* profile) {
+                           const ProgressFn& progress, plan::DeviceProfile* profile, BlockSeconds* walk_reference) {
     // Each point: the GEMMs a transformer block of width h runs in training, over 2h tokens,
     // which is what libsim prices with this curve. Square GEMMs of the same FLOPs run up to 15%
     // faster in Eigen (and power-of-two squares hit cache-set conflicts the model's shapes
@@ -237,10 +243,7 @@ class CpuProber : public DeviceProber {
       for (std::size_t p = 0; p < kProductsPerWidth; ++p) cold_s += cold_product_s[i * kProductsPerWidth + p];
       cold_achieved.push_back(block_flops[i] / cold_s);
       warm_achieved.push_back(block_flops[i] / warm_s[i]);
-      if (widths[i] == kCacheWalkWidth) {
-        walk_block_cold_s_ = cold_s;
-        walk_block_warm_s_ = warm_s[i];
-      }
+      if (widths[i] == kCacheWalkWidth) *walk_reference = {cold_s, warm_s[i]};
       progress(format("gemm fp32 block h=%.0f (%.0f tokens): ", widths[i], kTokensPerWidth * widths[i]) +
                format("cold %.3f ms, %.2f GFLOP/s; warm %.3f ms, %.2f GFLOP/s", cold_s * 1e3,
                       cold_achieved.back() / 1e9, warm_s[i] * 1e3, warm_achieved.back() / 1e9));

@@ -23,8 +23,8 @@ Bytes layer_pass_activation_bytes(const plan::Plan& plan, const plan::Stage& sta
 /// The warm fraction of each layer of replica `replica` of `stage` (index: layer - first_layer),
 /// the same for all its layers: the device profile's measured cache.warm_fraction_by_working_set
 /// at the device's working set W where it has one, else warm_fraction of W against its cache C
-/// bytes (cache.cache_bytes_per_device). Empty when the profile has no
-/// cache block: every layer cold, and nothing allocated on the search's hot path.
+/// bytes (cache.cache_bytes_per_device). Empty when the profile has no cache block: every layer
+/// cold, and nothing allocated on the search's hot path.
 ///
 /// The profile's cold figures already find an op's input hot (the op before it has just
 /// written it); what a training step finds warm or cold is the rest: the weights and their
@@ -45,9 +45,10 @@ std::vector<double> layer_warm_fractions(const plan::Plan& plan, const plan::Sta
                                          double in_flight_passes);
 
 /// Where the profile has no walked curve (cache.warm_fraction_by_working_set): working sets up
-/// to this fraction of the cache run all warm, and from kAllColdFromCacheFraction on all cold. A step touches more than W counts (each op's output and scratch, the activation
-/// gradients, the optimizer's states once a step) and the cache is no perfect LRU, so hits fall
-/// off well before W reaches C. One rank, eight one-sample micro-batches, GPT blocks of widths
+/// to this fraction of the cache run all warm, and from kAllColdFromCacheFraction on all cold. A
+/// step touches more than W counts (each op's output and scratch, the activation gradients, the
+/// optimizer's states once a step) and the cache is no perfect LRU, so hits fall off well before
+/// W reaches C. One rank, eight one-sample micro-batches, GPT blocks of widths
 /// 64, 128 and 256 on a 2-vCPU EPYC VM (swept cache 14-20 MiB per device; docs/fidelity.md,
 /// "How warm a working set runs", scripts/cache_warmth_grid.sh): at W/C 0.15-0.18 the measured
 /// step matched the warm price (cold 11-17% slow), at 0.34-0.36 it lay 0.64-0.74 of the way from
