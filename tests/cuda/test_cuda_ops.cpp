@@ -180,13 +180,14 @@ TEST_CASE("dropout and the scalar flash attention's dropout draw the CPU backend
   CHECK(dqkv.error() <= kDeviceFp32Tolerance);
 }
 
-TEST_CASE("embedding forward and backward, bit for bit") {
-  Backends be;
-  const int B = 3, T = 5, C = 33, V = 11;
-  const Twin tokens = be.ints({1, 4, 4, 0, 10, 4, 1, 1, 2, 3, 4, 5, 6, 7, 4});
-  const Twin wte = be.tensor(random_vector(V * C, 61)), wpe = be.tensor(random_vector(T * C, 62)),
+/// The embedding of `tokens` (B*T) over a table of `rows` rows, forward and backward on both
+/// backends (the gradients start from random values: the backward adds): equal bit for bit.
+void check_embedding_bit_for_bit(Backends& be, const std::vector<int32_t>& token_values, int B,
+                                 int T, int C, int rows) {
+  const Twin tokens = be.ints(token_values);
+  const Twin wte = be.tensor(random_vector(rows * C, 61)), wpe = be.tensor(random_vector(T * C, 62)),
              dout = be.tensor(random_vector(B * T * C, 63));
-  Twin out = be.tensor(std::vector<float>(B * T * C)), dwte = be.tensor(random_vector(V * C, 64)),
+  Twin out = be.tensor(std::vector<float>(B * T * C)), dwte = be.tensor(random_vector(rows * C, 64)),
        dwpe = be.tensor(random_vector(T * C, 65));
   be.cpu->embedding_forward(out.on_cpu, tokens.on_cpu, wte.on_cpu, wpe.on_cpu, B, T, C);
   be.gpu->embedding_forward(out.on_gpu, tokens.on_gpu, wte.on_gpu, wpe.on_gpu, B, T, C);
@@ -195,6 +196,11 @@ TEST_CASE("embedding forward and backward, bit for bit") {
   CHECK(out.gpu_values() == out.cpu_values());
   CHECK(dwte.gpu_values() == dwte.cpu_values());
   CHECK(dwpe.gpu_values() == dwpe.cpu_values());
+}
+
+TEST_CASE("embedding forward and backward, bit for bit") {
+  Backends be;
+  check_embedding_bit_for_bit(be, {1, 4, 4, 0, 10, 4, 1, 1, 2, 3, 4, 5, 6, 7, 4}, 3, 5, 33, 11);
 }
 
 TEST_CASE("fused softmax + cross-entropy: summed loss and gradient") {
@@ -224,6 +230,29 @@ TEST_CASE("cross-entropy gradient in place over the logits: the out-of-place gra
   be.cpu->cross_entropy_backward_in_place(in_place.on_cpu, targets.on_cpu, N, V, 0.5);
   CHECK(in_place.values(*be.gpu, in_place.on_gpu) == separate.values(*be.gpu, separate.on_gpu));
   CHECK(in_place.error() <= kDeviceFp32Tolerance);
+}
+
+TEST_CASE("vocabulary-slice cross-entropy: statistics and gradient; embedding of a slice") {
+  Backends be;
+  const int N = 5, V = 25129;  // half of GPT-2's vocabulary, rounded up
+  const Twin logits = be.tensor(random_vector(static_cast<std::size_t>(N) * V, 76, 5.0f));
+  const Twin targets = be.ints({0, -1, 17, 25128, -1});  // -1: another slice's target
+  Twin statistics = be.tensor(std::vector<float>(static_cast<std::size_t>(N) * 4, 0.0f));
+  be.cpu->cross_entropy_shard_statistics(logits.on_cpu, targets.on_cpu, N, V, statistics.on_cpu);
+  be.gpu->cross_entropy_shard_statistics(logits.on_gpu, targets.on_gpu, N, V, statistics.on_gpu);
+  const std::vector<float> cpu_s = statistics.cpu_values(), gpu_s = statistics.gpu_values();
+  for (int r = 0; r < N; ++r) {
+    CHECK(gpu_s[4 * r] == cpu_s[4 * r]);
+    CHECK(gpu_s[4 * r + 1] + gpu_s[4 * r + 2] ==
+          doctest::Approx(static_cast<double>(cpu_s[4 * r + 1]) + cpu_s[4 * r + 2]).epsilon(kDeviceFp32Tolerance));
+    CHECK(gpu_s[4 * r + 3] == cpu_s[4 * r + 3]);
+  }
+  const Twin log_sum_exp = be.tensor({11.5f, 1e-7f, 12.0f, 0.0f, 11.0f, -3e-7f, 11.25f, 0.0f, 12.5f, 0.0f});
+  Twin gradient = be.tensor(logits.cpu_values());
+  be.cpu->cross_entropy_shard_backward_in_place(gradient.on_cpu, targets.on_cpu, log_sum_exp.on_cpu, N, V, 0.5);
+  be.gpu->cross_entropy_shard_backward_in_place(gradient.on_gpu, targets.on_gpu, log_sum_exp.on_gpu, N, V, 0.5);
+  CHECK(gradient.error() <= kDeviceFp32Tolerance);
+  check_embedding_bit_for_bit(be, {3, -1, 0, -1, -1, 3}, 2, 3, 8, 4);  // a slice of 4 token rows
 }
 
 TEST_CASE("AdamW update over several chunks") {

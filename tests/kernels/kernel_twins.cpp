@@ -116,22 +116,52 @@ void twin_embedding_backward(float* dwte, float* dwpe, const float* dout, const 
             dout[(static_cast<std::size_t>(b) * sequence + t) * channels + c];
 }
 
+namespace {
+/// One block's online softmax state of a row of `columns` values: lanes stride the row, each
+/// warp merges its lanes by butterfly, then the warps in order (the kernels' order).
+OnlineSoftmax block_softmax_state(const float* x, int columns) {
+  constexpr int kWarps = kBlockThreads / kWarpSize;
+  OnlineSoftmax warp_states[kWarps];
+  for (int w = 0; w < kWarps; ++w) {
+    OnlineSoftmax lanes[kWarpSize];
+    for (int lane = 0; lane < kWarpSize; ++lane)
+      for (int v = w * kWarpSize + lane; v < columns; v += kBlockThreads)
+        lanes[lane] = online_softmax_update(lanes[lane], x[v]);
+    warp_states[w] = butterfly_reduce_host(lanes, online_softmax_merge);
+  }
+  OnlineSoftmax total = warp_states[0];
+  for (int w = 1; w < kWarps; ++w) total = online_softmax_merge(total, warp_states[w]);
+  return total;
+}
+}  // namespace
+
+void twin_cross_entropy_shard_statistics(float* statistics, const float* logits,
+                                         const int32_t* targets, int rows, int columns) {
+  for (int r = 0; r < rows; ++r) {
+    const float* x = logits + static_cast<std::size_t>(r) * columns;
+    const OnlineSoftmax total = block_softmax_state(x, columns);
+    float* out = statistics + static_cast<std::size_t>(r) * 4;
+    out[0] = total.max;
+    out[1] = total.sum;
+    out[2] = 0.0f;
+    out[3] = target_in_vocabulary(targets[r], columns) ? x[targets[r]] : 0.0f;
+  }
+}
+
+void twin_cross_entropy_shard_backward(float* logits, const int32_t* targets,
+                                       const float* log_sum_exp, int rows, int columns, float scale) {
+  for (int r = 0; r < rows; ++r) {
+    float* x = logits + static_cast<std::size_t>(r) * columns;
+    const float lse = log_sum_exp[2 * r] + log_sum_exp[2 * r + 1];
+    for (int v = 0; v < columns; ++v) x[v] = cross_entropy_grad(x[v], lse, v == targets[r], scale);
+  }
+}
+
 void twin_cross_entropy(float* losses, float* dlogits, const float* logits,
                         const int32_t* targets, int rows, int vocabulary, float scale) {
-  constexpr int kWarps = kBlockThreads / kWarpSize;
   for (int r = 0; r < rows; ++r) {
     const float* x = logits + static_cast<std::size_t>(r) * vocabulary;
-    OnlineSoftmax warp_states[kWarps];
-    for (int w = 0; w < kWarps; ++w) {
-      OnlineSoftmax lanes[kWarpSize];
-      for (int lane = 0; lane < kWarpSize; ++lane)
-        for (int v = w * kWarpSize + lane; v < vocabulary; v += kBlockThreads)
-          lanes[lane] = online_softmax_update(lanes[lane], x[v]);
-      warp_states[w] = butterfly_reduce_host(lanes, online_softmax_merge);
-    }
-    OnlineSoftmax total = warp_states[0];
-    for (int w = 1; w < kWarps; ++w) total = online_softmax_merge(total, warp_states[w]);
-    const float lse = online_softmax_logsumexp(total);
+    const float lse = online_softmax_logsumexp(block_softmax_state(x, vocabulary));
     losses[r] = target_in_vocabulary(targets[r], vocabulary) ? lse - x[targets[r]] : NAN;
     if (dlogits)
       for (int v = 0; v < vocabulary; ++v)

@@ -28,6 +28,12 @@ void twin_embedding_backward(float* dwte, float* dwpe, const float* dout, const 
 /// not null, dlogits += scale * (softmax - onehot).
 void twin_cross_entropy(float* losses, float* dlogits, const float* logits,
                         const int32_t* targets, int rows, int vocabulary, float scale);
+/// The vocabulary-slice kernels (cross_entropy_shard_statistics and _backward): statistics
+/// (N, 4) = max, sum, 0, target logit or 0; the backward writes over the logits.
+void twin_cross_entropy_shard_statistics(float* statistics, const float* logits,
+                                         const int32_t* targets, int rows, int columns);
+void twin_cross_entropy_shard_backward(float* logits, const int32_t* targets,
+                                       const float* log_sum_exp, int rows, int columns, float scale);
 /// Flash attention forward: out (B, T, NH*HS) and the rows' log-sum-exp lse (B, NH, T); qkv
 /// (B, T, (NH + 2 KV) HS); under `drop`, the probabilities meet V through its mask.
 void twin_attention_forward(float* out, float* lse, const float* qkv, int batch, int sequence,

@@ -127,6 +127,47 @@ TEST_CASE("fused softmax + cross-entropy: loss and gradient equal the CPU backen
   CHECK(normwise_error(dlogits, ref_dlogits) <= kFp32Tolerance);
 }
 
+TEST_CASE("embedding of a vocabulary slice: negative tokens add only the position, and no gradient row") {
+  auto cpu = make_reference();
+  const int B = 2, T = 3, C = 4, V = 3;  // a slice of 3 rows; -1 marks another rank's token
+  const std::vector<int32_t> tokens = {2, -1, 2, 0, -1, -1};
+  const auto wte = random_vector(V * C, 46), wpe = random_vector(T * C, 47);
+  std::vector<float> out(B * T * C), ref(out.size());
+  cpu->embedding_forward(view(ref), view(tokens), view(wte), view(wpe), B, T, C);
+  twin_embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  CHECK(out == ref);
+  CHECK(std::vector<float>(ref.begin() + C, ref.begin() + 2 * C) == std::vector<float>(wpe.begin() + C, wpe.begin() + 2 * C));
+  const auto dout = random_vector(out.size(), 48);
+  std::vector<float> dwte(V * C, 0.0f), dwpe(T * C, 0.0f), ref_dwte = dwte, ref_dwpe = dwpe;
+  cpu->embedding_backward(view(ref_dwte), view(ref_dwpe), view(dout), view(tokens), B, T, C);
+  twin_embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, V);
+  CHECK(dwte == ref_dwte);
+  CHECK(dwpe == ref_dwpe);
+  CHECK(std::vector<float>(ref_dwte.begin() + C, ref_dwte.begin() + 2 * C) == std::vector<float>(C, 0.0f));  // row 1: no token
+}
+
+TEST_CASE("vocabulary-slice cross-entropy kernels: statistics and gradient equal the CPU backend") {
+  auto cpu = make_reference();
+  const int N = 3, V = 300;
+  const auto logits = random_vector(N * V, 53, 4.0f);
+  const std::vector<int32_t> targets = {0, -1, 137};  // row 1's target in another slice
+  std::vector<float> statistics(N * 4), ref_statistics(N * 4);
+  twin_cross_entropy_shard_statistics(statistics.data(), logits.data(), targets.data(), N, V);
+  cpu->cross_entropy_shard_statistics(view(logits), view(targets), N, V, view(ref_statistics));
+  for (int r = 0; r < N; ++r) {
+    CHECK(statistics[4 * r] == ref_statistics[4 * r]);  // the max: exact
+    CHECK(statistics[4 * r + 1] == doctest::Approx(static_cast<double>(ref_statistics[4 * r + 1]) + ref_statistics[4 * r + 2]).epsilon(kFp32Tolerance));
+    CHECK(statistics[4 * r + 3] == ref_statistics[4 * r + 3]);
+  }
+  CHECK(ref_statistics[4 * 1 + 3] == 0.0f);
+  const std::vector<float> log_sum_exp = {5.5f, 1e-7f, 6.25f, 0.0f, 5.0f, -2e-7f};
+  auto gradient = logits, ref_gradient = logits;
+  const float scale = 0.25f;
+  twin_cross_entropy_shard_backward(gradient.data(), targets.data(), log_sum_exp.data(), N, V, scale);
+  cpu->cross_entropy_shard_backward_in_place(view(ref_gradient), view(targets), view(log_sum_exp), N, V, scale);
+  CHECK(normwise_error(gradient, ref_gradient) <= kFp32Tolerance);
+}
+
 TEST_CASE("cross-entropy: a target outside the vocabulary gives its row a NaN loss, unread") {
   const int N = 3, V = 4;
   // Row 1 is uniform: its loss is log 4 whatever its target in range.

@@ -158,6 +158,14 @@ class SlowedBackend : public Backend {
                                        double scale) override {
     slowed([&] { inner_->cross_entropy_backward_in_place(l, t, r, v, scale); });
   }
+  void cross_entropy_shard_statistics(ConstTensorView l, ConstTensorView t, int r, int c,
+                                      TensorView stats) override {
+    slowed([&] { inner_->cross_entropy_shard_statistics(l, t, r, c, stats); });
+  }
+  void cross_entropy_shard_backward_in_place(TensorView l, ConstTensorView t, ConstTensorView lse,
+                                             int r, int c, double scale) override {
+    slowed([&] { inner_->cross_entropy_shard_backward_in_place(l, t, lse, r, c, scale); });
+  }
   void adamw_update(TensorView p, ConstTensorView g, TensorView m, TensorView v, std::size_t n,
                     double lr, double b1, double b2, double eps, double wd, int step) override {
     slowed([&] { inner_->adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, step); });

@@ -29,6 +29,7 @@
 #include "model/moe_layer.h"
 #include "model/tensor_parallel_ops.h"
 #include "model/tensor_parallel_region.h"
+#include "model/vocabulary_parallel.h"
 #include "model/weight_gradients.h"
 #include "whale/exec/backend/backend.h"
 #include "whale/exec/model/stage_module.h"
@@ -52,12 +53,15 @@ template <class BlockActivations>
 struct MicroBatchState {
   int samples = 0;
   MicroBatchDraw draw;                    // its dropout masks
-  Tensor inputs, targets;                 // (samples, T) i32, uploaded once per micro-batch
+  // (samples, T) i32, uploaded once per micro-batch; under a vocabulary-parallel table and head
+  // (tp > 1) as rows of this rank's vocabulary slice, -1 for another rank's (vocabulary_parallel.h)
+  Tensor inputs, targets;
   std::vector<Tensor> xs;                 // xs[k]: input of block k (Nh, C); xs[blocks]: head's
   std::vector<BlockActivations> blocks;   // empty entries under full recomputation
   Tensor head_x;                          // (N, C): the gathered head input (sequence parallel)
   HeadActivations head;                   // the final norm
-  Tensor logits;                          // (N, V)
+  Tensor logits;                          // (N, V), or (N, this rank's vocabulary slice)
+  Tensor log_sum_exp;                     // (N, 2) fp32 under a vocabulary-parallel head
 };
 
 template <class Family>
@@ -91,6 +95,7 @@ class BlockStage : public StageModule {
       moe_context_.expert_gather = expert_tp_size() > options.tp_size ? options.expert_gather : nullptr;
       moe_context_.owners = plan::ExpertOwnership(dims_.moe->experts, options.ep_size, options.expert_counts);
     }
+    vocabulary_ = vocabulary_shard(dims_.vocabulary, options.tp_rank, std::max(options.tp_size, 1));
     has_embedding_ = options.first_layer == 0;
     has_head_ = options.end_layer == dims_.layers + 2;
     first_block_ = std::max(options.first_layer, 1);
@@ -120,8 +125,8 @@ class BlockStage : public StageModule {
     }
     s.samples = tokens.samples;
     s.draw = {options_.seed, tokens.step, tokens.first_sample};
-    upload_indices(s.inputs, tokens.inputs);
-    upload_indices(s.targets, tokens.targets);
+    upload_indices(s.inputs, vocabulary_rows(tokens.inputs));
+    upload_indices(s.targets, vocabulary_rows(tokens.targets));
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
     const bool full = options_.recompute == plan::Recompute::full;
     s.xs.resize(blocks_.size() + 1);
@@ -129,8 +134,13 @@ class BlockStage : public StageModule {
     const TensorView x0 = region_.all_rows(s.xs[0], border_, nc);
     if (has_embedding_) {
       timed_layer(0, false, true, [&] {
-        ends_.embedding_forward(*backend_, x0, s.inputs, s.samples);
-        region_.keep_held_rows(x0, s.xs[0]);
+        // Vocabulary-parallel: each rank looks up the tokens of its slice (tp rank 0 adds the
+        // positions), and the partial rows are summed (Megatron-LM's VocabParallelEmbedding).
+        ends_.embedding_forward(*backend_, x0, s.inputs, s.samples, options_.tp_rank == 0);
+        if (vocabulary_parallel())
+          region_.leave(x0, s.xs[0]);
+        else
+          region_.keep_held_rows(x0, s.xs[0]);
         // On the held rows: the same mask, row for row, as on all of them.
         embedding_dropout_.apply(*backend_, s.xs[0], static_cast<int>(rows(s)), s.draw,
                                  DropoutPlace::embedding_output);
@@ -500,32 +510,73 @@ class BlockStage : public StageModule {
     return Family::block_params(dims_, layer, p);
   }
 
-  /// Final norm, LM head, summed cross-entropy of the micro-batch.
+  /// Whether the token table and the LM head are split over the tensor ranks by vocabulary.
+  bool vocabulary_parallel() const { return options_.tp_size > 1; }
+
+  /// `tokens` as the stage's backends take them: rows of this rank's vocabulary slice when
+  /// vocabulary-parallel, themselves otherwise.
+  std::vector<int32_t> vocabulary_rows(const std::vector<int32_t>& tokens) const {
+    if (!vocabulary_parallel()) return tokens;
+    return shard_token_rows(tokens, dims_.vocabulary, vocabulary_);
+  }
+
+  /// Final norm, LM head, summed cross-entropy of the micro-batch. Vocabulary-parallel, the
+  /// head computes this rank's slice of the logits only.
   double head_forward(State& s) {
-    const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
+    const int n = static_cast<int>(rows(s)), C = dims_.channels, V = vocabulary_.count;
     ends_.head_norm_forward(*backend_, s.head, region_.enter(s.xs.back(), s.head_x), n);
     reuse_or_allocate(s.logits, *backend_, rows(s) * V, act_);
     backend_->linear_forward(s.logits, s.head.norm, ends_.head_weight().value, ConstTensorView{},
                              n, C, V);
-    return backend_->cross_entropy_forward(s.logits, s.targets, n, V);
+    if (!vocabulary_parallel()) return backend_->cross_entropy_forward(s.logits, s.targets, n, V);
+    return vocabulary_parallel_loss(s);
+  }
+
+  /// The summed loss from every rank's slice: each rank's softmax statistics go into its slot
+  /// of a zeroed (tp, N, 4) tensor, one all-reduce gathers them, and the host combines them
+  /// into the loss and each row's log-sum-exp (kept for the backward).
+  double vocabulary_parallel_loss(State& s) {
+    const int n = static_cast<int>(rows(s));
+    const std::size_t slot = rows(s) * kShardStatisticsFloats;
+    reuse_or_allocate(shard_statistics_, *backend_, slot * options_.tp_size, DType::fp32);
+    backend_->fill_zero(shard_statistics_, Stream::compute);
+    backend_->cross_entropy_shard_statistics(s.logits, s.targets, n, vocabulary_.count,
+                                             shard_statistics_.slice(slot * options_.tp_rank, slot));
+    region_.all_reduce(shard_statistics_);  // adds zeros to every other slot: exact
+    std::vector<float> gathered(shard_statistics_.count());
+    backend_->download(gathered.data(), shard_statistics_, Stream::compute);
+    backend_->synchronize(Stream::compute);
+    std::vector<float> log_sum_exp;
+    const double loss = combine_shard_statistics(gathered, options_.tp_size, n, &log_sum_exp);
+    reuse_or_allocate(s.log_sum_exp, *backend_, log_sum_exp.size(), DType::fp32);
+    backend_->upload(s.log_sum_exp, log_sum_exp.data(), Stream::compute);
+    backend_->synchronize(Stream::compute);
+    return loss;
   }
 
   void drop_head_activations(State& s) {
     s.head = HeadActivations{};
     s.logits.reset();
+    s.log_sum_exp.reset();
     s.head_x.reset();
   }
 
   /// dx (N, C) += gradient of loss_scale * summed loss w.r.t. the head input.
   void head_backward(State& s, TensorView dx, double loss_scale) {
     if (s.logits.empty()) head_forward(s);  // full recomputation
-    const int n = static_cast<int>(rows(s)), C = dims_.channels, V = dims_.vocabulary;
+    const int n = static_cast<int>(rows(s)), C = dims_.channels, V = vocabulary_.count;
     Tensor dnorm(*backend_, rows(s) * C, act_);
     // The logits are not read after this: their gradient overwrites them (one (N, V) tensor).
-    backend_->cross_entropy_backward_in_place(s.logits, s.targets, n, V, loss_scale);
+    if (vocabulary_parallel())
+      backend_->cross_entropy_shard_backward_in_place(s.logits, s.targets, s.log_sum_exp, n, V,
+                                                      loss_scale);
+    else
+      backend_->cross_entropy_backward_in_place(s.logits, s.targets, n, V, loss_scale);
     const Param head = ends_.head_weight();
     weight_gradients_.linear_backward(dnorm, head.value, head.grad, TensorView{}, s.logits,
                                       s.head.norm, n, C, V);
+    // Each rank's slice of the vocabulary gave part of the head input's gradient.
+    if (vocabulary_parallel()) region_.all_reduce(dnorm);
     ends_.head_norm_backward(*backend_, dx, dnorm, head_input(s), s.head, n);
   }
 
@@ -534,6 +585,8 @@ class BlockStage : public StageModule {
   Backend* backend_;
   DType act_;  // the compute dtype of activations and compute weights
   bool has_embedding_ = false, has_head_ = false;
+  VocabularyShard vocabulary_;  // this rank's rows of the token table and the LM head
+  Tensor shard_statistics_;     // (tp, N, 4) fp32: every rank's softmax statistics
   int first_block_ = 1, end_block_ = 1;  // model layers of the blocks held
   Tensor values_, gradients_;  // fp32 masters and gradients, flat
   Tensor compute_values_;      // the values in act_; empty under fp32 (the masters serve)

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "model/moe_parameters.h"
+#include "model/vocabulary_parallel.h"
 #include "whale/plan/error.h"
 
 namespace whale::exec::gpt {
@@ -67,7 +68,7 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
   };
   std::vector<ParameterSpec> specs;
   if (layer == 0) {
-    specs.push_back({"embedding.wte", V, C, Split::none, Init::normal, stddev, {}});
+    specs.push_back({"embedding.wte", V, C, Split::vocabulary_rows, Init::normal, stddev, {}});
     specs.push_back({"embedding.wpe", T, C, Split::none, Init::normal, stddev, {}});
   } else if (layer <= d.layers) {
     const std::string p = "layers." + std::to_string(layer - 1) + ".";
@@ -88,7 +89,7 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
     specs.push_back({p + "mlp.fc2.bias", C, 1, Split::none, Init::zeros, 0.0, {}});
   } else if (layer == d.layers + 1) {
     for (auto& s : norm("head.ln", C)) specs.push_back(s);
-    specs.push_back({"head.weight", V, C, Split::none, Init::normal, stddev, {}});
+    specs.push_back({"head.weight", V, C, Split::vocabulary_rows, Init::normal, stddev, {}});
   } else {
     throw std::invalid_argument("gpt layer " + std::to_string(layer) + " outside 0.." +
                                 std::to_string(d.layers + 1));
@@ -124,6 +125,11 @@ TensorShard shard_layout(const ParameterSpec& spec, int tp_rank, int tp_size) {
         layout.ranges.push_back(block(extent, base));
         base += extent;
       }
+      break;
+    }
+    case Split::vocabulary_rows: {
+      const VocabularyShard shard = vocabulary_shard(static_cast<int>(spec.rows), tp_rank, tp_size);
+      layout.ranges.emplace_back(shard.first, shard.first + shard.count);
       break;
     }
   }

@@ -34,8 +34,10 @@ void require_transformer_dims(const plan::Model& model);
 /// rows: rank r holds row block r (column-parallel weight (F, C), and its bias);
 /// cols: rank r holds column block r (row-parallel weight (C, F));
 /// qkv_rows: row block r of each of the Q, K and V thirds (by heads);
-/// part_rows: row block r of each of the consecutive row parts `parts` (grouped-query qkv).
-enum class Split { none, rows, cols, qkv_rows, part_rows };
+/// part_rows: row block r of each of the consecutive row parts `parts` (grouped-query qkv);
+/// vocabulary_rows: the rows vocabulary_shard gives rank r (the token table and the LM head,
+/// vocabulary-parallel; vocabulary_parallel.h), which need not divide evenly.
+enum class Split { none, rows, cols, qkv_rows, part_rows, vocabulary_rows };
 enum class Init { zeros, ones, normal };
 
 struct ParameterSpec {

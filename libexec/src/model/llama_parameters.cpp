@@ -50,7 +50,7 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
     return ParameterSpec{name, C, 1, Split::none, Init::ones, 0.0, {}};
   };
   std::vector<ParameterSpec> specs;
-  const ParameterSpec token_table{"embedding.wte", V, C, Split::none, Init::normal, stddev, {}};
+  const ParameterSpec token_table{"embedding.wte", V, C, Split::vocabulary_rows, Init::normal, stddev, {}};
   if (layer == 0) {
     specs.push_back(token_table);
   } else if (layer <= d.layers) {
@@ -76,7 +76,7 @@ std::vector<ParameterSpec> layer_parameters(const Dims& d, int layer) {
     if (d.tie_embeddings)
       specs.push_back(token_table);  // held once by a stage that holds layer 0 too
     else
-      specs.push_back({"head.weight", V, C, Split::none, Init::normal, stddev, {}});
+      specs.push_back({"head.weight", V, C, Split::vocabulary_rows, Init::normal, stddev, {}});
   } else {
     throw std::invalid_argument("llama layer " + std::to_string(layer) + " outside 0.." +
                                 std::to_string(d.layers + 1));

@@ -72,7 +72,9 @@ struct LlamaFamily {
       head_norm_w = find("head.norm.weight");
       head_w = find(d.tie_embeddings ? kTokenTable : "head.weight");  // tied: the table or its copy
     }
-    void embedding_forward(Backend& be, TensorView x, ConstTensorView tokens, int samples) {
+    /// `positions` is the GPT's (whether this rank adds the position table): a Llama has none.
+    void embedding_forward(Backend& be, TensorView x, ConstTensorView tokens, int samples,
+                           bool /*positions*/) {
       const std::size_t tc = static_cast<std::size_t>(dims.sequence) * dims.channels;
       if (zero_positions.empty()) zero_positions = Tensor(be, tc, be.compute_dtype());  // zeroed
       be.embedding_forward(x, tokens, wte.value, zero_positions, samples, dims.sequence,

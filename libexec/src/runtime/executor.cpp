@@ -183,10 +183,16 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
     if (!im.local(s)) continue;
     StageState& state = im.stage(s);
     for (const ParameterView& p : state.module->parameters())
-      if (p.name == kTokenTable) copies.push_back({p, state.role.replica == 0 && state.role.tp_rank == 0});
+      if (p.name == kTokenTable) {
+        const int tp = plan.stages[s].replica_tp(state.role.replica);
+        copies.push_back({p, tied_table_first(plan.model, state.role.tp_rank, tp), state.role.replica == 0});
+      }
     im.tied_stages.push_back(s);
   }
-  if (!copies.empty()) im.tied = std::make_unique<TiedEmbedding>(*im.backend, im.tied_group.get(), std::move(copies));
+  if (!copies.empty())
+    im.tied = std::make_unique<TiedEmbedding>(
+        *im.backend, im.tied_group.get(), std::move(copies),
+        static_cast<std::size_t>(plan.model.vocabulary) * static_cast<std::size_t>(plan.model.hidden));
   // reduce_bucket(s, 0) directly follows the last backward (or backward_weight) of s
   // (schedule_program.h).
   const auto& code = im.program.instructions;

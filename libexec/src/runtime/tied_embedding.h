@@ -25,24 +25,33 @@ std::vector<int> tied_embedding_stages(const plan::Plan& plan);
 std::vector<int> ranks_of_stages(const plan::Plan& plan, const RankLayout& layout,
                                  const std::vector<int>& stages);
 
-/// One copy of the table on this rank: its stage's, and whether it counts in the sum (replica
-/// 0, tp rank 0 of its stage: every replica and tp rank holds the same reduced gradient; the
-/// others add zeros).
+/// One copy of the table on this rank: its stage's, which of the table's elements it holds
+/// (the table is vocabulary-parallel: a tensor rank holds a run of rows, `first` the element
+/// its run starts at; the whole table, from 0, at tp 1), and whether it counts in the sum
+/// (replica 0 of its stage, every tensor rank of it adding its own rows: every replica holds
+/// the same reduced gradient; the others add zeros).
 struct TiedCopy {
   ParameterView table;
+  std::size_t first = 0;
   bool representative = false;
 };
 
+/// The element of the full token table that `tp_rank` of `tp_size` holds first.
+std::size_t tied_table_first(const plan::Model& model, int tp_rank, int tp_size);
+
 class TiedEmbedding {
  public:
-  /// `copies`: this rank's one or two copies (of the same count). With one, `group` holds the
-  /// ranks of both stages (this rank a member); with both (the two stages on the same devices,
-  /// each holding the same reduced gradients), null: the sum is this rank's own. All must
+  /// `copies`: this rank's one or two copies of a table of `table_count` elements. With one,
+  /// `group` holds the ranks of both stages (this rank a member); with both (the two stages on
+  /// the same devices, each holding the same reduced gradients), null: the sum is this rank's
+  /// own, and the two must hold the same rows (std::invalid_argument otherwise). All must
   /// outlive this.
-  TiedEmbedding(Backend& backend, Communicator* group, std::vector<TiedCopy> copies);
+  TiedEmbedding(Backend& backend, Communicator* group, std::vector<TiedCopy> copies,
+                std::size_t table_count);
 
-  /// Each copy's gradient = the first stage's gradient + the head stage's, summed in backend
-  /// memory (a device buffer on a GPU rank). With a group, collective over it: each member
+  /// Each copy's gradient = the first stage's gradient + the head stage's, over the rows it
+  /// holds, summed in backend memory (a device buffer on a GPU rank). With a group, collective
+  /// over it (the whole table, each representative adding its rows into place): each member
   /// calls it once per step; with both copies, once both stages' gradients are reduced.
   void sum_gradients();
 
@@ -50,7 +59,7 @@ class TiedEmbedding {
   Backend& backend_;
   Communicator* group_;
   std::vector<TiedCopy> copies_;
-  Tensor sum_;  // fp32, the table's count: the gradient on its way through the group
+  Tensor sum_;  // fp32: the whole table on its way through the group, or one copy's rows
 };
 
 }  // namespace whale::exec

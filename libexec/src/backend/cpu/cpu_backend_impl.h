@@ -141,6 +141,10 @@ class Fp32Kernels {
                                int vocabulary);
   void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets, int rows,
                               int vocabulary, double scale);
+  void cross_entropy_shard_statistics(const float* logits, const int32_t* targets, int rows,
+                                      int columns, float* statistics);
+  void cross_entropy_shard_backward(float* logits, const int32_t* targets,
+                                    const float* log_sum_exp, int rows, int columns, double scale);
   void adamw_update(float* param, const float* grad, float* m, float* v, std::size_t count,
                     double lr, double beta1, double beta2, double eps, double weight_decay,
                     int step);
@@ -259,6 +263,11 @@ class CpuBackend : public Backend {
                                int vocabulary) override;
   void cross_entropy_backward(TensorView dlogits, ConstTensorView logits, ConstTensorView targets,
                               int rows, int vocabulary, double scale) override;
+  void cross_entropy_shard_statistics(ConstTensorView logits, ConstTensorView targets, int rows,
+                                      int columns, TensorView statistics) override;
+  void cross_entropy_shard_backward_in_place(TensorView logits, ConstTensorView targets,
+                                             ConstTensorView log_sum_exp, int rows, int columns,
+                                             double scale) override;
 
   void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                     std::size_t count, double lr, double beta1, double beta2, double eps,

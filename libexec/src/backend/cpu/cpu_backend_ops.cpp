@@ -209,6 +209,21 @@ void CpuBackend::cross_entropy_backward(TensorView dlogits, ConstTensorView logi
                                   vocabulary, scale);
 }
 
+void CpuBackend::cross_entropy_shard_statistics(ConstTensorView logits, ConstTensorView targets,
+                                                int rows, int columns, TensorView statistics) {
+  Fp32Operands f;
+  kernels_.cross_entropy_shard_statistics(f.in(logits), indices(targets), rows, columns,
+                                          fp32_only(statistics, "statistics"));
+}
+
+void CpuBackend::cross_entropy_shard_backward_in_place(TensorView logits, ConstTensorView targets,
+                                                       ConstTensorView log_sum_exp, int rows,
+                                                       int columns, double scale) {
+  Fp32Operands f;
+  kernels_.cross_entropy_shard_backward(f.out(logits, true), indices(targets), f.in(log_sum_exp),
+                                        rows, columns, scale);
+}
+
 void CpuBackend::adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                               std::size_t count, double lr, double beta1, double beta2, double eps,
                               double weight_decay, int step) {

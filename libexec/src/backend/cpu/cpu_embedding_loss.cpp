@@ -38,9 +38,13 @@ void Fp32Kernels::embedding_forward(float* out, const int32_t* tokens, const flo
   pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * sequence, [&](std::ptrdiff_t row) {
     const auto n = static_cast<std::size_t>(row);
     const auto t = static_cast<std::size_t>(row % sequence);
-    const float* token_row = wte + static_cast<std::size_t>(tokens[n]) * channels;
     const float* position_row = wpe + t * channels;
     float* y = out + n * channels;
+    if (tokens[n] < 0) {  // another tensor rank's row
+      for (int c = 0; c < channels; ++c) y[c] = position_row[c];
+      return;
+    }
+    const float* token_row = wte + static_cast<std::size_t>(tokens[n]) * channels;
     for (int c = 0; c < channels; ++c) y[c] = token_row[c] + position_row[c];
   });
 }
@@ -51,13 +55,12 @@ void Fp32Kernels::embedding_backward(float* dwte, float* dwpe, const float* dout
   for (int b = 0; b < batch; ++b)
     for (int t = 0; t < sequence; ++t) {
       const std::size_t n = static_cast<std::size_t>(b) * sequence + t;
-      float* token_row = dwte + static_cast<std::size_t>(tokens[n]) * channels;
       float* position_row = dwpe + static_cast<std::size_t>(t) * channels;
       const float* dy = dout + n * channels;
-      for (int c = 0; c < channels; ++c) {
-        token_row[c] += dy[c];
-        position_row[c] += dy[c];
-      }
+      for (int c = 0; c < channels; ++c) position_row[c] += dy[c];
+      if (tokens[n] < 0) continue;  // another tensor rank's row
+      float* token_row = dwte + static_cast<std::size_t>(tokens[n]) * channels;
+      for (int c = 0; c < channels; ++c) token_row[c] += dy[c];
     }
 }
 
@@ -86,6 +89,42 @@ void Fp32Kernels::cross_entropy_backward(float* dlogits, const float* logits,
     for (int v = 0; v < vocabulary; ++v) {
       const double p = std::exp(static_cast<double>(logits[base + v]) - s.max_logit - s.log_sum);
       dlogits[base + v] += static_cast<float>(scale * (p - (v == targets[r] ? 1.0 : 0.0)));
+    }
+  });
+}
+
+void Fp32Kernels::cross_entropy_shard_statistics(const float* logits, const int32_t* targets,
+                                                 int rows, int columns, float* statistics) {
+  for (int r = 0; r < rows; ++r)
+    if (targets[r] >= columns)
+      throw std::out_of_range("cross-entropy shard target " + std::to_string(targets[r]) +
+                              " outside the slice's columns 0.." + std::to_string(columns - 1));
+  pool_.parallel_for(rows, [&](std::ptrdiff_t r) {  // rows are independent
+    const float* row = logits + static_cast<std::size_t>(r) * columns;
+    float* out = statistics + static_cast<std::size_t>(r) * 4;
+    const float max_logit = *std::max_element(row, row + columns);
+    double sum = 0.0;
+    for (int v = 0; v < columns; ++v) sum += std::exp(static_cast<double>(row[v]) - max_logit);
+    out[0] = max_logit;
+    out[1] = static_cast<float>(sum);
+    out[2] = static_cast<float>(sum - static_cast<double>(out[1]));
+    out[3] = targets[r] >= 0 ? row[targets[r]] : 0.0f;
+  });
+}
+
+void Fp32Kernels::cross_entropy_shard_backward(float* logits, const int32_t* targets,
+                                               const float* log_sum_exp, int rows, int columns,
+                                               double scale) {
+  for (int r = 0; r < rows; ++r)
+    if (targets[r] >= columns)
+      throw std::out_of_range("cross-entropy shard target " + std::to_string(targets[r]) +
+                              " outside the slice's columns 0.." + std::to_string(columns - 1));
+  pool_.parallel_for(rows, [&](std::ptrdiff_t r) {
+    float* row = logits + static_cast<std::size_t>(r) * columns;
+    const double lse = static_cast<double>(log_sum_exp[2 * r]) + log_sum_exp[2 * r + 1];
+    for (int v = 0; v < columns; ++v) {
+      const double p = std::exp(static_cast<double>(row[v]) - lse);
+      row[v] = static_cast<float>(scale * (p - (v == targets[r] ? 1.0 : 0.0)));
     }
   });
 }

@@ -126,6 +126,11 @@ class CudaBackend : public Backend {
                               int rows, int vocabulary, double scale) override;
   void cross_entropy_backward_in_place(TensorView logits, ConstTensorView targets, int rows,
                                        int vocabulary, double scale) override;
+  void cross_entropy_shard_statistics(ConstTensorView logits, ConstTensorView targets, int rows,
+                                      int columns, TensorView statistics) override;
+  void cross_entropy_shard_backward_in_place(TensorView logits, ConstTensorView targets,
+                                             ConstTensorView log_sum_exp, int rows, int columns,
+                                             double scale) override;
 
   void adamw_update(TensorView param, ConstTensorView grad, TensorView m, TensorView v,
                     std::size_t count, double lr, double beta1, double beta2, double eps,

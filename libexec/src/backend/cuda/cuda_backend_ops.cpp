@@ -468,6 +468,30 @@ void CudaBackend::cross_entropy_backward_in_place(TensorView logits, ConstTensor
   });
 }
 
+void CudaBackend::cross_entropy_shard_statistics(ConstTensorView logits, ConstTensorView targets,
+                                                 int rows, int columns, TensorView statistics) {
+  expect_dtype(targets, DType::i32, "cross-entropy targets");
+  expect_dtype(statistics, DType::fp32, "cross-entropy statistics");
+  by_dtype(logits.dtype, "cross_entropy_shard_statistics", [&](auto t) {
+    using T = decltype(t);
+    cuda::cross_entropy_shard_statistics<T>(compute(), data<float>(statistics), data<T>(logits),
+                                            data<int32_t>(targets), rows, columns);
+  });
+}
+
+void CudaBackend::cross_entropy_shard_backward_in_place(TensorView logits, ConstTensorView targets,
+                                                        ConstTensorView log_sum_exp, int rows,
+                                                        int columns, double scale) {
+  expect_dtype(targets, DType::i32, "cross-entropy targets");
+  expect_dtype(log_sum_exp, DType::fp32, "cross-entropy log-sum-exp");
+  by_dtype(logits.dtype, "cross_entropy_shard_backward_in_place", [&](auto t) {
+    using T = decltype(t);
+    cuda::cross_entropy_shard_backward<T>(compute(), data<T>(logits), data<int32_t>(targets),
+                                          data<float>(log_sum_exp), rows, columns,
+                                          static_cast<float>(scale));
+  });
+}
+
 void CudaBackend::scale(TensorView data_view, double factor) {
   by_dtype(data_view.dtype, "scale", [&](auto t) {
     using T = decltype(t);

@@ -20,8 +20,9 @@ __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T*
     const std::size_t n = i / channels;
     const int c = static_cast<int>(i % channels);
     const std::size_t t = n % static_cast<std::size_t>(sequence);
-    out[i] = from_float<T>(to_float(wte[static_cast<std::size_t>(tokens[n]) * channels + c]) +
-                           to_float(wpe[t * channels + c]));
+    // A negative token is another tensor rank's row: only the position is added.
+    const float token = tokens[n] < 0 ? 0.0f : to_float(wte[static_cast<std::size_t>(tokens[n]) * channels + c]);
+    out[i] = from_float<T>(token + to_float(wpe[t * channels + c]));
   }
 }
 

@@ -103,6 +103,17 @@ void cross_entropy(cudaStream_t stream, float* losses, T* dlogits, const T* logi
                    const int32_t* targets, int rows, int vocabulary, float scale,
                    bool accumulate = true);
 
+/// One vocabulary slice (Backend::cross_entropy_shard_statistics): statistics (N, 4) fp32 =
+/// max, sum of exp(x - max), 0 (no remainder), the target's logit or 0; a target outside
+/// [0, columns) is another slice's.
+template <class T>
+void cross_entropy_shard_statistics(cudaStream_t stream, float* statistics, const T* logits,
+                                    const int32_t* targets, int rows, int columns);
+/// logits (N, columns) = scale * (exp(x - lse) - onehot), lse = log_sum_exp[2r] + [2r + 1].
+template <class T>
+void cross_entropy_shard_backward(cudaStream_t stream, T* logits, const int32_t* targets,
+                                  const float* log_sum_exp, int rows, int columns, float scale);
+
 // ---- flash attention (cuda_attention_kernels.cu) -------------------------------------
 /// out (B, T, NH*HS) and lse (B, NH, T, fp32): the only saved softmax statistics; qkv
 /// (B, T, (NH + 2*KV)*HS). Under `drop` (inactive: none) each probability meets V times its

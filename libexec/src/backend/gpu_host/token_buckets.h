@@ -15,7 +15,9 @@ struct TokenBuckets {
   std::vector<std::int32_t> positions;  // flat positions n = b*T + t, ascending within a bucket
 };
 
-/// Buckets of tokens[0, count). Throws std::out_of_range for a token outside [0, vocabulary).
+/// Buckets of tokens[0, count); a negative token (another tensor rank's row of a
+/// vocabulary-parallel table) has none. Throws std::out_of_range for a token at or above
+/// `vocabulary`.
 TokenBuckets token_buckets(const std::int32_t* tokens, int count, int vocabulary);
 
 }  // namespace whale::exec::gpu

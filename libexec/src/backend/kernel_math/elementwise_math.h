@@ -60,11 +60,12 @@ WHALE_HOST_DEVICE float ordered_row_sum(int rows, Term term) {
 }
 
 /// Token + position embedding of element (n, c) of out (B*T, C): n = b*T + t; the token row
-/// is `token`, the position t = n % T.
+/// is `token` (negative: another tensor rank's row, which adds nothing), the position t = n % T.
 WHALE_HOST_DEVICE float embedding_element(const float* wte, const float* wpe, int token, size_t n,
                                           int c, int sequence, int channels) {
   const size_t t = n % static_cast<size_t>(sequence);
-  return wte[static_cast<size_t>(token) * channels + c] + wpe[t * channels + c];
+  const float token_value = token < 0 ? 0.0f : wte[static_cast<size_t>(token) * channels + c];
+  return token_value + wpe[t * channels + c];
 }
 
 }  // namespace whale::exec::kmath

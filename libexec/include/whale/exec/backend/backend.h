@@ -211,7 +211,9 @@ class Backend {
 
   // ---- embedding and loss -------------------------------------------------------------
   /// out (B, T, C) act = wte[tokens[b, t]] + wpe[t]; tokens (B, T) i32; wte (V, C), wpe (T, C)
-  /// weight.
+  /// weight. A negative token adds no row (its row is another tensor rank's, under a
+  /// vocabulary-parallel table): out = wpe[t] there. Likewise the backward adds nothing to dwte
+  /// for it.
   virtual void embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
                                  ConstTensorView wpe, int batch, int sequence,
                                  int channels) = 0;
@@ -238,6 +240,22 @@ class Backend {
     cross_entropy_backward(dlogits.view(), logits, targets, rows, vocabulary, scale);
     copy(logits, dlogits.view(), Stream::compute);
   }
+
+  /// Vocabulary-parallel cross-entropy (Megatron-LM): logits (N, columns) act are this tensor
+  /// rank's slice of the vocabulary, targets (N) i32 the rows' targets as columns of it, negative
+  /// where another rank holds the target. statistics (N, 4) fp32 = per row: the slice's max
+  /// logit, the sum over the slice of exp(logit - max) as a float and its remainder (their sum
+  /// in double is the sum), and the target's logit (0 for a negative target). The host combines
+  /// every rank's (vocabulary_parallel.h).
+  virtual void cross_entropy_shard_statistics(ConstTensorView logits, ConstTensorView targets,
+                                              int rows, int columns, TensorView statistics) = 0;
+  /// logits (N, columns) act = scale * (exp(logit - lse) - onehot(target)), in place: the
+  /// gradient of scale * the summed loss over this slice. log_sum_exp (N, 2) fp32: each row's
+  /// log-sum-exp over the whole vocabulary as a float and its remainder; a negative target has
+  /// no one-hot term here.
+  virtual void cross_entropy_shard_backward_in_place(TensorView logits, ConstTensorView targets,
+                                                     ConstTensorView log_sum_exp, int rows,
+                                                     int columns, double scale) = 0;
 
   // ---- mixture of experts -------------------------------------------------------------
   /// E experts, K chosen per token, M routed rows (token copies grouped by expert). The
