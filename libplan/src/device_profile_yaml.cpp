@@ -172,7 +172,8 @@ Bytes gib_field_bytes(const YamlField& field, bool zero_allowed) {
 FrameworkMemory parse_framework_memory(const YamlField& block, const std::string& device_kind) {
   block.expect_keys({"source", "reserve_gib", "allocator_slack_fraction", "attention_implementation",
                      "fused_attention", "cross_entropy_implementation", "gradients_freed_after_step",
-                     "gradient_bucket_copy", "fp32_gradient_copy", "stage_buffer_cache", "dropout_masks_kept"});
+                     "gradient_bucket_copy", "fp32_gradient_copy", "stage_buffer_cache", "dropout_masks_kept",
+                     "sharded_gradients_held_whole", "master_weights_held_whole"});
   FrameworkMemory f = default_framework_memory(device_kind);
   f.source = block.get("source").text();
   if (block.has("reserve_gib")) f.reserve_bytes = gib_field_bytes(block.get("reserve_gib"), true);
@@ -211,6 +212,8 @@ FrameworkMemory parse_framework_memory(const YamlField& block, const std::string
   f.fp32_gradient_copy = block.boolean_or("fp32_gradient_copy", f.fp32_gradient_copy);
   f.stage_buffer_cache = block.boolean_or("stage_buffer_cache", f.stage_buffer_cache);
   f.dropout_masks_kept = block.boolean_or("dropout_masks_kept", f.dropout_masks_kept);
+  f.sharded_gradients_held_whole = block.boolean_or("sharded_gradients_held_whole", f.sharded_gradients_held_whole);
+  f.master_weights_held_whole = block.boolean_or("master_weights_held_whole", f.master_weights_held_whole);
   return f;
 }
 
@@ -257,6 +260,10 @@ void emit_framework_memory(YAML::Emitter& out, const FrameworkMemory& f, const s
     out << YAML::Key << "stage_buffer_cache" << YAML::Value << f.stage_buffer_cache;
   if (f.dropout_masks_kept != default_framework_memory(device_kind).dropout_masks_kept)
     out << YAML::Key << "dropout_masks_kept" << YAML::Value << f.dropout_masks_kept;
+  if (f.sharded_gradients_held_whole != default_framework_memory(device_kind).sharded_gradients_held_whole)
+    out << YAML::Key << "sharded_gradients_held_whole" << YAML::Value << f.sharded_gradients_held_whole;
+  if (f.master_weights_held_whole != default_framework_memory(device_kind).master_weights_held_whole)
+    out << YAML::Key << "master_weights_held_whole" << YAML::Value << f.master_weights_held_whole;
   out << YAML::EndMap;
 }
 

@@ -12,6 +12,8 @@ bool FrameworkMemory::operator==(const FrameworkMemory& other) const {
          gradient_bucket_copy == other.gradient_bucket_copy &&
          fp32_gradient_copy == other.fp32_gradient_copy &&
          stage_buffer_cache == other.stage_buffer_cache && dropout_masks_kept == other.dropout_masks_kept &&
+         sharded_gradients_held_whole == other.sharded_gradients_held_whole &&
+         master_weights_held_whole == other.master_weights_held_whole &&
          source == other.source;
 }
 
@@ -59,6 +61,8 @@ FrameworkMemory default_framework_memory(const std::string& device_kind) {
   } else {
     out.stage_buffer_cache = true;    // whale-run's CPU backend
     out.dropout_masks_kept = false;   // its masks are drawn again in the backward
+    out.sharded_gradients_held_whole = true;  // its flat gradient buffer stays whole under ZeRO-2
+    out.master_weights_held_whole = true;     // and its flat fp32 values under ZeRO
     out.source = "default for a cpu profile without framework_memory (docs/profile.md)";
   }
   return out;

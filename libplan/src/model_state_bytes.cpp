@@ -24,12 +24,21 @@ StateBytesPerParam state_bytes_per_param(Precision precision, const std::string&
   out.gradients = gradient_bytes_per_element(precision, framework);
   // fp32 optimizer states, plus fp32 master weights under mixed precision unless there are none.
   const bool master = mixed && framework.master_weights == MasterWeights::fp32;
-  out.optimizer = 4.0 * states + (master ? 4.0 : 0.0);
+  out.master_weights = master ? 4.0 : 0.0;
+  out.optimizer = 4.0 * states + out.master_weights;
   return out;
 }
 
 double held_optimizer_bytes_per_param(const StateBytesPerParam& state, const FrameworkMemory& framework) {
   return state.optimizer + (framework.fp32_gradient_copy && state.gradients < 4 ? 4.0 : 0.0);
+}
+
+double unsharded_optimizer_bytes_per_param(const StateBytesPerParam& state, const FrameworkMemory& framework) {
+  return framework.master_weights_held_whole ? state.master_weights : 0.0;
+}
+
+double optimizer_bytes_per_param(double held, double unsharded, double shards) {
+  return (held - unsharded) / shards + unsharded;
 }
 
 }  // namespace whale::plan

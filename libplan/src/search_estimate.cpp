@@ -88,8 +88,10 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     DeviceMemory& d = device_memory_[name];
     d.activation_scale = profile.calibration.activation_memory_scale;
     d.optimizer_bytes = held_optimizer_bytes_per_param(state, profile.framework_memory);
+    d.unsharded_optimizer_bytes = unsharded_optimizer_bytes_per_param(state, profile.framework_memory);
     d.stage_buffer_cache = profile.framework_memory.stage_buffer_cache;
     d.gradient_bucket_copy = profile.framework_memory.gradient_bucket_copy;
+    d.sharded_gradients_held_whole = profile.framework_memory.sharded_gradients_held_whole;
     d.act_attention.assign(1, 0.0);
     d.act_replicated.assign(1, 0.0);
     d.loss_transient.assign(1, 0.0);
@@ -240,12 +242,19 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
   double experts = 0;
   const double params = device_parameters(first, end, tp, dp, &experts);
   const double elt = element_bytes_;
-  const double optimizer = device.optimizer_bytes / (shard_optimizer ? dp : 1);
-  const double gradients = gradient_bytes_ / (shard_gradients ? dp : 1);
+  const auto optimizer_at = [&](double shards) {
+    return optimizer_bytes_per_param(device.optimizer_bytes, device.unsharded_optimizer_bytes,
+                                     shard_optimizer ? shards : 1.0);
+  };
+  const double optimizer = optimizer_at(dp);
+  // ZeRO-2 holds the replica's piece of the gradients, or all of them where the framework keeps
+  // its buffer whole (framework_memory.sharded_gradients_held_whole).
+  const bool gradient_pieces = shard_gradients && !device.sharded_gradients_held_whole;
+  const double gradients = gradient_bytes_ / (gradient_pieces ? dp : 1);
   // The routed experts' state is sharded over expert dp = dp x tp / (ep x expert_tp).
   const double expert_dp = experts > 0 ? dp * tp / std::max(1, expert_shards_(tp, dp)) : dp;
-  const double expert_state = experts * ((shard_optimizer ? device.optimizer_bytes / expert_dp : device.optimizer_bytes) +
-                                         (shard_gradients ? gradient_bytes_ / expert_dp : gradient_bytes_));
+  const double expert_state = experts * (optimizer_at(expert_dp) +
+                                         (gradient_pieces ? gradient_bytes_ / expert_dp : gradient_bytes_));
   // Korthikanti et al. 2022, Table 2: sequence parallelism shards the replicated activations
   // (and the full-recomputation checkpoint) along the sequence too.
   const double sp = sequence_parallel(tp) ? tp : 1;
@@ -297,8 +306,10 @@ Bytes AnalyticModel::table_copy_bytes(const std::string& device_model, int tp, i
   if (!model_.tie_embeddings) return 0.0;
   const double params = static_cast<double>(model_.vocabulary) * model_.hidden / tp;
   const DeviceMemory& device = device_memory(device_model);
-  return params * (element_bytes_ + gradient_bytes_ / (shard_gradients ? dp : 1) +
-                   device.optimizer_bytes / (shard_optimizer ? dp : 1)) +
+  const bool gradient_pieces = shard_gradients && !device.sharded_gradients_held_whole;
+  return params * (element_bytes_ + gradient_bytes_ / (gradient_pieces ? dp : 1) +
+                   optimizer_bytes_per_param(device.optimizer_bytes, device.unsharded_optimizer_bytes,
+                                             shard_optimizer ? dp : 1)) +
          bucket_copy_bytes(device, params, dp, shard_gradients);
 }
 

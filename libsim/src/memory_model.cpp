@@ -124,6 +124,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   const plan::FrameworkMemory& framework = profile.framework_memory;
   // DeepSpeed ZeRO-1/2's fp32 copy of the optimizer's gradients, when they are not fp32 already.
   const double optimizer_bytes = plan::held_optimizer_bytes_per_param(state, framework);
+  const double unsharded_optimizer_bytes = plan::unsharded_optimizer_bytes_per_param(state, framework);
   MemoryBreakdown out;
   std::vector<Bytes> kept_per_micro_batch(plan.stages.size(), 0);  // by stage: bytes one micro-batch keeps
   std::vector<Bytes> weight_pass_per_micro_batch(plan.stages.size(), 0);  // by stage: kept for a weight pass
@@ -170,11 +171,17 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
     const double own = flat_shard_elements(parameters - expert_parameters, stage.dp(), replica) +
                        expert_parameters / stage.expert_dp();
     out.weights_bytes += parameters * state.weights;
-    gradients_of_stage[s] = (stage.shard_gradients ? own : parameters) * state.gradients;
+    // ZeRO-2's gradients: the replica's piece, or the whole buffer where the framework keeps it.
+    const bool pieces_only = stage.shard_gradients && !framework.sharded_gradients_held_whole;
+    gradients_of_stage[s] = (pieces_only ? own : parameters) * state.gradients;
     out.gradients_bytes += gradients_of_stage[s];
     if (framework.gradient_bucket_copy && stage.dp() > 1 && !stage.shard_gradients)
       out.gradient_bucket_bytes += parameters * state.gradients;
-    out.optimizer_bytes += (stage.shard_optimizer ? own : parameters) * optimizer_bytes;
+    // A sharded optimizer holds its piece of the states and, where the framework keeps them
+    // whole (master_weights_held_whole), every parameter's master weights.
+    out.optimizer_bytes += stage.shard_optimizer ? own * (optimizer_bytes - unsharded_optimizer_bytes) +
+                                                       parameters * unsharded_optimizer_bytes
+                                                 : parameters * optimizer_bytes;
   }
   // Walk the program: activations kept in flight, and, when the framework frees its gradients
   // after each step, the gradients of every stage that has run a backward. The peak is the
@@ -193,13 +200,17 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   Bytes peak_live = 0, peak_gradients = held_gradients, peak_transient = transient_at(0);
   Bytes peak_total = peak_transient * scale + held_gradients;
   int in_flight = 0;
-  // By stage: micro-batches in flight now and at most (peak_in_flight), for stage_buffer_cache.
+  // The split backward's (zb-h1) weight-pass tensors held now and at most, for stage_buffer_cache.
+  Bytes pending_weight_pass = 0, most_pending_weight_pass = 0;
+  // By stage, for stage_buffer_cache: micro-batches whose buffers the stage holds now and at
+  // most, from the forward to the pass that makes the input gradient (whale-run's stage module
+  // takes a micro-batch's buffers back after it; a split backward's weight pass keeps copies).
   std::vector<int> stage_in_flight(plan.stages.size(), 0), stage_most(plan.stages.size(), 0);
   using K = plan::InstructionKind;
   instructions([&](const plan::Instruction& ins) {
     if (ins.kind == K::forward)
       stage_most[ins.stage] = std::max(stage_most[ins.stage], ++stage_in_flight[ins.stage]);
-    if (plan::completes_gradients(ins.kind)) --stage_in_flight[ins.stage];
+    if (plan::produces_input_gradient(ins.kind)) --stage_in_flight[ins.stage];
     switch (ins.kind) {
       case K::forward:
         live += kept_per_micro_batch[ins.stage];
@@ -207,6 +218,8 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
         break;
       case K::backward_input:
         live += weight_pass_per_micro_batch[ins.stage] - kept_per_micro_batch[ins.stage];
+        pending_weight_pass += weight_pass_per_micro_batch[ins.stage];
+        most_pending_weight_pass = std::max(most_pending_weight_pass, pending_weight_pass);
         break;
       case K::backward:
         live -= kept_per_micro_batch[ins.stage];
@@ -214,6 +227,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
         break;
       case K::backward_weight:
         live -= weight_pass_per_micro_batch[ins.stage];
+        pending_weight_pass -= weight_pass_per_micro_batch[ins.stage];
         --in_flight;
         break;
       default: break;
@@ -234,7 +248,8 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   });
   // A framework that caches every stage's buffers (whale-run) holds, once each stage has reached
   // its most micro-batches in flight, all those activations at once, and every stage's backward
-  // buffers: never less than the walk's peak.
+  // buffers, and beside them the weight-pass tensors of a split backward (copies its queue holds
+  // until the weight pass, the walk's most at once): never less than the walk's peak.
   if (framework.stage_buffer_cache) {
     Bytes cached_live = 0;
     int cached_in_flight = 0;
@@ -242,6 +257,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
       cached_live += stage_most[s] * kept_per_micro_batch[s];
       cached_in_flight += stage_most[s];
     }
+    cached_live += most_pending_weight_pass;
     const Bytes cached_total = (cached_live + transient_bytes + cached_buffers) * scale + out.gradients_bytes;
     if (cached_total > peak_total) {
       peak_total = cached_total;

@@ -1,6 +1,7 @@
 // File: test_specs_framework_memory.cpp
 // The profile's framework_memory block (attention implementation, the older fused_attention
-// flag, fp32_gradient_copy, stage_buffer_cache, dropout_masks_kept) and the models' dropout (model YAML and config.json): loaded
+// flag, fp32_gradient_copy, stage_buffer_cache, dropout_masks_kept, and how ZeRO holds gradients and
+// master weights) and the models' dropout (model YAML and config.json): loaded
 // values, defaults, save/load and bad values.
 #include <doctest/doctest.h>
 
@@ -135,6 +136,11 @@ TEST_CASE("stage_buffer_cache: on by default for a cpu profile, off for a gpu on
 
 TEST_CASE("dropout_masks_kept: off by default for a cpu profile, on for a gpu one; save and load") {
   check_kind_default_flag("dropout_masks_kept", &FrameworkMemory::dropout_masks_kept, false);
+}
+
+TEST_CASE("sharded_gradients_held_whole and master_weights_held_whole: on for a cpu profile, off for a gpu one; save and load") {
+  check_kind_default_flag("sharded_gradients_held_whole", &FrameworkMemory::sharded_gradients_held_whole, true);
+  check_kind_default_flag("master_weights_held_whole", &FrameworkMemory::master_weights_held_whole, true);
 }
 
 TEST_CASE("a dropout_masks_kept that is not a boolean fails naming the field") {

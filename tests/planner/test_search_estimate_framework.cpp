@@ -188,13 +188,20 @@ TEST_CASE("quick estimate: PyTorch's cross-entropy buffers as simulated; freed g
   CHECK(estimate(p).total() == 16000 + 1260);
 }
 
-TEST_CASE("quick estimate: DDP's gradient bucket copy holds the gradients again under data parallelism, as simulated") {
-  // The attention plan's layer on two devices, dp 2, one sample each.
+namespace {
+/// The attention plan's layer on two devices, dp 2, one sample each.
+plan::Plan two_replica_attention_plan() {
   plan::Plan p = attention_plan(80e9);
   p.cluster = sim::test::make_cluster(1, 2, sim::test::flat_profile(1e14, 1e12, 80e9), sim::test::link(1e11, 0),
                                       sim::test::link(1e10, 0));
   p.stages[0].devices = {0, 1};
   p.stages[0].shares = {1, 1};
+  return p;
+}
+}  // namespace
+
+TEST_CASE("quick estimate: DDP's gradient bucket copy holds the gradients again under data parallelism, as simulated") {
+  plan::Plan p = two_replica_attention_plan();
   profile_of(p).framework_memory.gradient_bucket_copy = true;
   const plan::AnalyticModel analytic(p.cluster, p.model);
   const auto state = [&](int dp, bool shard_gradients) {
@@ -208,4 +215,27 @@ TEST_CASE("quick estimate: DDP's gradient bucket copy holds the gradients again 
   // One replica reduces nothing; sharded gradients (ZeRO-2) are reduced without the copy.
   CHECK(state(1, false) == 1000 * (2 + 2 + 12));
   CHECK(state(2, true) == 1000 * (2 + 1 + 12));
+}
+
+TEST_CASE("quick estimate: ZeRO's gradients and master weights held whole, as simulated") {
+  // Two replicas under ZeRO-2: 1000 parameters, bf16 Adam with fp32 master weights (2 weights
+  // + 2 gradients + 4 master + 8 m and v bytes each).
+  plan::Plan p = two_replica_attention_plan();
+  p.stages[0].shard_optimizer = p.stages[0].shard_gradients = true;
+  const auto state = [&] {
+    const plan::AnalyticModel analytic(p.cluster, p.model);
+    return analytic.memory("flat", 0, 1, 1, 2, 1, 1, plan::Recompute::none, true, true).state_bytes;
+  };
+  const auto simulated_state = [&] {
+    const sim::MemoryBreakdown m = simulated(p);
+    return m.weights_bytes + m.gradients_bytes + m.gradient_bucket_bytes + m.optimizer_bytes;
+  };
+  CHECK(state() == 1000 * (2 + 2.0 / 2 + 12.0 / 2));  // DeepSpeed's ZeRO-2: pieces only
+  CHECK(state() == simulated_state());
+  profile_of(p).framework_memory.sharded_gradients_held_whole = true;
+  CHECK(state() == 1000 * (2 + 2 + 12.0 / 2));
+  CHECK(state() == simulated_state());
+  profile_of(p).framework_memory.master_weights_held_whole = true;  // whale-run
+  CHECK(state() == 1000 * (2 + 2 + 4 + 8.0 / 2));
+  CHECK(state() == simulated_state());
 }

@@ -204,3 +204,42 @@ TEST_CASE("a framework whose gradient buckets are a copy holds the unsharded gra
   for (plan::Stage& s : p.stages) s.shard_optimizer = s.shard_gradients = true;
   CHECK(replica_memory(p, plan::generate_schedule(p).groups[0], 0).gradient_bucket_bytes == 0);
 }
+
+TEST_CASE("ZeRO-2's gradients: the replica's piece, or every gradient where the framework keeps its buffer whole") {
+  // Group 0: 550 parameters per device, 2-byte gradients, dp 2: a piece of 275.
+  plan::Plan p = memory_plan(plan::Recompute::none, true, 1e9);
+  for (plan::Stage& s : p.stages) s.shard_gradients = true;
+  framework_of(p).sharded_gradients_held_whole = false;
+  CHECK(replica_memory(p, plan::generate_schedule(p).groups[0], 0).gradients_bytes == 550);
+  framework_of(p).sharded_gradients_held_whole = true;  // whale-run's flat gradient buffer
+  const MemoryBreakdown whole = replica_memory(p, plan::generate_schedule(p).groups[0], 0);
+  CHECK(whole.gradients_bytes == 1100);
+  CHECK(whole.optimizer_bytes == 275 * 12);  // the optimizer state stays sharded
+}
+
+TEST_CASE("a sharded optimizer holds every master weight where the framework keeps them whole") {
+  // bf16 Adam: master weights 4, m and v 8 bytes per parameter; 550 parameters, a piece of 275.
+  plan::Plan p = memory_plan(plan::Recompute::none, true, 1e9);
+  framework_of(p).master_weights_held_whole = false;
+  CHECK(replica_memory(p, plan::generate_schedule(p).groups[0], 0).optimizer_bytes == 275 * 12);
+  framework_of(p).master_weights_held_whole = true;  // whale-run steps its piece of whole values
+  CHECK(replica_memory(p, plan::generate_schedule(p).groups[0], 0).optimizer_bytes == 275 * 8 + 550 * 4);
+  for (plan::Stage& s : p.stages) s.shard_optimizer = false;  // unsharded: the flag changes nothing
+  CHECK(replica_memory(p, plan::generate_schedule(p).groups[0], 0).optimizer_bytes == 550 * 12);
+  // fp32 has no master weights: nothing is held whole.
+  const StateBytesPerParam fp32 = state_bytes_per_param(plan::Precision::fp32, "adamw");
+  plan::FrameworkMemory framework;
+  framework.master_weights_held_whole = true;
+  CHECK(plan::unsharded_optimizer_bytes_per_param(fp32, framework) == 0);
+  CHECK(plan::unsharded_optimizer_bytes_per_param(state_bytes_per_param(plan::Precision::bf16, "adamw"), framework) == 4);
+  CHECK(plan::optimizer_bytes_per_param(12, 4, 2) == 8);  // (12 - 4) / 2 + 4
+}
+
+TEST_CASE("a cpu profile describes whale-run's ZeRO: gradients and master weights held whole") {
+  const plan::FrameworkMemory cpu = plan::default_framework_memory("cpu");
+  CHECK(cpu.sharded_gradients_held_whole);
+  CHECK(cpu.master_weights_held_whole);
+  const plan::FrameworkMemory gpu = plan::default_framework_memory("gpu");
+  CHECK_FALSE(gpu.sharded_gradients_held_whole);
+  CHECK_FALSE(gpu.master_weights_held_whole);
+}

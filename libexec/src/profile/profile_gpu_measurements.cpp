@@ -28,11 +28,15 @@ plan::FrameworkMemory whale_run_cuda_memory() {
   memory.attention = plan::AttentionImplementation::flash;
   memory.stage_buffer_cache = true;   // the same stage modules as on the CPU
   memory.dropout_masks_kept = false;  // masks drawn again from each element's place
+  memory.sharded_gradients_held_whole = true;  // the flat gradient buffer stays whole under ZeRO-2
+  memory.master_weights_held_whole = true;     // and the flat fp32 values under ZeRO
   memory.source =
       "whale-run's CUDA backend: its arena holds every tensor (no caching allocator's slack), "
       "its attention keeps one fp32 log-sum-exp per row (flash), its stage modules cache their "
       "micro-batch activations and block gradient buffers (stage_buffer_cache), its dropout "
-      "masks are drawn again in the backward (dropout_masks_kept false), and the CUDA "
+      "masks are drawn again in the backward (dropout_masks_kept false), its flat gradient "
+      "buffer stays whole under ZeRO-2 (sharded_gradients_held_whole) and its fp32 values "
+      "under ZeRO (master_weights_held_whole), and the CUDA "
       "context, NCCL, cuBLAS and CUPTI keep the backend's device reserve outside the arena";
   return memory;
 }

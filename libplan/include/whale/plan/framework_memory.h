@@ -90,6 +90,22 @@ struct FrameworkMemory {
   /// keeps without dropout (attention_memory.h). YAML: dropout_masks_kept; default false on a
   /// cpu profile (whale-run's own backend), true on a gpu one.
   bool dropout_masks_kept = true;
+  /// Whether ZeRO-2 (a stage's shard_gradients) still holds every gradient in one whole buffer,
+  /// each bucket reduce-scattered into the replica's piece of it, as whale-run does (every
+  /// backward of a step accumulates into the flat buffer before its buckets are reduced; so
+  /// does Megatron-LM's distributed optimizer, its gradient buffer whole), rather than holding
+  /// the replica's piece only (DeepSpeed ZeRO-2's partitioned gradients, what the planner's
+  /// ZeRO-2 saves). The gradients then count whole; the optimizer state stays sharded. YAML:
+  /// sharded_gradients_held_whole; default true on a cpu profile (whale-run's own backend),
+  /// false on a gpu one.
+  bool sharded_gradients_held_whole = false;
+  /// Whether a sharded optimizer (ZeRO-1 and -2) still holds the fp32 master weights of every
+  /// parameter, sharding only the optimizer's states (Adam's m and v), as whale-run does (it
+  /// steps its piece of the flat fp32 values and all-gathers them), rather than only the
+  /// replica's piece of them too (DeepSpeed ZeRO, Megatron-LM's distributed optimizer: 12/N_d
+  /// bytes per parameter for the master weights, m and v). Nothing without master weights.
+  /// YAML: master_weights_held_whole; default true on a cpu profile, false on a gpu one.
+  bool master_weights_held_whole = false;
   /// Where the figures come from (YAML: source).
   std::string source;
 

@@ -21,6 +21,7 @@ struct StateBytesPerParam {
   double weights = 0;
   double gradients = 0;
   double optimizer = 0;
+  double master_weights = 0;  // the fp32 master weights' part of `optimizer` (4 or 0)
 };
 /// Throws whale::Error for an unknown optimizer (known: adam, adamw, sgd).
 StateBytesPerParam state_bytes_per_param(Precision precision, const std::string& optimizer,
@@ -30,5 +31,12 @@ StateBytesPerParam state_bytes_per_param(Precision precision, const std::string&
 /// plus 4 for an fp32 copy of the gradients under framework_memory.fp32_gradient_copy when the
 /// gradients are held below fp32 (DeepSpeed ZeRO-1/2; framework_memory.h).
 double held_optimizer_bytes_per_param(const StateBytesPerParam& state, const FrameworkMemory& framework);
+/// The part of held_optimizer_bytes_per_param that a sharded optimizer (ZeRO) still holds for
+/// every parameter: the fp32 master weights where framework_memory.master_weights_held_whole
+/// (whale-run), else nothing.
+double unsharded_optimizer_bytes_per_param(const StateBytesPerParam& state, const FrameworkMemory& framework);
+/// Optimizer bytes per parameter of a stage whose optimizer state is split `shards` ways (1:
+/// not sharded): the sharded part divided, the unsharded part whole.
+double optimizer_bytes_per_param(double held, double unsharded, double shards);
 
 }  // namespace whale::plan

@@ -174,8 +174,10 @@ class AnalyticModel {
     RangeMax act_max, attention_max, replicated_max;
     double activation_scale = 1.0;  // calibration.activation_memory_scale
     double optimizer_bytes = 0;     // plan::held_optimizer_bytes_per_param
+    double unsharded_optimizer_bytes = 0;  // plan::unsharded_optimizer_bytes_per_param
     bool stage_buffer_cache = false;  // framework_memory's
     bool gradient_bucket_copy = false;  // framework_memory's
+    bool sharded_gradients_held_whole = false;  // framework_memory's
   };
 
  private:
