@@ -139,8 +139,9 @@ class Fp32Kernels {
                           int batch, int sequence, int channels);
   double cross_entropy_forward(const float* logits, const int32_t* targets, int rows,
                                int vocabulary);
+  /// dlogits += the gradient (accumulate), or = it; without accumulate dlogits may be logits.
   void cross_entropy_backward(float* dlogits, const float* logits, const int32_t* targets, int rows,
-                              int vocabulary, double scale);
+                              int vocabulary, double scale, bool accumulate);
   void cross_entropy_shard_statistics(const float* logits, const int32_t* targets, int rows,
                                       int columns, float* statistics);
   void cross_entropy_shard_backward(float* logits, const int32_t* targets,
@@ -263,6 +264,9 @@ class CpuBackend : public Backend {
                                int vocabulary) override;
   void cross_entropy_backward(TensorView dlogits, ConstTensorView logits, ConstTensorView targets,
                               int rows, int vocabulary, double scale) override;
+  /// Over the logits themselves, without the base class's (N, V) temporary.
+  void cross_entropy_backward_in_place(TensorView logits, ConstTensorView targets, int rows,
+                                       int vocabulary, double scale) override;
   void cross_entropy_shard_statistics(ConstTensorView logits, ConstTensorView targets, int rows,
                                       int columns, TensorView statistics) override;
   void cross_entropy_shard_backward_in_place(TensorView logits, ConstTensorView targets,

@@ -206,7 +206,14 @@ void CpuBackend::cross_entropy_backward(TensorView dlogits, ConstTensorView logi
                                         double scale) {
   Fp32Operands f;
   kernels_.cross_entropy_backward(f.out(dlogits, true), f.in(logits), indices(targets), rows,
-                                  vocabulary, scale);
+                                  vocabulary, scale, true);
+}
+
+void CpuBackend::cross_entropy_backward_in_place(TensorView logits, ConstTensorView targets,
+                                                 int rows, int vocabulary, double scale) {
+  Fp32Operands f;
+  float* values = f.out(logits, true);  // read, then overwritten row by row
+  kernels_.cross_entropy_backward(values, values, indices(targets), rows, vocabulary, scale, false);
 }
 
 void CpuBackend::cross_entropy_shard_statistics(ConstTensorView logits, ConstTensorView targets,

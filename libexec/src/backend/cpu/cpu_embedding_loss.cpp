@@ -81,14 +81,17 @@ double Fp32Kernels::cross_entropy_forward(const float* logits, const int32_t* ta
 
 void Fp32Kernels::cross_entropy_backward(float* dlogits, const float* logits,
                                          const int32_t* targets, int rows, int vocabulary,
-                                         double scale) {
+                                         double scale, bool accumulate) {
   for (int r = 0; r < rows; ++r) check_target(targets[r], vocabulary);
   pool_.parallel_for(rows, [&](std::ptrdiff_t r) {  // rows are independent
     const std::size_t base = static_cast<std::size_t>(r) * vocabulary;
+    // The row's statistics first: in place (dlogits == logits) each element is then read once,
+    // just before its gradient overwrites it.
     const RowSoftmax s = row_softmax(logits + base, vocabulary);
     for (int v = 0; v < vocabulary; ++v) {
       const double p = std::exp(static_cast<double>(logits[base + v]) - s.max_logit - s.log_sum);
-      dlogits[base + v] += static_cast<float>(scale * (p - (v == targets[r] ? 1.0 : 0.0)));
+      const float grad = static_cast<float>(scale * (p - (v == targets[r] ? 1.0 : 0.0)));
+      dlogits[base + v] = accumulate ? dlogits[base + v] + grad : grad;
     }
   });
 }
