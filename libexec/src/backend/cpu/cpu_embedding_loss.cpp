@@ -30,6 +30,13 @@ void check_target(int32_t target, int vocabulary) {
                             " outside vocabulary 0.." + std::to_string(vocabulary - 1));
 }
 
+/// A vocabulary slice's target: a column of the slice, or negative (another slice's).
+void check_shard_target(int32_t target, int columns) {
+  if (target >= columns)
+    throw std::out_of_range("cross-entropy shard target " + std::to_string(target) +
+                            " outside the slice's columns 0.." + std::to_string(columns - 1));
+}
+
 }  // namespace
 
 void Fp32Kernels::embedding_forward(float* out, const int32_t* tokens, const float* wte,
@@ -98,10 +105,7 @@ void Fp32Kernels::cross_entropy_backward(float* dlogits, const float* logits,
 
 void Fp32Kernels::cross_entropy_shard_statistics(const float* logits, const int32_t* targets,
                                                  int rows, int columns, float* statistics) {
-  for (int r = 0; r < rows; ++r)
-    if (targets[r] >= columns)
-      throw std::out_of_range("cross-entropy shard target " + std::to_string(targets[r]) +
-                              " outside the slice's columns 0.." + std::to_string(columns - 1));
+  for (int r = 0; r < rows; ++r) check_shard_target(targets[r], columns);
   pool_.parallel_for(rows, [&](std::ptrdiff_t r) {  // rows are independent
     const float* row = logits + static_cast<std::size_t>(r) * columns;
     float* out = statistics + static_cast<std::size_t>(r) * 4;
@@ -118,10 +122,7 @@ void Fp32Kernels::cross_entropy_shard_statistics(const float* logits, const int3
 void Fp32Kernels::cross_entropy_shard_backward(float* logits, const int32_t* targets,
                                                const float* log_sum_exp, int rows, int columns,
                                                double scale) {
-  for (int r = 0; r < rows; ++r)
-    if (targets[r] >= columns)
-      throw std::out_of_range("cross-entropy shard target " + std::to_string(targets[r]) +
-                              " outside the slice's columns 0.." + std::to_string(columns - 1));
+  for (int r = 0; r < rows; ++r) check_shard_target(targets[r], columns);
   pool_.parallel_for(rows, [&](std::ptrdiff_t r) {
     float* row = logits + static_cast<std::size_t>(r) * columns;
     const double lse = static_cast<double>(log_sum_exp[2 * r]) + log_sum_exp[2 * r + 1];
