@@ -148,6 +148,12 @@ bool Plan::last_stage_holds_table_copy() const {
   return model.tie_embeddings && last > 0;
 }
 
+bool Plan::tied_table_copies_split_alike() const {
+  const Stage& first = stages.front();
+  const Stage& last = stages.back();
+  return !first.mixed_tp() && !last.mixed_tp() && first.tp == last.tp;
+}
+
 bool Plan::reduces_gradients(int s) const {
   const Stage& stage = stages.at(s);
   return stage.dp() > 1 || (model.moe.has_value() && stage.expert_dp() > 1);

@@ -129,6 +129,10 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   std::vector<Bytes> kept_per_micro_batch(plan.stages.size(), 0);  // by stage: bytes one micro-batch keeps
   std::vector<Bytes> weight_pass_per_micro_batch(plan.stages.size(), 0);  // by stage: kept for a weight pass
   std::vector<Bytes> gradients_of_stage(plan.stages.size(), 0);        // by stage: its gradients
+  // By stage: the fp32 pack buffers of a mixed-tp stage's gradient exchange (every gradient the
+  // device holds, once more: whale-run's GradientReducer packs each bucket from its start to
+  // its completion), held from the stage's last backward to the step's end.
+  std::vector<Bytes> exchange_packs_of_stage(plan.stages.size(), 0);
   Bytes transient_bytes = 0;  // the most one layer's backward holds beyond what it keeps: its
                               // recomputed activations and its loss's buffers
   Bytes cached_buffers = 0;   // under stage_buffer_cache: every stage's backward buffers
@@ -177,6 +181,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
     out.gradients_bytes += gradients_of_stage[s];
     if (framework.gradient_bucket_copy && stage.dp() > 1 && !stage.shard_gradients)
       out.gradient_bucket_bytes += parameters * state.gradients;
+    if (plan.stages.at(s).mixed_tp() && stage.dp() > 1) exchange_packs_of_stage[s] = parameters * 4.0;
     // A sharded optimizer holds its piece of the states and, where the framework keeps them
     // whole (master_weights_held_whole), every parameter's master weights.
     out.optimizer_bytes += stage.shard_optimizer ? own * (optimizer_bytes - unsharded_optimizer_bytes) +
@@ -200,6 +205,10 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   Bytes peak_live = 0, peak_gradients = held_gradients, peak_transient = transient_at(0);
   Bytes peak_total = peak_transient * scale + held_gradients;
   int in_flight = 0;
+  // Mixed-tp exchange packs held now; the exchanges' buffers at the peak (those packs or the
+  // tied table's buffer, below); backwards (gradient passes) so far by stage.
+  Bytes exchange = 0, peak_exchange = 0;
+  std::vector<int> gradient_passes(plan.stages.size(), 0);
   // The split backward's (zb-h1) weight-pass tensors held now and at most, for stage_buffer_cache.
   Bytes pending_weight_pass = 0, most_pending_weight_pass = 0;
   // By stage, for stage_buffer_cache: micro-batches whose buffers the stage holds now and at
@@ -236,20 +245,43 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
       has_gradients[ins.stage] = true;
       held_gradients += gradients_of_stage[ins.stage];
     }
+    if (plan::completes_gradients(ins.kind) && ++gradient_passes[ins.stage] == plan.micro_batches)
+      exchange += exchange_packs_of_stage[ins.stage];
     const Bytes transient = transient_at(in_flight);
-    const Bytes total = (live + transient) * scale + held_gradients;
+    const Bytes total = (live + transient) * scale + held_gradients + exchange;
     if (total > peak_total) {
       peak_total = total;
       peak_live = live;
       peak_transient = transient;
       peak_gradients = held_gradients;
+      peak_exchange = exchange;
       out.peak_in_flight = in_flight;
     }
   });
+  // The step's end, after the exchanges: the copies of a tied token table split unlike
+  // (Plan::tied_table_copies_split_alike) are summed through an fp32 buffer of the whole table
+  // on the devices of one of the two stages.
+  const bool table_stage = std::count(group_stages.begin(), group_stages.end(), 0) > 0;
+  const bool head_stage =
+      std::count(group_stages.begin(), group_stages.end(), static_cast<int>(plan.stages.size()) - 1) > 0;
+  const Bytes tied_buffer = plan.last_stage_holds_table_copy() && !plan.tied_table_copies_split_alike() &&
+                                    table_stage != head_stage
+                                ? static_cast<double>(plan.model.vocabulary) * plan.model.hidden * 4.0
+                                : 0.0;
+  const Bytes end_total = (live + transient_at(in_flight)) * scale + held_gradients + tied_buffer;
+  if (tied_buffer > 0 && end_total > peak_total) {
+    peak_total = end_total;
+    peak_live = live;
+    peak_transient = transient_at(in_flight);
+    peak_gradients = held_gradients;
+    peak_exchange = tied_buffer;
+    out.peak_in_flight = in_flight;
+  }
   // A framework that caches every stage's buffers (whale-run) holds, once each stage has reached
   // its most micro-batches in flight, all those activations at once, and every stage's backward
   // buffers, and beside them the weight-pass tensors of a split backward (copies its queue holds
-  // until the weight pass, the walk's most at once): never less than the walk's peak.
+  // until the weight pass, the walk's most at once), and at the step's end the exchange packs
+  // or, after them, the tied table's buffer: never less than the walk's peak.
   if (framework.stage_buffer_cache) {
     Bytes cached_live = 0;
     int cached_in_flight = 0;
@@ -258,16 +290,20 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
       cached_in_flight += stage_most[s];
     }
     cached_live += most_pending_weight_pass;
-    const Bytes cached_total = (cached_live + transient_bytes + cached_buffers) * scale + out.gradients_bytes;
+    const Bytes cached_total =
+        (cached_live + transient_bytes + cached_buffers) * scale + out.gradients_bytes +
+        std::max(exchange, tied_buffer);
     if (cached_total > peak_total) {
       peak_total = cached_total;
       peak_live = cached_live;
       peak_transient = transient_bytes + cached_buffers;
       peak_gradients = out.gradients_bytes;
+      peak_exchange = std::max(exchange, tied_buffer);
       out.peak_in_flight = cached_in_flight;
     }
   }
   out.gradients_bytes = peak_gradients;
+  out.gradient_bucket_bytes += peak_exchange;
   out.activations_bytes = (peak_live + peak_transient) * scale;
   const Bytes tensors = out.tensor_bytes();
   out.allocator_slack_bytes = plan::allocator_slack_bytes(framework, tensors);

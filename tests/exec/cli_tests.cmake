@@ -39,6 +39,9 @@ set(WHALE_REFERENCE_PLANS
     llama_pp2:tiny-llama/pp2:2:tiny-llama/single:1
     llama_pp2-interleaved:tiny-llama/pp2-interleaved:2:tiny-llama/single:1
     llama_wave-tied-dp2:tiny-llama/wave-tied-dp2:4:tiny-llama/single:1
+    # ZeRO-2 with the tied table's copies on other devices and on the same ones.
+    llama_pp2-dp2-zero2:tiny-llama/pp2-dp2-zero2:4:tiny-llama/single:1
+    llama_wave-tied-dp2-zero2:tiny-llama/wave-tied-dp2-zero2:4:tiny-llama/single:1
     llama_hybrid-uneven:tiny-llama/hybrid-uneven:8:tiny-llama/single:1
     llama_pp2-gpipe-untied:tiny-llama/pp2-gpipe-untied:2:tiny-llama/single-untied:1
     llama_tp2-pp2-zb-h1:tiny-llama/tp2-pp2-zb-h1:4:tiny-llama/single:1

@@ -59,10 +59,10 @@ TEST_CASE("GPU ranks: tensor, data and tied-embedding groups all go to NCCL, non
   const std::vector<DeviceKind> kinds = rank_device_kinds(plan, layout, false);
   CHECK(kinds == std::vector<DeviceKind>(8, DeviceKind::gpu));
   CHECK(groups_of(plan, 0) == Names{"tensor s0 [0,1] nccl", "data s0 [0,2] nccl",
-                                    "tied-embedding s0 [0,1,2,3,4,5,6,7] nccl"});
+                                    "tied-embedding s0 [0,2,4,6] nccl"});
   CHECK(groups_of(plan, 5) ==
         Names{"tensor s1 [4,5] nccl", "data s1 [5,7] nccl",
-              "tied-embedding s0 [0,1,2,3,4,5,6,7] nccl"});
+              "tied-embedding s0 [1,3,5,7] nccl"});
   for (int rank = 0; rank < layout.world_size(); ++rank) {
     const std::vector<RankGroup> groups = rank_groups(plan, layout, kinds, rank);
     CHECK(groups.size() == 3);
@@ -76,7 +76,7 @@ TEST_CASE("--device cpu: every group of the same plan goes to MPI") {
         std::vector<DeviceKind>(8, DeviceKind::cpu));
   CHECK(groups_of(plan, 6, true) ==
         Names{"tensor s1 [6,7] mpi", "data s1 [4,6] mpi",
-              "tied-embedding s0 [0,1,2,3,4,5,6,7] mpi"});
+              "tied-embedding s0 [0,2,4,6] mpi"});
 }
 
 TEST_CASE("a CPU rank among GPUs: its groups take the host bridge, all-GPU groups keep NCCL") {
@@ -84,13 +84,28 @@ TEST_CASE("a CPU rank among GPUs: its groups take the host bridge, all-GPU group
   CHECK(rank_device_kinds(plan, RankLayout(plan), false)[2] == DeviceKind::cpu);
   CHECK(groups_of(plan, 0) ==
         Names{"tensor s0 [0,1] nccl", "data s0 [0,2] host-bridge",
-              "tied-embedding s0 [0,1,2,3,4,5,6,7] host-bridge"});
+              "tied-embedding s0 [0,2,4,6] host-bridge"});
   CHECK(groups_of(plan, 2) ==
         Names{"tensor s0 [2,3] host-bridge", "data s0 [0,2] host-bridge",
-              "tied-embedding s0 [0,1,2,3,4,5,6,7] host-bridge"});
+              "tied-embedding s0 [0,2,4,6] host-bridge"});
   CHECK(groups_of(plan, 7) ==
         Names{"tensor s1 [6,7] nccl", "data s1 [5,7] nccl",
-              "tied-embedding s0 [0,1,2,3,4,5,6,7] host-bridge"});
+              "tied-embedding s0 [1,3,5,7] nccl"});
+}
+
+TEST_CASE("the tied table's group: the ranks holding the same rows, or every rank of both stages") {
+  // Split alike (both stages at tp 2): tp rank 0 of each replica of both stages, and tp rank 1.
+  whale::plan::Plan plan = hybrid_plan();
+  REQUIRE(plan.tied_table_copies_split_alike());
+  CHECK(groups_of(plan, 4).back() == "tied-embedding s0 [0,2,4,6] nccl");
+  CHECK(groups_of(plan, 3).back() == "tied-embedding s0 [1,3,5,7] nccl");
+  // The head stage at tp 1 (four replicas) holds other rows than the table's stage at tp 2:
+  // every rank of both stages sums the whole table.
+  plan.stages[1].tp = 1;
+  plan.stages[1].shares = {1, 1, 1, 1};
+  REQUIRE(!plan.tied_table_copies_split_alike());
+  for (int rank : {0, 3, 5})
+    CHECK(groups_of(plan, rank).back() == "tied-embedding s0 [0,1,2,3,4,5,6,7] nccl");
 }
 
 TEST_CASE("a single rank joins no group") {

@@ -1,7 +1,8 @@
 // File: test_float_round.cpp
 // fp32 -> bf16 / fp16 round-to-nearest-even and back, bit-exact on hand-picked values (ties,
 // subnormals, NaN, infinities, the largest finite values); with CUDA, also against CUDA's own
-// host implementations of __float2bfloat16_rn / __float2half_rn over a sweep of bit patterns.
+// host implementations of __float2bfloat16_rn / __float2half_rn over a sweep of bit patterns;
+// a double split into a float and its remainder.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -76,6 +77,17 @@ TEST_CASE("fp16 -> fp32 is exact, subnormals included") {
   CHECK(std::isnan(fp16_bits_to_float(0x7E00u)));
   for (uint32_t h = 0; h < 0x7C00u; ++h)  // every finite half survives the round trip
     REQUIRE(float_to_fp16_bits(fp16_bits_to_float(static_cast<uint16_t>(h))) == h);
+}
+
+TEST_CASE("split_double: a float and its remainder that sum to the double") {
+  float hi = 0, lo = 0;
+  split_double(1.0 + 0x1p-40, &hi, &lo);  // below float's precision at 1: all in the remainder
+  CHECK(hi == 1.0f);
+  CHECK(lo == 0x1p-40f);
+  split_double(0.1, &hi, &lo);
+  CHECK(hi == 0.1f);
+  CHECK(static_cast<double>(hi) + lo == doctest::Approx(0.1).epsilon(1e-15));
+  CHECK(static_cast<double>(hi) + lo != static_cast<double>(0.1f));
 }
 
 #if defined(WHALE_HAVE_CUDA)

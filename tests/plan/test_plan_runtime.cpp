@@ -44,6 +44,11 @@ TEST_CASE("sequence_parallel needs tp > 1 dividing the sequence; shard_gradients
                        doctest::Contains("stages[0].sequence_parallel: tp 8 does not divide the model's sequence 2044"),
                        Error);
   bad = p;
+  bad.model.vocabulary = 4;  // fewer rows of the token table than tp 8 has ranks
+  CHECK_THROWS_WITH_AS(plan::validate_plan(bad),
+                       doctest::Contains("stages[0].tp: tp 8 exceeds the model's vocabulary of 4 tokens"),
+                       Error);
+  bad = p;
   bad.stages[0].shard_gradients = true;
   CHECK_THROWS_WITH_AS(plan::validate_plan(bad),
                        doctest::Contains("stages[0].shard_gradients: shard_gradients needs shard_optimizer: true"),

@@ -3,6 +3,8 @@
 // of the shards' softmax statistics into the loss and each row's log-sum-exp.
 #include "model/vocabulary_parallel.h"
 
+#include "backend/kernel_math/float_round.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -39,11 +41,6 @@ std::vector<int32_t> shard_token_rows(const std::vector<int32_t>& tokens, int vo
   return rows;
 }
 
-void split_double(double value, float* hi, float* lo) {
-  *hi = static_cast<float>(value);
-  *lo = static_cast<float>(value - static_cast<double>(*hi));
-}
-
 double combine_shard_statistics(const std::vector<float>& gathered, int shards, int rows,
                                 std::vector<float>* log_sum_exp) {
   const std::size_t per_shard = static_cast<std::size_t>(rows) * kShardStatisticsFloats;
@@ -67,7 +64,7 @@ double combine_shard_statistics(const std::vector<float>& gathered, int shards, 
       target_logit += at(k, 3);
     }
     const double lse = max_logit + std::log(sum);
-    split_double(lse, &(*log_sum_exp)[static_cast<std::size_t>(r) * kLogSumExpFloats],
+    kmath::split_double(lse, &(*log_sum_exp)[static_cast<std::size_t>(r) * kLogSumExpFloats],
                  &(*log_sum_exp)[static_cast<std::size_t>(r) * kLogSumExpFloats + 1]);
     total += lse - target_logit;
   }

@@ -35,10 +35,6 @@ constexpr int kShardStatisticsFloats = 4;
 /// Floats per row of the log-sum-exp the shard backward reads: hi, lo.
 constexpr int kLogSumExpFloats = 2;
 
-/// Splits `value` into a float and the float of its remainder, whose sum in double is `value`
-/// to about 1e-14 relative.
-void split_double(double value, float* hi, float* lo);
-
 /// Combines the statistics of every shard, `gathered` (shards, rows, kShardStatisticsFloats)
 /// in shard order: returns the loss summed over the rows (rows in order, in double) and writes
 /// each row's log-sum-exp over the whole vocabulary into `log_sum_exp` (rows,

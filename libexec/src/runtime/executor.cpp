@@ -177,22 +177,29 @@ Executor::Executor(const plan::Plan& plan, const RankLayout& layout, Communicato
     }
   }
   // This rank's copies of the tied token table: one, summed over the tied group made above, or
-  // both, where the two stages share its devices (no group).
+  // both, where the two stages share its devices (no group, or under ZeRO-2 their dp group).
   std::vector<TiedCopy> copies;
+  Communicator* tied_group = im.tied_group.get();
   for (int s : tied_embedding_stages(plan)) {
     if (!im.local(s)) continue;
     StageState& state = im.stage(s);
+    const plan::Stage& stage = plan.stages[s];
     for (const ParameterView& p : state.module->parameters())
       if (p.name == kTokenTable) {
-        const int tp = plan.stages[s].replica_tp(state.role.replica);
-        copies.push_back({p, tied_table_first(plan.model, state.role.tp_rank, tp), state.role.replica == 0});
+        const auto [owned_begin, owned_end] = tied_sum_range(
+            stage.shard_gradients, state.role.replica, p.count,
+            stage.shard_gradients ? state.optimizer->slice_of(p) : std::pair<std::size_t, std::size_t>{});
+        copies.push_back({p, tied_table_first(plan.model, state.role.tp_rank, stage.replica_tp(state.role.replica)),
+                          owned_begin, owned_end});
+        if (stage.shard_gradients && !tied_group) tied_group = state.dp;
       }
     im.tied_stages.push_back(s);
   }
   if (!copies.empty())
     im.tied = std::make_unique<TiedEmbedding>(
-        *im.backend, im.tied_group.get(), std::move(copies),
-        static_cast<std::size_t>(plan.model.vocabulary) * static_cast<std::size_t>(plan.model.hidden));
+        *im.backend, tied_group, std::move(copies),
+        static_cast<std::size_t>(plan.model.vocabulary) * static_cast<std::size_t>(plan.model.hidden),
+        plan.tied_table_copies_split_alike());
   // reduce_bucket(s, 0) directly follows the last backward (or backward_weight) of s
   // (schedule_program.h).
   const auto& code = im.program.instructions;

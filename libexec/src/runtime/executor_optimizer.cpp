@@ -36,6 +36,21 @@ void StageOptimizer::add_range(std::vector<ParameterView> parameters, Communicat
   r.optimizer = make_optimizer(backend_, r.parameters, config_, r.slice.begin, r.slice.end);
 }
 
+std::pair<std::size_t, std::size_t> StageOptimizer::slice_of(const ParameterView& parameter) const {
+  for (const Range& r : ranges_) {
+    std::size_t offset = 0;  // flat index of the parameter's first element
+    for (const ParameterView& p : r.parameters) {
+      if (p.name == parameter.name) {
+        const std::size_t lo = std::clamp(r.slice.begin, offset, offset + p.count);
+        const std::size_t hi = std::clamp(r.slice.end, lo, offset + p.count);
+        return {lo - offset, hi - offset};
+      }
+      offset += p.count;
+    }
+  }
+  throw std::logic_error("StageOptimizer::slice_of: no parameter " + parameter.name);
+}
+
 bool StageOptimizer::sharded() const {
   return std::any_of(ranges_.begin(), ranges_.end(), [](const Range& r) { return r.shard; });
 }

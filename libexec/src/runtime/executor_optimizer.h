@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "whale/exec/model/optimizer.h"
@@ -43,6 +44,10 @@ class StageOptimizer {
   /// the compute stream.
   void share_parameters();
   bool sharded() const;
+  /// The elements [first, second) of `parameter` (one of the stage's, by name) inside this
+  /// member's slice of its range: all of them in a whole range; under ZeRO-2 the only ones
+  /// whose gradient the reduction sums on this member.
+  std::pair<std::size_t, std::size_t> slice_of(const ParameterView& parameter) const;
   /// This member's share of the global gradient norm's square: the sum of squares of the
   /// reduced gradients of the trained parameters that `counted` accepts, taken in a sharded
   /// range over this member's slice (the members' slices partition it) and in a whole range

@@ -93,21 +93,21 @@ GradientReducer::GradientReducer(Backend& backend, const std::vector<ParameterVi
   if (!parameters.empty()) flat_ = TensorView{parameters.front().gradient.data, total, DType::fp32};
   packs_.resize(n);
   for (std::size_t b = 0; b < n; ++b)
-    for (const PackedGradients& pack : packing_[b]) {
+    for (const PackedGradients& pack : packing_[b])
       if (pack.group < 0 || pack.group >= static_cast<int>(pack_groups_.size()) ||
           !pack_groups_[pack.group])
         throw std::logic_error("GradientReducer: no group " + std::to_string(pack.group));
-      packs_[b].emplace_back(backend, pack.count, DType::fp32);
-    }
 }
 
+// A bucket's packs live from its start to its completion only: held for the whole run they
+// would add every gradient of the stage once more, in fp32, to the rank's memory (beyond what
+// whale-sim counts and what the CUDA backend's arena is sized by).
 void GradientReducer::start_packed(int b) {
+  packs_[b].clear();
   for (std::size_t i = 0; i < packing_[b].size(); ++i) {
     const PackedGradients& pack = packing_[b][i];
-    Tensor& buffer = packs_[b][i];
-    if (!pack.contributes) {
-      backend_->fill_zero(buffer, Stream::compute);
-    } else {
+    Tensor& buffer = packs_[b].emplace_back(*backend_, pack.count, DType::fp32);  // zero-filled
+    if (pack.contributes) {
       for (const GradientSegment& g : pack.segments)
         backend_->copy(buffer.slice(g.pack_offset, g.count), flat_.slice(g.flat_offset, g.count),
                        Stream::compute);
@@ -125,6 +125,7 @@ void GradientReducer::complete(int b) {
     for (const GradientSegment& g : packing_[b][i].segments)
       backend_->copy(flat_.slice(g.flat_offset, g.count), packs_[b][i].slice(g.pack_offset, g.count),
                      Stream::compute);
+  packs_[b].clear();  // queued copies finish before the memory's next user starts (CudaBackend::release)
 }
 
 void GradientReducer::start_through(int b) {

@@ -44,7 +44,7 @@ class GradientReducer {
   /// A mixed-tp stage (plan::Stage::mixed_tp): bucket b's gradients are copied into pack
   /// buffers of `backend` as `packing[b]` (mixed_tp_packing) says, each pack summed over
   /// `groups[pack.group]` (the piece holders' groups, then the stage's), and copied back once
-  /// complete. After wait_all() every gradient of this rank holds the sum over the replicas,
+  /// complete, then freed. After wait_all() every gradient of this rank holds the sum over the replicas,
   /// each replica's replicated parameters counted once. `groups` must outlive this.
   GradientReducer(Backend& backend, const std::vector<ParameterView>& parameters,
                   std::vector<plan::GradientBucket> buckets,
@@ -86,8 +86,9 @@ class GradientReducer {
     std::vector<std::size_t> blocks;  // ZeRO-2: each member's part (zero_block_counts)
   };
   std::vector<std::vector<Run>> runs_;  // per bucket when expert parameters reduce apart
-  /// Mixed tp: the backend, the flat gradient buffer, per bucket its packs and their buffers,
-  /// the groups they are summed over (mixed_tp_packing.h); all empty otherwise.
+  /// Mixed tp: the backend, the flat gradient buffer, per bucket its packs and their buffers
+  /// (held from the bucket's start to its completion), the groups they are summed over
+  /// (mixed_tp_packing.h); all empty otherwise.
   Backend* backend_ = nullptr;
   TensorView flat_;
   std::vector<std::vector<PackedGradients>> packing_;

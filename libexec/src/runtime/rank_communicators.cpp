@@ -75,7 +75,7 @@ std::vector<RankGroup> rank_groups(const plan::Plan& plan, const RankLayout& lay
     return std::binary_search(ranks.begin(), ranks.end(), rank);
   };
   if (!tied_stages.empty() && holds(tied_stages.front()) != holds(tied_stages.back())) {
-    const std::vector<int> tied_ranks = ranks_of_stages(plan, layout, tied_stages);
+    const std::vector<int> tied_ranks = tied_group_ranks(plan, layout, rank);
     groups.push_back(RankGroup{GroupPurpose::tied_embedding, tied_stages.front(), tied_ranks,
                                transport_of(kinds, tied_ranks)});
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/kernel_math/float_round.h"
 
 namespace whale::exec::cpu {
 namespace {
@@ -113,8 +114,7 @@ void Fp32Kernels::cross_entropy_shard_statistics(const float* logits, const int3
     double sum = 0.0;
     for (int v = 0; v < columns; ++v) sum += std::exp(static_cast<double>(row[v]) - max_logit);
     out[0] = max_logit;
-    out[1] = static_cast<float>(sum);
-    out[2] = static_cast<float>(sum - static_cast<double>(out[1]));
+    kmath::split_double(sum, &out[1], &out[2]);
     out[3] = targets[r] >= 0 ? row[targets[r]] : 0.0f;
   });
 }

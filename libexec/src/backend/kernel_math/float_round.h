@@ -1,7 +1,8 @@
 // File: float_round.h
 // fp32 <-> bf16 and fp32 <-> fp16 conversions on raw 16-bit patterns, round-to-nearest-even,
 // bit-exact with CUDA's __float2bfloat16_rn / __float2half_rn (NaN becomes the canonical
-// 0x7fff; values past the largest finite number round to infinity) and their inverses.
+// 0x7fff; values past the largest finite number round to infinity) and their inverses; a
+// double split into two floats.
 #pragma once
 
 #include <stdint.h>
@@ -68,6 +69,13 @@ WHALE_HOST_DEVICE float fp16_bits_to_float(uint16_t h) {
     --e;
   }
   return bits_float(sign | (static_cast<uint32_t>(e) << 23) | ((mantissa & 0x3ffu) << 13));
+}
+
+/// Splits `value` into a float and the float of its remainder, whose sum in double is `value`
+/// to about 1e-14 relative.
+WHALE_HOST_DEVICE void split_double(double value, float* hi, float* lo) {
+  *hi = static_cast<float>(value);
+  *lo = static_cast<float>(value - static_cast<double>(*hi));
 }
 
 }  // namespace whale::exec::kmath

@@ -172,6 +172,12 @@ struct Plan {
   /// stages run on one device group (a wave of an even chunk count), those devices hold both
   /// copies, as whale-run does.
   bool last_stage_holds_table_copy() const;
+  /// Whether the two copies of a tied token table (last_stage_holds_table_copy) are split
+  /// alike: every replica of the first and of the last stage at one tp degree, so that the
+  /// ranks holding the same rows sum them in place. Otherwise the copies' gradients are summed
+  /// through an fp32 buffer of the whole table on each device of both stages, at the step's
+  /// end (whale-run's TiedEmbedding), unless both stages run on the same devices.
+  bool tied_table_copies_split_alike() const;
   /// Whether stage s sums gradients across devices after its backward passes, in its gradient
   /// buckets (gradient_buckets): it has dp > 1, or it is a mixture-of-experts stage whose
   /// experts are replicated over expert_dp > 1 devices (at dp 1 only the routed experts' part

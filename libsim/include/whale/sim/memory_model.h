@@ -74,7 +74,8 @@ struct MemoryBreakdown {
   Bytes gradients_bytes = 0;       // held at the peak (all of them unless the framework frees
                                    // them after each step: framework_memory.h)
   Bytes gradient_bucket_bytes = 0;  // the buckets' own copy of the gradients, when the
-                                    // framework keeps one (framework_memory)
+                                    // framework keeps one (framework_memory), and a mixed-tp
+                                    // stage's fp32 exchange packs when the peak holds them
   Bytes optimizer_bytes = 0;    // states, fp32 master weights and any fp32 gradient copy
   Bytes activations_bytes = 0;  // at the program's peak of in-flight micro-batches, plus the
                                 // one-layer transient of recomputation

@@ -18,7 +18,8 @@ namespace whale::exec {
 enum class GroupPurpose {
   tensor,          // a replica's tp ranks: the tensor-parallel region's collectives
   data,            // one tp rank across a stage's replicas: gradient buckets, ZeRO's gathers
-  tied_embedding,  // every rank of the token table's stage and of the tied head's (on other devices)
+  tied_embedding,  // the ranks summing the tied token table's copies (tied_group_ranks), one
+                   // copy each (the table's stage and the tied head's on other devices)
   /// A mixture-of-experts stage with ep > 1 (plan::Stage::expert_parallel_group): the ep
   /// devices of one expert-dp replica and expert-tp rank; the MoE layers' token exchanges.
   expert_parallel,
@@ -48,7 +49,7 @@ std::vector<DeviceKind> rank_device_kinds(const plan::Plan& plan, const RankLayo
 
 /// The groups `rank` joins, in the one global order every rank creates them in (so that
 /// creation, collective over the members, cannot deadlock): its tensor and data groups in
-/// plan_comm_groups' order, then the tied token table's group (when the model ties its head to
+/// plan_comm_groups' order, then the tied token table's group (tied_group_ranks, when the model ties its head to
 /// the table across stages and `rank` holds a copy), then, stage by stage, the expert groups
 /// of each stage whose experts are laid out apart from attention (expert_layout_groups; they
 /// may list the same ranks as a tensor or data group, and are separate communicators all the
