@@ -64,6 +64,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     act_split_.back() += l.activation_bytes_expert * l.expert_load_imbalance;
     backward_buffers_split_ = std::max(backward_buffers_split_, l.backward_buffer_bytes_split);
     backward_buffers_replicated_ = std::max(backward_buffers_replicated_, l.backward_buffer_bytes_replicated);
+    largest_input_ = std::max(largest_input_, l.input_bytes);
   }
   node_devices_ = 0;
   for (const Node& node : cluster.nodes) {
@@ -291,7 +292,9 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
   // One layer's backward buffers under stage_buffer_cache, the model's largest (the
   // simulator adds the range's largest).
   if (device.stage_buffer_cache)
-    need.activation_bytes += (backward_buffers_split_ / tp + backward_buffers_replicated_ / sp) * share;
+    need.activation_bytes += (backward_buffers_split_ / tp + backward_buffers_replicated_ / sp +
+                              (sp > 1 ? kSequenceParallelWholeBuffers * largest_input_ : 0.0)) *
+                             share;
   if (weight_passes >= 0) {
     const double weight_pass = weight_pass_range(first, end, tp);
     need.activation_bytes += (weight_pass * weight_passes + std::max(0.0, weight_pass - per_sample)) * share;

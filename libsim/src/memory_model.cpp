@@ -72,8 +72,10 @@ Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recomput
 }
 
 Bytes backward_buffer_bytes(const plan::Layer& layer, int tp, bool sequence_parallel) {
-  return layer.backward_buffer_bytes_split / tp +
-         layer.backward_buffer_bytes_replicated / (sequence_parallel ? tp : 1);
+  if (!sequence_parallel)
+    return layer.backward_buffer_bytes_split / tp + layer.backward_buffer_bytes_replicated;
+  return layer.backward_buffer_bytes_split / tp + layer.backward_buffer_bytes_replicated / tp +
+         plan::kSequenceParallelWholeBuffers * layer.input_bytes;
 }
 
 double flat_shard_elements(double elements, int members, int member) {

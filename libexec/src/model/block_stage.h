@@ -14,7 +14,7 @@
 //   static BlockParams block_params(const Dims&, int layer, const std::vector<Param>& held);
 //   static constexpr ExpertKind kExpertKind (the MLP of its experts, mixture-of-experts models);
 //   Ends: bind(dims, find-parameter-by-name), embedding_forward/backward,
-//         head_norm_forward/backward, head_weight().
+//         head_norm_forward/backward, head_norm_gradients(), head_weight().
 #pragma once
 
 #include <algorithm>
@@ -58,8 +58,7 @@ struct MicroBatchState {
   Tensor inputs, targets;
   std::vector<Tensor> xs;                 // xs[k]: input of block k (Nh, C); xs[blocks]: head's
   std::vector<BlockActivations> blocks;   // empty entries under full recomputation
-  Tensor head_x;                          // (N, C): the gathered head input (sequence parallel)
-  HeadActivations head;                   // the final norm
+  HeadActivations head;                   // the final norm, over the held rows (Nh, C)
   Tensor logits;                          // (N, V), or (N, this rank's vocabulary slice)
   Tensor log_sum_exp;                     // (N, 2) fp32 under a vocabulary-parallel head
 };
@@ -259,16 +258,16 @@ class BlockStage : public StageModule {
     moe_context_.loss_scale = loss_scale;  // the auxiliary loss's gradient scales with it
     const std::size_t nc = rows(s) * static_cast<std::size_t>(dims_.channels);
     Tensor dx(*backend_, held(s), act_);
-    const TensorView dx_all = region_.all_rows(dx, border_, nc);
     if (has_head_) {
       weight_gradients_.set_layer(dims_.layers + 1);
-      backend_->fill_zero(dx_all, Stream::compute);  // head_backward adds to it
-      timed_layer(dims_.layers + 1, true, report_layers, [&] { head_backward(s, dx_all, loss_scale); });
+      backend_->fill_zero(dx, Stream::compute);  // head_backward adds to it
+      timed_layer(dims_.layers + 1, true, report_layers, [&] { head_backward(s, dx, loss_scale); });
+      layer_done(dims_.layers + 1);
     } else {
+      const TensorView dx_all = region_.all_rows(dx, border_, nc);
       upload_floats(dx_all, output_gradient);
+      region_.keep_held_rows(dx_all, dx);
     }
-    region_.keep_held_rows(dx_all, dx);
-    if (has_head_) layer_done(dims_.layers + 1);
     const bool full = options_.recompute == plan::Recompute::full;
     for (std::size_t k = blocks_.size(); k-- > 0;) {
       // Full recomputation redoes the block's forward into the one block's worth of scratch
@@ -358,11 +357,6 @@ class BlockStage : public StageModule {
   std::size_t held(const State& s) const {
     return static_cast<std::size_t>(region_.held_rows(static_cast<int>(rows(s)))) *
            dims_.channels;
-  }
-  /// The head's input over all rows: gathered by head_forward under sequence parallelism.
-  ConstTensorView head_input(const State& s) const {
-    return region_.sequence_parallel() ? s.head_x.slice(0, rows(s) * dims_.channels)
-                                       : ConstTensorView(s.xs.back());
   }
 
   void validate(const plan::Model& model) const {
@@ -521,13 +515,16 @@ class BlockStage : public StageModule {
   }
 
   /// Final norm, LM head, summed cross-entropy of the micro-batch. Vocabulary-parallel, the
-  /// head computes this rank's slice of the logits only.
+  /// head computes this rank's slice of the logits only. Under sequence parallelism the norm
+  /// runs on the held rows, which the head's GEMM gathers (into border_, again in the
+  /// backward), as Megatron-LM's sequence-parallel head does: the micro-batch keeps the held
+  /// rows' norm only.
   double head_forward(State& s) {
     const int n = static_cast<int>(rows(s)), C = dims_.channels, V = vocabulary_.count;
-    ends_.head_norm_forward(*backend_, s.head, region_.enter(s.xs.back(), s.head_x), n);
+    ends_.head_norm_forward(*backend_, s.head, s.xs.back(), region_.held_rows(n));
     reuse_or_allocate(s.logits, *backend_, rows(s) * V, act_);
-    backend_->linear_forward(s.logits, s.head.norm, ends_.head_weight().value, ConstTensorView{},
-                             n, C, V);
+    backend_->linear_forward(s.logits, region_.enter(s.head.norm, border_),
+                             ends_.head_weight().value, ConstTensorView{}, n, C, V);
     if (!vocabulary_parallel()) return backend_->cross_entropy_forward(s.logits, s.targets, n, V);
     return vocabulary_parallel_loss(s);
   }
@@ -558,13 +555,13 @@ class BlockStage : public StageModule {
     s.head = HeadActivations{};
     s.logits.reset();
     s.log_sum_exp.reset();
-    s.head_x.reset();
   }
 
-  /// dx (N, C) += gradient of loss_scale * summed loss w.r.t. the head input.
+  /// dx (Nh, C) += gradient of loss_scale * summed loss w.r.t. the head input's held rows.
   void head_backward(State& s, TensorView dx, double loss_scale) {
     if (s.logits.empty()) head_forward(s);  // full recomputation
     const int n = static_cast<int>(rows(s)), C = dims_.channels, V = vocabulary_.count;
+    const int held_rows = region_.held_rows(n);
     Tensor dnorm(*backend_, rows(s) * C, act_);
     // The logits are not read after this: their gradient overwrites them (one (N, V) tensor).
     if (vocabulary_parallel())
@@ -574,10 +571,20 @@ class BlockStage : public StageModule {
       backend_->cross_entropy_backward_in_place(s.logits, s.targets, n, V, loss_scale);
     const Param head = ends_.head_weight();
     weight_gradients_.linear_backward(dnorm, head.value, head.grad, TensorView{}, s.logits,
-                                      s.head.norm, n, C, V);
-    // Each rank's slice of the vocabulary gave part of the head input's gradient.
-    if (vocabulary_parallel()) region_.all_reduce(dnorm);
-    ends_.head_norm_backward(*backend_, dx, dnorm, head_input(s), s.head, n);
+                                      region_.enter(s.head.norm, border_), n, C, V);
+    // Each rank's slice of the vocabulary gave part of the head input's gradient: summed over
+    // the group into the held rows (in place unless sequence-parallel).
+    Tensor dnorm_held;
+    TensorView dnorm_rows = dnorm;
+    if (region_.sequence_parallel()) {
+      dnorm_held = Tensor(*backend_, held(s), act_);
+      dnorm_rows = dnorm_held;
+    }
+    if (vocabulary_parallel()) region_.leave(dnorm, dnorm_rows);
+    const std::vector<TensorView> norm_gradients = ends_.head_norm_gradients();
+    region_.begin_held_row_gradients(norm_gradients);
+    ends_.head_norm_backward(*backend_, dx, dnorm_rows, s.xs.back(), s.head, held_rows);
+    region_.end_held_row_gradients(norm_gradients);
   }
 
   Dims dims_;

@@ -96,6 +96,7 @@ struct GptFamily {
       be.layernorm_backward(dx, head_ln_w.grad, head_ln_b.grad, dnorm, x, head_ln_w.value,
                             h.mean, h.rstd, rows, dims.channels);
     }
+    std::vector<TensorView> head_norm_gradients() const { return {head_ln_w.grad, head_ln_b.grad}; }
     Param head_weight() const { return head_w; }
   };
 };

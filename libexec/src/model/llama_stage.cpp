@@ -98,6 +98,7 @@ struct LlamaFamily {
       be.rmsnorm_backward(dx, head_norm_w.grad, dnorm, x, head_norm_w.value, h.rstd, rows,
                           dims.channels);
     }
+    std::vector<TensorView> head_norm_gradients() const { return {head_norm_w.grad}; }
     Param head_weight() const { return head_w; }
   };
 };

@@ -43,6 +43,12 @@ struct GemmOp {
 /// recomputation recomputes and what it does not keep.
 bool is_attention_core(const std::string& op_name);
 
+/// Under sequence parallelism whale-run's stage keeps, beside a layer's backward buffers, three
+/// tensors over all rows, each the size of the layer's input: the tensor region's gathered
+/// input (of a column-parallel linear) and partial output (of a row-parallel one), and the
+/// stage border's whole tensor.
+constexpr int kSequenceParallelWholeBuffers = 3;
+
 struct Layer;
 /// Bytes per sample that a split backward (zb-h1) keeps from its input pass to its weight pass
 /// in `layer`: the input and the output gradient of every weight GEMM (all but the attention
@@ -92,6 +98,7 @@ struct Layer {
   // the gradients of the block's intermediates and of its input and output.
   Bytes backward_buffer_bytes_split = 0;       // divided by tp (tp-split widths: ffn, heads)
   Bytes backward_buffer_bytes_replicated = 0;  // width h, divided by tp under sequence parallelism
+                                               // (then kSequenceParallelWholeBuffers beside them)
   Bytes output_bytes = 0;             // per sample: the tensor that crosses to the next layer
   Bytes tp_allreduce_bytes = 0;       // per sample: bytes all-reduced across tp per forward pass
                                       // (the same again in backward)

@@ -148,6 +148,7 @@ class AnalyticModel {
   // The largest Layer::backward_buffer_bytes_split and _replicated of any layer, per sample: a
   // bound on the stage's buffers the simulator adds under stage_buffer_cache.
   double backward_buffers_split_ = 0, backward_buffers_replicated_ = 0;
+  double largest_input_ = 0;  // the largest Layer::input_bytes, per sample
 
  public:
   /// The largest of per-layer values over a range of layers, in O(1): a sparse table whose

@@ -55,9 +55,11 @@ Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recomput
                                 bool sequence_parallel = false);
 
 /// Bytes per sample of one layer's backward buffers (Layer::backward_buffer_bytes_*) at tp
-/// degree `tp`: the split part / tp, the replicated part / tp under sequence parallelism. The
-/// memory model adds every stage's largest when the framework caches them per stage
-/// (FrameworkMemory::stage_buffer_cache).
+/// degree `tp`: the split part / tp, the replicated part / tp under sequence parallelism, and
+/// there, whole, the buffers over all rows that whale-run's stage keeps beside them: the tensor
+/// region's gathered input and partial output, and the stage border's tensor, each the size of
+/// the layer's input (plan::kSequenceParallelWholeBuffers). The memory model adds every
+/// stage's largest when the framework caches them per stage (FrameworkMemory::stage_buffer_cache).
 Bytes backward_buffer_bytes(const plan::Layer& layer, int tp, bool sequence_parallel);
 
 /// Bytes per sample that a split backward (zb-h1) keeps from its input pass to its weight pass
