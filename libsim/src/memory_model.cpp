@@ -211,6 +211,18 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   // tied table's buffer, below); backwards (gradient passes) so far by stage.
   Bytes exchange = 0, peak_exchange = 0;
   std::vector<int> gradient_passes(plan.stages.size(), 0);
+  // A moment holding these; the peak when its total is the highest so far.
+  const auto consider = [&](Bytes live_now, Bytes transient_now, Bytes gradients_now,
+                            Bytes exchange_now, int in_flight_now) {
+    const Bytes total = (live_now + transient_now) * scale + gradients_now + exchange_now;
+    if (total <= peak_total) return;
+    peak_total = total;
+    peak_live = live_now;
+    peak_transient = transient_now;
+    peak_gradients = gradients_now;
+    peak_exchange = exchange_now;
+    out.peak_in_flight = in_flight_now;
+  };
   // The split backward's (zb-h1) weight-pass tensors held now and at most, for stage_buffer_cache.
   Bytes pending_weight_pass = 0, most_pending_weight_pass = 0;
   // By stage, for stage_buffer_cache: micro-batches whose buffers the stage holds now and at
@@ -249,16 +261,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
     }
     if (plan::completes_gradients(ins.kind) && ++gradient_passes[ins.stage] == plan.micro_batches)
       exchange += exchange_packs_of_stage[ins.stage];
-    const Bytes transient = transient_at(in_flight);
-    const Bytes total = (live + transient) * scale + held_gradients + exchange;
-    if (total > peak_total) {
-      peak_total = total;
-      peak_live = live;
-      peak_transient = transient;
-      peak_gradients = held_gradients;
-      peak_exchange = exchange;
-      out.peak_in_flight = in_flight;
-    }
+    consider(live, transient_at(in_flight), held_gradients, exchange, in_flight);
   });
   // The step's end, after the exchanges: the copies of a tied token table split unlike
   // (Plan::tied_table_copies_split_alike) are summed through an fp32 buffer of the whole table
@@ -270,15 +273,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
                                     table_stage != head_stage
                                 ? static_cast<double>(plan.model.vocabulary) * plan.model.hidden * 4.0
                                 : 0.0;
-  const Bytes end_total = (live + transient_at(in_flight)) * scale + held_gradients + tied_buffer;
-  if (tied_buffer > 0 && end_total > peak_total) {
-    peak_total = end_total;
-    peak_live = live;
-    peak_transient = transient_at(in_flight);
-    peak_gradients = held_gradients;
-    peak_exchange = tied_buffer;
-    out.peak_in_flight = in_flight;
-  }
+  if (tied_buffer > 0) consider(live, transient_at(in_flight), held_gradients, tied_buffer, in_flight);
   // A framework that caches every stage's buffers (whale-run) holds, once each stage has reached
   // its most micro-batches in flight, all those activations at once, and every stage's backward
   // buffers, and beside them the weight-pass tensors of a split backward (copies its queue holds
@@ -292,17 +287,8 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
       cached_in_flight += stage_most[s];
     }
     cached_live += most_pending_weight_pass;
-    const Bytes cached_total =
-        (cached_live + transient_bytes + cached_buffers) * scale + out.gradients_bytes +
-        std::max(exchange, tied_buffer);
-    if (cached_total > peak_total) {
-      peak_total = cached_total;
-      peak_live = cached_live;
-      peak_transient = transient_bytes + cached_buffers;
-      peak_gradients = out.gradients_bytes;
-      peak_exchange = std::max(exchange, tied_buffer);
-      out.peak_in_flight = cached_in_flight;
-    }
+    consider(cached_live, transient_bytes + cached_buffers, out.gradients_bytes,
+             std::max(exchange, tied_buffer), cached_in_flight);
   }
   out.gradients_bytes = peak_gradients;
   out.gradient_bucket_bytes += peak_exchange;
