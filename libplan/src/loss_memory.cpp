@@ -1,6 +1,9 @@
 // File: loss_memory.cpp
-// loss_backward_transient_bytes: the cross entropy's backward buffers (loss_memory.h).
+// loss_backward_transient_bytes: the cross entropy's backward buffers; head_backward_transient_bytes:
+// the head's backward beyond what it keeps (loss_memory.h).
 #include "whale/plan/loss_memory.h"
+
+#include <algorithm>
 
 namespace whale::plan {
 
@@ -12,6 +15,11 @@ namespace whale::plan {
 Bytes loss_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy) {
   if (cross_entropy == CrossEntropyImplementation::fused) return 0;
   return 8.0 * layer.logit_elements;
+}
+
+Bytes head_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy, int tp) {
+  if (layer.logit_elements <= 0) return 0;
+  return std::max(loss_backward_transient_bytes(layer, cross_entropy) / tp, layer.input_bytes);
 }
 
 }  // namespace whale::plan

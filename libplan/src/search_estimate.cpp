@@ -96,6 +96,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     d.act_attention.assign(1, 0.0);
     d.act_replicated.assign(1, 0.0);
     d.loss_transient.assign(1, 0.0);
+    d.head_norm_gradient.assign(1, 0.0);
     std::vector<double> whole, attention_of, replicated_of;
     for (const Layer& l : model.layers) {
       const double attention = attention_kept_bytes(l, profile.framework_memory, precision_);
@@ -103,6 +104,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
       push_prefix(d.act_attention, attention);
       push_prefix(d.act_replicated, replicated);
       push_prefix(d.loss_transient, loss_backward_transient_bytes(l, profile.framework_memory.cross_entropy));
+      push_prefix(d.head_norm_gradient, l.logit_elements > 0 ? l.input_bytes : 0.0);
       whole.push_back(replicated + l.activation_bytes_split + attention);
       attention_of.push_back(attention);
       replicated_of.push_back(replicated);
@@ -285,10 +287,12 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
     }
   }
   need.activation_bytes = per_sample * share * in_flight;
-  // The loss's backward buffers on the stage that holds the head (as the simulator adds them),
-  // vocabulary-parallel across tp. Gradients freed after each step (framework_memory.h) are
-  // still counted in state_bytes here: the estimate stays at or above the simulator's.
-  need.activation_bytes += range(device.loss_transient, first, end) / tp * share;
+  // The head's backward beyond what it keeps on the stage that holds it (as the simulator adds
+  // it: head_backward_transient_bytes), the loss's buffers vocabulary-parallel across tp.
+  // Gradients freed after each step (framework_memory.h) are still counted in state_bytes
+  // here: the estimate stays at or above the simulator's.
+  need.activation_bytes +=
+      std::max(range(device.loss_transient, first, end) / tp, range(device.head_norm_gradient, first, end)) * share;
   // One layer's backward buffers under stage_buffer_cache, the model's largest (the
   // simulator adds the range's largest).
   if (device.stage_buffer_cache)

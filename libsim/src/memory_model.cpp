@@ -159,7 +159,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,
                                     layer_kept) *
               samples;
-      const Bytes loss = plan::loss_backward_transient_bytes(layer, framework.cross_entropy) / stage.tp;
+      const Bytes loss = plan::head_backward_transient_bytes(layer, framework.cross_entropy, stage.tp);
       transient_bytes = std::max(
           transient_bytes, (recompute_transient_bytes(layer, stage.tp, stage.recompute,
                                                       stage.sequence_parallel, layer_kept) +

@@ -203,6 +203,20 @@ TEST_CASE("embedding forward and backward, bit for bit") {
   check_embedding_bit_for_bit(be, {1, 4, 4, 0, 10, 4, 1, 1, 2, 3, 4, 5, 6, 7, 4}, 3, 5, 33, 11);
 }
 
+TEST_CASE("embedding without a position table (Llama): the token rows only, bit for bit") {
+  Backends be;
+  const int B = 2, T = 3, C = 33, V = 6;
+  const Twin tokens = be.ints({5, -1, 2, 2, 0, 5});  // -1: another slice's row, zero
+  const Twin wte = be.tensor(random_vector(V * C, 66)), dout = be.tensor(random_vector(B * T * C, 67));
+  Twin out = be.tensor(random_vector(B * T * C, 68)), dwte = be.tensor(random_vector(V * C, 69));
+  be.cpu->embedding_forward(out.on_cpu, tokens.on_cpu, wte.on_cpu, ConstTensorView{}, B, T, C);
+  be.gpu->embedding_forward(out.on_gpu, tokens.on_gpu, wte.on_gpu, ConstTensorView{}, B, T, C);
+  be.cpu->embedding_backward(dwte.on_cpu, TensorView{}, dout.on_cpu, tokens.on_cpu, B, T, C);
+  be.gpu->embedding_backward(dwte.on_gpu, TensorView{}, dout.on_gpu, tokens.on_gpu, B, T, C);
+  CHECK(out.gpu_values() == out.cpu_values());
+  CHECK(dwte.gpu_values() == dwte.cpu_values());
+}
+
 TEST_CASE("fused softmax + cross-entropy: summed loss and gradient") {
   Backends be;
   const int N = 7, V = 1001;

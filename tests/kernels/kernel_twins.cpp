@@ -109,6 +109,7 @@ void twin_embedding_backward(float* dwte, float* dwpe, const float* dout, const 
       for (int p = buckets.offsets[i]; p < buckets.offsets[i + 1]; ++p)
         *sum += dout[static_cast<std::size_t>(buckets.positions[p]) * channels + c];
     }
+  if (dwpe == nullptr) return;       // no position table
   for (int t = 0; t < sequence; ++t)  // one thread per (t, c)
     for (int c = 0; c < channels; ++c)
       for (int b = 0; b < batch; ++b)

@@ -110,6 +110,25 @@ TEST_CASE("embedding forward and deterministic backward equal the CPU backend bi
   CHECK(dwpe == ref_dwpe);
 }
 
+TEST_CASE("embedding without a position table (Llama): each row its token's, or zero for another rank's") {
+  auto cpu = make_reference();
+  const int B = 2, T = 2, C = 3, V = 3;
+  const std::vector<int32_t> tokens = {2, -1, 2, 0};
+  const std::vector<float> wte = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<float> out(B * T * C, -1.0f), ref(out.size(), -1.0f);
+  cpu->embedding_forward(view(ref), view(tokens), view(wte), ConstTensorView{}, B, T, C);
+  twin_embedding_forward(out.data(), tokens.data(), wte.data(), nullptr, B, T, C);
+  CHECK(ref == std::vector<float>{7, 8, 9, 0, 0, 0, 7, 8, 9, 1, 2, 3});
+  CHECK(out == ref);
+  const std::vector<float> dout = {1, 1, 1, 5, 5, 5, 2, 3, 4, 10, 20, 30};
+  std::vector<float> dwte(V * C, 0.5f), ref_dwte = dwte;
+  cpu->embedding_backward(view(ref_dwte), TensorView{}, view(dout), view(tokens), B, T, C);
+  twin_embedding_backward(dwte.data(), nullptr, dout.data(), tokens.data(), B, T, C, V);
+  // Token 0 gets row 3; token 2 rows 0 and 2 (in row order); token 1 and row 1 nothing.
+  CHECK(ref_dwte == std::vector<float>{10.5f, 20.5f, 30.5f, 0.5f, 0.5f, 0.5f, 3.5f, 4.5f, 5.5f});
+  CHECK(dwte == ref_dwte);
+}
+
 TEST_CASE("fused softmax + cross-entropy: loss and gradient equal the CPU backend") {
   auto cpu = make_reference();
   const int N = 3, V = 300;

@@ -230,6 +230,15 @@ TEST_CASE("PyTorch's cross entropy holds 8 bytes per logit in its backward, a fu
       {head}, plan::ScheduleKind::gpipe, 1, 2, 2, 2);
   profile_of(tp2).framework_memory.cross_entropy = plan::CrossEntropyImplementation::pytorch;
   CHECK(memory_of(tp2).activations_bytes == 2 * (10 + 540 / 2.0 + 80 / 2.0));
+  // After the loss's buffers the head's backward holds the final norm's output gradient over
+  // every row (its input bytes): the larger of the two is what it holds beyond what it keeps.
+  head.input_bytes = 30;
+  CHECK(plan::head_backward_transient_bytes(head, plan::CrossEntropyImplementation::pytorch, 1) == 80);
+  CHECK(plan::head_backward_transient_bytes(head, plan::CrossEntropyImplementation::pytorch, 4) == 30);
+  CHECK(plan::head_backward_transient_bytes(head, plan::CrossEntropyImplementation::fused, 2) == 30);
+  CHECK(plan::head_backward_transient_bytes(attention_layer(false), plan::CrossEntropyImplementation::pytorch, 1) == 0);
+  plan::Plan fused = one_layer_plan(head, Precision::bf16);
+  CHECK(memory_of(fused).activations_bytes == attention_free + 2 * 30);
 }
 
 TEST_CASE("gradients freed after each step: held from a stage's first backward, not before") {

@@ -58,7 +58,6 @@ struct GptFamily {
   struct Ends {
     Dims dims;
     Param wte, wpe, head_ln_w, head_ln_b, head_w;
-    Tensor zero_positions;  // (T, C) act: the position table where the positions are not added
 
     template <class Find>
     void bind(const Dims& d, Find find) {
@@ -70,13 +69,12 @@ struct GptFamily {
       head_w = find("head.weight");
     }
     /// Without `positions` (a vocabulary-parallel table's tensor ranks but the first, whose
-    /// partial rows are summed with it) the position table adds nothing.
+    /// partial rows are summed with it) the position table adds nothing. The backward adds the
+    /// whole position gradient on every rank: the summed rows hold the table once.
     void embedding_forward(Backend& be, TensorView x, ConstTensorView tokens, int samples,
                            bool positions) {
-      if (!positions && zero_positions.empty())
-        zero_positions = Tensor(be, wpe.value.count, be.compute_dtype());  // zeroed
-      be.embedding_forward(x, tokens, wte.value, positions ? wpe.value : ConstTensorView(zero_positions),
-                           samples, dims.sequence, dims.channels);
+      be.embedding_forward(x, tokens, wte.value, positions ? wpe.value : ConstTensorView{}, samples,
+                           dims.sequence, dims.channels);
     }
     void embedding_backward(Backend& be, ConstTensorView dx, ConstTensorView tokens,
                             int samples) {

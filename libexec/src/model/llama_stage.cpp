@@ -58,12 +58,11 @@ struct LlamaFamily {
     return {p[0], p[1], Param{}, p[2], p[3], p[4], p[5], p[6], {}};
   }
 
-  /// Token embedding (the position table of the embedding op is zero and not trained); final
-  /// RMSNorm; the LM head is the token table when tied.
+  /// Token embedding (the embedding op without a position table); final RMSNorm; the LM head is
+  /// the token table when tied.
   struct Ends {
     Dims dims;
     Param wte, head_norm_w, head_w;
-    Tensor zero_positions, discarded_positions_grad;  // (T, C) act and fp32, embedding stage only
 
     template <class Find>
     void bind(const Dims& d, Find find) {
@@ -75,17 +74,13 @@ struct LlamaFamily {
     /// `positions` is the GPT's (whether this rank adds the position table): a Llama has none.
     void embedding_forward(Backend& be, TensorView x, ConstTensorView tokens, int samples,
                            bool /*positions*/) {
-      const std::size_t tc = static_cast<std::size_t>(dims.sequence) * dims.channels;
-      if (zero_positions.empty()) zero_positions = Tensor(be, tc, be.compute_dtype());  // zeroed
-      be.embedding_forward(x, tokens, wte.value, zero_positions, samples, dims.sequence,
+      be.embedding_forward(x, tokens, wte.value, ConstTensorView{}, samples, dims.sequence,
                            dims.channels);
     }
     void embedding_backward(Backend& be, ConstTensorView dx, ConstTensorView tokens,
                             int samples) {
-      reuse_or_allocate(discarded_positions_grad, be,
-                        static_cast<std::size_t>(dims.sequence) * dims.channels, DType::fp32);
-      be.embedding_backward(wte.grad, discarded_positions_grad, dx, tokens, samples,
-                            dims.sequence, dims.channels);
+      be.embedding_backward(wte.grad, TensorView{}, dx, tokens, samples, dims.sequence,
+                            dims.channels);
     }
     void head_norm_forward(Backend& be, HeadActivations& h, ConstTensorView x, int rows) {
       const std::size_t n = static_cast<std::size_t>(rows);

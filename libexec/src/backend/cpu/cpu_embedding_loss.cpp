@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend_impl.h"
+#include "backend/kernel_math/elementwise_math.h"
 #include "backend/kernel_math/float_round.h"
 
 namespace whale::exec::cpu {
@@ -42,18 +43,12 @@ void check_shard_target(int32_t target, int columns) {
 
 void Fp32Kernels::embedding_forward(float* out, const int32_t* tokens, const float* wte,
                                     const float* wpe, int batch, int sequence, int channels) {
-  // Token positions in parallel: each writes its own output row.
+  // Token positions in parallel: each writes its own output row (embedding_element's sum).
   pool_.parallel_for(static_cast<std::ptrdiff_t>(batch) * sequence, [&](std::ptrdiff_t row) {
     const auto n = static_cast<std::size_t>(row);
-    const auto t = static_cast<std::size_t>(row % sequence);
-    const float* position_row = wpe + t * channels;
     float* y = out + n * channels;
-    if (tokens[n] < 0) {  // another tensor rank's row
-      for (int c = 0; c < channels; ++c) y[c] = position_row[c];
-      return;
-    }
-    const float* token_row = wte + static_cast<std::size_t>(tokens[n]) * channels;
-    for (int c = 0; c < channels; ++c) y[c] = token_row[c] + position_row[c];
+    for (int c = 0; c < channels; ++c)
+      y[c] = kmath::embedding_element(wte, wpe, tokens[n], n, c, sequence, channels);
   });
 }
 
@@ -63,9 +58,11 @@ void Fp32Kernels::embedding_backward(float* dwte, float* dwpe, const float* dout
   for (int b = 0; b < batch; ++b)
     for (int t = 0; t < sequence; ++t) {
       const std::size_t n = static_cast<std::size_t>(b) * sequence + t;
-      float* position_row = dwpe + static_cast<std::size_t>(t) * channels;
       const float* dy = dout + n * channels;
-      for (int c = 0; c < channels; ++c) position_row[c] += dy[c];
+      if (dwpe != nullptr) {  // a position table
+        float* position_row = dwpe + static_cast<std::size_t>(t) * channels;
+        for (int c = 0; c < channels; ++c) position_row[c] += dy[c];
+      }
       if (tokens[n] < 0) continue;  // another tensor rank's row
       float* token_row = dwte + static_cast<std::size_t>(tokens[n]) * channels;
       for (int c = 0; c < channels; ++c) token_row[c] += dy[c];

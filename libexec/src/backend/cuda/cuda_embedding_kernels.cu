@@ -20,9 +20,10 @@ __global__ void embedding_forward_kernel(T* out, const int32_t* tokens, const T*
     const std::size_t n = i / channels;
     const int c = static_cast<int>(i % channels);
     const std::size_t t = n % static_cast<std::size_t>(sequence);
-    // A negative token is another tensor rank's row: only the position is added.
+    // A negative token is another tensor rank's row: only the position is added (none where
+    // wpe is null: a model without learned positions).
     const float token = tokens[n] < 0 ? 0.0f : to_float(wte[static_cast<std::size_t>(tokens[n]) * channels + c]);
-    out[i] = from_float<T>(token + to_float(wpe[t * channels + c]));
+    out[i] = from_float<T>(wpe == nullptr ? token : token + to_float(wpe[t * channels + c]));
   }
 }
 
@@ -76,6 +77,7 @@ void embedding_backward(cudaStream_t stream, float* dwte, float* dwpe, const T* 
         dwte, dout, bucket_tokens, bucket_offsets, bucket_positions, channels);
     WHALE_CUDA_CHECK_LAUNCH();
   }
+  if (dwpe == nullptr) return;  // no position table
   const kmath::Launch l = kmath::column_launch(sequence * channels);  // one thread per (t, c)
   if (l.grid_x == 0) return;
   embedding_position_grad_kernel<<<l.grid_x, l.block, 0, stream>>>(dwpe, dout, batch, sequence,

@@ -60,11 +60,13 @@ WHALE_HOST_DEVICE float ordered_row_sum(int rows, Term term) {
 }
 
 /// Token + position embedding of element (n, c) of out (B*T, C): n = b*T + t; the token row
-/// is `token` (negative: another tensor rank's row, which adds nothing), the position t = n % T.
+/// is `token` (negative: another tensor rank's row, which adds nothing), the position t = n % T
+/// (no position term where `wpe` is null: a model without learned positions).
 WHALE_HOST_DEVICE float embedding_element(const float* wte, const float* wpe, int token, size_t n,
                                           int c, int sequence, int channels) {
-  const size_t t = n % static_cast<size_t>(sequence);
   const float token_value = token < 0 ? 0.0f : wte[static_cast<size_t>(token) * channels + c];
+  if (wpe == nullptr) return token_value;
+  const size_t t = n % static_cast<size_t>(sequence);
   return token_value + wpe[t * channels + c];
 }
 

@@ -117,8 +117,8 @@ double stage_parameters_per_device(const plan::Plan& plan, int s, int replica = 
 /// its gradients and optimizer state. A framework with gradient_bucket_copy holds its unsharded
 /// gradients twice on every stage with more than one replica. The transient added to the peak
 /// is the most one layer's backward holds beyond what it keeps: its recomputed activations
-/// (recompute_transient_bytes) plus its loss's buffers (plan::loss_backward_transient_bytes,
-/// the framework's cross_entropy). Under framework_memory.gradients_freed_after_step a stage's
+/// (recompute_transient_bytes) plus, on the head, its loss's buffers or the final norm's output
+/// gradient (plan::head_backward_transient_bytes, the framework's cross_entropy). Under framework_memory.gradients_freed_after_step a stage's
 /// gradients count from its first backward in the program (completes_gradients) on, and the
 /// breakdown's gradients_bytes is what is held at the peak (none when the peak comes before
 /// any backward).

@@ -213,11 +213,13 @@ class Backend {
   /// out (B, T, C) act = wte[tokens[b, t]] + wpe[t]; tokens (B, T) i32; wte (V, C), wpe (T, C)
   /// weight. A negative token adds no row (its row is another tensor rank's, under a
   /// vocabulary-parallel table): out = wpe[t] there. Likewise the backward adds nothing to dwte
-  /// for it.
+  /// for it. An empty wpe is a model without learned positions (Llama): out = wte[tokens[b, t]]
+  /// (zero for another rank's row), and the backward takes an empty dwpe.
   virtual void embedding_forward(TensorView out, ConstTensorView tokens, ConstTensorView wte,
                                  ConstTensorView wpe, int batch, int sequence,
                                  int channels) = 0;
-  /// dwte (V, C) and dwpe (T, C) fp32 += the rows of dout (B, T, C) act, in token order.
+  /// dwte (V, C) and dwpe (T, C) fp32 += the rows of dout (B, T, C) act, in token order; an
+  /// empty dwpe gets nothing (no position table).
   virtual void embedding_backward(TensorView dwte, TensorView dwpe, ConstTensorView dout,
                                   ConstTensorView tokens, int batch, int sequence,
                                   int channels) = 0;
