@@ -137,14 +137,16 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   std::vector<Bytes> exchange_packs_of_stage(plan.stages.size(), 0);
   Bytes transient_bytes = 0;  // the most one layer's backward holds beyond what it keeps: its
                               // recomputed activations and its loss's buffers
-  Bytes cached_buffers = 0;   // under stage_buffer_cache: every stage's backward buffers
+  Bytes cached_buffers = 0;   // under stage_buffer_cache: every stage's backward buffers and
+                              // full recomputation's scratch
+  Bytes uncached_transient = 0;  // under stage_buffer_cache: transient_bytes less that scratch
   for (int s : group_stages) {
     const plan::Stage stage = plan.stages.at(s).as_replica(replica);  // at the replica's tp
     const double samples = stage.shares.at(replica);
     const double parameters = stage_parameters_per_device(plan, s, replica);
     const int ep_rank = plan.model.moe ? plan::busiest_ep_rank(stage, replica, plan.model.moe->experts) : 0;
     double expert_parameters = 0;  // the routed experts' part, sharded over expert dp
-    Bytes kept = 0, weight_pass = 0, stage_buffers = 0;
+    Bytes kept = 0, weight_pass = 0, stage_buffers = 0, stage_scratch = 0;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const plan::Layer& model_layer = plan.model.layers.at(l);
       const bool moe = model_layer.experts > 0;
@@ -159,15 +161,19 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,
                                     layer_kept) *
               samples;
-      const Bytes loss = plan::head_backward_transient_bytes(layer, framework.cross_entropy, stage.tp);
-      transient_bytes = std::max(
-          transient_bytes, (recompute_transient_bytes(layer, stage.tp, stage.recompute,
-                                                      stage.sequence_parallel, layer_kept) +
-                            loss) *
-                               samples);
+      const Bytes loss = plan::head_backward_transient_bytes(layer, framework.cross_entropy, stage.tp) * samples;
+      const Bytes recomputed =
+          recompute_transient_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel, layer_kept) * samples;
+      transient_bytes = std::max(transient_bytes, recomputed + loss);
+      // A framework that caches its buffers (whale-run) rebuilds a block under full
+      // recomputation into one block's worth of scratch that its stage keeps for the run.
+      const bool scratch = framework.stage_buffer_cache && stage.recompute == plan::Recompute::full &&
+                           layer.kind == plan::LayerKind::transformer;
+      if (scratch) stage_scratch = std::max(stage_scratch, recomputed);
+      uncached_transient = std::max(uncached_transient, (scratch ? 0.0 : recomputed) + loss);
       stage_buffers = std::max(stage_buffers, backward_buffer_bytes(layer, stage.tp, stage.sequence_parallel) * samples);
     }
-    if (framework.stage_buffer_cache) cached_buffers += stage_buffers;
+    if (framework.stage_buffer_cache) cached_buffers += stage_buffers + stage_scratch;
     kept_per_micro_batch[s] = kept;
     weight_pass_per_micro_batch[s] = weight_pass;
     // Sharded state: this replica's piece of the flat buffer (ceil(n/dp) elements, the last
@@ -275,10 +281,11 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
                                 : 0.0;
   if (tied_buffer > 0) consider(live, transient_at(in_flight), held_gradients, tied_buffer, in_flight);
   // A framework that caches every stage's buffers (whale-run) holds, once each stage has reached
-  // its most micro-batches in flight, all those activations at once, and every stage's backward
-  // buffers, and beside them the weight-pass tensors of a split backward (copies its queue holds
-  // until the weight pass, the walk's most at once), and at the step's end the exchange packs
-  // or, after them, the tied table's buffer: never less than the walk's peak.
+  // its most micro-batches in flight, all those activations at once, every stage's backward
+  // buffers and full recomputation's scratch with the rest of the transient, and beside them
+  // the weight-pass tensors of a split backward (copies its queue holds until the weight pass,
+  // the walk's most at once), and at the step's end the exchange packs or, after them, the tied
+  // table's buffer: never less than the walk's peak.
   if (framework.stage_buffer_cache) {
     Bytes cached_live = 0;
     int cached_in_flight = 0;
@@ -287,7 +294,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
       cached_in_flight += stage_most[s];
     }
     cached_live += most_pending_weight_pass;
-    consider(cached_live, transient_bytes + cached_buffers, out.gradients_bytes,
+    consider(cached_live, uncached_transient + cached_buffers, out.gradients_bytes,
              std::max(exchange, tied_buffer), cached_in_flight);
   }
   out.gradients_bytes = peak_gradients;

@@ -1,8 +1,9 @@
 // File: test_stage_buffer_cache.cpp
 // A framework that caches every stage's buffers (FrameworkMemory::stage_buffer_cache, whale-run):
 // by hand, one block's backward buffers per stage on top of 1F1B's peak, and a device holding
-// two interleaved chunks at the sum of their own peaks; the GPT and Llama blocks' buffer sizes;
-// the YAML default by device kind and its round trip.
+// two interleaved chunks at the sum of their own peaks, full recomputation's scratch held beside
+// the head's transient; the GPT and Llama blocks' buffer sizes; the YAML default by device kind
+// and its round trip.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -93,4 +94,31 @@ TEST_CASE("a GPT and a Llama block's backward buffers, per sample") {
   const double e = plan::bytes_per_element(llama.training.precision);
   CHECK(block.backward_buffer_bytes_split == doctest::Approx(s * (3 * f + 2 * h + 2 * kv) * e));
   CHECK(block.backward_buffer_bytes_replicated == doctest::Approx(5 * s * h * e));
+}
+
+TEST_CASE("stage_buffer_cache: full recomputation's scratch is held beside the head's transient") {
+  // One stage on one device, 1F1B over 4 micro-batches of 1 sample (one in flight), full
+  // recomputation: a block (kept 70, its input 4, buffers 22) and a head (its input 8, logits
+  // 20 kept without recomputation, a fused loss: its backward holds the norm's output gradient,
+  // 8, beyond what it keeps).
+  plan::Layer block = buffered_layer();
+  block.kind = plan::LayerKind::transformer;
+  block.input_bytes = 4;
+  plan::Layer head = test::gemm_layer(10, 10, 10, 0, 1000);
+  head.kind = plan::LayerKind::head;
+  head.activation_bytes_split = 20;
+  head.logit_elements = 5;
+  head.input_bytes = 8;
+  const plan::Cluster c = test::make_cluster(1, 1, test::flat_profile(1e14, 1e12), test::link(1e11, 0),
+                                             test::link(1e10, 0));
+  plan::Plan p = test::pipeline_plan(c, {block}, plan::ScheduleKind::one_f_one_b, 4);
+  p.model.layers.push_back(head);
+  p.stages[0].end_layer = 2;
+  p.stages[0].recompute = plan::Recompute::full;
+  // Kept: the two inputs, 12. Freed buffers: the larger rebuilt layer, the block's 70.
+  CHECK(peak_of(p, 0) == doctest::Approx(2 * 16000 + 12 + 70));
+  // Cached (whale-run): the block's buffers 22 and its scratch 70 held for the run, and beside
+  // them the head rebuilt (20) with its backward's 8.
+  for (auto& [name, profile] : p.cluster.profiles) profile.framework_memory.stage_buffer_cache = true;
+  CHECK(peak_of(p, 0) == doctest::Approx(2 * 16000 + 12 + 22 + 70 + 20 + 8));
 }
