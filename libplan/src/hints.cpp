@@ -109,7 +109,7 @@ void check_hints(const Hints& hints, const Cluster& cluster, const Model& model)
     }
     if (h.tp > 0 && !tp_splits_layers(model, h.tp)) {
       throw Error(file, h.yaml_path + ".tp", tp_split_failure(model, h.tp),
-                  "a tp splits the heads, the kv_heads and the ffn_hidden width evenly");
+                  "a tp splits the heads, the kv_heads and the ffn_hidden width evenly and is at most the vocabulary");
     }
     if (h.tp > node_most) {
       throw Error(file, h.yaml_path + ".tp", "tp " + std::to_string(h.tp) + " needs that many devices in one node",

@@ -102,6 +102,10 @@ std::string tp_split_failure(const Model& model, int tp) {
       return "tp " + std::to_string(tp) + " does not divide the model's " + std::to_string(width) + " " + name;
     }
   }
+  if (model.vocabulary > 0 && tp > model.vocabulary) {
+    return "tp " + std::to_string(tp) + " exceeds the model's vocabulary of " + std::to_string(model.vocabulary) +
+           " tokens";
+  }
   return "";
 }
 

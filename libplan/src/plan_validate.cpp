@@ -138,16 +138,10 @@ void check_expert_layout(const Plan& plan, int s, const std::string& file) {
 // A tp degree `tp` (at YAML path `field`) splits the model's layers (tp_splits_layers) and
 // gives every tensor rank rows of the vocabulary-parallel token table and LM head.
 void check_tp_divides_heads(const Plan& plan, int tp, const std::string& field, const std::string& file) {
-  if (!tp_splits_layers(plan.model, tp)) {
-    throw Error(file, field, tp_split_failure(plan.model, tp),
-                "use a tp that divides the heads, the kv_heads and the ffn_hidden width");
-  }
-  if (plan.model.vocabulary > 0 && tp > plan.model.vocabulary) {
-    throw Error(file, field,
-                "tp " + std::to_string(tp) + " exceeds the model's vocabulary of " +
-                    std::to_string(plan.model.vocabulary) + " tokens",
-                "the token table and the LM head are split by vocabulary rows: use a tp of at most the vocabulary");
-  }
+  if (tp_splits_layers(plan.model, tp)) return;
+  throw Error(file, field, tp_split_failure(plan.model, tp),
+              "use a tp that divides the heads, the kv_heads and the ffn_hidden width and is at most the "
+              "vocabulary (the token table and the LM head are split by vocabulary rows)");
 }
 
 // Mixed tensor parallelism (Stage::replica_tps): the degrees cover the stage's devices, each

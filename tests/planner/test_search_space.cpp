@@ -49,7 +49,7 @@ TEST_CASE("structures of four CPU devices and the tiny model") {
   CHECK(plan::enumerate_structures(cl, tiny, limits).size() == 3);
 }
 
-TEST_CASE("tensor-parallel degrees split the key-value heads and the MLP width too") {
+TEST_CASE("tensor-parallel degrees split the key-value heads, the MLP width and the vocabulary too") {
   // tiny-llama: 4 heads, 2 key-value heads, ffn_hidden 176 = 16 x 11. On four devices of one
   // node tp 4 would split the 4 heads but not the 2 key-value groups (Megatron-LM asserts
   // both): the structures and the baseline's uniform ones stop at tp 2.
@@ -73,6 +73,12 @@ TEST_CASE("tensor-parallel degrees split the key-value heads and the MLP width t
   CHECK(degrees(plan::enumerate_structures(cl, llama, limits)) == std::vector<int>{1, 2});
   CHECK(plan::tp_split_failure(llama, 4) == "tp 4 does not divide the model's 174 ffn_hidden");
   CHECK(plan::tp_split_failure(llama, 2).empty());
+  // Every tensor rank holds rows of the vocabulary-parallel token table and head: a vocabulary
+  // of one token takes tp 1 only (whale-sim refuses a plan above it).
+  llama.vocabulary = 1;
+  CHECK(degrees(plan::enumerate_structures(cl, llama, limits)) == std::vector<int>{1});
+  CHECK(degrees(plan::uniform_structures(cl, llama, limits.devices)) == std::vector<int>{1, 1});
+  CHECK(plan::tp_split_failure(llama, 2) == "tp 2 exceeds the model's vocabulary of 1 tokens");
 }
 
 TEST_CASE("a degree the devices cannot all take is also laid on its whole replicas, the rest idle") {

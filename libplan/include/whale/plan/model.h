@@ -189,11 +189,13 @@ void generate_layers(Model& model, Precision precision);
 void set_sequence(Model& model, int sequence, Precision precision, const std::string& option);
 /// Whether tensor parallelism of degree `tp` splits the model's attention heads, its key-value
 /// heads (grouped-query attention's groups) and its MLP's hidden width evenly, as Megatron-LM's
-/// column and row splits and whale-run's layers require (a listed model, without them, splits
-/// at any degree).
+/// column and row splits and whale-run's layers require, and gives every tensor rank rows of
+/// the vocabulary-parallel token table and LM head (a listed model, without them, splits at any
+/// degree).
 bool tp_splits_layers(const Model& model, int tp);
 /// Why tensor parallelism of degree `tp` does not split the model's layers ("tp 4 does not
-/// divide the model's 2 kv_heads"); empty where it does.
+/// divide the model's 2 kv_heads", "tp 2 exceeds the model's vocabulary of 1 tokens"); empty
+/// where it does.
 std::string tp_split_failure(const Model& model, int tp);
 /// The samples of a global batch of `tokens` tokens at `sequence` tokens per sample (rounded,
 /// at least 1).
