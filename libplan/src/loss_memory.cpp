@@ -1,6 +1,6 @@
 // File: loss_memory.cpp
-// loss_backward_transient_bytes: the cross entropy's backward buffers; head_backward_transient_bytes:
-// the head's backward beyond what it keeps (loss_memory.h).
+// loss_backward_transient_bytes: the cross entropy's backward buffers; head_norm_gradient_bytes and
+// head_backward_transient_bytes: the head's backward beyond what it keeps (loss_memory.h).
 #include "whale/plan/loss_memory.h"
 
 #include <algorithm>
@@ -17,9 +17,10 @@ Bytes loss_backward_transient_bytes(const Layer& layer, CrossEntropyImplementati
   return 8.0 * layer.logit_elements;
 }
 
+Bytes head_norm_gradient_bytes(const Layer& layer) { return layer.logit_elements > 0 ? layer.input_bytes : 0.0; }
+
 Bytes head_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy, int tp) {
-  if (layer.logit_elements <= 0) return 0;
-  return std::max(loss_backward_transient_bytes(layer, cross_entropy) / tp, layer.input_bytes);
+  return std::max(loss_backward_transient_bytes(layer, cross_entropy) / tp, head_norm_gradient_bytes(layer));
 }
 
 }  // namespace whale::plan

@@ -104,7 +104,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
       push_prefix(d.act_attention, attention);
       push_prefix(d.act_replicated, replicated);
       push_prefix(d.loss_transient, loss_backward_transient_bytes(l, profile.framework_memory.cross_entropy));
-      push_prefix(d.head_norm_gradient, l.logit_elements > 0 ? l.input_bytes : 0.0);
+      push_prefix(d.head_norm_gradient, head_norm_gradient_bytes(l));
       whole.push_back(replicated + l.activation_bytes_split + attention);
       attention_of.push_back(attention);
       replicated_of.push_back(replicated);

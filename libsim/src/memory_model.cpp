@@ -136,7 +136,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   // its completion), held from the stage's last backward to the step's end.
   std::vector<Bytes> exchange_packs_of_stage(plan.stages.size(), 0);
   Bytes transient_bytes = 0;  // the most one layer's backward holds beyond what it keeps: its
-                              // recomputed activations and its loss's buffers
+                              // recomputed activations and, on the head, its backward's buffers
   Bytes cached_buffers = 0;   // under stage_buffer_cache: every stage's backward buffers and
                               // full recomputation's scratch
   Bytes uncached_transient = 0;  // under stage_buffer_cache: transient_bytes less that scratch

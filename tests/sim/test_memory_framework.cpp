@@ -233,6 +233,8 @@ TEST_CASE("PyTorch's cross entropy holds 8 bytes per logit in its backward, a fu
   // After the loss's buffers the head's backward holds the final norm's output gradient over
   // every row (its input bytes): the larger of the two is what it holds beyond what it keeps.
   head.input_bytes = 30;
+  CHECK(plan::head_norm_gradient_bytes(head) == 30);
+  CHECK(plan::head_norm_gradient_bytes(attention_layer(false)) == 0);
   CHECK(plan::head_backward_transient_bytes(head, plan::CrossEntropyImplementation::pytorch, 1) == 80);
   CHECK(plan::head_backward_transient_bytes(head, plan::CrossEntropyImplementation::pytorch, 4) == 30);
   CHECK(plan::head_backward_transient_bytes(head, plan::CrossEntropyImplementation::fused, 2) == 30);

@@ -21,11 +21,14 @@ namespace whale::plan {
 ///            their fp32 copy and the log-probabilities (2 + 4 + 4 l) stay below these 12 l.
 Bytes loss_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy);
 
+/// The gradient of a family head's final norm output that its LM head's GEMM gives over every
+/// row, per sample (layer.input_bytes, under sequence parallelism too: the GEMM's input is
+/// gathered); 0 on every other layer (logit_elements 0).
+Bytes head_norm_gradient_bytes(const Layer& layer);
+
 /// What a family head's backward holds beyond what it keeps, per sample at tensor-parallel
 /// degree `tp`: the loss's buffers (loss_backward_transient_bytes, vocabulary-parallel: 1/tp)
-/// or, after them, the gradient of the final norm's output that the LM head's GEMM gives over
-/// every row (layer.input_bytes, under sequence parallelism too: the GEMM's input is gathered),
-/// whichever is more. 0 on every other layer (logit_elements 0).
+/// or, after them, head_norm_gradient_bytes, whichever is more. 0 on every other layer.
 Bytes head_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy, int tp);
 
 }  // namespace whale::plan

@@ -170,8 +170,7 @@ class AnalyticModel {
     // plan::loss_backward_transient_bytes per sample at the profile's cross entropy, prefix
     // sums over layers.
     std::vector<double> loss_transient;
-    // The family heads' input bytes per sample (the final norm's output gradient of
-    // plan::head_backward_transient_bytes), prefix sums over layers.
+    // plan::head_norm_gradient_bytes per sample, prefix sums over layers.
     std::vector<double> head_norm_gradient;
     // The largest single-layer activation per sample (tp 1) with those, the largest kept
     // attention bytes and the largest kept replicated bytes, over a range of layers.
