@@ -14,10 +14,37 @@ namespace {
 // than the analytic model's accuracy, and ~20 greedy passes.
 constexpr double kRelativeTolerance = 1e-6;
 
+// What a feasibility test at a bound tells: the split it found (empty when none), and how far
+// the bound may move with the same answer. Every cost the test compared with the bound keeps
+// its side for any bound in [bottleneck, next): a split's largest stage cost passes, and the
+// least cost that failed is the first bound at which a comparison could turn.
+struct BoundTest {
+  std::vector<int> split;
+  double bottleneck = 0;  // the split's largest stage cost (<= the bound)
+  double next = std::numeric_limits<double>::infinity();  // the least compared cost above the bound
+};
+
+// cost(s, first, e) <= bound, recording a cost above it in test->next.
+bool within(const RangeCost& cost, int s, int first, int e, double bound, BoundTest* test) {
+  const double c = cost(s, first, e);
+  if (c <= bound) return true;
+  test->next = std::min(test->next, c);
+  return false;
+}
+
+// The split's largest stage cost.
+double bottleneck_of(const std::vector<int>& b, const RangeCost& cost) {
+  double most = 0;
+  for (size_t s = 0; s + 1 < b.size(); ++s) most = std::max(most, cost(static_cast<int>(s), b[s], b[s + 1]));
+  return most;
+}
+
 // Greedy at bottleneck `bound`: each stage takes the longest range that stays within the
-// bound and fits, leaving at least one layer per later stage. Empty when infeasible.
-std::vector<int> greedy(int layers, int stages, const RangeCost& cost, const RangeFits& fits,
-                        double bound) {
+// bound and fits, leaving at least one layer per later stage. No split when infeasible. Every
+// range it accepts lies within the split's bottleneck (a stage's accepted ranges are prefixes
+// of its final one), so the test at the bottleneck takes the same steps.
+BoundTest greedy(int layers, int stages, const RangeCost& cost, const RangeFits& fits, double bound) {
+  BoundTest test;
   std::vector<int> b(1, 0);
   int first = 0;
   for (int s = 0; s < stages; ++s) {
@@ -25,11 +52,11 @@ std::vector<int> greedy(int layers, int stages, const RangeCost& cost, const Ran
     int end = first;
     if (s == stages - 1) {
       end = layers;
-      if (cost(s, first, end) > bound || !fits(s, first, end)) return {};
+      if (!within(cost, s, first, end, bound, &test) || !fits(s, first, end)) return test;
     } else {
       // The longest prefix within the bound: costs and fits are monotone, so binary search.
       int lo = first, hi = last_end;  // lo: known good (or the start), hi: upper candidate
-      auto ok = [&](int e) { return cost(s, first, e) <= bound && fits(s, first, e); };
+      auto ok = [&](int e) { return within(cost, s, first, e, bound, &test) && fits(s, first, e); };
       if (ok(hi)) {
         lo = hi;
       } else {
@@ -39,20 +66,22 @@ std::vector<int> greedy(int layers, int stages, const RangeCost& cost, const Ran
         }
       }
       end = lo;
-      if (end == first) return {};
+      if (end == first) return test;
     }
     b.push_back(end);
     first = end;
   }
-  return b;
+  test.bottleneck = bottleneck_of(b, cost);
+  test.split = std::move(b);
+  return test;
 }
 
 // Exact feasibility at `bound` over reachable positions: after s stages, position e is
 // reachable when some reachable a < e lets stage s hold [a, e). For a fixed start the valid ends
 // form a prefix, and its end never decreases as the start grows, so one forward pointer per
 // stage suffices: O(stages * layers) cost calls. Empty when infeasible.
-std::vector<int> exact(int layers, int stages, const RangeCost& cost, const RangeFits& fits,
-                       double bound) {
+BoundTest exact(int layers, int stages, const RangeCost& cost, const RangeFits& fits, double bound) {
+  BoundTest test;
   // pred(s, e): the start of stage s - 1's range ending at e, -1 when e is unreachable after
   // s stages. One buffer per thread: the search calls this thousands of times.
   // Rows are cleared as they are reached: most tests fail after a few stages.
@@ -69,29 +98,35 @@ std::vector<int> exact(int layers, int stages, const RangeCost& cost, const Rang
     for (int a = 0; a < layers; ++a) {
       if (pred(s, a) < 0) continue;
       end = std::max(end, a);
-      while (end + 1 <= last_end && cost(s, a, end + 1) <= bound && fits(s, a, end + 1)) ++end;
+      while (end + 1 <= last_end && within(cost, s, a, end + 1, bound, &test) && fits(s, a, end + 1)) ++end;
       for (int x = std::max(a + 1, marked + 1); x <= end; ++x) pred(s + 1, x) = a;
       marked = std::max(marked, end);
     }
-    if (marked == 0) return {};  // no position is reachable after s + 1 stages
+    if (marked == 0) return test;  // no position is reachable after s + 1 stages
   }
-  if (pred(stages, layers) < 0) return {};
+  if (pred(stages, layers) < 0) return test;
   std::vector<int> b(stages + 1, 0);
   for (int s = stages, e = layers; s > 0; e = pred(s, e), --s) b[s] = e;
-  return b;
+  test.bottleneck = bottleneck_of(b, cost);
+  test.split = std::move(b);
+  return test;
 }
 
-// Bisection of the bottleneck between lo (infeasible) and hi (feasible, with split `best`).
+// Bisection of the bottleneck between lo (every bound below it infeasible) and hi (feasible,
+// with split `best`), each test moving the end it lands on as far as its answer holds: a
+// feasible test to its split's bottleneck, an infeasible one to the least cost above its bound
+// (both are cost values, so the search lands on the optimum's own value in a few tests where
+// halving alone takes twenty).
 template <typename Test>
 void bisect(double lo, double& hi, std::vector<int>& best, Test test) {
   for (int it = 0; it < 60 && hi - lo > kRelativeTolerance * hi; ++it) {
     const double mid = 0.5 * (lo + hi);
-    std::vector<int> b = test(mid);
-    if (b.empty()) {
-      lo = mid;
+    BoundTest t = test(mid);
+    if (t.split.empty()) {
+      lo = std::max(mid, std::min(t.next, hi));
     } else {
-      hi = mid;
-      best = std::move(b);
+      hi = t.bottleneck;
+      best = std::move(t.split);
     }
   }
 }
@@ -110,16 +145,18 @@ std::vector<int> partition_layers(int layers, int stages, const RangeCost& cost,
   // Greedy splits are fast but not always optimal when stages differ (an early stage that
   // takes too much can leave a slow later stage a layer it cannot run within the bound), so
   // the greedy optimum is then checked, and if need be improved, with the exact test.
-  std::vector<int> best = greedy_at(hi);
-  if (best.empty()) best = exact_at(hi);
-  if (best.empty()) return {};
+  BoundTest first = greedy_at(hi);
+  if (first.split.empty()) first = exact_at(hi);
+  if (first.split.empty()) return {};
+  hi = first.bottleneck;
+  std::vector<int> best = std::move(first.split);
   bisect(0.0, hi, best, greedy_at);
   const double below = hi * (1 - 2 * kRelativeTolerance);
-  std::vector<int> better = exact_at(below);
-  if (!better.empty()) {
-    double top = below;
-    bisect(0.0, top, better, exact_at);
-    best = std::move(better);
+  BoundTest better = exact_at(below);
+  if (!better.split.empty()) {
+    double top = better.bottleneck;
+    bisect(0.0, top, better.split, exact_at);
+    best = std::move(better.split);
   }
   return best;
 }

@@ -54,6 +54,9 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   const int v = c.schedule.chunks;
   const int S = p * v;
   const int L = an.layers();
+  // stage_group of every stage, read for every range the partitions price.
+  std::vector<int> group_of_stage(S);
+  for (int s = 0; s < S; ++s) group_of_stage[s] = stage_group(c.schedule, p, s);
   std::vector<GroupInfo> gi;
   for (int g = 0; g < p; ++g) gi.push_back(group_info(an, *st.groups[g], c, g, p, rules.even_shares));
   std::vector<int> min_rung(p, 0);
@@ -74,7 +77,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
 
   // Seconds per micro-batch of stage s over [a, e) at rung r (the slowest replica class).
   auto time_at = [&](int s, int a, int e, int r) {
-    const int g = stage_group(c.schedule, p, s);
+    const int g = group_of_stage[s];
     double worst = 0;
     for (const ReplicaClass& rc : gi[g].classes) {
       const double t = rc.table->forward(a, e) + rc.table->backward(a, e) +
@@ -90,7 +93,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // reduction starts once the pass is done with it and the stream is free (the simulator's
   // buckets, one layer each), and the ring's latencies count once.
   auto first_stage_reduction_tail_s = [&](int a, int e, int r) {
-    const int g = stage_group(c.schedule, p, 0);
+    const int g = group_of_stage[0];
     if (gi[g].dp <= 1) return 0.0;
     const bool weight_pass = c.schedule.kind == ScheduleKind::zb_h1;
     const double latency_s = gi[g].dp_ring.latency_s();
@@ -113,7 +116,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // Worst (need - usable) over the group's models at rung r; <= 0 when it fits. A stage of a
   // group running v chunks gets 1/v of the memory.
   auto gap_at = [&](int s, int a, int e, int r, Shortfall* out) {
-    const int g = stage_group(c.schedule, p, s);
+    const int g = group_of_stage[s];
     double worst = -inf;
     for (const ModelShare& ms : gi[g].model_max_share) {
       MemoryNeed need = an.memory(*ms.memory, a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
@@ -142,7 +145,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // Stage-aware recomputation: the cheapest rung (>= the group's minimum) at which the stage
   // fits; -1 when none does.
   auto rung_for = [&](int s, int a, int e) {
-    const int g = stage_group(c.schedule, p, s);
+    const int g = group_of_stage[s];
     for (int r = min_rung[g]; r <= top_rung; ++r) {
       // Sharding over one replica changes nothing.
       if ((r == 1 || r == 4) && gi[g].dp == 1 && r > min_rung[g]) continue;
@@ -158,7 +161,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       const int r = rung_for(s, a, e);
       return r < 0 ? inf : time_at(s, a, e, r);
     }
-    const int id = role[stage_group(c.schedule, p, s)];
+    const int id = role[group_of_stage[s]];
     if (const double* known = memo.find(id, a, e)) return *known;
     const int r = rung_for(s, a, e);
     return memo.remember(id, a, e, r < 0 ? inf : time_at(s, a, e, r));
@@ -167,9 +170,9 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // stages share a group): remembered under those.
   auto partition_key = [&](int kind) {
     std::vector<int> key{kind, S, table_copy ? 1 : 0};
-    for (int s = 0; s < S; ++s) key.push_back(role[stage_group(c.schedule, p, s)]);
+    for (int s = 0; s < S; ++s) key.push_back(role[group_of_stage[s]]);
     if (kind == 1) {
-      for (int s = 0; s < S; ++s) key.push_back(stage_group(c.schedule, p, s));
+      for (int s = 0; s < S; ++s) key.push_back(group_of_stage[s]);
     }
     return key;
   };
@@ -196,7 +199,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     if (rules.uniform_rung) std::fill(rungs.begin(), rungs.end(), *std::max_element(rungs.begin(), rungs.end()));
     out.rungs.assign(p, 0);
     for (int s = 0; s < S; ++s) {
-      int& gr = out.rungs[stage_group(c.schedule, p, s)];
+      int& gr = out.rungs[group_of_stage[s]];
       gr = std::max(gr, rungs[s]);
     }
     out.fits = true;
@@ -207,7 +210,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     std::vector<double> group_send(p, 0);
     double p2p = 0;
     for (int s = 0; s < S; ++s) {
-      const int g = stage_group(c.schedule, p, s);
+      const int g = group_of_stage[s];
       Stage stage;
       stage.first_layer = b[s];
       stage.end_layer = b[s + 1];
@@ -235,7 +238,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       if (stage.shard_optimizer) opt += an.dp_gather_s(gi[g].dp_ring, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
       group_opt[g] += opt;
       if (s + 1 < S) {
-        const int h = stage_group(c.schedule, p, s + 1);
+        const int h = group_of_stage[s + 1];
         if (h != g) {
           // As the simulator prices it: every tp rank of the receiver takes its part at once
           // on its own link share, its 1/tp sequence slice under sequence parallelism; a sender
@@ -319,15 +322,11 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // With several stages per group, a group's time is the sum over its chunks, which the
   // per-stage min-max split does not balance.
   if (free_split && v > 1 && rules.split != Split::per_stage && !b.empty()) {
-    std::vector<int> group_of(S);
     std::vector<double> sum(p, 0.0);
-    for (int s = 0; s < S; ++s) {
-      group_of[s] = stage_group(c.schedule, p, s);
-      sum[group_of[s]] += cost(s, b[s], b[s + 1]);
-    }
+    for (int s = 0; s < S; ++s) sum[group_of_stage[s]] += cost(s, b[s], b[s + 1]);
     const double most = *std::max_element(sum.begin(), sum.end());
     const std::vector<int> grouped = remembered(1, [&] {
-      return most < inf ? partition_layers_grouped(L, group_of, cost, any, most / v, most) : std::vector<int>{};
+      return most < inf ? partition_layers_grouped(L, group_of_stage, cost, any, most / v, most) : std::vector<int>{};
     });
     const bool same = best.fits && grouped == b;  // nothing new to lay out
     const std::vector<int> grouped_rungs = same ? std::vector<int>{} : rungs_of(grouped);

@@ -4,11 +4,29 @@
 #include "whale/sim/collective_cost.h"
 
 #include <algorithm>
-#include <map>
+#include <utility>
+#include <vector>
 
 #include "whale/sim/link_calibration.h"
 
 namespace whale::sim {
+namespace {
+
+// The nodes of `devices`, ascending, each with how many of the devices it holds.
+std::vector<std::pair<int, int>> members_per_node(const plan::Cluster& cluster, const std::vector<int>& devices) {
+  std::vector<int> nodes;
+  nodes.reserve(devices.size());
+  for (int d : devices) nodes.push_back(cluster.devices.at(d).node);
+  std::sort(nodes.begin(), nodes.end());
+  std::vector<std::pair<int, int>> out;
+  for (int node : nodes) {
+    if (out.empty() || out.back().first != node) out.emplace_back(node, 0);
+    ++out.back().second;
+  }
+  return out;
+}
+
+}  // namespace
 
 Seconds ring_allreduce_s(Bytes bytes, int ranks, const plan::Link& link) {
   return 2.0 * ring_reduce_scatter_s(bytes, ranks, link);
@@ -22,20 +40,19 @@ plan::Link device_network_share(const plan::Cluster& cluster, int node) {
 Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& devices,
                          Bytes bytes) {
   if (devices.size() <= 1 || bytes <= 0) return 0;
-  std::map<int, int> members_per_node;
-  for (int d : devices) ++members_per_node[cluster.devices.at(d).node];
+  const std::vector<std::pair<int, int>> members = members_per_node(cluster, devices);
   int local_ranks = 0;
   plan::Link intra, network;
   bool first = true;
-  for (const auto& [node, members] : members_per_node) {
-    local_ranks = std::max(local_ranks, members);
+  for (const auto& [node, held] : members) {
+    local_ranks = std::max(local_ranks, held);
     const plan::Link node_intra = calibrated_intra_link(cluster, node);
     const plan::Link node_share = device_network_share(cluster, node);
     intra = first ? node_intra : plan::slowest(intra, node_intra);
     network = first ? node_share : plan::slowest(network, node_share);
     first = false;
   }
-  const int nodes = static_cast<int>(members_per_node.size());
+  const int nodes = static_cast<int>(members.size());
   if (nodes == 1) return ring_reduce_scatter_s(bytes, local_ranks, intra);
   return ring_reduce_scatter_s(bytes, local_ranks, intra) +
          ring_reduce_scatter_s(bytes / local_ranks, nodes, network);
@@ -44,16 +61,15 @@ Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& d
 Seconds all_to_all_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes) {
   const int n = static_cast<int>(devices.size());
   if (n <= 1 || bytes <= 0) return 0;
-  std::map<int, int> members_per_node;
-  for (int d : devices) ++members_per_node[cluster.devices.at(d).node];
+  const std::vector<std::pair<int, int>> members = members_per_node(cluster, devices);
   Seconds slowest_s = 0;
-  for (const auto& [node, members] : members_per_node) {
-    // Of its bytes a device keeps 1/n, sends (members - 1)/n to its own node's members and
+  for (const auto& [node, held] : members) {
+    // Of its bytes a device keeps 1/n, sends (held - 1)/n to its own node's members and
     // the rest over its network share; both links run at once, each message paying latency.
     const plan::Link intra = calibrated_intra_link(cluster, node);
     const plan::Link share = device_network_share(cluster, node);
-    const Seconds intra_s = (members - 1) * (bytes / n / intra.bandwidth_bytes_per_s + intra.latency_s);
-    const int remote = n - members;
+    const Seconds intra_s = (held - 1) * (bytes / n / intra.bandwidth_bytes_per_s + intra.latency_s);
+    const int remote = n - held;
     const Seconds network_s = remote * (bytes / n / share.bandwidth_bytes_per_s + share.latency_s);
     slowest_s = std::max(slowest_s, std::max(intra_s, network_s));
   }

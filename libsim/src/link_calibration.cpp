@@ -6,8 +6,21 @@
 #include <string>
 
 namespace whale::sim {
+namespace {
+
+// Whether some profile of the cluster calibrates a link kind: where none does (datasheet
+// profiles), every link is returned as it is without a walk over the node's devices.
+bool calibrates_links(const plan::Cluster& cluster) {
+  for (const auto& [model, profile] : cluster.profiles) {
+    if (!profile.calibration.links.empty()) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 plan::Link calibrated_link(const plan::Cluster& cluster, int node, plan::Link link) {
+  if (!calibrates_links(cluster)) return link;
   double scale = 1.0;
   Seconds latency_s = 0;
   bool first = true;
