@@ -112,6 +112,21 @@ BoundTest exact(int layers, int stages, const RangeCost& cost, const RangeFits& 
   return test;
 }
 
+// Whether every stage can hold, within `bound`, every single layer it could be given (stage s
+// of a split starts at layer s to layers - stages + s). Then the greedy test fails only where no
+// split exists: by induction its split is ahead of (or at) any split within the bound after
+// each stage, where it is behind it takes at least that split's range (costs and fits are
+// monotone), where it is a whole stage ahead it takes at least one layer, and its last stage
+// holds part of the other's last range. So the greedy bisection alone is exact.
+bool single_layers_within(int layers, int stages, const RangeCost& cost, const RangeFits& fits, double bound) {
+  for (int s = 0; s < stages; ++s) {
+    for (int l = s; l <= layers - stages + s; ++l) {
+      if (!(cost(s, l, l + 1) <= bound) || !fits(s, l, l + 1)) return false;
+    }
+  }
+  return true;
+}
+
 // Bisection of the bottleneck between lo (every bound below it infeasible) and hi (feasible,
 // with split `best`), each test moving the end it lands on as far as its answer holds: a
 // feasible test to its split's bottleneck, an infeasible one to the least cost above its bound
@@ -144,7 +159,8 @@ std::vector<int> partition_layers(int layers, int stages, const RangeCost& cost,
   auto exact_at = [&](double t) { return exact(layers, stages, cost, fits, t); };
   // Greedy splits are fast but not always optimal when stages differ (an early stage that
   // takes too much can leave a slow later stage a layer it cannot run within the bound), so
-  // the greedy optimum is then checked, and if need be improved, with the exact test.
+  // the greedy optimum is then checked, and if need be improved, with the exact test, unless
+  // every stage holds each single layer within the bound (single_layers_within).
   BoundTest first = greedy_at(hi);
   if (first.split.empty()) first = exact_at(hi);
   if (first.split.empty()) return {};
@@ -152,6 +168,7 @@ std::vector<int> partition_layers(int layers, int stages, const RangeCost& cost,
   std::vector<int> best = std::move(first.split);
   bisect(0.0, hi, best, greedy_at);
   const double below = hi * (1 - 2 * kRelativeTolerance);
+  if (single_layers_within(layers, stages, cost, fits, below)) return best;
   BoundTest better = exact_at(below);
   if (!better.split.empty()) {
     double top = better.bottleneck;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "whale/plan/search_partition.h"
@@ -130,23 +131,61 @@ TEST_CASE("proportional shares: least slowest replica, positive, summing to the 
   CHECK(proportional_shares(5, {0, 0}) == std::vector<int>{3, 2});
 }
 
+namespace {
+
+// 97 layers of weight 1 but layer `heavy_at`, of `heavy`, on three stages of speeds 1, 2 and 1.5.
+RangeCost unit_layers_and(int heavy_at, double heavy) {
+  std::vector<double> weight(97, 1.0);
+  weight[heavy_at] = heavy;
+  return additive(weight, {1, 2, 1.5});
+}
+
+// Whether `b` splits those 97 layers over the three stages at exactly the dynamic program's
+// optimum bottleneck.
+bool optimal_split(const std::vector<int>& b, const RangeCost& cost) {
+  if (b.size() != 4) return false;
+  double bottleneck = 0;
+  for (int s = 0; s < 3; ++s) bottleneck = std::max(bottleneck, cost(s, b[s], b[s + 1]));
+  return bottleneck == partition_bottleneck_dp(97, 3, cost, kAlwaysFits);
+}
+
+}  // namespace
+
 TEST_CASE("the bottleneck search moves each end to the cost value its test found: a few tests, not twenty halvings") {
-  // 96 unit layers and a head of 6 on three stages of speeds 1, 2 and 1.5: the optimum is one
-  // of the range costs, and each test moves an end onto one. Counted: the passes of the greedy
-  // and the exact test (each starts at stage 0 from layer 0 with the longest range or a single
-  // layer), 11 here, where halving the bracket down to a relative 1e-6 alone takes about 20.
-  std::vector<double> weight(96, 1.0);
-  weight.push_back(6.0);
-  const RangeCost additive_cost = additive(weight, {1, 2, 1.5});
+  // A head of 6 (the last layer): the optimum is one of the range costs, and each test moves an
+  // end onto one.
+  // Counted: the passes of the greedy and the exact test (each starts at stage 0 from layer 0
+  // with the longest range or a single layer), 11 here, where halving the bracket down to a
+  // relative 1e-6 alone takes about 20.
+  const RangeCost layers = unit_layers_and(96, 6.0);
   int passes = 0;
   const RangeCost cost = [&](int s, int a, int e) {
     if (s == 0 && a == 0 && (e == 97 - 2 || e == 1)) ++passes;   // the first probe of a pass
-    return additive_cost(s, a, e);
+    return layers(s, a, e);
   };
-  const auto b = partition_layers(97, 3, cost, kAlwaysFits);
-  REQUIRE(b.size() == 4);
-  double bottleneck = 0;
-  for (int s = 0; s < 3; ++s) bottleneck = std::max(bottleneck, additive_cost(s, b[s], b[s + 1]));
-  CHECK(bottleneck == partition_bottleneck_dp(97, 3, additive_cost, kAlwaysFits));
+  CHECK(optimal_split(partition_layers(97, 3, cost, kAlwaysFits), layers));
   CHECK(passes <= 12);
+}
+
+TEST_CASE("where every stage holds each single layer within the bound, the greedy split is final") {
+  // A head of 6 (the last layer): every single layer lies far below the optimum bottleneck, so
+  // no exact reachability test is run. Counted: the starts of the ranges stage 1 is asked about.
+  // The greedy tests start it where stage 0 ended, one start a test (7 here); the exact test
+  // starts it at every position stage 0 can reach (25 here).
+  std::set<int> starts;
+  auto counting = [&](const RangeCost& layers) -> RangeCost {
+    starts.clear();
+    return [&starts, layers](int s, int a, int e) {
+      if (s == 1 && e - a > 1) starts.insert(a);
+      return layers(s, a, e);
+    };
+  };
+  const RangeCost layers = unit_layers_and(96, 6.0);
+  CHECK(optimal_split(partition_layers(97, 3, counting(layers), kAlwaysFits), layers));
+  CHECK(starts.size() <= 12);
+  // Layer 50 of 60, which stage 0 could be given but not run within the optimum, brings the
+  // exact test back, and the split is still the dynamic program's optimum.
+  const RangeCost heavy = unit_layers_and(50, 60.0);
+  CHECK(optimal_split(partition_layers(97, 3, counting(heavy), kAlwaysFits), heavy));
+  CHECK(starts.size() > 12);
 }
