@@ -19,10 +19,10 @@ using RangeFits = std::function<bool(int stage, int first, int end)>;
 /// b[stages] = layers, or an empty vector when no split fits. Exact (to a relative 1e-6 of the
 /// bottleneck): a parametric search over the bottleneck with a fast greedy feasibility test
 /// (each stage takes the longest prefix within the bound), confirmed by an exact reachability
-/// test over positions in O(stages * layers) cost calls where some stage cannot hold some single
-/// layer within the bound (otherwise the greedy test is exact). Each test moves an end of the bracket
-/// onto a cost value (a split found: its largest stage cost; none: the least cost it saw above
-/// the bound), so the search lands on the optimum's value in a few tests.
+/// test over positions in O(stages * layers) cost calls where some stage cannot hold some
+/// single layer within the bound (otherwise the greedy test is exact). Each test moves an end
+/// of the bracket onto a cost value (a split found: its largest stage cost; none: the least
+/// cost it saw above the bound), so the search lands on the optimum's value in a few tests.
 /// `upper` (> 0) bounds the cost of every range that fits (costs may be infinite for ranges
 /// that do not); 0 takes the largest cost(s, 0, layers).
 std::vector<int> partition_layers(int layers, int stages, const RangeCost& cost,
