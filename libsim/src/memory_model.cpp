@@ -138,7 +138,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   Bytes transient_bytes = 0;  // the most one layer's backward holds beyond what it keeps: its
                               // recomputed activations and, on the head, its backward's buffers
   Bytes cached_buffers = 0;   // under stage_buffer_cache: every stage's backward buffers and
-                              // full recomputation's scratch
+                              // recomputation's scratch
   Bytes uncached_transient = 0;  // under stage_buffer_cache: transient_bytes less that scratch
   for (int s : group_stages) {
     const plan::Stage stage = plan.stages.at(s).as_replica(replica);  // at the replica's tp
@@ -165,9 +165,10 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
       const Bytes recomputed =
           recompute_transient_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel, layer_kept) * samples;
       transient_bytes = std::max(transient_bytes, recomputed + loss);
-      // A framework that caches its buffers (whale-run) rebuilds a block under full
-      // recomputation into one block's worth of scratch that its stage keeps for the run.
-      const bool scratch = framework.stage_buffer_cache && stage.recompute == plan::Recompute::full &&
+      // A framework that caches its buffers (whale-run) rebuilds a block under recomputation
+      // (the whole block under full, its attention probabilities under selective) into one
+      // block's worth of scratch that its stage keeps for the run.
+      const bool scratch = framework.stage_buffer_cache && stage.recompute != plan::Recompute::none &&
                            layer.kind == plan::LayerKind::transformer;
       if (scratch) stage_scratch = std::max(stage_scratch, recomputed);
       uncached_transient = std::max(uncached_transient, (scratch ? 0.0 : recomputed) + loss);
@@ -282,7 +283,7 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
   if (tied_buffer > 0) consider(live, transient_at(in_flight), held_gradients, tied_buffer, in_flight);
   // A framework that caches every stage's buffers (whale-run) holds, once each stage has reached
   // its most micro-batches in flight, all those activations at once, every stage's backward
-  // buffers and full recomputation's scratch with the rest of the transient, and beside them
+  // buffers and recomputation's scratch with the rest of the transient, and beside them
   // the weight-pass tensors of a split backward (copies its queue holds until the weight pass,
   // the walk's most at once), and at the step's end the exchange packs or, after them, the tied
   // table's buffer: never less than the walk's peak.

@@ -1,9 +1,9 @@
 // File: test_stage_buffer_cache.cpp
 // A framework that caches every stage's buffers (FrameworkMemory::stage_buffer_cache, whale-run):
-// by hand, one block's backward buffers per stage on top of 1F1B's peak, and a device holding
-// two interleaved chunks at the sum of their own peaks, full recomputation's scratch held beside
-// the head's transient; the GPT and Llama blocks' buffer sizes; the YAML default by device kind
-// and its round trip.
+// by hand, one block's backward buffers per stage on top of 1F1B's peak, a device holding two
+// interleaved chunks at the sum of their own peaks, and full and selective recomputation's
+// scratch held beside the head's transient; the GPT and Llama blocks' buffer sizes. (The YAML
+// default by device kind and its round trip: tests/plan/test_specs_framework_memory.cpp.)
 #include <doctest/doctest.h>
 
 #include <string>
@@ -44,6 +44,32 @@ plan::Plan buffered_plan(int stages, int devices, bool cache) {
 
 double peak_of(const plan::Plan& p, int device) {
   return Simulator().evaluate(p, {}).devices.at(device).peak_memory_bytes;
+}
+
+// One stage on one device, 1F1B over 4 micro-batches of 1 sample (one in flight) under
+// `recompute`: a block (kept 70, its input 4, buffers 22) and a head (its input 8, logits 20
+// kept without recomputation, a fused loss: its backward holds the norm's output gradient, 8,
+// beyond what it keeps).
+plan::Plan block_and_head(plan::Recompute recompute) {
+  plan::Layer block = buffered_layer();
+  block.kind = plan::LayerKind::transformer;
+  block.input_bytes = 4;
+  plan::Layer head = test::gemm_layer(10, 10, 10, 0, 1000);
+  head.kind = plan::LayerKind::head;
+  head.activation_bytes_split = 20;
+  head.logit_elements = 5;
+  head.input_bytes = 8;
+  const plan::Cluster c = test::make_cluster(1, 1, test::flat_profile(1e14, 1e12), test::link(1e11, 0),
+                                             test::link(1e10, 0));
+  plan::Plan p = test::pipeline_plan(c, {block}, plan::ScheduleKind::one_f_one_b, 4);
+  p.model.layers.push_back(head);
+  p.stages[0].end_layer = 2;
+  p.stages[0].recompute = recompute;
+  return p;
+}
+
+void cache_buffers(plan::Plan& p) {
+  for (auto& [name, profile] : p.cluster.profiles) profile.framework_memory.stage_buffer_cache = true;
 }
 
 }  // namespace
@@ -97,28 +123,22 @@ TEST_CASE("a GPT and a Llama block's backward buffers, per sample") {
 }
 
 TEST_CASE("stage_buffer_cache: full recomputation's scratch is held beside the head's transient") {
-  // One stage on one device, 1F1B over 4 micro-batches of 1 sample (one in flight), full
-  // recomputation: a block (kept 70, its input 4, buffers 22) and a head (its input 8, logits
-  // 20 kept without recomputation, a fused loss: its backward holds the norm's output gradient,
-  // 8, beyond what it keeps).
-  plan::Layer block = buffered_layer();
-  block.kind = plan::LayerKind::transformer;
-  block.input_bytes = 4;
-  plan::Layer head = test::gemm_layer(10, 10, 10, 0, 1000);
-  head.kind = plan::LayerKind::head;
-  head.activation_bytes_split = 20;
-  head.logit_elements = 5;
-  head.input_bytes = 8;
-  const plan::Cluster c = test::make_cluster(1, 1, test::flat_profile(1e14, 1e12), test::link(1e11, 0),
-                                             test::link(1e10, 0));
-  plan::Plan p = test::pipeline_plan(c, {block}, plan::ScheduleKind::one_f_one_b, 4);
-  p.model.layers.push_back(head);
-  p.stages[0].end_layer = 2;
-  p.stages[0].recompute = plan::Recompute::full;
+  plan::Plan p = block_and_head(plan::Recompute::full);
   // Kept: the two inputs, 12. Freed buffers: the larger rebuilt layer, the block's 70.
   CHECK(peak_of(p, 0) == doctest::Approx(2 * 16000 + 12 + 70));
   // Cached (whale-run): the block's buffers 22 and its scratch 70 held for the run, and beside
   // them the head rebuilt (20) with its backward's 8.
-  for (auto& [name, profile] : p.cluster.profiles) profile.framework_memory.stage_buffer_cache = true;
+  cache_buffers(p);
   CHECK(peak_of(p, 0) == doctest::Approx(2 * 16000 + 12 + 22 + 70 + 20 + 8));
+}
+
+TEST_CASE("stage_buffer_cache: selective recomputation's scratch is held beside the head's transient") {
+  plan::Plan p = block_and_head(plan::Recompute::selective);
+  // Kept: the block's 10 + 40 (its attention part dropped) and the head's 20. Freed buffers:
+  // the larger of the block's rebuilt attention, 20, and the head's backward, 8.
+  CHECK(peak_of(p, 0) == doctest::Approx(2 * 16000 + 70 + 20));
+  // Cached (whale-run): the block's buffers 22 and its attention scratch 20 held for the run,
+  // and beside them the head's 8.
+  cache_buffers(p);
+  CHECK(peak_of(p, 0) == doctest::Approx(2 * 16000 + 70 + 22 + 20 + 8));
 }
