@@ -3,10 +3,10 @@
 #include "whale/plan/hints.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
 
 #include "whale/plan/error.h"
+#include "whale/plan/node_members.h"
 #include "yaml_reader.h"
 
 namespace whale::plan {
@@ -66,14 +66,6 @@ Hints load_hints(const std::string& path) {
     std::sort(h.exclude_devices.begin(), h.exclude_devices.end());
   }
   return h;
-}
-
-int most_in_one_node(const Cluster& cluster, const std::vector<int>& devices) {
-  std::map<int, int> per_node;
-  for (int d : devices) per_node[cluster.devices[d].node]++;
-  int most = 0;
-  for (const auto& e : per_node) most = std::max(most, e.second);
-  return most;
 }
 
 std::vector<int> usable_devices(const Hints& hints, const Cluster& cluster) {

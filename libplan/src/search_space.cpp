@@ -16,6 +16,7 @@
 #include "whale/plan/error.h"
 #include "whale/plan/hints.h"
 #include "whale/plan/limits.h"
+#include "whale/plan/node_members.h"
 
 namespace whale::plan {
 namespace {

@@ -7,27 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "whale/plan/node_members.h"
 #include "whale/sim/link_calibration.h"
 
 namespace whale::sim {
-namespace {
-
-// The nodes of `devices`, ascending, each with how many of the devices it holds.
-std::vector<std::pair<int, int>> members_per_node(const plan::Cluster& cluster, const std::vector<int>& devices) {
-  std::vector<int> nodes;
-  nodes.reserve(devices.size());
-  for (int d : devices) nodes.push_back(cluster.devices.at(d).node);
-  std::sort(nodes.begin(), nodes.end());
-  std::vector<std::pair<int, int>> out;
-  for (int node : nodes) {
-    if (out.empty() || out.back().first != node) out.emplace_back(node, 0);
-    ++out.back().second;
-  }
-  return out;
-}
-
-}  // namespace
-
 Seconds ring_allreduce_s(Bytes bytes, int ranks, const plan::Link& link) {
   return 2.0 * ring_reduce_scatter_s(bytes, ranks, link);
 }
@@ -40,7 +23,7 @@ plan::Link device_network_share(const plan::Cluster& cluster, int node) {
 Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& devices,
                          Bytes bytes) {
   if (devices.size() <= 1 || bytes <= 0) return 0;
-  const std::vector<std::pair<int, int>> members = members_per_node(cluster, devices);
+  const std::vector<std::pair<int, int>> members = plan::members_per_node(cluster, devices);
   int local_ranks = 0;
   plan::Link intra, network;
   bool first = true;
@@ -61,7 +44,7 @@ Seconds reduce_scatter_s(const plan::Cluster& cluster, const std::vector<int>& d
 Seconds all_to_all_s(const plan::Cluster& cluster, const std::vector<int>& devices, Bytes bytes) {
   const int n = static_cast<int>(devices.size());
   if (n <= 1 || bytes <= 0) return 0;
-  const std::vector<std::pair<int, int>> members = members_per_node(cluster, devices);
+  const std::vector<std::pair<int, int>> members = plan::members_per_node(cluster, devices);
   Seconds slowest_s = 0;
   for (const auto& [node, held] : members) {
     // Of its bytes a device keeps 1/n, sends (held - 1)/n to its own node's members and

@@ -1,6 +1,6 @@
 // File: test_specs_cluster.cpp
-// Clusters: node expansion, global device ids, link_between and concurrent_link_between, the
-// save/load round trip, and bad clusters (unknown device model, missing network, duplicate
+// Clusters: node expansion, global device ids, link_between and concurrent_link_between, a
+// device set's members per node, the save/load round trip, and bad clusters (unknown device model, missing network, duplicate
 // node names).
 #include <doctest/doctest.h>
 
@@ -9,6 +9,7 @@
 
 #include "test_specs_util.h"
 #include "whale/plan/cluster.h"
+#include "whale/plan/node_members.h"
 
 using namespace whale::plan;
 using whale::plan::testing::scratch_file;
@@ -88,6 +89,18 @@ TEST_CASE("concurrent_link_between: intra-node link, else the slower per-device 
   CHECK(cross.bandwidth_bytes_per_s == doctest::Approx(12.5e9 / 3));
   CHECK(c.concurrent_link_between(5, 0).bandwidth_bytes_per_s == doctest::Approx(12.5e9 / 3));
   CHECK_SPEC_ERROR([&] { c.concurrent_link_between(0, 7); }, c.source_file, "", "device 7 is not in cluster 'lab'");
+}
+
+TEST_CASE("members_per_node lists a device set's nodes ascending with their counts") {
+  const Cluster c = load_cluster(scratch_file("lab.yaml", kCluster));
+  // Devices 0-1 on fast-0, 2-3 on fast-1, 4-6 on mixed; the order given does not matter.
+  using Members = std::vector<std::pair<int, int>>;
+  CHECK(members_per_node(c, {6, 0, 4, 5}) == Members{{0, 1}, {2, 3}});
+  CHECK(members_per_node(c, {3, 1, 2}) == Members{{0, 1}, {1, 2}});
+  CHECK(members_per_node(c, {}).empty());
+  CHECK(most_in_one_node(c, {6, 0, 4, 5}) == 3);
+  CHECK(most_in_one_node(c, {0, 2}) == 1);
+  CHECK(most_in_one_node(c, {}) == 0);
 }
 
 TEST_CASE("per_device_share divides a link's bandwidth among the node's devices, at least one") {

@@ -60,7 +60,4 @@ bool plan_honours_hints(const Hints& hints, const Plan& plan);
 /// The device ids left after exclusion, ascending.
 std::vector<int> usable_devices(const Hints& hints, const Cluster& cluster);
 
-/// The most of `devices` that one node holds (0 for none): the widest tp replica they allow.
-int most_in_one_node(const Cluster& cluster, const std::vector<int>& devices);
-
 }  // namespace whale::plan
