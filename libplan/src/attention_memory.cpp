@@ -45,6 +45,10 @@ Bytes attention_kept_bytes(const Layer& layer, const FrameworkMemory& framework,
   return kept_bytes(layer, framework.attention, precision, layer.attention_dropout && framework.dropout_masks_kept);
 }
 
+Bytes selective_rebuilt_bytes(const Layer& layer, Bytes attention_kept) {
+  return attention_kept > 0 ? attention_kept + layer.attention_output_bytes : 0.0;
+}
+
 Bytes replicated_kept_bytes(const Layer& layer, const FrameworkMemory& framework) {
   return layer.activation_bytes_replicated - (framework.dropout_masks_kept ? 0.0 : layer.dropout_mask_bytes);
 }

@@ -120,7 +120,8 @@ bool operator==(const Layer& a, const Layer& b) {
   return same_fields(a, b, [](const Layer& x) {
     return std::tie(x.name, x.kind, x.gemms, x.memory_ops, x.parameters, x.parameters_replicated,
                     x.activation_bytes_replicated, x.activation_bytes_split, x.activation_bytes_attention,
-                    x.attention_score_elements, x.attention_rows, x.attention_dropout, x.dropout_mask_bytes,
+                    x.attention_score_elements, x.attention_rows, x.attention_dropout, x.attention_output_bytes,
+                    x.dropout_mask_bytes,
                     x.logit_elements,
                     x.input_bytes, x.backward_buffer_bytes_split, x.backward_buffer_bytes_replicated,
                     x.output_bytes, x.tp_allreduce_bytes, x.experts, x.expert_parameters,

@@ -133,6 +133,7 @@ Layer gpt_block(const TransformerDims& d, int index) {
   layer.attention_score_elements = a * s * s;
   layer.attention_rows = a * s;
   layer.attention_dropout = d.attention_dropout;
+  layer.attention_output_bytes = s * q * b;
   layer.activation_bytes_attention =
       attention_kept_bytes(layer, AttentionImplementation::fused_softmax, d.precision);
   // A backward's gradient buffers (whale-run's gpt Block::backward): the GELU's output and
@@ -186,6 +187,7 @@ Layer llama_block(const TransformerDims& d, int index) {
   layer.attention_score_elements = a * s * s;
   layer.attention_rows = a * s;
   layer.attention_dropout = d.attention_dropout;
+  layer.attention_output_bytes = s * q * b;
   layer.activation_bytes_attention =
       attention_kept_bytes(layer, AttentionImplementation::fused_softmax, d.precision);
   // A backward's gradient buffers (whale-run's llama Block::backward): SwiGLU's output, gate and

@@ -23,6 +23,7 @@ const LayerNumber kLayerNumbers[] = {
     {"activation_bytes_split", &Layer::activation_bytes_split, false},
     {"activation_bytes_attention", &Layer::activation_bytes_attention, false},
     {"dropout_mask_bytes", &Layer::dropout_mask_bytes, false},
+    {"attention_output_bytes", &Layer::attention_output_bytes, false},
     {"input_bytes", &Layer::input_bytes, false},
     {"backward_buffer_bytes_split", &Layer::backward_buffer_bytes_split, false},
     {"backward_buffer_bytes_replicated", &Layer::backward_buffer_bytes_replicated, false},

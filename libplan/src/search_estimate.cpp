@@ -97,7 +97,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     d.act_replicated.assign(1, 0.0);
     d.loss_transient.assign(1, 0.0);
     d.head_norm_gradient.assign(1, 0.0);
-    std::vector<double> whole, attention_of, replicated_of;
+    std::vector<double> whole, rebuilt_of, replicated_of;
     for (const Layer& l : model.layers) {
       const double attention = attention_kept_bytes(l, profile.framework_memory, precision_);
       const double replicated = replicated_kept_bytes(l, profile.framework_memory);
@@ -106,11 +106,11 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
       push_prefix(d.loss_transient, loss_backward_transient_bytes(l, profile.framework_memory.cross_entropy));
       push_prefix(d.head_norm_gradient, head_norm_gradient_bytes(l));
       whole.push_back(replicated + l.activation_bytes_split + attention);
-      attention_of.push_back(attention);
+      rebuilt_of.push_back(selective_rebuilt_bytes(l, attention));
       replicated_of.push_back(replicated);
     }
     d.act_max = RangeMax(std::move(whole));
-    d.attention_max = RangeMax(std::move(attention_of));
+    d.selective_rebuilt_max = RangeMax(std::move(rebuilt_of));
     d.replicated_max = RangeMax(std::move(replicated_of));
   }
 }
@@ -272,9 +272,9 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
       break;
     case Recompute::selective:
       per_sample = range(device.act_replicated, first, end) / sp + range(act_split_, first, end) / tp;
-      // The attention core one layer's backward re-runs holds its kept s² bytes again, one
-      // layer at a time (the simulator's recompute_transient_bytes).
-      per_sample += device.attention_max.of(first, end) / tp / std::max(1, in_flight);
+      // The attention core one layer's backward re-runs holds its kept s² bytes and its output
+      // again, one layer at a time (the simulator's recompute_transient_bytes).
+      per_sample += device.selective_rebuilt_max.of(first, end) / tp / std::max(1, in_flight);
       break;
     case Recompute::full: {
       per_sample = range(act_input_, first, end) / sp;

@@ -59,7 +59,7 @@ Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recomput
                                 bool sequence_parallel, const FrameworkKept& kept) {
   switch (recompute) {
     case plan::Recompute::none: return 0;
-    case plan::Recompute::selective: return kept.attention / tp;
+    case plan::Recompute::selective: return plan::selective_rebuilt_bytes(layer, kept.attention) / tp;
     case plan::Recompute::full:
       return kept_activation_bytes(layer, tp, plan::Recompute::none, sequence_parallel, kept);
   }

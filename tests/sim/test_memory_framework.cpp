@@ -1,8 +1,8 @@
 // File: test_memory_framework.cpp
 // The framework's terms of the memory model by hand: what the attention core keeps under each
-// implementation, precision and dropout; dropout masks in the family layers; DeepSpeed's fp32
-// gradient copy; the calibrated activation scale; PyTorch's cross-entropy buffers and
-// gradients freed after each step.
+// implementation, precision and dropout, and what selective recomputation rebuilds; dropout
+// masks in the family layers; DeepSpeed's fp32 gradient copy; the calibrated activation scale;
+// PyTorch's cross-entropy buffers and gradients freed after each step.
 #include <doctest/doctest.h>
 
 #include "sim_fixtures.h"
@@ -93,6 +93,21 @@ TEST_CASE("flash attention keeps one fp32 log-sum-exp per row and no s² term") 
   CHECK(plan::attention_kept_bytes(listed, AttentionImplementation::eager, Precision::bf16) == 77);
   CHECK(plan::attention_kept_bytes(listed, AttentionImplementation::fused_softmax, Precision::fp32) == 77);
   CHECK(plan::attention_kept_bytes(listed, AttentionImplementation::flash, Precision::bf16) == 0);
+}
+
+TEST_CASE("selective recomputation rebuilds the core's kept bytes and its output, where it keeps any") {
+  plan::Layer layer = attention_layer(true);
+  layer.attention_output_bytes = 30;
+  // Fused softmax in bf16: 500 kept, and the output 30; at tp 2 half of both.
+  CHECK(plan::selective_rebuilt_bytes(layer, 500) == 530);
+  const sim::FrameworkKept fused{10, 500};
+  CHECK(recompute_transient_bytes(layer, 2, plan::Recompute::selective, false, fused) == 265);
+  // Where the core keeps nothing (a listed layer under flash), nothing is re-run.
+  CHECK(plan::selective_rebuilt_bytes(layer, 0) == 0);
+  // A gpt block's output is its context, s q elements: 32 x 64 x 2 bytes in bf16.
+  plan::Model m = tiny_gpt();
+  plan::generate_layers(m, Precision::bf16);
+  CHECK(m.layers.at(1).attention_output_bytes == 32 * 64 * 2);
 }
 
 TEST_CASE("the memory model keeps the profile's attention: 2 samples x (10 + 40 + attention)") {

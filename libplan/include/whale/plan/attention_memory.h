@@ -30,6 +30,12 @@ Bytes attention_kept_bytes(const Layer& layer, AttentionImplementation attention
 /// again (FrameworkMemory::dropout_masks_kept false), the bytes without attention dropout.
 Bytes attention_kept_bytes(const Layer& layer, const FrameworkMemory& framework, Precision precision);
 
+/// Bytes per sample at tp 1 that selective recomputation rebuilds in `layer`'s backward, given
+/// the bytes its attention core keeps (`attention_kept`, as attention_kept_bytes gives them):
+/// those bytes and the core's output (Layer::attention_output_bytes), which the re-run writes
+/// again and the backward reads; nothing where the core keeps nothing (nothing is re-run).
+Bytes selective_rebuilt_bytes(const Layer& layer, Bytes attention_kept);
+
 /// The replicated activations `layer` keeps per sample at tp 1 under `framework`:
 /// activation_bytes_replicated, less dropout_mask_bytes where the masks are drawn again.
 Bytes replicated_kept_bytes(const Layer& layer, const FrameworkMemory& framework);

@@ -84,6 +84,9 @@ struct Layer {
   double attention_score_elements = 0;  // a s²: every head's score matrix
   double attention_rows = 0;            // a s: the rows of those matrices
   bool attention_dropout = false;       // dropout on the attention probabilities
+  // The attention core's output (the context, s q elements per sample at tp 1, tp-split): what
+  // selective recomputation rebuilds beside the core's kept bytes. 0 on layers without a core.
+  Bytes attention_output_bytes = 0;
   // The hidden-dropout masks among activation_bytes_replicated, per sample (1 byte per
   // element), which a framework that draws its masks again does not keep
   // (FrameworkMemory::dropout_masks_kept).

@@ -172,9 +172,10 @@ class AnalyticModel {
     std::vector<double> loss_transient;
     // plan::head_norm_gradient_bytes per sample, prefix sums over layers.
     std::vector<double> head_norm_gradient;
-    // The largest single-layer activation per sample (tp 1) with those, the largest kept
-    // attention bytes and the largest kept replicated bytes, over a range of layers.
-    RangeMax act_max, attention_max, replicated_max;
+    // The largest single-layer activation per sample (tp 1) with those, the most selective
+    // recomputation rebuilds in one layer (selective_rebuilt_bytes) and the largest kept
+    // replicated bytes, over a range of layers.
+    RangeMax act_max, selective_rebuilt_max, replicated_max;
     double activation_scale = 1.0;  // calibration.activation_memory_scale
     double optimizer_bytes = 0;     // plan::held_optimizer_bytes_per_param
     double unsharded_optimizer_bytes = 0;  // plan::unsharded_optimizer_bytes_per_param

@@ -47,8 +47,9 @@ Bytes kept_activation_bytes(const plan::Layer& layer, int tp, plan::Recompute re
                             bool sequence_parallel = false);
 
 /// Bytes per sample that recomputing one layer materialises again during its backward:
-/// full: what the layer keeps without recomputation; selective: its attention part / tp;
-/// none: 0. `kept` as for kept_activation_bytes.
+/// full: what the layer keeps without recomputation; selective: its attention part and the
+/// core's output, / tp (plan::selective_rebuilt_bytes); none: 0. `kept` as for
+/// kept_activation_bytes.
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
                                 bool sequence_parallel, const FrameworkKept& kept);
 Bytes recompute_transient_bytes(const plan::Layer& layer, int tp, plan::Recompute recompute,
