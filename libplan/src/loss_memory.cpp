@@ -1,6 +1,7 @@
 // File: loss_memory.cpp
-// loss_backward_transient_bytes: the cross entropy's backward buffers; head_norm_gradient_bytes and
-// head_backward_transient_bytes: the head's backward beyond what it keeps (loss_memory.h).
+// loss_backward_transient_bytes: the cross entropy's backward buffers; head_norm_gradient_bytes,
+// head_norm_backward_bytes and head_backward_transient_bytes: the head's backward beyond what it
+// keeps (loss_memory.h).
 #include "whale/plan/loss_memory.h"
 
 #include <algorithm>
@@ -19,8 +20,16 @@ Bytes loss_backward_transient_bytes(const Layer& layer, CrossEntropyImplementati
 
 Bytes head_norm_gradient_bytes(const Layer& layer) { return layer.logit_elements > 0 ? layer.input_bytes : 0.0; }
 
-Bytes head_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy, int tp) {
-  return std::max(loss_backward_transient_bytes(layer, cross_entropy) / tp, head_norm_gradient_bytes(layer));
+Bytes head_norm_backward_bytes(const Layer& layer, int tp, bool sequence_parallel, bool input_gradient_cached) {
+  const Bytes output_gradient = head_norm_gradient_bytes(layer);
+  if (output_gradient <= 0 || input_gradient_cached) return output_gradient;
+  return output_gradient + layer.input_bytes / (sequence_parallel ? tp : 1);
+}
+
+Bytes head_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy, int tp,
+                                    bool sequence_parallel, bool input_gradient_cached) {
+  return std::max(loss_backward_transient_bytes(layer, cross_entropy) / tp,
+                  head_norm_backward_bytes(layer, tp, sequence_parallel, input_gradient_cached));
 }
 
 }  // namespace whale::plan

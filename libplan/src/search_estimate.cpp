@@ -104,7 +104,8 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
       push_prefix(d.act_attention, attention);
       push_prefix(d.act_replicated, replicated);
       push_prefix(d.loss_transient, loss_backward_transient_bytes(l, profile.framework_memory.cross_entropy));
-      push_prefix(d.head_norm_gradient, head_norm_gradient_bytes(l));
+      // At tp 1 without a block's cached buffers: the most the simulator counts.
+      push_prefix(d.head_norm_gradient, head_norm_backward_bytes(l, 1, false, false));
       whole.push_back(replicated + l.activation_bytes_split + attention);
       rebuilt_of.push_back(selective_rebuilt_bytes(l, attention));
       replicated_of.push_back(replicated);

@@ -147,6 +147,12 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
     const int ep_rank = plan.model.moe ? plan::busiest_ep_rank(stage, replica, plan.model.moe->experts) : 0;
     double expert_parameters = 0;  // the routed experts' part, sharded over expert dp
     Bytes kept = 0, weight_pass = 0, stage_buffers = 0, stage_scratch = 0;
+    // Under stage_buffer_cache a stage's block buffers hold the gradient the head's backward
+    // hands on (a block's output gradient); a stage without them holds it beside the head's.
+    bool block_buffers = false;
+    for (int l = stage.first_layer; l < stage.end_layer; ++l)
+      block_buffers = block_buffers || backward_buffer_bytes(plan.model.layers.at(l), 1, false) > 0;
+    const bool input_gradient_cached = framework.stage_buffer_cache && block_buffers;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const plan::Layer& model_layer = plan.model.layers.at(l);
       const bool moe = model_layer.experts > 0;
@@ -161,7 +167,9 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
       kept += kept_activation_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel,
                                     layer_kept) *
               samples;
-      const Bytes loss = plan::head_backward_transient_bytes(layer, framework.cross_entropy, stage.tp) * samples;
+      const Bytes loss = plan::head_backward_transient_bytes(layer, framework.cross_entropy, stage.tp,
+                                                             stage.sequence_parallel, input_gradient_cached) *
+                         samples;
       const Bytes recomputed =
           recompute_transient_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel, layer_kept) * samples;
       transient_bytes = std::max(transient_bytes, recomputed + loss);

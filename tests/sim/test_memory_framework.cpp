@@ -246,16 +246,25 @@ TEST_CASE("PyTorch's cross entropy holds 8 bytes per logit in its backward, a fu
   profile_of(tp2).framework_memory.cross_entropy = plan::CrossEntropyImplementation::pytorch;
   CHECK(memory_of(tp2).activations_bytes == 2 * (10 + 540 / 2.0 + 80 / 2.0));
   // After the loss's buffers the head's backward holds the final norm's output gradient over
-  // every row (its input bytes): the larger of the two is what it holds beyond what it keeps.
+  // every row (its input bytes, 30) and beside it the input's gradient over the held rows (30,
+  // 1/tp under sequence parallelism; none where a block's cached buffers hold it): the larger
+  // of the loss's buffers and the two is what it holds beyond what it keeps.
   head.input_bytes = 30;
   CHECK(plan::head_norm_gradient_bytes(head) == 30);
   CHECK(plan::head_norm_gradient_bytes(attention_layer(false)) == 0);
-  CHECK(plan::head_backward_transient_bytes(head, plan::CrossEntropyImplementation::pytorch, 1) == 80);
-  CHECK(plan::head_backward_transient_bytes(head, plan::CrossEntropyImplementation::pytorch, 4) == 30);
-  CHECK(plan::head_backward_transient_bytes(head, plan::CrossEntropyImplementation::fused, 2) == 30);
-  CHECK(plan::head_backward_transient_bytes(attention_layer(false), plan::CrossEntropyImplementation::pytorch, 1) == 0);
+  CHECK(plan::head_norm_backward_bytes(head, 1, false, false) == 60);
+  CHECK(plan::head_norm_backward_bytes(head, 4, true, false) == 30 + 7.5);
+  CHECK(plan::head_norm_backward_bytes(head, 4, false, true) == 30);
+  CHECK(plan::head_norm_backward_bytes(attention_layer(false), 1, false, false) == 0);
+  using plan::CrossEntropyImplementation;
+  CHECK(plan::head_backward_transient_bytes(head, CrossEntropyImplementation::pytorch, 1, false, false) == 80);
+  CHECK(plan::head_backward_transient_bytes(head, CrossEntropyImplementation::pytorch, 4, false, false) == 60);
+  CHECK(plan::head_backward_transient_bytes(head, CrossEntropyImplementation::fused, 2, false, true) == 30);
+  CHECK(plan::head_backward_transient_bytes(attention_layer(false), CrossEntropyImplementation::pytorch, 1, false,
+                                            false) == 0);
+  // A stage of the head alone has no block buffers to hold the input's gradient.
   plan::Plan fused = one_layer_plan(head, Precision::bf16);
-  CHECK(memory_of(fused).activations_bytes == attention_free + 2 * 30);
+  CHECK(memory_of(fused).activations_bytes == attention_free + 2 * 60);
 }
 
 TEST_CASE("gradients freed after each step: held from a stage's first backward, not before") {

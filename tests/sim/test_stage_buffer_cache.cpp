@@ -2,8 +2,9 @@
 // A framework that caches every stage's buffers (FrameworkMemory::stage_buffer_cache, whale-run):
 // by hand, one block's backward buffers per stage on top of 1F1B's peak, a device holding two
 // interleaved chunks at the sum of their own peaks, and full and selective recomputation's
-// scratch held beside the head's transient; the GPT and Llama blocks' buffer sizes. (The YAML
-// default by device kind and its round trip: tests/plan/test_specs_framework_memory.cpp.)
+// scratch held beside the head's transient, and a head's input gradient on a stage without
+// block buffers; the GPT and Llama blocks' buffer sizes. (The YAML default by device kind and
+// its round trip: tests/plan/test_specs_framework_memory.cpp.)
 #include <doctest/doctest.h>
 
 #include <string>
@@ -141,4 +142,21 @@ TEST_CASE("stage_buffer_cache: selective recomputation's scratch is held beside 
   // and beside them the head's 8.
   cache_buffers(p);
   CHECK(peak_of(p, 0) == doctest::Approx(2 * 16000 + 70 + 22 + 20 + 8));
+}
+
+TEST_CASE("a stage of the head alone holds its input's gradient beside its norm's, cached or not") {
+  // The block and the head of block_and_head on two devices, one stage each (1F1B, 4
+  // micro-batches of 1 sample). The head's device: its state 16 x 1000, its logits 20 kept (one
+  // micro-batch in flight), and in its backward the norm's output gradient 8 and its input's 8:
+  // no block buffers on its stage hold the latter.
+  plan::Plan p = block_and_head(plan::Recompute::none);
+  const plan::Cluster c = test::make_cluster(1, 2, test::flat_profile(1e14, 1e12), test::link(1e11, 0),
+                                             test::link(1e10, 0));
+  plan::Plan two = test::pipeline_plan(c, {p.model.layers[0], p.model.layers[1]}, plan::ScheduleKind::one_f_one_b, 4);
+  CHECK(peak_of(two, 1) == doctest::Approx(16000 + 20 + 8 + 8));
+  cache_buffers(two);
+  CHECK(peak_of(two, 1) == doctest::Approx(16000 + 20 + 8 + 8));
+  // Beside a block on one stage, under the cache, the block's buffers (22) hold it.
+  cache_buffers(p);
+  CHECK(peak_of(p, 0) == doctest::Approx(2 * 16000 + 70 + 20 + 22 + 8));
 }

@@ -26,9 +26,18 @@ Bytes loss_backward_transient_bytes(const Layer& layer, CrossEntropyImplementati
 /// gathered); 0 on every other layer (logit_elements 0).
 Bytes head_norm_gradient_bytes(const Layer& layer);
 
+/// What a family head's final norm holds in its backward, per sample at tensor-parallel degree
+/// `tp`: the gradient of its output (head_norm_gradient_bytes) and, beside it, the gradient of
+/// the head's input that it writes over the rows the stage holds (layer.input_bytes, 1/tp under
+/// sequence parallelism), unless `input_gradient_cached`: a framework that keeps a stage's block
+/// buffers for the run (FrameworkMemory::stage_buffer_cache) writes it into a block's output
+/// gradient, which those buffers count. 0 on every other layer.
+Bytes head_norm_backward_bytes(const Layer& layer, int tp, bool sequence_parallel, bool input_gradient_cached);
+
 /// What a family head's backward holds beyond what it keeps, per sample at tensor-parallel
 /// degree `tp`: the loss's buffers (loss_backward_transient_bytes, vocabulary-parallel: 1/tp)
-/// or, after them, head_norm_gradient_bytes, whichever is more. 0 on every other layer.
-Bytes head_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy, int tp);
+/// or, after them, head_norm_backward_bytes, whichever is more. 0 on every other layer.
+Bytes head_backward_transient_bytes(const Layer& layer, CrossEntropyImplementation cross_entropy, int tp,
+                                    bool sequence_parallel, bool input_gradient_cached);
 
 }  // namespace whale::plan

@@ -170,7 +170,8 @@ class AnalyticModel {
     // plan::loss_backward_transient_bytes per sample at the profile's cross entropy, prefix
     // sums over layers.
     std::vector<double> loss_transient;
-    // plan::head_norm_gradient_bytes per sample, prefix sums over layers.
+    // plan::head_norm_backward_bytes per sample (at tp 1, the input's gradient counted),
+    // prefix sums over layers.
     std::vector<double> head_norm_gradient;
     // The largest single-layer activation per sample (tp 1) with those, the most selective
     // recomputation rebuilds in one layer (selective_rebuilt_bytes) and the largest kept

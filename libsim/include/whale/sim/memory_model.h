@@ -119,7 +119,8 @@ double stage_parameters_per_device(const plan::Plan& plan, int s, int replica = 
 /// gradients twice on every stage with more than one replica. The transient added to the peak
 /// is the most one layer's backward holds beyond what it keeps: its recomputed activations
 /// (recompute_transient_bytes) plus, on the head, its loss's buffers or the final norm's output
-/// gradient (plan::head_backward_transient_bytes, the framework's cross_entropy). Under
+/// and input gradients (plan::head_backward_transient_bytes, the framework's cross_entropy; the
+/// input's left to a stage's cached block buffers where they hold it). Under
 /// framework_memory.gradients_freed_after_step a stage's gradients count from its first
 /// backward in the program (completes_gradients) on, and the
 /// breakdown's gradients_bytes is what is held at the peak (none when the peak comes before
