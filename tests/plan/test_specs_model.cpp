@@ -199,17 +199,22 @@ TEST_CASE("bad models name the field") {
   CHECK_SPEC_ERROR([&] { load_model(p); }, p, "layers", "layers applies to family models only");
 }
 
-TEST_CASE("a listed layer's dropout_mask_bytes reads back, and a negative one fails naming the field") {
+TEST_CASE("a listed layer's mask and attention output bytes read back; negative ones fail naming the field") {
   const std::string head = "name: masks\nfamily: listed\nsequence: 10\ntraining: {global_batch: 4, precision: fp32}\n"
                            "layer_list:\n  - name: a\n    parameters: 100\n    output_bytes: 40\n"
                            "    activation_bytes_replicated: 30\n";
-  const std::string path = scratch_file("listed-masks.yaml", head + "    dropout_mask_bytes: 20\n");
+  const std::string path =
+      scratch_file("listed-masks.yaml", head + "    dropout_mask_bytes: 20\n    attention_output_bytes: 12\n");
   const Model m = load_model(path);
   CHECK(m.layers[0].dropout_mask_bytes == 20);
+  CHECK(m.layers[0].attention_output_bytes == 12);
   const std::string saved = std::string(WHALE_BINARY_DIR) + "/specs-scratch/listed-masks-saved.yaml";
   save_model(m, saved);
   CHECK(load_model(saved).layers[0].dropout_mask_bytes == 20);
-  const std::string bad = scratch_file("listed-masks-bad.yaml", head + "    dropout_mask_bytes: -1\n");
-  CHECK_SPEC_ERROR([&] { load_model(bad); }, bad, "layer_list[0].dropout_mask_bytes",
-                   "expected a number >= 0, got '-1'");
+  CHECK(load_model(saved).layers[0].attention_output_bytes == 12);
+  for (const char* field : {"dropout_mask_bytes", "attention_output_bytes"}) {
+    const std::string bad = scratch_file("listed-masks-bad.yaml", head + "    " + field + ": -1\n");
+    CHECK_SPEC_ERROR([&] { load_model(bad); }, bad, std::string("layer_list[0].") + field,
+                     "expected a number >= 0, got '-1'");
+  }
 }
