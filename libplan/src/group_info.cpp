@@ -25,18 +25,16 @@ double reduction_window(const Schedule& sch, int p, int m) {
   return ((v - 1.0) * std::min(m, p) + 1.0) / v;
 }
 
-GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, const Choice& c, int index, int p,
-                     bool even) {
+GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, int micro_batch_size, bool even) {
   GroupInfo info;
   info.tp = g.tp;
   info.dp = g.dp();
-  const int nominal = std::max(1, c.micro_batch_size / info.dp);
+  const int nominal = std::max(1, micro_batch_size / info.dp);
   std::vector<double> kind_speed;
   for (const ReplicaKind& k : g.kinds) kind_speed.push_back(1.0 / an.forward_s(k.model, g.tp, nominal, 0, an.layers()));
   std::vector<double> speeds;
   for (int k : g.replica_kind) speeds.push_back(kind_speed[k]);
-  info.shares = even ? even_shares(c.micro_batch_size, info.dp)
-                     : proportional_shares(c.micro_batch_size, speeds);
+  info.shares = even ? even_shares(micro_batch_size, info.dp) : proportional_shares(micro_batch_size, speeds);
   info.dp_ring = g.dp_ring;
   std::vector<std::pair<int, int>> seen;  // (kind, share)
   for (int r = 0; r < info.dp; ++r) {
@@ -53,8 +51,6 @@ GroupInfo group_info(AnalyticModel& an, const GroupSpec& g, const Choice& c, int
       it->share = std::max(it->share, key.second);
     }
   }
-  info.in_flight = in_flight_of(c.schedule, p, index, c.micro_batches);
-  info.weight_passes = weight_passes_of(c.schedule, index, c.micro_batches);
   return info;
 }
 

@@ -1,7 +1,7 @@
 // File: group_info.h
-// What build_layout and StructureFigures read of a device group under one candidate: its
-// replicas' shares and classes, the device models' largest shares and memory, and the
-// schedule's activations in flight. Internal to libplan.
+// What build_layout and StructureFigures read of a device group at one micro-batch size: its
+// replicas' shares and classes and the device models' largest shares and memory; and the
+// schedules' figures per group. Internal to libplan.
 #pragma once
 
 #include <string>
@@ -33,8 +33,6 @@ struct GroupInfo {
   std::vector<ReplicaClass> classes;        // distinct (model, share, link)
   std::vector<ModelShare> model_max_share;
   DataParallelRing dp_ring;                  // how its replicas all-reduce
-  int in_flight = 1;                         // micro-batches of activations per layer kept
-  int weight_passes = -1;                    // zb-h1: micro-batches of weight-pass tensors held besides
 };
 
 // Share of a micro-batch's forward + backward time that is backward (GEMMs twice).
@@ -59,8 +57,9 @@ int weight_passes_of(const Schedule& schedule, int g, int m);
 /// ((v - 1) q + 1) / v. Otherwise the backward itself: 1.
 double reduction_window(const Schedule& schedule, int p, int m);
 
-/// Group `index` of p under choice c: shares in proportion to its replicas' speeds (equal
-/// under `even`), its replica classes and device models, and its activations in flight.
-GroupInfo group_info(AnalyticModel& analytic, const GroupSpec& group, const Choice& c, int index, int p, bool even);
+/// `group` at micro-batches of `micro_batch_size` samples: shares in proportion to its replicas'
+/// speeds (equal under `even`), its replica classes and device models. (The micro-batches of
+/// activations it keeps in flight are the schedule's: in_flight_of, weight_passes_of.)
+GroupInfo group_info(AnalyticModel& analytic, const GroupSpec& group, int micro_batch_size, bool even);
 
 }  // namespace whale::plan

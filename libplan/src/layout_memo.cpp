@@ -8,6 +8,8 @@
 #include <limits>
 #include <tuple>
 
+#include "group_info.h"
+
 namespace whale::plan {
 
 bool GroupRole::operator<(const GroupRole& o) const {
@@ -85,6 +87,20 @@ const std::vector<int>* LayoutMemo::partition(const std::vector<int>& key) const
 
 void LayoutMemo::remember_partition(const std::vector<int>& key, const std::vector<int>& boundaries) {
   partitions_[key] = boundaries;
+}
+
+LayoutMemo::LayoutMemo() = default;
+LayoutMemo::~LayoutMemo() = default;
+
+void LayoutMemo::start_layout() {
+  if (group_infos_.size() > kMaxGroupInfos) group_infos_.clear();
+}
+
+const GroupInfo& LayoutMemo::group_info(AnalyticModel& analytic, const GroupSpec& group, int micro_batch_size,
+                                        bool even) {
+  std::unique_ptr<GroupInfo>& kept = group_infos_[{&group, micro_batch_size, even}];
+  if (!kept) kept = std::make_unique<GroupInfo>(plan::group_info(analytic, group, micro_batch_size, even));
+  return *kept;
 }
 
 }  // namespace whale::plan

@@ -57,16 +57,24 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // stage_group of every stage, read for every range the partitions price.
   std::vector<int> group_of_stage(S);
   for (int s = 0; s < S; ++s) group_of_stage[s] = stage_group(c.schedule, p, s);
-  std::vector<GroupInfo> gi;
-  for (int g = 0; g < p; ++g) gi.push_back(group_info(an, *st.groups[g], c, g, p, rules.even_shares));
-  std::vector<int> min_rung(p, 0);
-  for (int g = 0; g < p && g < static_cast<int>(rules.min_rung.size()); ++g) min_rung[g] = rules.min_rung[g];
   LayoutMemo own_memo;
   LayoutMemo& memo = shared_memo ? *shared_memo : own_memo;
+  // Each group's shares and classes (the memo's, kept across layouts) and the micro-batches it
+  // keeps in flight under this schedule.
+  memo.start_layout();
+  std::vector<const GroupInfo*> gi;
+  std::vector<int> in_flight(p), weight_passes(p);
+  for (int g = 0; g < p; ++g) {
+    gi.push_back(&memo.group_info(an, *st.groups[g], c.micro_batch_size, rules.even_shares));
+    in_flight[g] = in_flight_of(c.schedule, p, g, c.micro_batches);
+    weight_passes[g] = weight_passes_of(c.schedule, g, c.micro_batches);
+  }
+  std::vector<int> min_rung(p, 0);
+  for (int g = 0; g < p && g < static_cast<int>(rules.min_rung.size()); ++g) min_rung[g] = rules.min_rung[g];
   std::vector<GroupRole> roles;
   for (int g = 0; g < p; ++g) {
-    roles.push_back(GroupRole{memo.group_id(*st.groups[g]), c.micro_batch_size, rules.even_shares, gi[g].in_flight,
-                              gi[g].weight_passes, v, min_rung[g]});
+    roles.push_back(GroupRole{memo.group_id(*st.groups[g]), c.micro_batch_size, rules.even_shares, in_flight[g],
+                              weight_passes[g], v, min_rung[g]});
   }
   const std::vector<int> role = memo.role_ids(roles, L);
   const double inf = std::numeric_limits<double>::infinity();
@@ -79,10 +87,10 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   auto time_at = [&](int s, int a, int e, int r) {
     const int g = group_of_stage[s];
     double worst = 0;
-    for (const ReplicaClass& rc : gi[g].classes) {
+    for (const ReplicaClass& rc : gi[g]->classes) {
       const double t = rc.table->forward(a, e) + rc.table->backward(a, e) +
                        rc.table->recompute(a, e, rung_recompute(r)) +
-                       2.0 * an.tp_comm_s(rc.link, gi[g].tp, rc.share, a, e);
+                       2.0 * an.tp_comm_s(rc.link, gi[g]->tp, rc.share, a, e);
       worst = std::max(worst, t);
     }
     return worst;
@@ -94,21 +102,21 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   // buckets, one layer each), and the ring's latencies count once.
   auto first_stage_reduction_tail_s = [&](int a, int e, int r) {
     const int g = group_of_stage[0];
-    if (gi[g].dp <= 1) return 0.0;
+    if (gi[g]->dp <= 1) return 0.0;
     const bool weight_pass = c.schedule.kind == ScheduleKind::zb_h1;
-    const double latency_s = gi[g].dp_ring.latency_s();
+    const double latency_s = gi[g]->dp_ring.latency_s();
     double backward_s = 0, reduced_s = 0;
     for (int l = e - 1; l >= a; --l) {
       double worst = 0;
-      for (const ReplicaClass& rc : gi[g].classes) {
+      for (const ReplicaClass& rc : gi[g]->classes) {
         const double pass_s = weight_pass ? 0.5 * rc.table->backward(l, l + 1)
                                           : rc.table->backward(l, l + 1) +
                                                 rc.table->recompute(l, l + 1, rung_recompute(r)) +
-                                                an.tp_comm_s(rc.link, gi[g].tp, rc.share, l, l + 1);
+                                                an.tp_comm_s(rc.link, gi[g]->tp, rc.share, l, l + 1);
         worst = std::max(worst, pass_s);
       }
       backward_s += worst;
-      const double layer_s = std::max(0.0, an.dp_comm_s(gi[g].dp_ring, gi[g].tp, gi[g].dp, l, l + 1) - latency_s);
+      const double layer_s = std::max(0.0, an.dp_comm_s(gi[g]->dp_ring, gi[g]->tp, gi[g]->dp, l, l + 1) - latency_s);
       reduced_s = std::max(reduced_s, backward_s) + layer_s;
     }
     return std::max(0.0, reduced_s + latency_s - backward_s);
@@ -118,13 +126,13 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
   auto gap_at = [&](int s, int a, int e, int r, Shortfall* out) {
     const int g = group_of_stage[s];
     double worst = -inf;
-    for (const ModelShare& ms : gi[g].model_max_share) {
-      MemoryNeed need = an.memory(*ms.memory, a, e, gi[g].tp, gi[g].dp, ms.share, gi[g].in_flight,
-                                  rung_recompute(r), rung_shards(r, gi[g].dp),
-                                  rung_shards_gradients(r, gi[g].dp), gi[g].weight_passes);
+    for (const ModelShare& ms : gi[g]->model_max_share) {
+      MemoryNeed need = an.memory(*ms.memory, a, e, gi[g]->tp, gi[g]->dp, ms.share, in_flight[g],
+                                  rung_recompute(r), rung_shards(r, gi[g]->dp),
+                                  rung_shards_gradients(r, gi[g]->dp), weight_passes[g]);
       if (s == S - 1 && table_copy) {
-        need.state_bytes += an.table_copy_bytes(ms.model, gi[g].tp, gi[g].dp, rung_shards(r, gi[g].dp),
-                                                rung_shards_gradients(r, gi[g].dp));
+        need.state_bytes += an.table_copy_bytes(ms.model, gi[g]->tp, gi[g]->dp, rung_shards(r, gi[g]->dp),
+                                                rung_shards_gradients(r, gi[g]->dp));
       }
       const double usable = ms.usable_bytes / v;
       if (need.total() - usable > worst) {
@@ -148,7 +156,7 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
     const int g = group_of_stage[s];
     for (int r = min_rung[g]; r <= top_rung; ++r) {
       // Sharding over one replica changes nothing.
-      if ((r == 1 || r == 4) && gi[g].dp == 1 && r > min_rung[g]) continue;
+      if ((r == 1 || r == 4) && gi[g]->dp == 1 && r > min_rung[g]) continue;
       if (gap_at(s, a, e, r, nullptr) <= 0) return r;
     }
     return -1;
@@ -215,12 +223,12 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       stage.first_layer = b[s];
       stage.end_layer = b[s + 1];
       stage.devices = st.groups[g]->devices;
-      stage.tp = gi[g].tp;
-      stage.shares = gi[g].shares;
+      stage.tp = gi[g]->tp;
+      stage.shares = gi[g]->shares;
       stage.recompute = rung_recompute(rungs[s]);
-      stage.shard_optimizer = rung_shards(rungs[s], gi[g].dp);
-      stage.shard_gradients = rung_shards_gradients(rungs[s], gi[g].dp);
-      stage.sequence_parallel = an.sequence_parallel(gi[g].tp);
+      stage.shard_optimizer = rung_shards(rungs[s], gi[g]->dp);
+      stage.shard_gradients = rung_shards_gradients(rungs[s], gi[g]->dp);
+      stage.sequence_parallel = an.sequence_parallel(gi[g]->tp);
       if (an.model().moe) {
         const ExpertLayout experts = choose_expert_layout(an.model(), an.cluster(), stage.devices, stage.tp);
         stage.ep = experts.ep;
@@ -228,14 +236,14 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
       }
       out.stages.push_back(stage);
       group_time[g] += time_at(s, b[s], b[s + 1], rungs[s]);
-      stage_dp[s] = an.dp_comm_s(gi[g].dp_ring, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
+      stage_dp[s] = an.dp_comm_s(gi[g]->dp_ring, gi[g]->tp, gi[g]->dp, b[s], b[s + 1]);
       group_dp[g] += stage_dp[s];
       double opt = 0;
-      for (const auto& ms : gi[g].model_max_share) {
-        opt = std::max(opt, an.optimizer_s(ms.model, b[s], b[s + 1], gi[g].tp, gi[g].dp, stage.shard_optimizer));
+      for (const auto& ms : gi[g]->model_max_share) {
+        opt = std::max(opt, an.optimizer_s(ms.model, b[s], b[s + 1], gi[g]->tp, gi[g]->dp, stage.shard_optimizer));
       }
       // A sharded optimizer (ZeRO-1 and -2) all-gathers the updated weights after its step.
-      if (stage.shard_optimizer) opt += an.dp_gather_s(gi[g].dp_ring, gi[g].tp, gi[g].dp, b[s], b[s + 1]);
+      if (stage.shard_optimizer) opt += an.dp_gather_s(gi[g]->dp_ring, gi[g]->tp, gi[g]->dp, b[s], b[s + 1]);
       group_opt[g] += opt;
       if (s + 1 < S) {
         const int h = group_of_stage[s + 1];
@@ -245,12 +253,12 @@ Layout build_layout(AnalyticModel& an, const Structure& st, const Choice& c, con
           // feeding several receivers sends to them one after another. Forward, the largest
           // sender sends its whole share; backward, the largest receiver sends its share back.
           const Link link = an.cluster().concurrent_link_between(st.groups[g]->devices[0], st.groups[h]->devices[0]);
-          const int from_tp = gi[g].tp, to_tp = gi[h].tp;
+          const int from_tp = gi[g]->tp, to_tp = gi[h]->tp;
           const bool sliced = an.sequence_parallel(from_tp) && an.sequence_parallel(to_tp);
           const int receivers_per_sender = (to_tp + from_tp - 1) / from_tp;
           const Bytes bytes_per_sample = an.boundary_bytes(b[s + 1]) / (sliced ? to_tp : 1);
-          const int most_g = *std::max_element(gi[g].shares.begin(), gi[g].shares.end());
-          const int most_h = *std::max_element(gi[h].shares.begin(), gi[h].shares.end());
+          const int most_g = *std::max_element(gi[g]->shares.begin(), gi[g]->shares.end());
+          const int most_h = *std::max_element(gi[h]->shares.begin(), gi[h]->shares.end());
           const double forward_s = receivers_per_sender * link.time_for(bytes_per_sample * most_g);
           const double backward_s = receivers_per_sender * link.time_for(bytes_per_sample * most_h);
           p2p += forward_s + backward_s;

@@ -294,8 +294,7 @@ StructureFigures::GroupLayers& StructureFigures::group_layers(const GroupSpec& g
   AnalyticModel& an = analytic_;
   const int L = an.layers();
   const int top = max_rung(an);
-  const Choice choice{micro_batch_size, 1, Schedule{ScheduleKind::one_f_one_b, 1}};
-  const GroupInfo info = group_info(an, g, choice, 0, 1, even_shares);
+  const GroupInfo info = group_info(an, g, micro_batch_size, even_shares);
   // The slowest replica class over the whole model: its layers' times bound the group's.
   const ReplicaClass* slowest = nullptr;
   double slowest_s = -1;

@@ -1,8 +1,8 @@
 // File: layout_memo.h
-// LayoutMemo: what build_layout computes about a group's layer ranges and a pipeline's layer
-// partitions, remembered between the layouts of one search (the choices of a structure repeat
-// the same groups in the same roles: gpipe and 1f1b at as many micro-batches in flight, and
-// interleaved-1f1b and wave at the same chunk count).
+// LayoutMemo: what build_layout computes about a group's shares, its layer ranges and a
+// pipeline's layer partitions, remembered between the layouts of one search (the choices of a
+// structure repeat the same groups in the same roles: gpipe and 1f1b at as many micro-batches
+// in flight, and interleaved-1f1b and wave at the same chunk count).
 #pragma once
 
 #include <map>
@@ -12,9 +12,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "whale/plan/search_estimate.h"
 #include "whale/plan/search_space.h"
 
 namespace whale::plan {
+
+struct GroupInfo;   // group_info.h (libplan's own)
 
 /// Everything a range's cost depends on besides the range: the group's values
 /// (LayoutMemo::group_id), its shares (micro-batch size and whether they are even), the
@@ -37,6 +40,21 @@ struct GroupRole {
 class LayoutMemo {
  public:
   static constexpr size_t kMaxRoles = 64;
+  /// Groups' figures kept at most (start_layout forgets them all past it).
+  static constexpr size_t kMaxGroupInfos = 4096;
+
+  LayoutMemo();
+  ~LayoutMemo();
+  LayoutMemo(const LayoutMemo&) = delete;
+  LayoutMemo& operator=(const LayoutMemo&) = delete;
+
+  /// Called before a layout's group_info calls: may forget every group's figures (their
+  /// references with them), so that the memory stays bounded.
+  void start_layout();
+  /// group_info(analytic, group, micro_batch_size, even), computed once per (group,
+  /// micro_batch_size, even) and kept by the group's address (as group_id: the search's groups
+  /// are immutable and outlive the memo); the reference is valid until start_layout forgets it.
+  const GroupInfo& group_info(AnalyticModel& analytic, const GroupSpec& group, int micro_batch_size, bool even);
 
   /// One id per distinct group value that range costs depend on: tp and, in replica order,
   /// each replica's device model and intra-node link. Not the device ids: alike groups on
@@ -77,6 +95,8 @@ class LayoutMemo {
   std::vector<unsigned long long> row_stamp_; // by (id, a): generation_ when the row was cleared
   unsigned long long generation_ = 1;
   std::map<std::vector<int>, std::vector<int>> partitions_;
+  // group_info's results by (group, micro-batch size, even shares).
+  std::map<std::tuple<const GroupSpec*, int, bool>, std::unique_ptr<GroupInfo>> group_infos_;
 };
 
 }  // namespace whale::plan
