@@ -96,7 +96,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
     d.act_attention.assign(1, 0.0);
     d.act_replicated.assign(1, 0.0);
     d.loss_transient.assign(1, 0.0);
-    d.head_norm_gradient.assign(1, 0.0);
+    d.head_norm_backward.assign(1, 0.0);
     std::vector<double> whole, rebuilt_of, replicated_of;
     for (const Layer& l : model.layers) {
       const double attention = attention_kept_bytes(l, profile.framework_memory, precision_);
@@ -105,7 +105,7 @@ AnalyticModel::AnalyticModel(const Cluster& cluster, const Model& model,
       push_prefix(d.act_replicated, replicated);
       push_prefix(d.loss_transient, loss_backward_transient_bytes(l, profile.framework_memory.cross_entropy));
       // At tp 1 without a block's cached buffers: the most the simulator counts.
-      push_prefix(d.head_norm_gradient, head_norm_backward_bytes(l, 1, false, false));
+      push_prefix(d.head_norm_backward, head_norm_backward_bytes(l, 1, false, false));
       whole.push_back(replicated + l.activation_bytes_split + attention);
       rebuilt_of.push_back(selective_rebuilt_bytes(l, attention));
       replicated_of.push_back(replicated);
@@ -293,7 +293,7 @@ MemoryNeed AnalyticModel::memory(const DeviceMemory& device, int first, int end,
   // Gradients freed after each step (framework_memory.h) are still counted in state_bytes
   // here: the estimate stays at or above the simulator's.
   need.activation_bytes +=
-      std::max(range(device.loss_transient, first, end) / tp, range(device.head_norm_gradient, first, end)) * share;
+      std::max(range(device.loss_transient, first, end) / tp, range(device.head_norm_backward, first, end)) * share;
   // One layer's backward buffers under stage_buffer_cache, the model's largest (the
   // simulator adds the range's largest).
   if (device.stage_buffer_cache)

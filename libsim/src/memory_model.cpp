@@ -149,10 +149,11 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
     Bytes kept = 0, weight_pass = 0, stage_buffers = 0, stage_scratch = 0;
     // Under stage_buffer_cache a stage's block buffers hold the gradient the head's backward
     // hands on (a block's output gradient); a stage without them holds it beside the head's.
-    bool block_buffers = false;
-    for (int l = stage.first_layer; l < stage.end_layer; ++l)
-      block_buffers = block_buffers || backward_buffer_bytes(plan.model.layers.at(l), 1, false) > 0;
-    const bool input_gradient_cached = framework.stage_buffer_cache && block_buffers;
+    const auto stage_layers = plan.model.layers.begin();
+    const bool input_gradient_cached =
+        framework.stage_buffer_cache &&
+        std::any_of(stage_layers + stage.first_layer, stage_layers + stage.end_layer,
+                    [](const plan::Layer& l) { return backward_buffer_bytes(l, 1, false) > 0; });
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const plan::Layer& model_layer = plan.model.layers.at(l);
       const bool moe = model_layer.experts > 0;
@@ -174,8 +175,8 @@ MemoryBreakdown replica_memory(const plan::Plan& plan, const std::vector<int>& g
           recompute_transient_bytes(layer, stage.tp, stage.recompute, stage.sequence_parallel, layer_kept) * samples;
       transient_bytes = std::max(transient_bytes, recomputed + loss);
       // A framework that caches its buffers (whale-run) rebuilds a block under recomputation
-      // (the whole block under full, its attention probabilities under selective) into one
-      // block's worth of scratch that its stage keeps for the run.
+      // (the whole block under full, its attention core's probabilities and output under
+      // selective) into one block's worth of scratch that its stage keeps for the run.
       const bool scratch = framework.stage_buffer_cache && stage.recompute != plan::Recompute::none &&
                            layer.kind == plan::LayerKind::transformer;
       if (scratch) stage_scratch = std::max(stage_scratch, recomputed);

@@ -12,12 +12,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "whale/plan/search_estimate.h"
 #include "whale/plan/search_space.h"
 
 namespace whale::plan {
 
-struct GroupInfo;   // group_info.h (libplan's own)
+class AnalyticModel;   // search_estimate.h
+struct GroupInfo;      // group_info.h (libplan's own)
 
 /// Everything a range's cost depends on besides the range: the group's values
 /// (LayoutMemo::group_id), its shares (micro-batch size and whether they are even), the

@@ -172,7 +172,7 @@ class AnalyticModel {
     std::vector<double> loss_transient;
     // plan::head_norm_backward_bytes per sample (at tp 1, the input's gradient counted),
     // prefix sums over layers.
-    std::vector<double> head_norm_gradient;
+    std::vector<double> head_norm_backward;
     // The largest single-layer activation per sample (tp 1) with those, the most selective
     // recomputation rebuilds in one layer (selective_rebuilt_bytes) and the largest kept
     // replicated bytes, over a range of layers.
